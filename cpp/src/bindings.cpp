@@ -1,0 +1,258 @@
+// pybind11 adapter for the ikdr core: convert arrays, release the GIL, call,
+// return. No algorithm lives here.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ikdr/eigen.hpp"
+#include "ikdr/fused.hpp"
+#include "ikdr/panel_ops.hpp"
+
+#ifdef IKDR_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+namespace py = pybind11;
+using namespace ikdr;
+
+namespace {
+
+template <class T>
+using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+template <class Fn>
+Fn capsule_function(const py::object& capi, const char* name) {
+  py::object cap = capi[name];
+  const char* cname = PyCapsule_GetName(cap.ptr());
+  void* ptr = PyCapsule_GetPointer(cap.ptr(), cname);
+  if (ptr == nullptr) throw py::error_already_set();
+  return reinterpret_cast<Fn>(ptr);
+}
+
+// SciPy's BLAS, looked up once at import; immutable afterwards.
+const Blas& blas() {
+  static const Blas table = [] {
+    py::object capi = py::module_::import("scipy.linalg.cython_blas").attr("__pyx_capi__");
+    Blas b;
+    b.dgemm = capsule_function<GemmFn<double>>(capi, "dgemm");
+    b.sgemm = capsule_function<GemmFn<float>>(capi, "sgemm");
+    return b;
+  }();
+  return table;
+}
+
+RunConfig make_config(int n_threads) {
+  RunConfig cfg;
+  cfg.n_threads = n_threads > 0 ? n_threads : 1;
+  cfg.check_interrupt = [] {
+    py::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0;
+  };
+  return cfg;
+}
+
+// Run fn without the GIL; an interrupt leaves the Python error set.
+template <class Fn>
+void without_gil(Fn&& fn) {
+  bool interrupted = false;
+  {
+    py::gil_scoped_release release;
+    try {
+      fn();
+    } catch (const Interrupted&) {
+      interrupted = true;
+    }
+  }
+  if (interrupted) throw py::error_already_set();
+}
+
+template <class T>
+Array<T> require_2d(const Array<T>& a, const char* name) {
+  if (a.ndim() != 2) throw py::value_error(std::string(name) + " must be a 2-D array");
+  return a;
+}
+
+// Terms arrive as tuples (kind, weight, sigma, c, degree, scale_rows, scale_cols).
+template <class T>
+struct TermList {
+  std::vector<Term<T>> terms;
+  std::vector<Array<T>> keep_alive;
+};
+
+template <class T>
+TermList<T> convert_terms(const py::list& spec, Index n_rows, Index n_cols) {
+  TermList<T> out;
+  for (const auto& item : spec) {
+    auto t = item.cast<py::tuple>();
+    if (t.size() != 7) throw py::value_error("kernel term must have 7 fields");
+    Term<T> term;
+    const int kind = t[0].cast<int>();
+    if (kind < 0 || kind > 4) throw py::value_error("unknown kernel term kind");
+    term.kind = static_cast<TermKind>(kind);
+    term.weight = t[1].cast<double>();
+    term.sigma = t[2].cast<double>();
+    term.c = t[3].cast<double>();
+    term.degree = t[4].cast<int>();
+    if (term.kind == TermKind::polynomial && term.degree < 1)
+      throw py::value_error("polynomial degree must be >= 1");
+    if (!t[5].is_none()) {
+      Array<T> rows = t[5].cast<Array<T>>();
+      Array<T> cols = t[6].cast<Array<T>>();
+      if (rows.size() != n_rows || cols.size() != n_cols)
+        throw py::value_error("per-point kernel scales have the wrong length");
+      term.scale_rows = rows.data();
+      term.scale_cols = cols.data();
+      out.keep_alive.push_back(rows);
+      out.keep_alive.push_back(cols);
+    }
+    out.terms.push_back(term);
+  }
+  return out;
+}
+
+template <class T>
+Array<T> kernel_matrix_py(Array<T> a, Array<T> b, const py::list& spec, int n_threads) {
+  require_2d(a, "A");
+  require_2d(b, "B");
+  if (a.shape(1) != b.shape(1)) throw py::value_error("A and B must have the same number of columns");
+  const bool same = a.ptr() == b.ptr();
+  PointPair<T> pts{a.data(), a.shape(0), same ? a.data() : b.data(), b.shape(0), a.shape(1)};
+  auto terms = convert_terms<T>(spec, pts.n, pts.m);
+  Array<T> out({pts.n, pts.m});
+  T* o = out.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] { kernel_matrix<T>(blas(), pts, terms.terms, o, cfg); });
+  return out;
+}
+
+template <class T>
+py::tuple fused_product_py(Array<T> z, const py::list& spec, int mode,
+                           std::optional<Array<T>> gamma_dense,
+                           std::optional<Array<T>> gamma_factor,
+                           std::optional<Array<T>> gamma_scale, std::optional<Array<T>> rhs,
+                           int n_threads) {
+  require_2d(z, "Z");
+  const Index n = z.shape(0);
+  PointPair<T> pts{z.data(), n, z.data(), n, z.shape(1)};
+  auto terms = convert_terms<T>(spec, n, n);
+  GammaView<T> gamma;
+  if (gamma_dense) {
+    if (gamma_dense->ndim() != 2 || gamma_dense->shape(0) != n || gamma_dense->shape(1) != n)
+      throw py::value_error("dense Gamma must be n x n");
+    gamma.dense = gamma_dense->data();
+  } else if (gamma_factor) {
+    if (gamma_factor->ndim() != 2 || gamma_factor->shape(0) != n)
+      throw py::value_error("Gamma factor must be n x r");
+    gamma.g_rows = gamma.g_cols = gamma_factor->data();
+    gamma.rank = gamma_factor->shape(1);
+    if (gamma_scale) {
+      if (gamma_scale->size() != gamma.rank) throw py::value_error("Gamma scale must have length r");
+      gamma.s = gamma_scale->data();
+    }
+  }
+  if (mode != 0 && mode != 1) throw py::value_error("mode must be 0 (value) or 1 (gradient)");
+  const T* r = nullptr;
+  Index rc = 0;
+  py::object y_obj = py::none();
+  T* y = nullptr;
+  if (rhs) {
+    require_2d(*rhs, "rhs");
+    if (rhs->shape(0) != n) throw py::value_error("rhs must have n rows");
+    r = rhs->data();
+    rc = rhs->shape(1);
+    Array<T> y_arr({n, rc});
+    y = y_arr.mutable_data();
+    y_obj = y_arr;
+  }
+  Array<T> sum_m(n), sum_b(n);
+  T* sm = sum_m.mutable_data();
+  T* sb = sum_b.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] {
+    fused_product<T>(blas(), pts, gamma, terms.terms, static_cast<Mode>(mode), r, rc, y, sm, sb,
+                     cfg);
+  });
+  return py::make_tuple(y_obj, sum_m, sum_b);
+}
+
+template <class T>
+Array<T> weighted_gram_py(Array<T> x, Array<T> psi, bool laplacian, int n_threads) {
+  require_2d(x, "X");
+  require_2d(psi, "Psi");
+  const Index n = x.shape(0), d = x.shape(1);
+  if (psi.shape(0) != n || psi.shape(1) != n) throw py::value_error("Psi must be n x n");
+  Array<T> out({d, d});
+  T* o = out.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] { weighted_gram<T>(blas(), x.data(), n, d, psi.data(), laplacian, o, cfg); });
+  return out;
+}
+
+template <class T>
+py::tuple top_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, int max_iter,
+                            double tol, int oversample) {
+  require_2d(a, "A");
+  const Index d = a.shape(0);
+  if (a.shape(1) != d) throw py::value_error("A must be square");
+  if (q < 1 || q > d) throw py::value_error("q must be in [1, d]");
+  const T* v = nullptr;
+  if (v0) {
+    if (v0->ndim() != 2 || v0->shape(0) != d || v0->shape(1) != q)
+      throw py::value_error("V0 must be d x q");
+    v = v0->data();
+  }
+  EigenResult<T> res;
+  without_gil([&] { res = top_eigenpairs<T>(blas(), a.data(), d, q, v, max_iter, tol, oversample); });
+  Array<T> vals(q), vecs({d, q});
+  std::copy(res.values.begin(), res.values.end(), vals.mutable_data());
+  std::copy(res.vectors.begin(), res.vectors.end(), vecs.mutable_data());
+  return py::make_tuple(vals, vecs, res.iterations, res.converged, double(res.residual));
+}
+
+template <class T>
+void bind_dtype(py::module_& m, const std::string& suffix) {
+  m.def(("kernel_matrix_" + suffix).c_str(), &kernel_matrix_py<T>, py::arg("a"), py::arg("b"),
+        py::arg("terms"), py::arg("n_threads") = 1);
+  m.def(("fused_product_" + suffix).c_str(), &fused_product_py<T>, py::arg("z"),
+        py::arg("terms"), py::arg("mode"), py::arg("gamma_dense") = py::none(),
+        py::arg("gamma_factor") = py::none(), py::arg("gamma_scale") = py::none(),
+        py::arg("rhs") = py::none(), py::arg("n_threads") = 1);
+  m.def(("weighted_gram_" + suffix).c_str(), &weighted_gram_py<T>, py::arg("x"), py::arg("psi"),
+        py::arg("laplacian"), py::arg("n_threads") = 1);
+  m.def(("top_eigenpairs_" + suffix).c_str(), &top_eigenpairs_py<T>, py::arg("a"), py::arg("q"),
+        py::arg("v0") = py::none(), py::arg("max_iter") = 300, py::arg("tol") = 1e-10,
+        py::arg("oversample") = 8);
+}
+
+py::dict build_info() {
+  py::dict info;
+#ifdef IKDR_VERSION
+  info["version"] = IKDR_VERSION;
+#endif
+#ifdef IKDR_COMPILER
+  info["compiler"] = IKDR_COMPILER;
+#endif
+#ifdef IKDR_HAVE_OPENMP
+  info["openmp"] = true;
+  info["omp_max_threads"] = omp_get_max_threads();
+#else
+  info["openmp"] = false;
+  info["omp_max_threads"] = 1;
+#endif
+  info["simd"] = panel_ops_double().isa;
+  return info;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "ikdr C++ core: kernel panels, fused Laplacian products, eigen-solvers";
+  blas();  // resolve SciPy's BLAS now, while we hold the GIL
+  bind_dtype<double>(m, "f64");
+  bind_dtype<float>(m, "f32");
+  m.def("build_info", &build_info);
+}

@@ -1,0 +1,181 @@
+#include "ikdr/eigen.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+
+namespace ikdr {
+
+template <class T>
+void jacobi_eigen(std::vector<T>& a, Index p, std::vector<T>& values, std::vector<T>& vectors) {
+  // Cyclic Jacobi with a relative stopping rule; p is a block size (tens), so
+  // O(p^3) per sweep is negligible next to the d x d products around it.
+  vectors.assign(p * p, T(0));
+  for (Index i = 0; i < p; ++i) vectors[i * p + i] = T(1);
+  T total = 0;
+  for (T v : a) total += v * v;
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    T off = 0;
+    for (Index i = 0; i < p; ++i)
+      for (Index j = i + 1; j < p; ++j) off += a[i * p + j] * a[i * p + j];
+    if (off <= total * std::numeric_limits<T>::epsilon() * std::numeric_limits<T>::epsilon())
+      break;
+    for (Index i = 0; i < p; ++i) {
+      for (Index j = i + 1; j < p; ++j) {
+        const T aij = a[i * p + j];
+        if (aij == T(0)) continue;
+        const T theta = (a[j * p + j] - a[i * p + i]) / (T(2) * aij);
+        const T t = (theta >= 0 ? T(1) : T(-1)) / (std::abs(theta) + std::sqrt(theta * theta + 1));
+        const T c = T(1) / std::sqrt(t * t + 1), s = t * c;
+        for (Index k = 0; k < p; ++k) {  // columns i, j
+          const T aki = a[k * p + i], akj = a[k * p + j];
+          a[k * p + i] = c * aki - s * akj;
+          a[k * p + j] = s * aki + c * akj;
+        }
+        for (Index k = 0; k < p; ++k) {  // rows i, j
+          const T aik = a[i * p + k], ajk = a[j * p + k];
+          a[i * p + k] = c * aik - s * ajk;
+          a[j * p + k] = s * aik + c * ajk;
+        }
+        for (Index k = 0; k < p; ++k) {
+          const T vki = vectors[k * p + i], vkj = vectors[k * p + j];
+          vectors[k * p + i] = c * vki - s * vkj;
+          vectors[k * p + j] = s * vki + c * vkj;
+        }
+      }
+    }
+  }
+  std::vector<Index> order(p);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](Index x, Index y) { return a[x * p + x] > a[y * p + y]; });
+  values.resize(p);
+  std::vector<T> sorted(p * p);
+  for (Index c = 0; c < p; ++c) {
+    values[c] = a[order[c] * p + order[c]];
+    for (Index r = 0; r < p; ++r) sorted[r * p + c] = vectors[r * p + order[c]];
+  }
+  vectors.swap(sorted);
+}
+
+namespace {
+
+// Orthonormalise the columns of v (d x p, row-major) by modified Gram-Schmidt
+// applied twice; a column that lies in the span of the previous ones is
+// replaced by a coordinate vector, so the block never loses rank.
+template <class T>
+void orthonormalise(std::vector<T>& v, Index d, Index p) {
+  for (Index c = 0; c < p; ++c) {
+    for (Index attempt = 0; attempt <= d; ++attempt) {
+      T before = 0;
+      for (Index r = 0; r < d; ++r) before += v[r * p + c] * v[r * p + c];
+      for (int pass = 0; pass < 2; ++pass)
+        for (Index prev = 0; prev < c; ++prev) {
+          T dot = 0;
+          for (Index r = 0; r < d; ++r) dot += v[r * p + c] * v[r * p + prev];
+          for (Index r = 0; r < d; ++r) v[r * p + c] -= dot * v[r * p + prev];
+        }
+      T norm = 0;
+      for (Index r = 0; r < d; ++r) norm += v[r * p + c] * v[r * p + c];
+      if (norm > T(1e-20) * before && norm > T(0)) {
+        norm = std::sqrt(norm);
+        for (Index r = 0; r < d; ++r) v[r * p + c] /= norm;
+        break;
+      }
+      for (Index r = 0; r < d; ++r) v[r * p + c] = (r == (c + attempt) % d) ? T(1) : T(0);
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, const T* v0,
+                              int max_iter, double tol, int oversample) {
+  EigenResult<T> res;
+  const Index p = std::min<Index>(d, q + std::max(oversample, 0));
+  T fro = 0, lower = std::numeric_limits<T>::max();
+  for (Index i = 0; i < d; ++i) {
+    T radius = 0;
+    for (Index j = 0; j < d; ++j) {
+      fro += a[i * d + j] * a[i * d + j];
+      if (j != i) radius += std::abs(a[i * d + j]);
+    }
+    lower = std::min(lower, a[i * d + i] - radius);
+  }
+  fro = std::sqrt(fro);
+  // A + shift I is positive semi-definite (Gershgorin), so powers of it
+  // favour the largest algebraic eigenvalues of the indefinite A.
+  const T shift = lower < 0 ? -lower : T(0);
+
+  std::vector<T> v(d * p), av(d * p), t(p * p), vals, vecs, tmp(d * p);
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (Index r = 0; r < d; ++r)
+    for (Index c = 0; c < p; ++c) {
+      if (v0 != nullptr && c < q) {
+        v[r * p + c] = v0[r * q + c];
+      } else {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        v[r * p + c] = T(double(state >> 11) / double(1ull << 53) - 0.5);
+      }
+    }
+  orthonormalise(v, d, p);
+  if (fro == T(0)) {
+    res.values.assign(q, T(0));
+    res.vectors.resize(d * q);
+    for (Index r = 0; r < d; ++r)
+      for (Index c = 0; c < q; ++c) res.vectors[r * q + c] = v[r * p + c];
+    res.converged = true;
+    return res;
+  }
+  for (int it = 1; it <= max_iter; ++it) {
+    res.iterations = it;
+    gemm_row_major<T>(blas, false, false, d, p, d, T(1), a, d, v.data(), p, T(0), av.data(), p);
+    gemm_row_major<T>(blas, true, false, p, p, d, T(1), v.data(), p, av.data(), p, T(0),
+                      t.data(), p);
+    for (Index i = 0; i < p; ++i)
+      for (Index j = i + 1; j < p; ++j) t[i * p + j] = t[j * p + i] = T(0.5) * (t[i * p + j] + t[j * p + i]);
+    jacobi_eigen(t, p, vals, vecs);
+    // Rotate to the Ritz basis: V <- V S, AV <- AV S.
+    gemm_row_major<T>(blas, false, false, d, p, p, T(1), v.data(), p, vecs.data(), p, T(0),
+                      tmp.data(), p);
+    v.swap(tmp);
+    gemm_row_major<T>(blas, false, false, d, p, p, T(1), av.data(), p, vecs.data(), p, T(0),
+                      tmp.data(), p);
+    av.swap(tmp);
+    T worst = 0;
+    for (Index c = 0; c < q; ++c) {
+      T r2 = 0;
+      for (Index r = 0; r < d; ++r) {
+        const T e = av[r * p + c] - vals[c] * v[r * p + c];
+        r2 += e * e;
+      }
+      worst = std::max(worst, std::sqrt(r2) / fro);
+    }
+    res.residual = worst;
+    if (worst <= T(tol)) {
+      res.converged = true;
+      break;
+    }
+    for (Index i = 0; i < d * p; ++i) v[i] = av[i] + shift * v[i];
+    orthonormalise(v, d, p);
+  }
+  res.values.assign(vals.begin(), vals.begin() + q);
+  res.vectors.resize(d * q);
+  for (Index r = 0; r < d; ++r)
+    for (Index c = 0; c < q; ++c) res.vectors[r * q + c] = v[r * p + c];
+  return res;
+}
+
+template EigenResult<double> top_eigenpairs<double>(const Blas&, const double*, Index, Index,
+                                                    const double*, int, double, int);
+template EigenResult<float> top_eigenpairs<float>(const Blas&, const float*, Index, Index,
+                                                  const float*, int, double, int);
+template void jacobi_eigen<double>(std::vector<double>&, Index, std::vector<double>&,
+                                   std::vector<double>&);
+template void jacobi_eigen<float>(std::vector<float>&, Index, std::vector<float>&,
+                                  std::vector<float>&);
+
+}  // namespace ikdr

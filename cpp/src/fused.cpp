@@ -1,0 +1,320 @@
+// Row-panel driver for kernel matrices and fused Laplacian products.
+//
+// Gradient weights. For an ISM kernel k = f(beta) with inner-product argument
+// (linear, polynomial: beta = <z_i, z_j>) the weight a_ij = f'(beta) enters
+// Phi as X^T (Gamma o a) X; with a squared-distance argument (gaussian,
+// squared, multiquadric) b_ij = f'(beta) enters as 2 X^T L(Gamma o b) X
+// (DESIGN.md section 2). Both fold into one panel product:
+//   X^T [Gamma o (a - 2 b)] X + X^T diag(2 (Gamma o b) 1) X.
+#include "ikdr/fused.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ikdr/panel_ops.hpp"
+
+#ifdef IKDR_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+namespace ikdr {
+
+template <>
+void gemm_row_major<double>(const Blas& blas, bool trans_a, bool trans_b, Index m, Index n,
+                            Index k, double alpha, const double* a, Index lda, const double* b,
+                            Index ldb, double beta, double* c, Index ldc) {
+  if (m == 0 || n == 0) return;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+  const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
+  const int mm = int(n), nn = int(m), kk = int(k), la = int(ldb), lb = int(lda), lc = int(ldc);
+  if (k == 0) {
+    for (Index i = 0; i < m; ++i)
+      for (Index j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0 ? 0.0 : beta * c[i * ldc + j];
+    return;
+  }
+  blas.dgemm(&ta, &tb, &mm, &nn, &kk, &alpha, b, &la, a, &lb, &beta, c, &lc);
+}
+
+template <>
+void gemm_row_major<float>(const Blas& blas, bool trans_a, bool trans_b, Index m, Index n, Index k,
+                           float alpha, const float* a, Index lda, const float* b, Index ldb,
+                           float beta, float* c, Index ldc) {
+  if (m == 0 || n == 0) return;
+  const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
+  const int mm = int(n), nn = int(m), kk = int(k), la = int(ldb), lb = int(lda), lc = int(ldc);
+  if (k == 0) {
+    for (Index i = 0; i < m; ++i)
+      for (Index j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  blas.sgemm(&ta, &tb, &mm, &nn, &kk, &alpha, b, &la, a, &lb, &beta, c, &lc);
+}
+
+namespace {
+
+template <class T>
+bool needs_distance(const std::vector<Term<T>>& terms) {
+  for (const auto& t : terms)
+    if (t.kind == TermKind::gaussian || t.kind == TermKind::squared ||
+        t.kind == TermKind::multiquadric)
+      return true;
+  return false;
+}
+
+template <class T>
+bool needs_dot(const std::vector<Term<T>>& terms) {
+  for (const auto& t : terms)
+    if (t.kind == TermKind::linear || t.kind == TermKind::polynomial) return true;
+  return false;
+}
+
+template <class T>
+std::vector<T> squared_norms(const T* z, Index n, Index k) {
+  std::vector<T> out(n);
+  for (Index i = 0; i < n; ++i) {
+    T s = 0;
+    for (Index c = 0; c < k; ++c) s += z[i * k + c] * z[i * k + c];
+    out[i] = s;
+  }
+  return out;
+}
+
+// Scratch panels for one block of rows, reused across blocks.
+template <class T>
+struct Panel {
+  Index rows = 0, cols = 0;
+  std::vector<T> dot, dist, inner, diff, gamma;
+  std::vector<T> col_factor;  // per-column bandwidth factor of a relative Gaussian
+};
+
+// Accumulate the terms for row i of the panel into inner (a / value) and diff (b).
+template <class T>
+void accumulate_row(const PanelOps<T>& ops, const std::vector<Term<T>>& terms, Mode mode,
+                    Index i_global, Index cols, const T* dot, const T* dist, T* inner, T* diff,
+                    const std::vector<std::vector<T>>& col_scales) {
+  for (std::size_t t = 0; t < terms.size(); ++t) {
+    const Term<T>& term = terms[t];
+    const T w = T(term.weight);
+    switch (term.kind) {
+      case TermKind::linear:
+        if (mode == Mode::value) ops.add_scaled(inner, dot, w, cols);
+        else ops.add_constant(inner, w, cols);
+        break;
+      case TermKind::polynomial:
+        if (mode == Mode::value) ops.add_power(inner, dot, w, T(term.c), term.degree, cols);
+        else ops.add_power(inner, dot, w * T(term.degree), T(term.c), term.degree - 1, cols);
+        break;
+      case TermKind::gaussian: {
+        // k = exp(-dist * e_ij), e_ij = 1 / (2 s_i s_j); f'(beta) = -e_ij k.
+        const T* v = col_scales[t].empty() ? nullptr : col_scales[t].data();
+        const T u = term.scale_rows ? T(0.5) / term.scale_rows[i_global]
+                                    : T(0.5 / (term.sigma * term.sigma));
+        if (mode == Mode::value) ops.add_exp(inner, dist, w, u, v, 0, cols);
+        else ops.add_exp(diff, dist, -w, u, v, 1, cols);
+        break;
+      }
+      case TermKind::squared:
+        if (mode == Mode::value) ops.add_scaled(inner, dist, -w, cols);
+        else ops.add_constant(diff, -w, cols);
+        break;
+      case TermKind::multiquadric: {
+        const T c2 = T(term.c * term.c);
+        if (mode == Mode::value) ops.add_sqrt(inner, dist, -w, c2, 0, cols);
+        else ops.add_sqrt(diff, dist, -w / T(2), c2, 1, cols);
+        break;
+      }
+    }
+  }
+}
+
+// Evaluate rows [r0, r0 + rows) of Psi = Gamma o h into out (rows x m),
+// with row sums of M and of 2 Gamma o b.
+template <class T>
+void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, const T* sq_b,
+                    const GammaView<T>& gamma, const std::vector<Term<T>>& terms, Mode mode,
+                    const std::vector<std::vector<T>>& col_scales, Index r0, Index rows,
+                    Panel<T>& p, T* out, Index ld_out, T* sum_m, T* sum_b, int n_threads) {
+  const PanelOps<T>& ops = panel_ops<T>();
+  const Index m = pts.m, k = pts.k;
+  const bool use_dist = needs_distance(terms), use_dot = needs_dot(terms);
+  const bool has_diff = use_dist && mode == Mode::gradient;
+  const bool self = pts.a == pts.b;
+  // Gram block: every ISM kernel is a function of <z_i, z_j> and the norms.
+  gemm_row_major<T>(blas, false, true, rows, m, k, T(1), pts.a + r0 * k, k, pts.b, k, T(0),
+                    p.dot.data(), m);
+  const T* g_panel = nullptr;
+  Index ld_g = m;
+  if (gamma.dense != nullptr) {
+    g_panel = gamma.dense + r0 * m;
+  } else if (gamma.g_rows != nullptr) {
+    // Gamma rows = (G_rows[r0:] diag(s)) G_cols^T; the factor is r wide.
+    const Index r = gamma.rank;
+    std::vector<T> scaled(rows * r);
+    for (Index i = 0; i < rows; ++i)
+      for (Index c = 0; c < r; ++c)
+        scaled[i * r + c] = gamma.g_rows[(r0 + i) * r + c] * (gamma.s ? gamma.s[c] : T(1));
+    gemm_row_major<T>(blas, false, true, rows, m, r, T(1), scaled.data(), r, gamma.g_cols, r,
+                      T(0), p.gamma.data(), m);
+    g_panel = p.gamma.data();
+  }
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+#endif
+  for (Index i = 0; i < rows; ++i) {
+    const Index ig = r0 + i;
+    T* dot = p.dot.data() + i * m;
+    T* dist = nullptr;
+    if (use_dist) {
+      dist = use_dot ? p.dist.data() + i * m : dot;
+      if (use_dot) std::copy(dot, dot + m, dist);
+      ops.squared_distance(dist, sq_b, sq_a[ig], m);
+      if (self) dist[ig] = T(0);
+    }
+    T* inner = p.inner.data() + i * m;
+    std::fill(inner, inner + m, T(0));
+    T* diff = nullptr;
+    if (has_diff) {
+      diff = p.diff.data() + i * m;
+      std::fill(diff, diff + m, T(0));
+    }
+    accumulate_row(ops, terms, mode, ig, m, dot, dist, inner, diff, col_scales);
+    T sm = 0, sb = 0;
+    ops.combine(out + i * ld_out, inner, diff, g_panel ? g_panel + i * ld_g : nullptr, m, &sm,
+                &sb);
+    if (sum_m) sum_m[i] = sm;
+    if (sum_b) sum_b[i] = sb;
+  }
+}
+
+template <class T>
+std::vector<std::vector<T>> column_scales(const std::vector<Term<T>>& terms, Index m) {
+  // Relative Gaussian: e_ij = (1 / (2 s_i)) * (1 / s_j); store 1 / s_j.
+  std::vector<std::vector<T>> out(terms.size());
+  for (std::size_t t = 0; t < terms.size(); ++t) {
+    if (terms[t].kind == TermKind::gaussian && terms[t].scale_cols != nullptr) {
+      out[t].resize(m);
+      for (Index j = 0; j < m; ++j) out[t][j] = T(1) / terms[t].scale_cols[j];
+    }
+  }
+  return out;
+}
+
+Index panel_rows(Index n, Index m, Index target) {
+  const Index rows = std::max<Index>(16, target / std::max<Index>(m, 1));
+  return std::min(rows, std::max<Index>(n, 1));
+}
+
+template <class T>
+void allocate(Panel<T>& p, Index rows, Index m, const std::vector<Term<T>>& terms, Mode mode,
+              bool factored) {
+  const bool use_dist = needs_distance(terms), use_dot = needs_dot(terms);
+  p.dot.assign(rows * m, T(0));
+  if (use_dist && use_dot) p.dist.assign(rows * m, T(0));
+  p.inner.assign(rows * m, T(0));
+  if (use_dist && mode == Mode::gradient) p.diff.assign(rows * m, T(0));
+  if (factored) p.gamma.assign(rows * m, T(0));
+}
+
+void poll(const RunConfig& cfg) {
+  if (cfg.check_interrupt && cfg.check_interrupt()) throw Interrupted();
+}
+
+}  // namespace
+
+template <class T>
+void kernel_matrix(const Blas& blas, const PointPair<T>& pts, const std::vector<Term<T>>& terms,
+                   T* out, const RunConfig& cfg) {
+  const std::vector<T> sq_a = squared_norms(pts.a, pts.n, pts.k);
+  const std::vector<T> sq_b = pts.a == pts.b ? sq_a : squared_norms(pts.b, pts.m, pts.k);
+  const auto col_scales = column_scales(terms, pts.m);
+  const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
+  Panel<T> p;
+  allocate(p, rows, pts.m, terms, Mode::value, false);
+  for (Index r0 = 0; r0 < pts.n; r0 += rows) {
+    const Index len = std::min(rows, pts.n - r0);
+    evaluate_panel(blas, pts, sq_a.data(), sq_b.data(), GammaView<T>{}, terms, Mode::value,
+                   col_scales, r0, len, p, out + r0 * pts.m, pts.m, static_cast<T*>(nullptr), static_cast<T*>(nullptr),
+                   cfg.n_threads);
+    poll(cfg);
+  }
+}
+
+template <class T>
+void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>& gamma,
+                   const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
+                   T* y, T* row_sum_m, T* row_sum_b, const RunConfig& cfg) {
+  const std::vector<T> sq_a = squared_norms(pts.a, pts.n, pts.k);
+  const std::vector<T> sq_b = pts.a == pts.b ? sq_a : squared_norms(pts.b, pts.m, pts.k);
+  const auto col_scales = column_scales(terms, pts.m);
+  const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
+  Panel<T> p;
+  allocate(p, rows, pts.m, terms, mode, gamma.g_rows != nullptr);
+  std::vector<T> m_panel(rows * pts.m), sm(rows), sb(rows);
+  for (Index r0 = 0; r0 < pts.n; r0 += rows) {
+    const Index len = std::min(rows, pts.n - r0);
+    evaluate_panel(blas, pts, sq_a.data(), sq_b.data(), gamma, terms, mode, col_scales, r0, len,
+                   p, m_panel.data(), pts.m, sm.data(), sb.data(), cfg.n_threads);
+    if (row_sum_m) std::copy(sm.begin(), sm.begin() + len, row_sum_m + r0);
+    if (row_sum_b) std::copy(sb.begin(), sb.begin() + len, row_sum_b + r0);
+    if (rhs != nullptr && rhs_cols > 0) {
+      T* y_rows = y + r0 * rhs_cols;
+      gemm_row_major<T>(blas, false, false, len, rhs_cols, pts.m, T(1), m_panel.data(), pts.m,
+                        rhs, rhs_cols, T(0), y_rows, rhs_cols);
+      if (mode == Mode::gradient) {
+        // Laplacian diagonal: only rows of the same point set carry it.
+        for (Index i = 0; i < len; ++i) {
+          const T d = sb[i];
+          if (d == T(0)) continue;
+          const T* r_row = rhs + (r0 + i) * rhs_cols;
+          for (Index c = 0; c < rhs_cols; ++c) y_rows[i * rhs_cols + c] += d * r_row[c];
+        }
+      }
+    }
+    poll(cfg);
+  }
+}
+
+template <class T>
+void weighted_gram(const Blas& blas, const T* x, Index n, Index d, const T* psi, bool laplacian,
+                   T* out, const RunConfig& cfg) {
+  // Y = Psi X (n x d), then out = X^T (diag(Psi 1) X - Y) or X^T Y.
+  std::vector<T> y(n * d);
+  const Index rows = panel_rows(n, n, cfg.panel_elements);
+  for (Index r0 = 0; r0 < n; r0 += rows) {
+    const Index len = std::min(rows, n - r0);
+    gemm_row_major<T>(blas, false, false, len, d, n, T(1), psi + r0 * n, n, x, d, T(0),
+                      y.data() + r0 * d, d);
+    if (laplacian) {
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp parallel for num_threads(cfg.n_threads) schedule(static)
+#endif
+      for (Index i = r0; i < r0 + len; ++i) {
+        T deg = 0;
+        for (Index j = 0; j < n; ++j) deg += psi[i * n + j];
+        for (Index c = 0; c < d; ++c) y[i * d + c] = deg * x[i * d + c] - y[i * d + c];
+      }
+    }
+    poll(cfg);
+  }
+  gemm_row_major<T>(blas, true, false, d, d, n, T(1), x, d, y.data(), d, T(0), out, d);
+  for (Index i = 0; i < d; ++i)
+    for (Index j = i + 1; j < d; ++j) {
+      const T s = T(0.5) * (out[i * d + j] + out[j * d + i]);
+      out[i * d + j] = s;
+      out[j * d + i] = s;
+    }
+}
+
+#define IKDR_INSTANTIATE(T)                                                                     \
+  template void kernel_matrix<T>(const Blas&, const PointPair<T>&, const std::vector<Term<T>>&, \
+                                 T*, const RunConfig&);                                         \
+  template void fused_product<T>(const Blas&, const PointPair<T>&, const GammaView<T>&,         \
+                                 const std::vector<Term<T>>&, Mode, const T*, Index, T*, T*,    \
+                                 T*, const RunConfig&);                                         \
+  template void weighted_gram<T>(const Blas&, const T*, Index, Index, const T*, bool, T*,       \
+                                 const RunConfig&);
+IKDR_INSTANTIATE(double)
+IKDR_INSTANTIATE(float)
+
+}  // namespace ikdr

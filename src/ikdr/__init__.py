@@ -1,0 +1,2 @@
+"""ikdr: interpretable kernel dimension reduction by the Iterative Spectral Method."""
+from . import _core  # noqa: F401
