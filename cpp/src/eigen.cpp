@@ -94,33 +94,32 @@ void orthonormalise(std::vector<T>& v, Index d, Index p) {
 template <class T>
 EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, const T* v0,
                               int max_iter, double tol, int oversample) {
+  // Chebyshev-filtered subspace iteration (Zhou & Saad 2007): between
+  // Rayleigh-Ritz steps, a degree-m Chebyshev polynomial of A damps the
+  // unwanted interval [lower, theta_p] and amplifies the top of the spectrum,
+  // converging far faster than plain (shifted) block power on indefinite Phi.
   EigenResult<T> res;
   const Index p = std::min<Index>(d, q + std::max(oversample, 0));
-  T fro = 0, lower = std::numeric_limits<T>::max();
+  const int degree = 8;
+  T fro = 0, gersh = std::numeric_limits<T>::max();
   for (Index i = 0; i < d; ++i) {
     T radius = 0;
     for (Index j = 0; j < d; ++j) {
       fro += a[i * d + j] * a[i * d + j];
       if (j != i) radius += std::abs(a[i * d + j]);
     }
-    lower = std::min(lower, a[i * d + i] - radius);
+    gersh = std::min(gersh, a[i * d + i] - radius);
   }
   fro = std::sqrt(fro);
-  // A + shift I is positive semi-definite (Gershgorin), so powers of it
-  // favour the largest algebraic eigenvalues of the indefinite A.
-  const T shift = lower < 0 ? -lower : T(0);
 
-  std::vector<T> v(d * p), av(d * p), t(p * p), vals, vecs, tmp(d * p);
+  std::vector<T> v(d * p), av(d * p), t(p * p), vals, vecs, tmp(d * p), y(d * p), ynew(d * p);
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto uniform = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return T(double(state >> 11) / double(1ull << 53) - 0.5);
+  };
   for (Index r = 0; r < d; ++r)
-    for (Index c = 0; c < p; ++c) {
-      if (v0 != nullptr && c < q) {
-        v[r * p + c] = v0[r * q + c];
-      } else {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        v[r * p + c] = T(double(state >> 11) / double(1ull << 53) - 0.5);
-      }
-    }
+    for (Index c = 0; c < p; ++c) v[r * p + c] = (v0 != nullptr && c < q) ? v0[r * q + c] : uniform();
   orthonormalise(v, d, p);
   if (fro == T(0)) {
     res.values.assign(q, T(0));
@@ -130,15 +129,37 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
     res.converged = true;
     return res;
   }
+  // Lower end of the spectrum: the spectral radius from a short power
+  // iteration with a 10% margin, unless Gershgorin is tighter (both bound it).
+  std::vector<T> pv(d), pw(d);
+  for (Index r = 0; r < d; ++r) pv[r] = uniform();
+  T rho = 0;
+  for (int it = 0; it < 30; ++it) {
+    T nv = 0;
+    for (T x : pv) nv += x * x;
+    nv = std::sqrt(nv);
+    if (nv == T(0)) break;
+    for (T& x : pv) x /= nv;
+    gemm_row_major<T>(blas, false, false, d, 1, d, T(1), a, d, pv.data(), 1, T(0), pw.data(), 1);
+    T nw = 0;
+    for (T x : pw) nw += x * x;
+    rho = std::sqrt(nw);
+    pv.swap(pw);
+  }
+  const T lower = std::max(gersh, T(-1.1) * rho);
+
+  auto apply = [&](const std::vector<T>& in, std::vector<T>& out) {
+    gemm_row_major<T>(blas, false, false, d, p, d, T(1), a, d, in.data(), p, T(0), out.data(), p);
+  };
   for (int it = 1; it <= max_iter; ++it) {
     res.iterations = it;
-    gemm_row_major<T>(blas, false, false, d, p, d, T(1), a, d, v.data(), p, T(0), av.data(), p);
+    apply(v, av);
     gemm_row_major<T>(blas, true, false, p, p, d, T(1), v.data(), p, av.data(), p, T(0),
                       t.data(), p);
     for (Index i = 0; i < p; ++i)
-      for (Index j = i + 1; j < p; ++j) t[i * p + j] = t[j * p + i] = T(0.5) * (t[i * p + j] + t[j * p + i]);
+      for (Index j = i + 1; j < p; ++j)
+        t[i * p + j] = t[j * p + i] = T(0.5) * (t[i * p + j] + t[j * p + i]);
     jacobi_eigen(t, p, vals, vecs);
-    // Rotate to the Ritz basis: V <- V S, AV <- AV S.
     gemm_row_major<T>(blas, false, false, d, p, p, T(1), v.data(), p, vecs.data(), p, T(0),
                       tmp.data(), p);
     v.swap(tmp);
@@ -159,7 +180,28 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
       res.converged = true;
       break;
     }
-    for (Index i = 0; i < d * p; ++i) v[i] = av[i] + shift * v[i];
+    // Chebyshev filter on [lower, upper]; upper = the smallest Ritz value of the block.
+    const T upper = std::max(vals[p - 1], lower + T(1e-12) * fro);
+    const T top = vals[0];
+    if (top <= upper || p == d) {
+      for (Index i = 0; i < d * p; ++i) v[i] = av[i] - lower * v[i];
+    } else {
+      const T e = (upper - lower) / 2, c = (upper + lower) / 2;
+      T sigma = e / (top - c);
+      const T tau = 2 / sigma;
+      // y = (A - c) v * sigma / e, reusing av = A v
+      for (Index i = 0; i < d * p; ++i) y[i] = (av[i] - c * v[i]) * (sigma / e);
+      for (int k = 2; k <= degree; ++k) {
+        const T sigma_new = 1 / (tau - sigma);
+        apply(y, ynew);
+        for (Index i = 0; i < d * p; ++i)
+          ynew[i] = (ynew[i] - c * y[i]) * (2 * sigma_new / e) - sigma * sigma_new * v[i];
+        v.swap(y);
+        y.swap(ynew);
+        sigma = sigma_new;
+      }
+      v.swap(y);
+    }
     orthonormalise(v, d, p);
   }
   res.values.assign(vals.begin(), vals.begin() + q);

@@ -139,7 +139,7 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
   const Index m = pts.m, k = pts.k;
   const bool use_dist = needs_distance(terms), use_dot = needs_dot(terms);
   const bool has_diff = use_dist && mode == Mode::gradient;
-  const bool self = pts.a == pts.b;
+  const bool self = pts.a == pts.b && pts.n == pts.m;  // same rows, not just a view at offset 0
   // Gram block: every ISM kernel is a function of <z_i, z_j> and the norms.
   gemm_row_major<T>(blas, false, true, rows, m, k, T(1), pts.a + r0 * k, k, pts.b, k, T(0),
                     p.dot.data(), m);
@@ -226,7 +226,7 @@ template <class T>
 void kernel_matrix(const Blas& blas, const PointPair<T>& pts, const std::vector<Term<T>>& terms,
                    T* out, const RunConfig& cfg) {
   const std::vector<T> sq_a = squared_norms(pts.a, pts.n, pts.k);
-  const std::vector<T> sq_b = pts.a == pts.b ? sq_a : squared_norms(pts.b, pts.m, pts.k);
+  const std::vector<T> sq_b = pts.a == pts.b && pts.n == pts.m ? sq_a : squared_norms(pts.b, pts.m, pts.k);
   const auto col_scales = column_scales(terms, pts.m);
   const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
   Panel<T> p;
@@ -245,7 +245,7 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
                    const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
                    T* y, T* row_sum_m, T* row_sum_b, const RunConfig& cfg) {
   const std::vector<T> sq_a = squared_norms(pts.a, pts.n, pts.k);
-  const std::vector<T> sq_b = pts.a == pts.b ? sq_a : squared_norms(pts.b, pts.m, pts.k);
+  const std::vector<T> sq_b = pts.a == pts.b && pts.n == pts.m ? sq_a : squared_norms(pts.b, pts.m, pts.k);
   const auto col_scales = column_scales(terms, pts.m);
   const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
   Panel<T> p;

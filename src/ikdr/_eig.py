@@ -1,0 +1,54 @@
+"""Top eigenvectors of the symmetric d x d Phi."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from . import _core
+
+#: below this dimension LAPACK is used directly (faster than any iteration)
+LAPACK_MAX_DIM = 256
+
+
+def _fix_signs(vecs):
+    # Deterministic orientation: the largest-magnitude entry of each column is positive.
+    idx = np.argmax(np.abs(vecs), axis=0)
+    signs = np.sign(vecs[idx, np.arange(vecs.shape[1])])
+    signs[signs == 0] = 1.0
+    return vecs * signs
+
+
+def lapack_top(A, q):
+    d = A.shape[0]
+    vals, vecs = scipy.linalg.eigh(A, subset_by_index=[d - q, d - 1], driver="evr")
+    return vals[::-1].copy(), np.ascontiguousarray(vecs[:, ::-1])
+
+
+def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=60):
+    """The q largest *algebraic* eigenpairs of symmetric A, eigenvalues descending.
+
+    ``method="auto"`` uses LAPACK (``dsyevr``) for d <= 256 or without a warm
+    start, and otherwise the C++ block power iteration warm-started from V0,
+    falling back to LAPACK when it does not reach a relative residual ``tol``
+    within ``max_iter`` steps (tied eigenvalues, tiny eigengap).
+
+    Returns
+    -------
+    values : ndarray (q,)
+    vectors : ndarray (d, q)
+    info : dict with ``method`` ("lapack", "power" or "power->lapack") and ``iterations``
+    """
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    d = A.shape[0]
+    info = {"method": "lapack", "iterations": 0}
+    if method == "lapack" or (method == "auto" and (V0 is None or d <= LAPACK_MAX_DIM)) or q == d:
+        vals, vecs = lapack_top(A, q)
+    else:
+        v0 = None if V0 is None else np.ascontiguousarray(V0, dtype=np.float64)
+        vals, vecs, iters, converged, _ = _core.top_eigenpairs_f64(A, q, v0, max_iter=max_iter,
+                                                                   tol=tol)
+        info = {"method": "power", "iterations": int(iters)}
+        if not converged:
+            vals, vecs = lapack_top(A, q)
+            info["method"] = "power->lapack"
+    return vals, _fix_signs(vecs), info

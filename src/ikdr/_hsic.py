@@ -1,0 +1,63 @@
+"""Empirical HSIC without n x n matrices when one side factors."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import check_matrix
+from .gamma import Gamma, centered, target_factor
+from .kernels import Kernel, Linear, make_kernel
+
+
+def hsic(X, Y, kernel_x="gaussian", kernel_y="auto", *, random_state=None):
+    r"""Empirical HSIC :math:`\mathrm{Tr}(K_X H K_Y H) / (n-1)^2` (Gretton et al. 2005).
+
+    Parameters
+    ----------
+    X : array-like (n, d)
+    Y : array-like (n,) or (n, t)
+    kernel_x : str or Kernel, default="gaussian"
+        Any ISM-family kernel (similarity form); ``"gaussian"`` uses the
+        median heuristic on X.
+    kernel_y : "auto", "labels" or str or Kernel
+        ``"auto"``: class labels use ``K_Y = Y Y^T`` on the one-hot matrix (as
+        supervised ISM does), continuous targets a Gaussian kernel with the
+        median heuristic.
+
+    Notes
+    -----
+    ``K_Y`` is factored (one-hot, linear features, or pivoted Cholesky), so
+    ``H K_Y H`` is a factored :class:`ikdr.gamma.Gamma` and the trace is one
+    fused C++ pass over X: O(n^2 d) time, O(n d) memory.
+
+    Examples
+    --------
+    >>> import numpy as np, ikdr
+    >>> X = np.arange(8.0).reshape(4, 2); y = [0, 0, 1, 1]
+    >>> round(ikdr.hsic(X, y, kernel_x="linear"), 6)
+    10.666667
+    """
+    X = check_matrix(X, "X")
+    Y = np.asarray(Y)
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} samples but Y has {Y.shape[0]}")
+    n = X.shape[0]
+    if isinstance(kernel_y, str) and kernel_y in ("auto", "labels"):
+        F, _ = target_factor(Y, kernel="labels" if kernel_y == "labels" else "auto")
+    else:
+        ky = make_kernel(kernel_y)
+        Yf = check_matrix(Y.reshape(n, -1), "Y")
+        if isinstance(ky, Linear):
+            F = Yf
+        else:
+            ky = ky.fit(Yf, random_state=random_state) if not ky._is_resolved() else ky
+            from .gamma import pivoted_cholesky
+
+            diag = np.array([ky.matrix(Yf[i:i + 1])[0, 0] for i in range(n)])
+            if np.any(diag < 0):
+                raise ValueError("kernel_y must be positive semi-definite for HSIC")
+            F = pivoted_cholesky(diag, lambda i: ky.matrix(Yf, Yf[i:i + 1])[:, 0])
+    gamma = Gamma(centered(F))
+    kx = make_kernel(kernel_x)
+    kx = kx.fit(X, random_state=random_state) if not kx._is_resolved() else kx
+    assert isinstance(kx, Kernel)
+    return kx.objective(X, None, gamma) / (n - 1) ** 2

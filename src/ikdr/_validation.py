@@ -1,0 +1,49 @@
+"""One validation path for every public entry point."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def check_matrix(X, name="X", *, min_samples=2, dtype=np.float64):
+    """Validate a dense 2-D finite array of at least ``min_samples`` rows."""
+    if sp.issparse(X):
+        raise TypeError(f"{name}: sparse input is not supported here; pass a dense array")
+    X = check_array(X, dtype=dtype, ensure_2d=True, ensure_all_finite=True,
+                    ensure_min_samples=min_samples, input_name=name, order="C")
+    return X
+
+
+def check_positive(value, name, *, allow_none=False, strict=True):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or (value <= 0 if strict else value < 0):
+        raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'} and finite, "
+                         f"got {value}")
+    return value
+
+
+def check_n_components(q, d, *, name="n_components"):
+    if isinstance(q, bool) or not isinstance(q, numbers.Integral):
+        raise TypeError(f"{name} must be an int or None, got {type(q).__name__}")
+    q = int(q)
+    if q < 1:
+        raise ValueError(f"{name} must be >= 1, got {q}")
+    if q > d:
+        raise ValueError(f"{name}={q} is larger than the number of features d={d} (q > d)")
+    return q
+
+
+def as_core_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be float64 or float32, got {dtype}")
+    return dtype

@@ -1,0 +1,232 @@
+r"""Gamma: the n x n matrix that encodes the learning paradigm.
+
+ISM maximises :math:`\mathrm{Tr}(\Gamma K_{XW})` (DESIGN.md section 1). In the
+supervised, unsupervised and alternative-clustering paradigms Gamma has low
+rank and is kept in factored form :math:`\Gamma = G\,\mathrm{diag}(s)\,G^T`
+(G is n x r), so nothing n x n is ever stored; the C++ core forms tiles of
+Gamma on the fly. A dense Gamma is accepted where no factor exists.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.multiclass import type_of_target
+
+__all__ = ["Gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky"]
+
+
+class Gamma:
+    r"""A symmetric n x n matrix, factored :math:`G\,\mathrm{diag}(s)\,G^T` or dense.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (n, r), optional
+    scale : ndarray of shape (r,), optional
+        Signed weights of the factor's columns (default all ones).
+    dense : ndarray of shape (n, n), optional
+        Used when no factor is given; must be symmetric.
+    """
+
+    def __init__(self, factor=None, scale=None, dense=None):
+        if (factor is None) == (dense is None):
+            raise ValueError("give exactly one of factor and dense")
+        if factor is not None:
+            factor = np.ascontiguousarray(factor, dtype=np.float64)
+            if factor.ndim != 2:
+                raise ValueError("Gamma factor must be 2-D (n x r)")
+            if scale is not None:
+                scale = np.ascontiguousarray(scale, dtype=np.float64).ravel()
+                if scale.shape[0] != factor.shape[1]:
+                    raise ValueError("Gamma scale must have one entry per factor column")
+            if not np.all(np.isfinite(factor)) or (scale is not None and not np.all(np.isfinite(scale))):
+                raise ValueError("Gamma contains NaN or infinite values")
+        else:
+            dense = np.ascontiguousarray(dense, dtype=np.float64)
+            if dense.ndim != 2 or dense.shape[0] != dense.shape[1]:
+                raise ValueError("dense Gamma must be square")
+            if not np.all(np.isfinite(dense)):
+                raise ValueError("Gamma contains NaN or infinite values")
+            if not np.allclose(dense, dense.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(dense).max())):
+                raise ValueError("dense Gamma must be symmetric")
+            dense = 0.5 * (dense + dense.T)
+        self.factor = factor
+        self.scale = scale
+        self.dense = dense
+        self._cast_cache = {}
+
+    @property
+    def n(self):
+        return self.factor.shape[0] if self.factor is not None else self.dense.shape[0]
+
+    @property
+    def is_factored(self):
+        return self.factor is not None
+
+    @property
+    def rank(self):
+        return self.factor.shape[1] if self.factor is not None else self.n
+
+    def _s(self):
+        return np.ones(self.factor.shape[1]) if self.scale is None else self.scale
+
+    def toarray(self):
+        """The dense n x n matrix (for tests and small problems)."""
+        if self.dense is not None:
+            return self.dense.copy()
+        return (self.factor * self._s()) @ self.factor.T
+
+    def row_scaled(self, weights):
+        r""":math:`D_w \Gamma D_w` for a vector of row weights w (stays factored)."""
+        w = np.asarray(weights, dtype=np.float64).ravel()
+        if self.factor is not None:
+            return Gamma(self.factor * w[:, None], self.scale)
+        return Gamma(dense=self.dense * np.outer(w, w))
+
+    def row_sums(self):
+        r""":math:`\Gamma 1`."""
+        if self.factor is not None:
+            return self.factor @ (self._s() * self.factor.sum(axis=0))
+        return self.dense.sum(axis=1)
+
+    def matvec(self, R):
+        r""":math:`\Gamma R`."""
+        if self.factor is not None:
+            return self.factor @ (self._s()[:, None] * (self.factor.T @ R)) if R.ndim == 2 else \
+                self.factor @ (self._s() * (self.factor.T @ R))
+        return self.dense @ R
+
+    def quadratic(self, X, weights=None):
+        r""":math:`X^T D_w \Gamma D_w X` (w = 1 when not given)."""
+        g = self if weights is None else self.row_scaled(weights)
+        if g.factor is not None:
+            gx = g.factor.T @ X
+            return gx.T @ (g._s()[:, None] * gx)
+        return X.T @ (g.dense @ X)
+
+    def laplacian_quadratic(self, X, weights=None):
+        r""":math:`X^T L(D_w \Gamma D_w) X`, :math:`L(M) = \mathrm{diag}(M1) - M`."""
+        g = self if weights is None else self.row_scaled(weights)
+        deg = g.row_sums()
+        return X.T @ (deg[:, None] * X) - g.quadratic(X)
+
+    def __add__(self, other):
+        if not isinstance(other, Gamma):
+            return NotImplemented
+        if self.n != other.n:
+            raise ValueError("Gamma sizes differ")
+        if self.factor is not None and other.factor is not None:
+            return Gamma(np.hstack([self.factor, other.factor]),
+                         np.concatenate([self._s(), other._s()]))
+        return Gamma(dense=self.toarray() + other.toarray())
+
+    def __mul__(self, alpha):
+        alpha = float(alpha)
+        if self.factor is not None:
+            return Gamma(self.factor, alpha * self._s())
+        return Gamma(dense=alpha * self.dense)
+
+    __rmul__ = __mul__
+
+    def _core_arguments(self, dtype):
+        """Keyword arguments of the C++ fused product, cast once per dtype."""
+        key = np.dtype(dtype).str
+        if key not in self._cast_cache:
+            if self.factor is not None:
+                args = {"gamma_factor": np.ascontiguousarray(self.factor, dtype=dtype),
+                        "gamma_scale": None if self.scale is None else
+                        np.ascontiguousarray(self.scale, dtype=dtype)}
+            else:
+                args = {"gamma_dense": np.ascontiguousarray(self.dense, dtype=dtype)}
+            self._cast_cache[key] = args
+        return self._cast_cache[key]
+
+    def __repr__(self):
+        form = f"factored, rank {self.rank}" if self.is_factored else "dense"
+        return f"Gamma(n={self.n}, {form})"
+
+
+def centered(M):
+    r""":math:`H M` with :math:`H = I - 11^T/n` (column means removed)."""
+    M = np.asarray(M, dtype=np.float64)
+    return M - M.mean(axis=0, keepdims=True)
+
+
+def one_hot(labels):
+    """One-hot matrix (n x c) and the classes of a label vector."""
+    enc = LabelEncoder()
+    codes = enc.fit_transform(np.asarray(labels).ravel())
+    Y = np.zeros((codes.shape[0], enc.classes_.shape[0]))
+    Y[np.arange(codes.shape[0]), codes] = 1.0
+    return Y, enc.classes_
+
+
+def pivoted_cholesky(diagonal, column, *, rtol=1e-12, max_rank=None):
+    r"""Low-rank factor L with :math:`K \approx L L^T` for a PSD K given by columns.
+
+    Greedy pivoting on the residual diagonal; stops when the trace of the
+    (PSD) residual falls below ``rtol`` times the trace of K, which bounds its
+    nuclear norm. ``column(i)`` returns column i of K.
+    """
+    d = np.array(diagonal, dtype=np.float64)
+    n = d.shape[0]
+    max_rank = n if max_rank is None else min(n, int(max_rank))
+    total = d.sum()
+    L = np.zeros((n, max(1, min(max_rank, 64))))
+    k = 0
+    while k < max_rank and d.sum() > rtol * total:
+        i = int(np.argmax(d))
+        if k == L.shape[1]:
+            L = np.hstack([L, np.zeros((n, L.shape[1]))])
+        col = np.asarray(column(i), dtype=np.float64).ravel() - L[:, :k] @ L[i, :k]
+        piv = np.sqrt(d[i])
+        L[:, k] = col / piv
+        d -= L[:, k] ** 2
+        d[d < 0] = 0.0
+        d[i] = 0.0
+        k += 1
+    return L[:, :k]
+
+
+def target_factor(y, *, kernel="auto", sigma="median"):
+    """Factor F with K_Y = F F^T for a target y, and what kind of target it was.
+
+    Class labels (binary/multiclass) give the one-hot matrix (K_Y = Y Y^T);
+    continuous targets a pivoted-Cholesky factor of a Gaussian kernel on y
+    (``sigma="median"``: median heuristic on y).
+    Returns ``(F, classes_or_None)``.
+    """
+    from .kernels import Gaussian
+
+    y = np.asarray(y)
+    kind = type_of_target(y) if kernel == "auto" else kernel
+    if kind in ("binary", "multiclass", "labels"):
+        F, classes = one_hot(y)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has a single class ({classes[0]!r}); supervised ISM needs at "
+                             "least 2 classes")
+        return F, classes
+    Y = y.reshape(y.shape[0], -1).astype(np.float64)
+    if not np.all(np.isfinite(Y)):
+        raise ValueError("y contains NaN or infinite values")
+    if np.ptp(Y, axis=0).max() == 0:
+        raise ValueError("y is constant; supervised ISM needs a varying target")
+    k = Gaussian(sigma=sigma).fit(Y)
+    Yc = np.ascontiguousarray(Y)
+    F = pivoted_cholesky(np.ones(Y.shape[0]), lambda i: k.matrix(Yc, Yc[i:i + 1])[:, 0])
+    return F, None
+
+
+def supervised_gamma(y, *, target="auto", sigma_y="median"):
+    r"""Supervised Gamma :math:`H K_Y H` in factored form :math:`G G^T`, :math:`G = H F`.
+
+    ``K_Y = Y Y^T`` with one-hot Y for class labels; a Gaussian kernel on y
+    (factored by pivoted Cholesky to 1e-12 relative trace) for continuous
+    targets (DESIGN.md section 1).
+
+    Returns
+    -------
+    gamma : Gamma
+    classes : ndarray or None
+    """
+    F, classes = target_factor(y, kernel=target, sigma=sigma_y)
+    return Gamma(centered(F)), classes

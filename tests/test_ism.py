@@ -1,0 +1,186 @@
+"""Supervised ISM: accuracy against the papers, scikit-learn conventions, bad input."""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import ikdr
+from ikdr.kernels import Gaussian, Polynomial
+
+from .conftest import shared_csv
+
+WINE_KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadratic", "G+P"]
+
+
+def _kernel(name):
+    return Gaussian() + Polynomial() if name == "G+P" else name
+
+
+def cv_accuracy(X, y, kernel, q):
+    """The paper's protocol: stratified 10-fold, W and SVC fit on training folds only."""
+    cv = StratifiedKFold(n_splits=10, shuffle=True, random_state=0)
+    model = make_pipeline(StandardScaler(), ikdr.ISM(n_components=q, kernel=kernel), SVC())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cross_val_score(model, X, y, cv=cv).mean()
+
+
+@pytest.mark.parametrize("kernel", WINE_KERNELS)
+def test_wine_accuracy(kernel):
+    X, y = load_wine(return_X_y=True)
+    acc = cv_accuracy(X, y, _kernel(kernel), q=3)
+    assert acc >= 0.95, f"{kernel}: {acc:.4f} (paper 95.0-98.3%)"
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "polynomial"])
+def test_cancer_accuracy(kernel):
+    X = shared_csv("cancer_683x9.csv")
+    y = shared_csv("cancer_683x9_label.csv").ravel()
+    acc = cv_accuracy(X, y, kernel, q=2)
+    assert acc >= 0.96, f"{kernel}: {acc:.4f} (paper 97.3%)"
+
+
+@parametrize_with_checks([ikdr.ISM(n_components=1), ikdr.ISM(kernel="polynomial")])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def wine():
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_fitted_attributes(wine):
+    X, y = wine
+    model = ikdr.ISM(n_components=3).fit(X, y)
+    W = model.components_
+    assert W.shape == (13, 3)
+    np.testing.assert_allclose(W.T @ W, np.eye(3), atol=1e-12)
+    assert model.eigenvalues_.shape == (3,) and np.all(np.diff(model.eigenvalues_) <= 0)
+    assert model.sigma_ == pytest.approx(ikdr.median_sigma(X))
+    assert model.n_iter_ >= 1 and model.converged_
+    assert len(model.history_) == model.n_iter_ + 1
+    assert list(model.classes_) == [0, 1, 2]
+    np.testing.assert_allclose(model.transform(X), X @ W)
+    # hsic_ is HSIC(XW, y) with the fitted kernel and K_Y = Y Y^T
+    Z = X @ W
+    K = np.exp(-((Z[:, None] - Z[None]) ** 2).sum(-1) / (2 * model.sigma_**2))
+    Y = np.eye(3)[y]
+    H = np.eye(len(y)) - 1.0 / len(y)
+    ref = np.trace(K @ H @ Y @ Y.T @ H) / (len(y) - 1) ** 2
+    assert model.hsic_ == pytest.approx(ref, rel=1e-10)
+    assert ikdr.hsic(Z, y, kernel_x=Gaussian(model.sigma_)) == pytest.approx(ref, rel=1e-10)
+
+
+def test_eigenvalue_stopping_rule(wine):
+    X, y = wine
+    model = ikdr.ISM(n_components=3, tol=1e-3).fit(X, y)
+    last = model.history_[-1]
+    assert last["eigenvalue_change"] < 1e-3
+    assert all(h["eigenvalue_change"] >= 1e-3 for h in model.history_[1:-1])
+
+
+def test_ism_function_angle_criterion(wine):
+    X, y = wine
+    gamma, _ = ikdr.supervised_gamma(y)
+    res = ikdr.ism(X, gamma, "gaussian", 3, criterion="angle", tol=1e-6)
+    assert res.converged and res.history[-1]["angle"] < 1e-6
+    # Fixed point: W spans the top eigenvectors of Phi(W).
+    phi = res.kernel.phi(X, res.components, gamma)
+    vals, vecs = np.linalg.eigh(phi)
+    assert ikdr.principal_angle(vecs[:, -3:], res.components) < 1e-5
+
+
+def test_linear_kernel_is_one_eigendecomposition(wine):
+    X, y = wine
+    model = ikdr.ISM(n_components=2, kernel="linear").fit(X, y)
+    assert model.n_iter_ == 0
+    gamma, _ = ikdr.supervised_gamma(y)
+    vals, vecs = np.linalg.eigh(gamma.quadratic(X))
+    assert ikdr.principal_angle(vecs[:, -2:], model.components_) < 1e-8
+
+
+def test_n_components_by_eigengap(wine):
+    X, y = wine
+    model = ikdr.ISM().fit(X, y)
+    assert 2 <= model.components_.shape[1] <= 13
+
+
+def test_continuous_target():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 6))
+    y = np.sin(X[:, 0] + X[:, 1]) + 0.01 * rng.standard_normal(200)
+    model = ikdr.ISM(n_components=1).fit(X, y)
+    assert model.classes_ is None
+    w = model.components_[:, 0]
+    # The informative direction is (1, 1, 0, ...)/sqrt 2.
+    assert abs(w[0] + w[1]) / np.sqrt(2) > 0.95
+
+
+def test_float32_input_and_pipeline_grid_search(wine):
+    X, y = wine
+    m32 = ikdr.ISM(n_components=2).fit(X.astype(np.float32), y)
+    m64 = ikdr.ISM(n_components=2).fit(X, y)
+    assert ikdr.principal_angle(m32.components_, m64.components_) < 1e-6
+    grid = GridSearchCV(make_pipeline(ikdr.ISM(), SVC()),
+                        {"ism__n_components": [2, 3], "ism__kernel": ["gaussian", "linear"]}, cv=3)
+    grid.fit(X, y)
+    assert grid.best_score_ > 0.9
+
+
+def test_kernel_object_parameter_is_cloned(wine):
+    from sklearn.base import clone
+
+    X, y = wine
+    est = ikdr.ISM(n_components=2, kernel=0.5 * Gaussian() + Polynomial(degree=2))
+    c = clone(est)
+    c.fit(X, y)
+    assert c.sigma_ == pytest.approx(ikdr.median_sigma(X))
+
+
+@pytest.mark.parametrize("X, y, match", [
+    (np.array([[np.nan, 1.0], [1.0, 2.0], [3.0, 4.0]]), [0, 1, 0], "NaN"),
+    (np.array([[np.inf, 1.0], [1.0, 2.0], [3.0, 4.0]]), [0, 1, 0], "infinity"),
+    (np.array([[1.0, 2.0]]), [0], "minimum of 2"),
+    (np.array([[1.0, 2.0], [2.0, 3.0], [3.0, 1.0]]), [1, 1, 1], "single class"),
+    (np.array([[1.0, 2.0], [2.0, 3.0], [3.0, 1.0]]), [0, 1], "inconsistent numbers of samples"),
+    (np.array([[1.0, 2.0], [2.0, 3.0], [3.0, 1.0]]), [0.5, np.nan, 1.0], "NaN"),
+])
+def test_bad_input(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        ikdr.ISM(n_components=1).fit(X, y)
+
+
+def test_bad_parameters(wine):
+    X, y = wine
+    with pytest.raises(ValueError, match="q > d"):
+        ikdr.ISM(n_components=14).fit(X, y)
+    with pytest.raises(ValueError, match="n_components must be >= 1"):
+        ikdr.ISM(n_components=0).fit(X, y)
+    with pytest.raises(ValueError, match="sigma must be positive"):
+        ikdr.ISM(sigma=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="sigma must be positive"):
+        ikdr.ISM(sigma=-1).fit(X, y)
+    with pytest.raises(ValueError, match="sigma must be"):
+        ikdr.ISM(sigma="mean").fit(X, y)
+    with pytest.raises(ValueError, match="unknown kernel"):
+        ikdr.ISM(kernel="laplace").fit(X, y)
+    with pytest.raises(ValueError, match="tol"):
+        ikdr.ISM(tol=0).fit(X, y)
+    with pytest.raises(ValueError, match="max_iter"):
+        ikdr.ISM(max_iter=0).fit(X, y)
+
+
+def test_max_iter_warns(wine):
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = wine
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        ikdr.ISM(n_components=3, tol=1e-12, max_iter=1).fit(X, y)

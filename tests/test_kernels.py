@@ -1,0 +1,155 @@
+"""The ISM kernel family: Phi is half the gradient, constants kept."""
+import numpy as np
+import pytest
+
+import ikdr
+from ikdr.gamma import Gamma
+from ikdr.kernels import (ConicKernel, Gaussian, Linear, Multiquadratic, Polynomial,
+                          RelativeGaussian, Squared, make_kernel)
+
+KERNELS = {
+    "linear": Linear(),
+    "polynomial": Polynomial(degree=3, c=1.0),
+    "gaussian": Gaussian(sigma=1.7),
+    "squared": Squared(),
+    "multiquadratic": Multiquadratic(c=1.3),
+    "relative_gaussian": RelativeGaussian(n_neighbors=5),
+    "gaussian+polynomial": 0.5 * Gaussian(sigma=1.7) + 2 * Polynomial(degree=2, c=0.5),
+    "conic of four": (Gaussian(sigma=2.0) + 0.3 * Multiquadratic(c=0.8) + 0.1 * Squared()
+                      + 0.2 * Linear()),
+}
+
+
+def objective_dense(kernel, X, W, G):
+    """Tr(Gamma K_XW) with numpy only (independent of the C++ core)."""
+    Z = X @ W
+    dot = Z @ Z.T
+    dist = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    K = np.zeros_like(dot)
+    for w, k in kernel.members():
+        if isinstance(k, Linear):
+            K += w * dot
+        elif isinstance(k, Polynomial):
+            K += w * (dot + k.c) ** k.degree
+        elif isinstance(k, RelativeGaussian):
+            K += w * np.exp(-dist / (2 * np.outer(k.scales_, k.scales_)))
+        elif isinstance(k, Gaussian):
+            K += w * np.exp(-dist / (2 * k.sigma**2))
+        elif isinstance(k, Squared):
+            K += -w * dist
+        elif isinstance(k, Multiquadratic):
+            K += -w * np.sqrt(dist + k.c**2)
+    return np.sum((G @ G.T) * K)
+
+
+def fd_gradient(f, W, h=1e-5):
+    g = np.zeros_like(W)
+    for idx in np.ndindex(*W.shape):
+        E = np.zeros_like(W)
+        E[idx] = h
+        # fourth-order central difference
+        g[idx] = (-f(W + 2 * E) + 8 * f(W + E) - 8 * f(W - E) + f(W - 2 * E)) / (12 * h)
+    return g
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_phi_is_half_the_gradient(name, rng):
+    n, d, q = 40, 5, 2
+    X = rng.standard_normal((n, d))
+    G = rng.standard_normal((n, 2))
+    gamma = Gamma(G)
+    kernel = KERNELS[name].fit(X)
+    W = np.linalg.qr(rng.standard_normal((d, q)))[0]
+    grad = fd_gradient(lambda V: objective_dense(kernel, X, V, G), W)
+    phi_w = kernel.phi(X, W, gamma) @ W
+    assert np.linalg.norm(phi_w - 0.5 * grad) / np.linalg.norm(grad) < 1e-6
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_phi0_is_phi_at_zero(name, rng):
+    n, d = 35, 4
+    X = rng.standard_normal((n, d))
+    gamma = Gamma(rng.standard_normal((n, 3)), np.array([1.0, -2.0, 0.5]))
+    kernel = KERNELS[name].fit(X)
+    phi_at_zero = kernel.phi(X, np.zeros((d, 2)), gamma)
+    np.testing.assert_allclose(kernel.phi0(X, gamma), phi_at_zero, rtol=1e-10,
+                               atol=1e-10 * np.abs(phi_at_zero).max())
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_objective_matches_dense(name, rng):
+    n, d = 50, 4
+    X = rng.standard_normal((n, d))
+    G = rng.standard_normal((n, 2))
+    kernel = KERNELS[name].fit(X)
+    W = np.linalg.qr(rng.standard_normal((d, 2)))[0]
+    ref = objective_dense(kernel, X, W, G)
+    assert abs(kernel.objective(X, W, Gamma(G)) - ref) <= 1e-10 * max(1.0, abs(ref))
+    # dense Gamma gives the same
+    assert abs(kernel.objective(X, W, Gamma(dense=G @ G.T)) - ref) <= 1e-10 * max(1.0, abs(ref))
+
+
+def test_conic_phi_is_weighted_sum(rng):
+    X = rng.standard_normal((30, 4))
+    gamma = Gamma(rng.standard_normal((30, 2)))
+    W = np.linalg.qr(rng.standard_normal((4, 2)))[0]
+    g, p = Gaussian(sigma=1.1), Polynomial(degree=2)
+    combo = 0.5 * g + 2 * p
+    np.testing.assert_allclose(combo.phi(X, W, gamma),
+                               0.5 * g.phi(X, W, gamma) + 2 * p.phi(X, W, gamma), rtol=1e-12,
+                               atol=1e-12)
+    assert isinstance(combo, ConicKernel) and len(combo.members()) == 2
+
+
+def test_kernel_matrix_and_similarity_forms(rng):
+    A = rng.standard_normal((10, 3))
+    dist = ((A[:, None] - A[None]) ** 2).sum(-1)
+    np.testing.assert_allclose(Squared().matrix(A), -dist, atol=1e-12)
+    np.testing.assert_allclose(Multiquadratic(c=2.0).matrix(A), -np.sqrt(dist + 4), rtol=1e-12)
+    np.testing.assert_allclose(Gaussian(sigma=1.5).matrix(A), np.exp(-dist / 4.5), rtol=1e-12)
+    K32 = Gaussian(sigma=1.5).matrix(A.astype(np.float32))
+    assert K32.dtype == np.float32
+    np.testing.assert_allclose(K32, np.exp(-dist / 4.5), rtol=1e-4, atol=1e-6)
+
+
+def test_bad_kernel_parameters():
+    with pytest.raises(ValueError, match="non-negative"):
+        -1.0 * Gaussian()
+    with pytest.raises(ValueError, match="sigma"):
+        Gaussian(sigma=0.0)
+    with pytest.raises(ValueError, match="sigma"):
+        Gaussian(sigma=-2)
+    with pytest.raises(ValueError, match="degree"):
+        Polynomial(degree=0)
+    with pytest.raises(TypeError, match="degree"):
+        Polynomial(degree=2.5)
+    with pytest.raises(ValueError, match="c must be positive"):
+        Multiquadratic(c=0)
+    with pytest.raises(ValueError, match="unknown kernel"):
+        make_kernel("laplacian")
+    with pytest.raises(TypeError):
+        make_kernel(3)
+    with pytest.raises(ValueError, match="fitted"):
+        Gaussian().phi(np.eye(3), np.eye(3)[:, :1], Gamma(np.ones((3, 1))))
+
+
+def test_median_sigma(rng):
+    X = rng.standard_normal((50, 3))
+    from scipy.spatial.distance import pdist
+
+    assert ikdr.median_sigma(X) == pytest.approx(np.median(pdist(X)))
+    big = rng.standard_normal((5000, 2))
+    s1 = ikdr.median_sigma(big, random_state=0)
+    assert s1 == ikdr.median_sigma(big, random_state=0)
+    assert abs(s1 - np.median(pdist(big[:3000]))) / s1 < 0.05
+    with pytest.raises(ValueError, match="identical"):
+        ikdr.median_sigma(np.ones((4, 2)))
+
+
+def test_relative_gaussian_scales(rng):
+    X = rng.standard_normal((40, 2))
+    k = RelativeGaussian(n_neighbors=3).fit(X)
+    from sklearn.neighbors import NearestNeighbors
+
+    d, _ = NearestNeighbors(n_neighbors=4).fit(X).kneighbors(X)
+    np.testing.assert_allclose(k.scales_, d[:, 3])
