@@ -1,0 +1,117 @@
+"""The spectral U-step shared by every clustering paradigm.
+
+U = top-k eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`, :math:`D = \\mathrm{diag}(K 1)`
+(DESIGN.md section 1; dissertation Eq. 3.4). Below ``DENSE_MAX_N`` samples the
+n x n matrix is formed and LAPACK solves it; above, a matrix-free Lanczos
+(``scipy.sparse.linalg.eigsh``) runs on a ``LinearOperator`` whose matvec is
+the fused C++ kernel product, so memory stays O(n k).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+from scipy.sparse.linalg import LinearOperator, eigsh
+from sklearn.cluster import KMeans
+from sklearn.utils import check_random_state
+
+from .gamma import Gamma, centered
+from .kernels import Kernel, _fused
+
+__all__ = ["DENSE_MAX_N", "kernel_degrees", "spectral_embedding", "njw_labels",
+           "clustering_gamma"]
+
+#: up to this many samples the U-step builds the dense n x n matrix
+DENSE_MAX_N = 3000
+
+
+def kernel_degrees(Z, kernel, *, n_threads=None):
+    """Degrees ``K 1`` of the kernel on Z, without forming K."""
+    Z = np.ascontiguousarray(Z)
+    _, deg, _ = _fused(Z, kernel._terms(Z), 0, None, n_threads=n_threads)
+    return deg.astype(np.float64)
+
+
+def _check_degrees(deg):
+    if not np.all(np.isfinite(deg)) or np.any(deg <= 0):
+        raise ValueError("the kernel's degree matrix D = diag(K 1) is not positive; the spectral "
+                         "step needs a positive affinity (e.g. a Gaussian kernel)")
+    return deg
+
+
+def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=None,
+                       n_threads=None, tol=1e-10):
+    r"""Top ``n_clusters`` eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`.
+
+    Parameters
+    ----------
+    Z : ndarray (n, q)
+        Points the kernel is evaluated on (XW in ISM).
+    kernel : Kernel
+        A fitted kernel giving a positive affinity (degrees must be > 0).
+    n_clusters : int
+    method : {"auto", "dense", "lanczos"}
+        "auto": dense up to :data:`DENSE_MAX_N` samples, matrix-free Lanczos above.
+
+    Returns
+    -------
+    U : ndarray (n, n_clusters), orthonormal columns
+    eigenvalues : ndarray (n_clusters,), descending
+    degrees : ndarray (n,)
+    """
+    if not isinstance(kernel, Kernel):
+        raise TypeError("kernel must be an ikdr.kernels.Kernel")
+    Z = np.ascontiguousarray(Z)
+    n = Z.shape[0]
+    k = int(n_clusters)
+    if not 1 <= k < n:
+        raise ValueError(f"n_clusters={k} must be between 1 and n_samples - 1 = {n - 1}")
+    if method == "auto":
+        method = "dense" if n <= DENSE_MAX_N else "lanczos"
+    if method == "dense":
+        K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
+        deg = _check_degrees(K.sum(axis=1))
+        s = 1.0 / np.sqrt(deg)
+        M = s[:, None] * K * s[None, :]
+        M -= M.mean(axis=0, keepdims=True)
+        M -= M.mean(axis=1, keepdims=True)
+        vals, U = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
+        vals, U = vals[::-1], U[:, ::-1]
+    elif method == "lanczos":
+        terms = kernel._terms(Z)
+        _, deg, _ = _fused(Z, terms, 0, None, n_threads=n_threads)
+        deg = _check_degrees(deg.astype(np.float64))
+        s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
+
+        def matmat(V):
+            V = np.asarray(V, dtype=np.float64).reshape(n, -1)
+            V = V - V.mean(axis=0, keepdims=True)
+            R = np.ascontiguousarray(s[:, None] * V, dtype=Z.dtype)
+            Y, _, _ = _fused(Z, terms, 0, None, rhs=R, n_threads=n_threads)
+            Y = s[:, None] * Y.astype(np.float64)
+            return Y - Y.mean(axis=0, keepdims=True)
+
+        op = LinearOperator((n, n), matvec=lambda v: matmat(v)[:, 0], matmat=matmat,
+                            dtype=np.float64)
+        rng = check_random_state(random_state)
+        v0 = rng.uniform(-1, 1, n)
+        vals, U = eigsh(op, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
+        order = np.argsort(vals)[::-1]
+        vals, U = vals[order], U[:, order]
+    else:
+        raise ValueError(f"method must be 'auto', 'dense' or 'lanczos', got {method!r}")
+    return np.ascontiguousarray(U), vals, deg
+
+
+def njw_labels(U, n_clusters, *, random_state=None, n_init=10):
+    """Ng-Jordan-Weiss assignment: k-means on the row-normalised embedding U."""
+    norms = np.linalg.norm(U, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state)
+    return km.fit_predict(U / norms)
+
+
+def clustering_gamma(U, degrees):
+    r"""Unsupervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2}` as the factor
+    :math:`G = D^{-1/2} H U` (DESIGN.md section 1)."""
+    d = np.asarray(degrees, dtype=np.float64)
+    return Gamma(centered(U) / np.sqrt(d)[:, None])

@@ -1,0 +1,37 @@
+import numpy as np
+import pytest
+
+from ikdr._solver import principal_angle
+from ikdr._spectral import clustering_gamma, njw_labels, spectral_embedding
+from ikdr.kernels import Gaussian
+
+
+def test_lanczos_matches_dense_embedding(rng):
+    # n = 2,000: the matrix-free U-step spans the same subspace as the dense one.
+    centers = rng.standard_normal((4, 3)) * 4
+    X = np.vstack([c + rng.standard_normal((500, 3)) for c in centers])
+    k = Gaussian().fit(X)
+    U1, v1, d1 = spectral_embedding(X, k, 4, method="dense")
+    U2, v2, d2 = spectral_embedding(X, k, 4, method="lanczos", random_state=0)
+    assert np.sin(principal_angle(U1, U2)) < 1e-6
+    np.testing.assert_allclose(v1, v2, rtol=1e-8)
+    np.testing.assert_allclose(d1, d2, rtol=1e-12)
+    labels = njw_labels(U1, 4, random_state=0)
+    assert len(np.unique(labels)) == 4
+
+
+def test_clustering_gamma_factor(rng):
+    U = np.linalg.qr(rng.standard_normal((30, 3)))[0]
+    deg = rng.uniform(1, 2, 30)
+    H = np.eye(30) - 1 / 30
+    D = np.diag(deg ** -0.5)
+    np.testing.assert_allclose(clustering_gamma(U, deg).toarray(), D @ H @ U @ U.T @ H @ D,
+                               atol=1e-12)
+
+
+def test_non_positive_degrees_rejected(rng):
+    from ikdr.kernels import Squared
+
+    X = rng.standard_normal((10, 2))
+    with pytest.raises(ValueError, match="positive affinity"):
+        spectral_embedding(X, Squared(), 2)
