@@ -156,16 +156,23 @@ void add_sqrt(T* out, const T* x, T coef, T c2, int inverse, Index cols) {
 
 template <class T>
 void dot_row(T* out, const T* x, const T* basis_t, Index k, Index ld, Index cols) {
-  constexpr Index chunk = 512;  // keeps the output chunk in L1 across the k passes
-  for (Index j0 = 0; j0 < cols; j0 += chunk) {
-    const Index len = std::min(chunk, cols - j0);
-    T* o = out + j0;
-    for (Index j = 0; j < len; ++j) o[j] = T(0);
+  // Register-blocked: a block of outputs stays in registers across the k
+  // passes, so each pass costs one load and one FMA per vector of pairs.
+  constexpr Index block = 32;
+  Index j0 = 0;
+  for (; j0 + block <= cols; j0 += block) {
+    T acc[block] = {};
     for (Index c = 0; c < k; ++c) {
       const T xc = x[c];
       const T* b = basis_t + c * ld + j0;
-      for (Index j = 0; j < len; ++j) o[j] += xc * b[j];
+      for (Index j = 0; j < block; ++j) acc[j] += xc * b[j];
     }
+    for (Index j = 0; j < block; ++j) out[j0 + j] = acc[j];
+  }
+  for (Index j = j0; j < cols; ++j) {
+    T acc = 0;
+    for (Index c = 0; c < k; ++c) acc += x[c] * basis_t[c * ld + j];
+    out[j] = acc;
   }
 }
 
