@@ -80,6 +80,13 @@ class ISM(TransformerMixin, BaseEstimator):
         with the fitted kernel.
     history_ : list of dict
         Objective and eigenvalues per iteration (see :class:`ikdr.ISMResult`).
+    converged_ : bool
+        Whether the solver's stopping rule was met before ``max_iter``.
+    convergence_ : ISMConvergence
+        Certificate of the solution: Riemannian gradient norm, eigengap of
+        :math:`\Phi` (dissertation Eq. C.73), largest Riemannian Hessian
+        eigenvalue (<= 0 at a local maximum), plain and safeguarded step counts
+        (see :class:`ikdr.ISMConvergence`).
     classes_ : ndarray or None
         Class labels, or None for a continuous target.
     n_features_in_ : int
@@ -163,6 +170,7 @@ class ISM(TransformerMixin, BaseEstimator):
         self.history_ = result.history
         self.classes_ = classes
         self.converged_ = result.converged
+        self.convergence_ = result.convergence
         return self
 
     def transform(self, X):
