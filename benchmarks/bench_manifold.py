@@ -38,7 +38,7 @@ from sklearn.datasets import load_digits, load_wine
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
-from ikdr._solver import _Problem, _riemannian_gradient
+from ikdr._solver import _FD_STEP, _Problem, _riemannian_gradient
 from ikdr._spectral import clustering_gamma, spectral_embedding
 from ikdr.kernels import Gaussian, Polynomial
 
@@ -124,7 +124,7 @@ def run_pymanopt(solver, X, gamma, kernel, q, W0, min_gradient_norm, max_time):
         # Euclidean Hessian of -f along Z: -(2 Phi Z + 2 DPhi[Z] W), with DPhi[Z] W by the same
         # forward difference ikdr's trust region uses.
         phi = phi_at(W)
-        t = 1e-6 / max(np.linalg.norm(Z), 1e-300)
+        t = _FD_STEP / max(np.linalg.norm(Z), 1e-300)
         dphi_w = (problem.phi_times_w(W + t * Z, W) - phi @ W) / t
         return -2.0 * (phi @ Z + dphi_w)
 

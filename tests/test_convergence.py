@@ -158,7 +158,7 @@ def test_certificate_matches_finite_differences(setup, wine, rng):
         gnorm, H = finite_difference_certificate(f, W)
     eigs = np.linalg.eigvalsh(H)
     scale = np.abs(eigs).max()
-    assert c.hessian_max_eigenvalue == pytest.approx(eigs[-1], abs=1e-6 * scale)
+    assert c.hessian_max_eigenvalue == pytest.approx(eigs[-1], abs=1e-5 * scale)
     assert gnorm <= 1e-6 * abs(f(W)) and c.relative_gradient_norm <= 1e-9
     assert c.local_maximum and eigs[-1] < 0
     # The eigengap is that of Phi(W) (W spans its top-q eigenspace here).
