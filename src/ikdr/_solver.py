@@ -651,7 +651,9 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     if not stalled and not converged:
         stopping_rule = "max_iter"
     solve_time = time.perf_counter() - t0
-    certificate = _certify(problem, W, phi if phase != "plain" else None, objective,
+    # Phi at the returned W is reused when it is known in float64.
+    final_phi = phi if phase != "plain" or problem.X is problem.X64 else None
+    certificate = _certify(problem, W, final_phi, objective,
                            converged, stopping_rule, gtol, certify,
                            plain_steps, tr_steps, rejected)
     history[-1]["gradient_norm"] = certificate.gradient_norm
