@@ -38,7 +38,8 @@ class ISM(TransformerMixin, BaseEstimator):
     projection XW and the target,
     :math:`\max_W \mathrm{Tr}(\Gamma K_{XW})`, :math:`\Gamma = H K_Y H`
     (ISM paper, Eq. 1), by the fixed point :math:`W \leftarrow V_{\max}(\Phi(W))`
-    started at :math:`\Phi_0` (Algorithm 1). ``K_Y = Y Y^T`` with one-hot Y for
+    started at :math:`\Phi_0` (Algorithm 1), safeguarded by a Riemannian trust
+    region where a plain step would lower the objective (see :func:`ikdr.ism`). ``K_Y = Y Y^T`` with one-hot Y for
     class labels, a Gaussian kernel on y for continuous targets.
 
     Data should be standardised first (e.g. ``make_pipeline(StandardScaler(), ISM())``),
@@ -59,7 +60,9 @@ class ISM(TransformerMixin, BaseEstimator):
         subsampled above 3,000 rows with ``random_state``). Ignored when
         ``kernel`` is an object (its own ``sigma`` is used).
     tol : float, default=0.01
-        Relative eigenvalue change at which ISM stops.
+        Relative eigenvalue change at which the plain fixed point stops (the
+        safeguarded phase, when needed, stops at a relative Riemannian
+        gradient norm of 1e-6).
     max_iter : int, default=100
     random_state : int, RandomState instance or None
         Only used by the subsampled median heuristic.
@@ -80,6 +83,13 @@ class ISM(TransformerMixin, BaseEstimator):
         with the fitted kernel.
     history_ : list of dict
         Objective and eigenvalues per iteration (see :class:`ikdr.ISMResult`).
+    converged_ : bool
+        Whether the solver's stopping rule was met before ``max_iter``.
+    convergence_ : ISMConvergence
+        Certificate of the solution: Riemannian gradient norm, eigengap of
+        :math:`\Phi` (dissertation Eq. C.73), largest Riemannian Hessian
+        eigenvalue (<= 0 at a local maximum), plain and safeguarded step counts
+        (see :class:`ikdr.ISMConvergence`).
     classes_ : ndarray or None
         Class labels, or None for a continuous target.
     n_features_in_ : int
@@ -163,6 +173,7 @@ class ISM(TransformerMixin, BaseEstimator):
         self.history_ = result.history
         self.classes_ = classes
         self.converged_ = result.converged
+        self.convergence_ = result.convergence
         return self
 
     def transform(self, X):

@@ -1,18 +1,140 @@
-"""The one ISM solver shared by every paradigm."""
+r"""The one ISM solver shared by every paradigm.
+
+:func:`ism` maximises :math:`f(W) = \mathrm{Tr}(\Gamma K_{XW})` over
+orthonormal W. f depends on W only through :math:`WW^T`, so the problem lives
+on the Grassmann manifold of q-dimensional subspaces of :math:`R^d`.
+
+Geometry used throughout (embedded metric :math:`\langle Z, Y\rangle = \mathrm{Tr}(Z^TY)`,
+tangent vectors :math:`Z` with :math:`W^TZ = 0`):
+
+* Euclidean gradient :math:`\nabla f = 2\Phi(W)W` (exact, DESIGN.md section 2).
+* Riemannian gradient :math:`g(W) = 2(I - WW^T)\Phi(W)W`.
+* Riemannian Hessian :math:`\mathrm{Hess} f(W)[Z] = (I - WW^T)\,D\nabla f(W)[Z] - Z\,W^T\nabla f(W)`
+  with :math:`D\nabla f(W)[Z] = 2\Phi(W)Z + 2\,D\Phi(W)[Z]\,W`. The kernel-curvature
+  term :math:`D\Phi[Z]W` (the dissertation's :math:`\mathcal{T}_1`, Eq. C.67) is
+  taken by a finite difference of :math:`\nabla f` along Z (one extra Phi per
+  product, relative accuracy about 1e-8); the rest is exact.
+* The *surrogate* part :math:`A[Z] = 2(I - WW^T)(\Phi Z - Z\,W^T\Phi W)` is the
+  Hessian of :math:`\mathrm{Tr}(V^T\Phi(W)V)` that the plain fixed point
+  maximises. In the bases that diagonalise :math:`W^T\Phi W` (values
+  :math:`\nu_j`) and :math:`W_\perp^T\Phi W_\perp` (values :math:`\mu_i`) it is
+  the diagonal :math:`2(\mu_i - \nu_j)`; it is negative definite exactly when
+  the eigengap of dissertation Eq. C.73 is positive. Its absolute value
+  preconditions the trust-region solver, which makes the first (Cauchy) step of
+  the trust region the linearised plain ISM step.
+"""
 from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
+import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
-from ._eig import top_eigenvectors
+from ._eig import _fix_signs, top_eigenvectors
 from .gamma import Gamma
-from .kernels import Kernel, make_kernel
+from .kernels import Kernel, _fused, make_kernel
 
-__all__ = ["ism", "ISMResult", "principal_angle", "choose_n_components"]
+__all__ = ["ism", "ISMResult", "ISMConvergence", "principal_angle", "choose_n_components"]
+
+#: relative finite-difference step of Hessian-vector products (forward differences)
+_FD_STEP = 1e-7
+#: relative step of central differences (tests, optional)
+_FD_STEP_CENTRAL = 1e-4
+#: plain steps are abandoned (gradient criterion) when the gradient shrinks by less than this per step
+_SLOW_CONTRACTION = 0.5
+#: tangent dimensions up to which the certificate assembles the full Hessian
+_DENSE_HESSIAN_MAX_DIM = 12
+
+
+@dataclass
+class ISMConvergence:
+    r"""Convergence certificate of an ISM solution (``ISMResult.convergence``,
+    ``convergence_`` of the estimators).
+
+    Every quantity is measured at the returned W, for the maximisation of
+    :math:`f(W) = \mathrm{Tr}(\Gamma K_{XW})` on the Grassmann manifold.
+
+    Attributes
+    ----------
+    converged : bool
+        The stopping rule was met before ``max_iter``.
+    stopping_rule : str
+        Which rule stopped the solver: ``"eigenvalues"`` or ``"angle"`` (the
+        plain fixed point's rule, ``tol``), ``"gradient"`` (relative gradient
+        norm below ``gtol``), ``"exact"`` (Phi does not depend on W: one
+        eigendecomposition solves the problem) or ``"max_iter"`` / ``"stalled"``.
+    objective : float
+    gradient_norm : float
+        :math:`\|2(I - WW^T)\Phi(W)W\|_F`, the Riemannian gradient norm.
+    relative_gradient_norm : float
+        ``gradient_norm / |objective|``.
+    eigengap : float
+        :math:`\min \mathrm{eig}(W^T\Phi W) - \max \mathrm{eig}(W_\perp^T\Phi W_\perp)`
+        for ikdr's :math:`\Phi` (whose *largest* eigenvectors are chosen). Positive
+        means W spans the top-q eigenspace of :math:`\Phi(W)` (a fixed point of
+        the plain iteration). This is the gap of dissertation Eq. C.73, where the
+        proof uses :math:`-\Phi` and writes it as min(unchosen) - max(chosen).
+        A local maximum need not have a positive gap: the kernel-curvature term
+        :math:`\mathcal{T}_1` can make a W with a negative gap a maximum and a
+        fixed point with a positive gap a saddle, which is why the Hessian is
+        checked directly.
+    hessian_max_eigenvalue : float
+        Largest eigenvalue of the Riemannian Hessian over the tangent space
+        (estimated from Hessian-vector products, relative accuracy about 1e-8:
+        full assembly for tangent dimension (d - q) q <= 12, preconditioned
+        LOBPCG otherwise). A local maximum needs
+        it <= 0 (second-order necessary condition); NaN when not computed.
+    hessian_scale : float
+        Largest :math:`|2(\mu_i - \nu_j)|` of the surrogate Hessian, the scale
+        against which ``hessian_max_eigenvalue`` is judged.
+    first_order : bool
+        ``relative_gradient_norm <= gtol``.
+    second_order : bool or None
+        ``hessian_max_eigenvalue <= 1e-5 * hessian_scale`` (None when not computed).
+    plain_steps : int
+        Accepted plain fixed-point steps :math:`W \leftarrow V_{\max}(\Phi(W))`.
+    safeguarded_steps : int
+        Trust-region iterations (accepted or rejected).
+    rejected_steps : int
+        Plain steps refused because they lowered the objective, plus rejected
+        trust-region candidates.
+    hessian_products : int
+        Hessian-vector products used by the solver (each costs one Phi).
+    phi_evaluations, objective_evaluations : int
+        Work done, certificate included.
+    solve_time, certificate_time : float
+        Seconds spent reaching W and certifying it.
+    """
+
+    converged: bool
+    stopping_rule: str
+    objective: float
+    gradient_norm: float
+    relative_gradient_norm: float
+    eigengap: float
+    hessian_max_eigenvalue: float
+    hessian_scale: float
+    first_order: bool
+    second_order: bool | None
+    plain_steps: int
+    safeguarded_steps: int
+    rejected_steps: int
+    hessian_products: int
+    phi_evaluations: int
+    objective_evaluations: int
+    solve_time: float = np.nan
+    certificate_time: float = np.nan
+
+    @property
+    def local_maximum(self):
+        """First- and second-order necessary conditions both hold."""
+        return bool(self.first_order and self.second_order)
+
+    def as_dict(self):
+        return asdict(self)
 
 
 @dataclass
@@ -24,18 +146,24 @@ class ISMResult:
     components : ndarray (d, q)
         W, orthonormal columns.
     eigenvalues : ndarray (q,)
-        Eigenvalues of Phi(W) belonging to W (descending).
+        Eigenvalues of Phi belonging to W (descending): of :math:`\\Phi(W_{k-1})`
+        after a plain step (W are its eigenvectors), of :math:`W^T\\Phi(W)W` after
+        a safeguarded step (W is then rotated to these Ritz vectors).
     n_iter : int
-        Fixed-point iterations after the Phi_0 start.
+        Iterations (plain and safeguarded) after the start.
     converged : bool
     objective : float
         ``Tr(Gamma K_XW)`` at the returned W.
     history : list of dict
-        One entry per iterate (iteration 0 is the Phi_0 start): ``objective``,
+        One entry per iterate (iteration 0 is the start): ``objective``,
         ``eigenvalues``, ``eigenvalue_change``, ``angle`` (largest principal
-        angle to the previous W, radians), ``eigen_solver``, ``time``.
+        angle to the previous W, radians), ``step`` ("start", "plain" or
+        "trust-region"), ``gradient_norm`` (Riemannian, NaN where Phi was not
+        evaluated at that iterate), ``eigen_solver``, ``time``.
     kernel : Kernel
         The kernel with its data-dependent parameters fixed.
+    convergence : ISMConvergence or None
+        The certificate (see :class:`ISMConvergence`).
     """
 
     components: np.ndarray
@@ -45,6 +173,7 @@ class ISMResult:
     objective: float
     history: list = field(default_factory=list)
     kernel: Kernel | None = None
+    convergence: ISMConvergence | None = None
 
 
 def principal_angle(U, V):
@@ -76,22 +205,253 @@ def _check_orthonormal_start(W0, d, q):
     return Q
 
 
+# --------------------------------------------------------------------------
+# Grassmann geometry of f(W) = Tr(Gamma K_XW)
+# --------------------------------------------------------------------------
+class _Problem:
+    """Objective, Phi, gradient and Hessian-vector products for one (X, Gamma, kernel).
+
+    ``native`` evaluations use X in its own dtype (the plain iteration, as
+    before); the safeguarded phase and the certificate use float64, since a
+    relative gradient of 1e-6 and finite differences need double precision.
+    """
+
+    def __init__(self, X, gamma, kernel, n_threads):
+        self.X = X
+        self.X64 = X if X.dtype == np.float64 else X.astype(np.float64)
+        self.gamma, self.kernel, self.n_threads = gamma, kernel, n_threads
+        self.n_phi = 0
+        self.n_objective = 0
+        self.n_hessian = 0
+
+    def objective(self, W, native=False):
+        self.n_objective += 1
+        X = self.X if native else self.X64
+        return self.kernel.objective(X, W.astype(X.dtype, copy=False), self.gamma,
+                                     n_threads=self.n_threads)
+
+    def phi(self, W, native=False):
+        self.n_phi += 1
+        X = self.X if native else self.X64
+        return np.asarray(self.kernel.phi(X, W.astype(X.dtype, copy=False), self.gamma,
+                                          n_threads=self.n_threads), dtype=np.float64)
+
+    def phi_times_w(self, W, R):
+        r""":math:`\Phi(W) R` without forming the d x d :math:`\Phi`: one fused product
+        with the n x q right-hand side XR instead of the n x d X (float64)."""
+        self.n_phi += 1
+        X = self.X64
+        Z = np.ascontiguousarray(X @ W)
+        rhs = np.ascontiguousarray(X @ R)
+        y, _, _ = _fused(Z, self.kernel._terms(X), 1, self.gamma, rhs=rhs, n_threads=self.n_threads)
+        return X.T @ y
+
+    def hessian_product(self, W, phi, Z, *, central=False):
+        r"""Riemannian Hessian of f at W applied to the tangent vector Z.
+
+        :math:`P(2\Phi Z + 2 D\Phi[Z] W) - 2 Z W^T\Phi W`; the kernel-curvature
+        term :math:`D\Phi[Z] W` by a forward (or central) difference of
+        :math:`\Phi(\cdot) W`, each side one fused product with q right-hand sides.
+        """
+        self.n_hessian += 1
+        norm = np.linalg.norm(Z)
+        if norm == 0:
+            return np.zeros_like(Z)
+        if central:
+            t = _FD_STEP_CENTRAL / norm
+            dphi_w = (self.phi_times_w(W + t * Z, W) - self.phi_times_w(W - t * Z, W)) / (2 * t)
+        else:
+            t = _FD_STEP / norm
+            dphi_w = (self.phi_times_w(W + t * Z, W) - phi @ W) / t
+        dgrad = 2.0 * (phi @ Z + dphi_w)
+        return dgrad - W @ (W.T @ dgrad) - 2.0 * Z @ (W.T @ phi @ W)
+
+
+def _riemannian_gradient(phi, W):
+    PW = phi @ W
+    return 2.0 * (PW - W @ (W.T @ PW))
+
+
+def _complement(W):
+    """Orthonormal basis of the orthogonal complement of span(W)."""
+    Q, _ = np.linalg.qr(W, mode="complete")
+    return Q[:, W.shape[1]:]
+
+
+class _Surrogate:
+    r"""The surrogate Hessian :math:`A` at W in diagonalising coordinates.
+
+    Tangent vectors :math:`Z = W_\perp P C Q^T` are represented by C; there
+    :math:`A` is the entrywise product with :math:`2(\mu_i - \nu_j)`.
+    """
+
+    def __init__(self, phi, W):
+        self.W = W
+        self.Wp = _complement(W)
+        nu, self.Q = np.linalg.eigh(W.T @ phi @ W)
+        mu, self.P = np.linalg.eigh(self.Wp.T @ phi @ self.Wp)
+        self.nu, self.mu = nu, mu
+        self.diag = 2.0 * (mu[:, None] - nu[None, :])           # A in C coordinates
+        self.scale = float(np.abs(self.diag).max()) if self.diag.size else 0.0
+        self.eigengap = float(nu.min() - mu.max()) if mu.size else np.inf
+        # Preconditioner of -Hess: |A| with a floor, so tied eigenvalues stay finite.
+        floor = max(1e-3 * self.scale, np.finfo(float).tiny)
+        self.precond = np.maximum(np.abs(self.diag), floor)
+
+    def to_coords(self, Z):
+        return self.P.T @ (self.Wp.T @ Z) @ self.Q
+
+    def from_coords(self, C):
+        return self.Wp @ (self.P @ C @ self.Q.T)
+
+    def precondition(self, Z):
+        return self.from_coords(self.to_coords(Z) / self.precond)
+
+
+def _exp(W, Z):
+    """Grassmann geodesic (exponential map) from W along the tangent Z."""
+    U, s, Vt = np.linalg.svd(Z, full_matrices=False)
+    Wn = (W @ Vt.T) * np.cos(s) @ Vt + (U * np.sin(s)) @ Vt
+    Q, R = np.linalg.qr(Wn)           # remove rounding drift
+    return Q * np.sign(np.diag(R))
+
+
+def _truncated_cg(hess, grad, surrogate, radius, max_inner, kappa=0.1, theta=1.0):
+    r"""Preconditioned Steihaug-Toint CG for the trust-region model of -f.
+
+    Minimises :math:`m(\eta) = -f - \langle g, \eta\rangle - \tfrac12\langle \eta, H\eta\rangle`
+    over :math:`\|\eta\|_M \le` ``radius`` (M the preconditioner's norm); Absil,
+    Baker, Gallivan 2007, Algorithm 2. Returns (eta, H eta, hit_boundary, products).
+    """
+    r = -grad                                   # gradient of -f
+    eta = np.zeros_like(grad)
+    h_eta = np.zeros_like(grad)
+    z = surrogate.precondition(r)
+    z_r = float(np.vdot(z, r))
+    d_pd = z_r
+    delta = -z
+    e_pe = e_pd = 0.0
+    norm_r0 = np.linalg.norm(r)
+    products = 0
+    for _ in range(max_inner):
+        h_delta = -hess(delta)                  # Hessian of -f
+        products += 1
+        d_hd = float(np.vdot(delta, h_delta))
+        alpha = z_r / d_hd if d_hd != 0 else np.inf
+        e_pe_new = e_pe + 2.0 * alpha * e_pd + alpha * alpha * d_pd
+        if d_hd <= 0 or e_pe_new >= radius * radius:
+            tau = (-e_pd + np.sqrt(max(e_pd * e_pd + d_pd * (radius * radius - e_pe), 0.0))) / d_pd
+            return eta + tau * delta, h_eta + tau * h_delta, True, products
+        e_pe = e_pe_new
+        eta = eta + alpha * delta
+        h_eta = h_eta + alpha * h_delta
+        r = r + alpha * h_delta
+        r = r - surrogate.W @ (surrogate.W.T @ r)
+        norm_r = np.linalg.norm(r)
+        if norm_r <= norm_r0 * min(norm_r0 ** theta, kappa):
+            break
+        z = surrogate.precondition(r)
+        z_r_old, z_r = z_r, float(np.vdot(z, r))
+        beta = z_r / z_r_old
+        delta = -z + beta * delta
+        e_pd = beta * (e_pd + alpha * d_pd)
+        d_pd = z_r + beta * beta * d_pd
+    return eta, h_eta, False, products
+
+
+def _hessian_max_eigenvalue(problem, W, phi, surrogate):
+    """Largest eigenvalue of the Riemannian Hessian at W (forward-difference products)."""
+    shape = surrogate.diag.shape
+    dim = shape[0] * shape[1]
+    if dim == 0:
+        return -np.inf
+    if not problem.kernel.depends_on_w:
+        return float(surrogate.diag.max())         # Hess = A exactly
+
+    def apply(C):
+        Z = surrogate.from_coords(C.reshape(shape))
+        return surrogate.to_coords(problem.hessian_product(W, phi, Z)).ravel()
+
+    if dim <= _DENSE_HESSIAN_MAX_DIM:
+        H = np.column_stack([apply(e) for e in np.eye(dim)])
+        return float(np.linalg.eigvalsh(0.5 * (H + H.T))[-1])
+    from scipy.sparse.linalg import LinearOperator, lobpcg
+
+    def matmat(V):
+        V = np.asarray(V).reshape(dim, -1)
+        return -np.column_stack([apply(V[:, j]) for j in range(V.shape[1])])
+
+    def precond(V):
+        V = np.asarray(V).reshape(dim, -1)
+        return V / surrogate.precond.ravel()[:, None]
+
+    # Start from the surrogate's least negative curvature directions.
+    order = np.argsort(-surrogate.diag.ravel())
+    k = 1
+    X0 = np.zeros((dim, k))
+    X0[order[:k], np.arange(k)] = 1.0
+    X0 += 1e-3 * np.random.default_rng(0).standard_normal((dim, k))
+    op = LinearOperator((dim, dim), matvec=lambda v: matmat(v)[:, 0], matmat=matmat, dtype=float)
+    pre = LinearOperator((dim, dim), matvec=lambda v: precond(v)[:, 0], matmat=precond, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vals, _ = lobpcg(op, X0, M=pre, largest=False, tol=1e-5 * max(surrogate.scale, 1e-300),
+                         maxiter=20)
+    return float(-np.min(vals))
+
+
+# --------------------------------------------------------------------------
+# The solver
+# --------------------------------------------------------------------------
 def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         criterion="eigenvalues", max_iter=100, eigen_solver="auto", n_threads=None,
-        random_state=None, warn=True):
+        random_state=None, warn=True, gtol=1e-6, certify=True):
     r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
 
-    Fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper, Algorithm 1),
-    started from the W-free :math:`\Phi_0` (Theorem 3) unless ``W0`` is given.
-    :math:`V_{\max}` are the eigenvectors of the q largest *algebraic*
+    Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
+    Algorithm 1) while it climbs, started from the W-free :math:`\Phi_0`
+    (Theorem 3) unless ``W0`` is given; a Riemannian trust region where it does
+    not. :math:`V_{\max}` are the eigenvectors of the q largest *algebraic*
     eigenvalues (Phi is indefinite). A kernel whose Phi does not depend on W
     (linear, squared) is solved by the first eigendecomposition.
+
+    **Why a safeguard.** The plain fixed point is fast where it converges, but
+    nothing makes it monotone: on some problems (e.g. face images, 20
+    identities, Gaussian kernel, q = 5) it cycles with period two forever, or
+    its eigenvalue rule stops it while the objective is still falling. ikdr
+    therefore evaluates the objective of every plain candidate (it did so
+    anyway for ``history``) and
+
+    1. accepts the plain step while it raises the objective. Where the plain
+       iteration converges monotonically, the iterates, the stopping rule
+       (``criterion``, ``tol``) and the answer are exactly those of Algorithm 1;
+    2. when a plain step would lower the objective (cycling, stalling, tied
+       eigenvalues), refuses it and switches, from the best iterate, to a
+       Riemannian trust-region Newton method on the Grassmann manifold
+       (Absil, Baker, Gallivan 2007): exact gradient :math:`2(I - WW^T)\Phi W`,
+       Hessian-vector products from Phi (the kernel-curvature term by a forward
+       difference of the gradient: one Phi per product), steps along geodesics,
+       a candidate is accepted only if the objective rises as the model
+       predicts. Its truncated CG is preconditioned by the *surrogate* Hessian
+       (the Hessian of :math:`\mathrm{Tr}(V^T\Phi(W)V)`, diagonal in the
+       eigenbases of :math:`W^T\Phi W` and :math:`W_\perp^T\Phi W_\perp`), so
+       its first step is the linearised ISM step and the CG iterations only add
+       the curvature the plain fixed point ignores. It is monotone, converges
+       to points satisfying the second-order necessary conditions from any
+       start, and quadratically near a non-degenerate maximum; it stops when the
+       Riemannian gradient norm is at most ``gtol`` times the objective.
+
+    With ``criterion="gradient"`` the plain steps also hand over to the trust
+    region as soon as their convergence is slow (gradient shrinking by less
+    than half per step), and every run ends with a relative gradient norm
+    below ``gtol``: use it when a certified local maximum matters more than
+    matching the papers' iteration counts.
 
     Parameters
     ----------
     X : ndarray (n, d), float64 or float32
         Data, usually standardised. Its dtype selects the precision of the
-        C++ products.
+        C++ products of the plain steps (the trust region works in float64).
     gamma : Gamma
         Paradigm matrix (see :mod:`ikdr.gamma`).
     kernel : str or Kernel
@@ -102,18 +462,33 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     W0 : ndarray (d, q), optional
         Warm start (orthonormalised); skips Phi_0.
     tol : float, default=0.01
-        Stop when :math:`\|\Lambda_k - \Lambda_{k-1}\| / \|\Lambda_k\| < tol`
+        Plain fixed point's rule: stop when
+        :math:`\|\Lambda_k - \Lambda_{k-1}\| / \|\Lambda_k\| < tol`
         (``criterion="eigenvalues"``, the papers' rule with delta = 0.01) or when
         the largest principal angle between successive W is below ``tol``
-        radians (``criterion="angle"``, the definitive check).
-    criterion : {"eigenvalues", "angle"}
+        radians (``criterion="angle"``).
+    criterion : {"eigenvalues", "angle", "gradient"}
+        ``"gradient"``: stop only when the relative Riemannian gradient norm is
+        below ``gtol`` (``tol`` is unused).
     max_iter : int, default=100
+        Plain plus trust-region iterations.
     eigen_solver : {"auto", "lapack", "power"}
         See :func:`ikdr._eig.top_eigenvectors`.
     n_threads : int, optional
         Threads of the C++ core (default :func:`ikdr.get_num_threads`).
     warn : bool, default=True
-        Emit a ``ConvergenceWarning`` when ``max_iter`` is reached.
+        Emit a ``ConvergenceWarning`` when ``max_iter`` is reached or the trust
+        region stalls before its tolerance.
+    gtol : float, default=1e-6
+        Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
+        trust region (and ``criterion="gradient"``) stops.
+    certify : bool, default=True
+        Compute the full certificate (:class:`ISMConvergence`), including the
+        largest Hessian eigenvalue (Hessian-vector products, one fused product
+        with q right-hand sides each: the full Hessian for tangent spaces of
+        dimension (d - q) q <= 12, at most 20 preconditioned LOBPCG steps above). With
+        False, only the first-order part (one Phi evaluation) is computed and
+        the Hessian fields are NaN / None: use it in inner loops.
 
     Returns
     -------
@@ -123,6 +498,10 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     ----------
     Wu, Miller, Chang, Sznaier, Dy. Solving Interpretable Kernel Dimension
     Reduction. NeurIPS 2019, Algorithm 1 and Eq. (1).
+    Wu. Kernel dependence methods for interpretable representations,
+    dissertation, 2020, Theorem 5.1 and Eq. (C.73) (eigengap condition).
+    Absil, Baker, Gallivan. Trust-region methods on Riemannian manifolds.
+    Found. Comput. Math. 7 (2007), Algorithms 1-2.
     """
     if not isinstance(gamma, Gamma):
         raise TypeError(f"gamma must be an ikdr.gamma.Gamma, got {type(gamma).__name__}")
@@ -132,10 +511,12 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     n, d = X.shape
     if gamma.n != n:
         raise ValueError(f"Gamma is {gamma.n} x {gamma.n} but X has {n} rows")
-    if criterion not in ("eigenvalues", "angle"):
-        raise ValueError(f"criterion must be 'eigenvalues' or 'angle', got {criterion!r}")
+    if criterion not in ("eigenvalues", "angle", "gradient"):
+        raise ValueError(f"criterion must be 'eigenvalues', 'angle' or 'gradient', got {criterion!r}")
     if not (tol > 0):
         raise ValueError(f"tol must be positive, got {tol}")
+    if not (gtol > 0):
+        raise ValueError(f"gtol must be positive, got {gtol}")
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter}")
     q = int(n_components)
@@ -144,42 +525,179 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     kernel = make_kernel(kernel)
     if not kernel._is_resolved():
         kernel = kernel.fit(X, random_state=random_state)
-    X64 = X if X.dtype == np.float64 else X.astype(np.float64)
+    problem = _Problem(X, gamma, kernel, n_threads)
+    eps = np.finfo(X.dtype).eps
 
     history = []
     t0 = time.perf_counter()
 
-    def record(W, vals, change, angle, info):
-        obj = kernel.objective(X, W.astype(X.dtype, copy=False), gamma, n_threads=n_threads)
+    def record(W, obj, vals, change, angle, method, step):
         history.append({"iteration": len(history), "objective": obj, "eigenvalues": vals.copy(),
-                        "eigenvalue_change": change, "angle": angle,
-                        "eigen_solver": info["method"], "time": time.perf_counter() - t0})
-        return obj
+                        "eigenvalue_change": change, "angle": angle, "step": step,
+                        "gradient_norm": np.nan, "eigen_solver": method,
+                        "time": time.perf_counter() - t0})
 
     if W0 is None:
-        phi = kernel.phi0(X64, gamma)
+        phi = kernel.phi0(problem.X64, gamma)
         lam, W, info = top_eigenvectors(phi, q, method="lapack" if eigen_solver == "auto" else eigen_solver)
     else:
         W = _check_orthonormal_start(W0, d, q)
-        phi = kernel.phi(X, W.astype(X.dtype), gamma, n_threads=n_threads)
+        phi = problem.phi(W, native=True)
         lam, W, info = top_eigenvectors(phi, q, W, method=eigen_solver)
-    objective = record(W, lam, np.nan, np.nan, info)
+    objective = problem.objective(W, native=True)
+    record(W, objective, lam, np.nan, np.nan, info["method"], "start")
 
+    n_iter = plain_steps = tr_steps = rejected = 0
+    phase = "plain"
     converged = not kernel.depends_on_w
-    n_iter = 0
+    stopping_rule = "exact" if converged else "max_iter"
+    phi = None              # Phi at the current W (float64), when known
+    native_objective = True  # whether `objective` was computed in X's dtype
+    prev_gnorm = np.nan
+    radius = radius_max = None
+    stalled = False
+
     while not converged and n_iter < max_iter:
+        if phase != "plain" and native_objective and problem.X is not problem.X64:
+            objective = problem.objective(W)
+        native_objective = native_objective and phase == "plain"
+        if phi is None:
+            phi = problem.phi(W, native=(phase == "plain"))
+        grad = _riemannian_gradient(phi, W)
+        gnorm = float(np.linalg.norm(grad))
+        history[-1]["gradient_norm"] = gnorm
+        if (phase != "plain" or criterion == "gradient") and gnorm <= gtol * abs(objective):
+            converged, stopping_rule = True, "gradient"
+            break
+
+        if phase == "plain":
+            lam_new, V, info = top_eigenvectors(phi, q, W, method=eigen_solver)
+            f_new = problem.objective(V, native=True)
+            if f_new < objective - 16 * eps * abs(objective):
+                # The plain step would descend (cycle / overshoot): refuse it.
+                rejected += 1
+                phase = "trust-region"
+                if problem.X is not problem.X64:
+                    phi = None          # the trust region works in float64
+                continue
+            n_iter += 1
+            plain_steps += 1
+            norm = np.linalg.norm(lam_new)
+            change = float(np.linalg.norm(lam_new - lam) / norm) if norm > 0 else 0.0
+            angle = principal_angle(W, V)
+            W, lam, objective, phi = V, lam_new, f_new, None
+            record(W, objective, lam, change, angle, info["method"], "plain")
+            if criterion == "eigenvalues" and change < tol:
+                converged, stopping_rule = True, "eigenvalues"
+            elif criterion == "angle" and angle < tol:
+                converged, stopping_rule = True, "angle"
+            elif criterion == "gradient":
+                if plain_steps >= 2 and gnorm > _SLOW_CONTRACTION * prev_gnorm:
+                    phase = "trust-region"
+                prev_gnorm = gnorm
+            continue
+
+        # ---- safeguarded phase: one Riemannian trust-region iteration ----
+        surrogate = _Surrogate(phi, W)
+        if radius is None:
+            # Start with the length (in the preconditioner's norm) of the linearised ISM step.
+            radius = np.sqrt(float(np.vdot(grad, surrogate.precondition(grad))))
+            radius_max = 1e3 * radius
+        dim = (d - q) * q
+
+        def hess(Z, W=W, phi=phi):
+            return problem.hessian_product(W, phi, Z)
+
+        eta, h_eta, boundary, _ = _truncated_cg(hess, grad, surrogate, radius, max_inner=dim)
+        # Keep the geodesic inside the injectivity radius (principal angles < pi/2).
+        s_max = np.linalg.norm(eta, 2)
+        if s_max > 0.5 * np.pi:
+            shrink = 0.5 * np.pi / s_max
+            eta, h_eta, boundary = shrink * eta, shrink * h_eta, True
+        predicted = float(np.vdot(grad, eta)) + 0.5 * float(np.vdot(eta, -h_eta))
+        W_new = _exp(W, eta)
+        f_new = problem.objective(W_new)
+        reg = 1e3 * np.finfo(float).eps * max(1.0, abs(objective))
+        rho = (f_new - objective + reg) / (predicted + reg)
+        eta_norm_m = np.sqrt(float(np.vdot(eta, surrogate.from_coords(
+            surrogate.to_coords(eta) * surrogate.precond))))
+        if rho < 0.25:
+            radius = 0.25 * min(radius, eta_norm_m) if eta_norm_m > 0 else 0.25 * radius
+        elif rho > 0.75 and boundary:
+            radius = min(2.0 * radius, radius_max)
         n_iter += 1
-        phi = kernel.phi(X, W.astype(X.dtype), gamma, n_threads=n_threads)
-        lam_new, W_new, info = top_eigenvectors(phi, q, W, method=eigen_solver)
-        norm = np.linalg.norm(lam_new)
-        change = float(np.linalg.norm(lam_new - lam) / norm) if norm > 0 else 0.0
-        angle = principal_angle(W, W_new)
-        W, lam = W_new, lam_new
-        objective = record(W, lam, change, angle, info)
-        converged = (change < tol) if criterion == "eigenvalues" else (angle < tol)
+        tr_steps += 1
+        if rho > 0.1 and f_new >= objective:
+            angle = principal_angle(W, W_new)
+            W, objective, phi = W_new, f_new, None
+            record(W, objective, np.full(q, np.nan), np.nan, angle, "trust-region", "trust-region")
+        else:
+            rejected += 1
+            record(W, objective, np.full(q, np.nan), np.nan, 0.0, "trust-region", "trust-region")
+            if radius < 1e-12 * radius_max:
+                stalled = True
+                stopping_rule = "stalled"
+                break
+
+    # ---- the returned point and its certificate ----
+    if phase != "plain" and kernel.depends_on_w:
+        if phi is None:
+            phi = problem.phi(W)
+        # Rotate W to the Ritz vectors of Phi(W): eigen-like columns, descending.
+        vals, vecs = np.linalg.eigh(W.T @ phi @ W)
+        W = _fix_signs(W @ vecs[:, ::-1])
+        lam = vals[::-1].copy()
+        history[-1]["eigenvalues"] = lam.copy()
+    if not stalled and not converged:
+        stopping_rule = "max_iter"
+    solve_time = time.perf_counter() - t0
+    # Phi at the returned W is reused when it is known in float64.
+    final_phi = phi if phase != "plain" or problem.X is problem.X64 else None
+    certificate = _certify(problem, W, final_phi, objective,
+                           converged, stopping_rule, gtol, certify,
+                           plain_steps, tr_steps, rejected)
+    history[-1]["gradient_norm"] = certificate.gradient_norm
+    certificate.solve_time = solve_time
+    certificate.certificate_time = time.perf_counter() - t0 - solve_time
     if not converged and warn:
-        warnings.warn(f"ISM did not converge in max_iter={max_iter} iterations "
-                      f"(last {criterion} change {history[-1]['eigenvalue_change' if criterion == 'eigenvalues' else 'angle']:.3g} "
-                      f">= tol={tol})", ConvergenceWarning, stacklevel=2)
+        if stalled:
+            msg = (f"ISM stalled: the trust region shrank before the relative gradient norm "
+                   f"({certificate.relative_gradient_norm:.3g}) reached gtol={gtol}")
+        elif phase == "plain":
+            key = "eigenvalue_change" if criterion == "eigenvalues" else criterion
+            last = history[-1].get(key, np.nan) if criterion != "gradient" else \
+                certificate.relative_gradient_norm
+            msg = (f"ISM did not converge in max_iter={max_iter} iterations "
+                   f"(last {criterion} change {last:.3g} >= tol={tol if criterion != 'gradient' else gtol})")
+        else:
+            msg = (f"ISM did not converge in max_iter={max_iter} iterations "
+                   f"(relative gradient norm {certificate.relative_gradient_norm:.3g} > gtol={gtol})")
+        warnings.warn(msg, ConvergenceWarning, stacklevel=2)
     return ISMResult(components=W, eigenvalues=lam, n_iter=n_iter, converged=converged,
-                     objective=objective, history=history, kernel=kernel)
+                     objective=objective, history=history, kernel=kernel,
+                     convergence=certificate)
+
+
+def _certify(problem, W, phi, objective, converged, stopping_rule, gtol, full,
+             plain_steps, tr_steps, rejected):
+    """Gradient, eigengap and (with ``full``) the Hessian's largest eigenvalue at W."""
+    W = np.asarray(W, dtype=np.float64)
+    if phi is None:
+        phi = problem.phi(W)
+    grad = _riemannian_gradient(phi, W)
+    gnorm = float(np.linalg.norm(grad))
+    rel = gnorm / abs(objective) if objective != 0 else (0.0 if gnorm == 0 else np.inf)
+    surrogate = _Surrogate(phi, W)
+    solver_products = problem.n_hessian
+    if full:
+        hmax = _hessian_max_eigenvalue(problem, W, phi, surrogate)
+        second = bool(hmax <= 1e-5 * surrogate.scale)
+    else:
+        hmax, second = np.nan, None
+    return ISMConvergence(
+        converged=bool(converged), stopping_rule=stopping_rule, objective=float(objective),
+        gradient_norm=gnorm, relative_gradient_norm=float(rel), eigengap=surrogate.eigengap,
+        hessian_max_eigenvalue=float(hmax), hessian_scale=surrogate.scale,
+        first_order=bool(rel <= gtol), second_order=second, plain_steps=plain_steps,
+        safeguarded_steps=tr_steps, rejected_steps=rejected, hessian_products=solver_products,
+        phi_evaluations=problem.n_phi, objective_evaluations=problem.n_objective)

@@ -1,0 +1,226 @@
+"""The safeguarded ISM solver: convergence where the plain fixed point cycles,
+unchanged answers where it converges, and a certificate checked by finite differences."""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+
+import ikdr
+from ikdr._eig import top_eigenvectors
+from ikdr._solver import _exp
+from ikdr.kernels import Gaussian, Polynomial
+
+from .conftest import shared_csv
+
+
+@pytest.fixture(scope="module")
+def wine():
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.fixture(scope="module")
+def face():
+    X = shared_csv("face_624x20.csv")
+    y = shared_csv("face_624x20_identity_label.csv").ravel()
+    return X, y
+
+
+def test_face_case_converges_to_certified_maximum(face):
+    """The issue's case: the plain fixed point cycles (2060, 2083, 2057, 2082, ...);
+    pymanopt's CG and trust regions reach 2097.17."""
+    X, y = face
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = ikdr.ISM(n_components=5).fit(X, y)
+    c = model.convergence_
+    assert model.converged_ and c.converged and c.stopping_rule == "gradient"
+    assert model.n_iter_ < model.max_iter
+    objective = model.hsic_ * (X.shape[0] - 1) ** 2
+    assert objective >= 2097.1
+    assert c.objective == pytest.approx(objective, rel=1e-12)
+    assert c.relative_gradient_norm < 1e-6 and c.first_order
+    assert c.hessian_max_eigenvalue < 0 and c.second_order and c.local_maximum
+    assert c.safeguarded_steps >= 1 and c.rejected_steps >= 1
+    # The objective never decreases along the iterates.
+    f = [h["objective"] for h in model.history_]
+    assert all(b >= a for a, b in zip(f, f[1:]))
+    assert len(model.history_) == model.n_iter_ + 1
+    # At this maximum W is not the top eigenspace of Phi(W): the fixed point the plain
+    # iteration looks for is not where the maximum is (negative eigengap, Eq. C.73).
+    assert c.eigengap < 0
+
+
+def plain_fixed_point(X, gamma, kernel, q, tol=0.01, max_iter=100):
+    """Algorithm 1 as it was before the safeguard (reference for unchanged cases)."""
+    kernel = kernel.fit(X)
+    lam, W, _ = top_eigenvectors(kernel.phi0(X, gamma), q, method="lapack")
+    objectives = [kernel.objective(X, W, gamma)]
+    for it in range(1, max_iter + 1):
+        lam_new, W, _ = top_eigenvectors(kernel.phi(X, W, gamma), q, W)
+        objectives.append(kernel.objective(X, W, gamma))
+        change = np.linalg.norm(lam_new - lam) / np.linalg.norm(lam_new)
+        lam = lam_new
+        if change < tol:
+            return W, it, objectives
+    raise AssertionError("reference did not converge")
+
+
+def _plain_cases():
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    yield "wine-gaussian", X, y, Gaussian(), 3, 1e-2
+    yield "wine-polynomial", X, y, Polynomial(), 3, 1e-2
+    yield "wine-gaussian-tight", X, y, Gaussian(), 2, 1e-6
+
+
+@pytest.mark.parametrize("case", list(_plain_cases()), ids=lambda c: c[0])
+def test_plain_convergent_cases_unchanged(case):
+    _, X, y, kernel, q, tol = case
+    gamma, _ = ikdr.supervised_gamma(y)
+    W_ref, n_ref, f_ref = plain_fixed_point(X, gamma, kernel, q, tol=tol)
+    res = ikdr.ism(X, gamma, kernel, q, tol=tol)
+    assert res.converged and res.convergence.stopping_rule == "eigenvalues"
+    assert res.n_iter == n_ref
+    np.testing.assert_allclose(res.components, W_ref, rtol=0, atol=1e-12)   # same W, same signs
+    np.testing.assert_allclose([h["objective"] for h in res.history], f_ref, rtol=1e-12)
+    c = res.convergence
+    assert c.plain_steps == n_ref and c.safeguarded_steps == 0 and c.rejected_steps == 0
+    assert c.eigengap > 0          # a fixed point of the plain iteration
+
+
+def test_cancer_plain_case_unchanged():
+    X = StandardScaler().fit_transform(shared_csv("cancer_683x9.csv"))
+    y = shared_csv("cancer_683x9_label.csv").ravel()
+    gamma, _ = ikdr.supervised_gamma(y)
+    W_ref, n_ref, _ = plain_fixed_point(X, gamma, Gaussian(), 2)
+    res = ikdr.ism(X, gamma, "gaussian", 2, certify=False)
+    assert res.n_iter == n_ref
+    np.testing.assert_allclose(res.components, W_ref, rtol=0, atol=1e-12)
+    assert res.convergence.second_order is None      # not computed with certify=False
+
+
+def _tangent_basis(W):
+    Q, _ = np.linalg.qr(W, mode="complete")
+    Wp = Q[:, W.shape[1]:]
+    d, q = W.shape
+    basis = []
+    for i in range(d - q):
+        for j in range(q):
+            E = np.zeros((d - q, q))
+            E[i, j] = 1.0
+            basis.append(Wp @ E)
+    return basis
+
+
+def finite_difference_certificate(f, W, t=1e-4):
+    """Riemannian gradient norm and Hessian of f on the Grassmann manifold from objective
+    values along geodesics only: d/dt f(Exp(tZ)) = <g, Z>, d2/dt2 f(Exp(tZ)) = <Z, Hess Z>."""
+    basis = _tangent_basis(W)
+    f0 = f(W)
+
+    def second(Z):
+        return (f(_exp(W, t * Z)) - 2 * f0 + f(_exp(W, -t * Z))) / t**2
+
+    grad = np.array([(f(_exp(W, t * Z)) - f(_exp(W, -t * Z))) / (2 * t) for Z in basis])
+    m = len(basis)
+    H = np.empty((m, m))
+    diag = [second(Z) for Z in basis]
+    for a in range(m):
+        H[a, a] = diag[a]
+        for b in range(a):
+            H[a, b] = H[b, a] = (second(basis[a] + basis[b]) - diag[a] - diag[b]) / 2
+    return np.linalg.norm(grad), H
+
+
+@pytest.mark.parametrize("setup", ["dense-hessian", "lobpcg"])
+def test_certificate_matches_finite_differences(setup, wine, rng):
+    if setup == "dense-hessian":          # tangent dimension (6 - 2) * 2 = 8: full Hessian
+        X = rng.standard_normal((120, 6))
+        y = (X[:, 0] + X[:, 1] ** 2 > 1).astype(int) + (X[:, 2] > 0.5)
+        q, kernel = 2, Gaussian()
+    else:                                 # (13 - 2) * 2 = 22: preconditioned LOBPCG
+        X, y = wine
+        q, kernel = 2, Polynomial()
+    gamma, _ = ikdr.supervised_gamma(y)
+    kernel = kernel.fit(X)
+    res = ikdr.ism(X, gamma, kernel, q, criterion="gradient", gtol=1e-9)
+    c = res.convergence
+    W = res.components
+
+    def f(V):
+        return kernel.objective(X, V, gamma)
+
+    with ikdr.num_threads(1):             # hundreds of tiny products: threads only add overhead
+        gnorm, H = finite_difference_certificate(f, W)
+    eigs = np.linalg.eigvalsh(H)
+    scale = np.abs(eigs).max()
+    assert c.hessian_max_eigenvalue == pytest.approx(eigs[-1], abs=1e-5 * scale)
+    assert gnorm <= 1e-6 * abs(f(W)) and c.relative_gradient_norm <= 1e-9
+    assert c.local_maximum and eigs[-1] < 0
+    # The eigengap is that of Phi(W) (W spans its top-q eigenspace here).
+    vals = np.linalg.eigvalsh(kernel.phi(X, W, gamma))[::-1]
+    assert c.eigengap == pytest.approx(vals[q - 1] - vals[q], rel=1e-8)
+
+    # Away from the maximum the gradient norm is also right.
+    start = ikdr.ism(X, gamma, kernel, q, max_iter=1, warn=False, certify=False)
+    with ikdr.num_threads(1):
+        gnorm0, _ = finite_difference_certificate(f, start.components)
+    assert start.convergence.gradient_norm == pytest.approx(gnorm0, rel=1e-6)
+
+
+def test_linear_kernel_certificate_is_exact(wine):
+    X, y = wine
+    gamma, _ = ikdr.supervised_gamma(y)
+    res = ikdr.ism(X, gamma, "linear", 3)
+    c = res.convergence
+    assert c.stopping_rule == "exact" and res.n_iter == 0
+    assert c.relative_gradient_norm < 1e-12
+    # Phi does not depend on W: the Hessian is the surrogate, whose largest eigenvalue is -2 gap.
+    assert c.hessian_max_eigenvalue == pytest.approx(-2 * c.eigengap, rel=1e-12)
+
+
+def test_gradient_criterion_certifies_plain_cases(wine):
+    X, y = wine
+    gamma, _ = ikdr.supervised_gamma(y)
+    for kernel in ("gaussian", "polynomial"):
+        paper = ikdr.ism(X, gamma, kernel, 3)
+        res = ikdr.ism(X, gamma, kernel, 3, criterion="gradient")
+        c = res.convergence
+        assert res.converged and c.stopping_rule == "gradient" and c.local_maximum
+        assert res.objective >= paper.objective
+        f = [h["objective"] for h in res.history]
+        assert all(b >= a for a, b in zip(f, f[1:]))
+
+
+def test_float32_input_reaches_the_float64_maximum(wine):
+    X, y = wine
+    gamma, _ = ikdr.supervised_gamma(y)
+    r64 = ikdr.ism(X, gamma, "polynomial", 3, criterion="gradient", certify=False)
+    r32 = ikdr.ism(X.astype(np.float32), gamma, "polynomial", 3, criterion="gradient",
+                   certify=False)
+    assert r32.converged and r32.convergence.relative_gradient_norm <= 1e-6
+    assert ikdr.principal_angle(r32.components, r64.components) < 1e-5
+
+
+def test_limit_reached_warns_and_reports(face):
+    X, y = face
+    gamma, _ = ikdr.supervised_gamma(y)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        res = ikdr.ism(X, gamma, "gaussian", 5, max_iter=2, certify=False)
+    c = res.convergence
+    assert not res.converged and not c.converged and c.stopping_rule == "max_iter"
+    assert c.relative_gradient_norm > 1e-6 and not c.first_order
+    assert res.n_iter == 2
+
+
+def test_bad_solver_parameters(wine):
+    X, y = wine
+    gamma, _ = ikdr.supervised_gamma(y)
+    with pytest.raises(ValueError, match="gtol"):
+        ikdr.ism(X, gamma, "gaussian", 2, gtol=0)
+    with pytest.raises(ValueError, match="criterion"):
+        ikdr.ism(X, gamma, "gaussian", 2, criterion="objective")
