@@ -180,6 +180,44 @@ py::tuple fused_product_py(Array<T> z, const py::list& spec, int mode,
 }
 
 template <class T>
+PointPair<T> point_pair(const Array<T>& a, const Array<T>& b) {
+  require_2d(a, "A");
+  require_2d(b, "B");
+  if (a.shape(1) != b.shape(1)) throw py::value_error("A and B must have the same number of columns");
+  const bool same = a.ptr() == b.ptr();
+  return PointPair<T>{a.data(), a.shape(0), same ? a.data() : b.data(), b.shape(0), a.shape(1)};
+}
+
+template <class T>
+py::tuple gaussian_row_normalisers_py(Array<T> a, Array<T> b, double sigma, int n_threads) {
+  const PointPair<T> pts = point_pair(a, b);
+  if (!(sigma > 0)) throw py::value_error("sigma must be positive");
+  if (pts.m < 1) throw py::value_error("B must have at least one row");
+  Array<T> shift(pts.n), sums(pts.n);
+  T* sh = shift.mutable_data();
+  T* su = sums.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] { gaussian_row_normalisers<T>(blas(), pts, sigma, sh, su, cfg); });
+  return py::make_tuple(shift, sums);
+}
+
+template <class T>
+Array<T> shifted_gaussian_matrix_py(Array<T> a, Array<T> b, double sigma, Array<T> shift,
+                                    Array<T> scale, int n_threads) {
+  const PointPair<T> pts = point_pair(a, b);
+  if (!(sigma > 0)) throw py::value_error("sigma must be positive");
+  if (shift.size() != pts.n || scale.size() != pts.n)
+    throw py::value_error("shift and scale must have one entry per row of A");
+  Array<T> out({pts.n, pts.m});
+  T* o = out.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] {
+    shifted_gaussian_matrix<T>(blas(), pts, sigma, shift.data(), scale.data(), o, cfg);
+  });
+  return out;
+}
+
+template <class T>
 Array<T> weighted_gram_py(Array<T> x, Array<T> psi, bool laplacian, int n_threads) {
   require_2d(x, "X");
   require_2d(psi, "Psi");
@@ -221,6 +259,11 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
         py::arg("terms"), py::arg("mode"), py::arg("gamma_dense") = py::none(),
         py::arg("gamma_factor") = py::none(), py::arg("gamma_scale") = py::none(),
         py::arg("rhs") = py::none(), py::arg("n_threads") = 1);
+  m.def(("gaussian_row_normalisers_" + suffix).c_str(), &gaussian_row_normalisers_py<T>,
+        py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("n_threads") = 1);
+  m.def(("shifted_gaussian_matrix_" + suffix).c_str(), &shifted_gaussian_matrix_py<T>,
+        py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("shift"), py::arg("scale"),
+        py::arg("n_threads") = 1);
   m.def(("weighted_gram_" + suffix).c_str(), &weighted_gram_py<T>, py::arg("x"), py::arg("psi"),
         py::arg("laplacian"), py::arg("n_threads") = 1);
   m.def(("top_eigenpairs_" + suffix).c_str(), &top_eigenpairs_py<T>, py::arg("a"), py::arg("q"),
