@@ -241,16 +241,18 @@ class _SparseBlocks:
         return out
 
     def matmat(self, B):
-        B = np.asarray(B, dtype=np.float64)
+        B = np.asarray(B, dtype=np.float64).reshape(self.m, -1)
         return self.dl[:, None] * (np.multiply.outer(self.u, self.v @ B) + self.S @ B)
 
     def rmatmat(self, B):
-        B = self.dl[:, None] * np.asarray(B, dtype=np.float64)
+        B = self.dl[:, None] * np.asarray(B, dtype=np.float64).reshape(self.n, -1)
         return np.multiply.outer(self.v, self.u @ B) + self.St @ B
 
     @property
     def operator(self):
-        return LinearOperator((self.n, self.m), matvec=self.matmat, rmatvec=self.rmatmat,
+        mv = lambda x: self.matmat(x).ravel()  # noqa: E731
+        rmv = lambda x: self.rmatmat(x).ravel()  # noqa: E731
+        return LinearOperator((self.n, self.m), matvec=mv, rmatvec=rmv,
                               matmat=self.matmat, rmatmat=self.rmatmat, dtype=np.float64)
 
     def new_rows(self, Xnew):
@@ -284,7 +286,8 @@ class _Centered:
         H = lambda B, k: B - B.mean(axis=0, keepdims=True)  # noqa: E731
         mm = lambda B: H(op.matmat(H(np.asarray(B).reshape(self.m, -1), 0)), 0)  # noqa: E731
         rm = lambda B: H(op.rmatmat(H(np.asarray(B).reshape(self.n, -1), 0)), 0)  # noqa: E731
-        return LinearOperator((self.n, self.m), matvec=mm, rmatvec=rm, matmat=mm, rmatmat=rm,
+        return LinearOperator((self.n, self.m), matvec=lambda x: mm(x).ravel(),
+                              rmatvec=lambda x: rm(x).ravel(), matmat=mm, rmatmat=rm,
                               dtype=np.float64)
 
 
