@@ -37,6 +37,8 @@ SOLVERS = ("auto", "dense", "arpack", "randomized", "nystrom")
 AUTO_DENSE_MAX = 4_000_000
 #: ... and up to this many by ARPACK; beyond it ``"auto"`` uses Nystrom.
 AUTO_ARPACK_MAX = 100_000_000
+#: ``n_landmarks="auto"`` stops growing at this many rows / columns (or half of them).
+AUTO_MAX_LANDMARKS = 4096
 _MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
 
 
@@ -350,16 +352,32 @@ def _normalise_columns(A):
     return A / np.where(norms > 0, norms, 1.0)
 
 
-def _nystrom_from_blocks(C, R, I_in_C, J_in_R, r, N, M):
-    """Eq. (9) from G[:, J] (C, N x m) and G[I, :] (R, n x M)."""
+def _top_svd(W, k, random_state=0):
+    """Top-k SVD of a small dense W: LAPACK when W is tiny, else ARPACK to
+    machine precision (only k of min(W.shape) triplets are needed)."""
+    if min(W.shape) <= max(4 * k, 200) or k >= min(W.shape):
+        u, s, vt = scipy.linalg.svd(W, full_matrices=False)
+        return u[:, :k], s[:k], vt[:k].T
+    return _svd_arpack(W, k, None, random_state)
+
+
+def _nystrom_from_blocks(C, R, I_in_C, J_in_R, r, N, M, extra=False):
+    """Eq. (9) from G[:, J] (C, N x m) and G[I, :] (R, n x M).
+
+    With ``extra`` also returns the (r+1)-th rescaled singular value of G[I, J]
+    (0 if there is none), used for the gap of the accuracy estimate.
+    """
     W = C[I_in_C]  # G[I, J]
     n, m = W.shape
-    u, lam, vt = scipy.linalg.svd(W, full_matrices=False)
-    u, lam, v = u[:, :r], lam[:r], vt[:r].T
+    k = min(r + 1, n, m) if extra else r
+    u, lam, v = _top_svd(W, k)
+    scale = np.sqrt(N * M / (n * m))
+    nxt = lam[r] * scale if k > r else 0.0
+    u, lam, v = u[:, :r], lam[:r], v[:, :r]
     safe = np.where(lam > 0, lam, 1.0)
     U = _normalise_columns((C @ v) / safe)
     V = _normalise_columns((R.T @ u) / safe)
-    return U, lam * np.sqrt(N * M / (n * m)), V
+    return (U, lam * scale, V, nxt) if extra else (U, lam * scale, V)
 
 
 def asymmetric_nystrom(G_blocks, n_components, n_landmarks, *, random_state=None):
@@ -424,25 +442,34 @@ def _landmark_pair(n_landmarks, N, M, r):
     return n, m
 
 
-def _probe_eta(U, s, V, G_probe_rows, G_probe_cols, I_p, J_p):
-    """Estimate of the normalised eta on held-out probe rows I_p and columns J_p.
+def _probe_eta(U, s, V, s_next, G_probe_rows, G_probe_cols, I_p, J_p, N, M):
+    """Estimate of the normalised eta from held-out probe rows I_p and columns J_p.
 
-    One exact half-step refines each approximate vector (G v~ for u~, G^T u~
-    for v~); 1 - |cos| between the approximation and its refinement,
-    restricted to the probe, estimates 1 - |cos| to the exact vector.
+    For each approximate triplet the residuals ``G v~ - l u~`` and
+    ``G^T u~ - l v~`` are measured on the probe (l: the probe's least-squares
+    singular value) and scaled to the full length; by Wedin's theorem the
+    angle to the exact vector is at most residual / gap, with the gap to the
+    neighbouring approximate singular values (s_next for the last one). Each
+    term is then :math:`\min(1, \tfrac12 (\text{res}/\text{gap})^2)`
+    (:math:`1 - \cos\theta \approx \sin^2\theta / 2`): near-degenerate
+    singular values, whose vectors are ill-determined, are counted as wrong.
     """
-    w = s / s.sum()
-    ru = G_probe_rows @ V  # (p, r) = (G V~)[I_p]
-    rv = G_probe_cols.T @ U  # (q, r) = (G^T U~)[J_p]
-
-    def mis(a, b):
-        na, nb = np.linalg.norm(a, axis=0), np.linalg.norm(b, axis=0)
-        ok = (na > 0) & (nb > 0)
-        cos = np.abs(np.einsum("ij,ij->j", a, b)) / np.where(ok, na * nb, 1.0)
-        return np.where(ok, 1.0 - np.minimum(cos, 1.0), 1.0)
-
     r = len(s)
-    return float((w * mis(U[I_p], ru)).sum() / r + (w * mis(V[J_p], rv)).sum() / r)
+    w = s / s.sum()
+    gu, gv = G_probe_rows @ V, G_probe_cols.T @ U  # (G V~)[I_p], (G^T U~)[J_p]
+    up, vp = U[I_p], V[J_p]
+
+    def residual(a, b, scale):
+        denom = np.einsum("ij,ij->j", a, a)
+        lam = np.einsum("ij,ij->j", a, b) / np.where(denom > 0, denom, 1.0)
+        return np.sqrt(scale * ((b - a * lam) ** 2).sum(axis=0))
+
+    res = np.maximum(residual(up, gu, N / len(I_p)), residual(vp, gv, M / len(J_p)))
+    below = np.append(s[1:], s_next)
+    gap = np.minimum(np.abs(s - below), np.abs(np.concatenate([[np.inf], s[:-1]]) - s))
+    ratio = np.divide(res, gap, out=np.full_like(res, np.inf), where=gap > 0)
+    err = np.minimum(1.0, 0.5 * np.minimum(ratio, 1e150) ** 2)
+    return float(2.0 * (w * err).sum() / r)
 
 
 def _nystrom_auto(blocks, r, tol, rng, start=None, max_fraction=0.5, probe=None):
@@ -453,8 +480,8 @@ def _nystrom_auto(blocks, r, tol, rng, start=None, max_fraction=0.5, probe=None)
     perm_r, perm_c = rng.permutation(N), rng.permutation(M)
     I_p, J_p = np.sort(perm_r[N - p[0]:]), np.sort(perm_c[M - p[1]:])
     Gpr, Gpc = blocks.block(I_p, None), blocks.block(None, J_p)
-    n_max = max(r, min(N - p[0], int(max_fraction * N)))
-    m_max = max(r, min(M - p[1], int(max_fraction * M)))
+    n_max = max(r, min(N - p[0], int(max_fraction * N), AUTO_MAX_LANDMARKS))
+    m_max = max(r, min(M - p[1], int(max_fraction * M), AUTO_MAX_LANDMARKS))
     n = m = max(start or 4 * r, r + 10)
     n, m = min(n, n_max), min(m, m_max)
     C = np.empty((N, 0))
@@ -466,8 +493,8 @@ def _nystrom_auto(blocks, r, tol, rng, start=None, max_fraction=0.5, probe=None)
             C = np.hstack([C, blocks.block(None, J[C.shape[1]:])])
         if R.shape[0] < n:
             R = np.vstack([R, blocks.block(I[R.shape[0]:], None)])
-        U, s, V = _nystrom_from_blocks(C, R, I, J, r, N, M)
-        eta = _probe_eta(U, s, V, Gpr, Gpc, I_p, J_p)
+        U, s, V, s_next = _nystrom_from_blocks(C, R, I, J, r, N, M, extra=True)
+        eta = _probe_eta(U, s, V, s_next, Gpr, Gpc, I_p, J_p, N, M)
         history.append(((n, m), eta))
         if eta < tol or (n >= n_max and m >= m_max):
             return U, s, V, (np.sort(I), np.sort(J)), history
@@ -551,7 +578,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         Rows and columns sampled by Nystrom. None means "auto": start at 4r
         (at least r + 10) and double until the probe estimate of the
         normalised eta (200 held-out rows and columns, see ``tol``) is below
-        ``tol``, or half of the rows / columns are used.
+        ``tol``, or half of the rows / columns (at most 4096) are used. The
+        estimate bounds each vector's angle by its probe residual over the gap
+        to the neighbouring singular values (Wedin), so it is conservative and
+        counts the vectors of near-equal singular values as unresolved.
     tol : float or None, default=None
         ``"arpack"``: svds tolerance (None: machine precision).
         ``"nystrom"`` with automatic landmarks: target normalised eta
