@@ -218,6 +218,29 @@ Array<T> shifted_gaussian_matrix_py(Array<T> a, Array<T> b, double sigma, Array<
 }
 
 template <class T>
+Array<T> lowrank_plus_sparse_py(Array<T> dl, Array<T> u, Array<T> v, Array<std::int64_t> indptr,
+                                Array<std::int64_t> indices, Array<T> data, int n_threads) {
+  const Index n = u.size(), m = v.size();
+  if (dl.size() != n || indptr.size() != n + 1) throw py::value_error("dl, u and indptr must have n (+1) entries");
+  if (indices.size() != data.size()) throw py::value_error("indices and data must have the same length");
+  const std::int64_t* ip = indptr.data();
+  const std::int64_t* ix = indices.data();
+  if (ip[0] != 0 || ip[n] != static_cast<std::int64_t>(data.size()))
+    throw py::value_error("indptr does not match data");
+  for (Index i = 0; i < n; ++i)
+    if (ip[i + 1] < ip[i]) throw py::value_error("indptr must be non-decreasing");
+  for (Index p = 0; p < static_cast<Index>(indices.size()); ++p)
+    if (ix[p] < 0 || ix[p] >= m) throw py::value_error("column index out of range");
+  Array<T> out({n, m});
+  T* o = out.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] {
+    lowrank_plus_sparse<T>(n, m, dl.data(), u.data(), v.data(), ip, ix, data.data(), o, cfg);
+  });
+  return out;
+}
+
+template <class T>
 Array<T> weighted_gram_py(Array<T> x, Array<T> psi, bool laplacian, int n_threads) {
   require_2d(x, "X");
   require_2d(psi, "Psi");
@@ -263,6 +286,9 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
         py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("n_threads") = 1);
   m.def(("shifted_gaussian_matrix_" + suffix).c_str(), &shifted_gaussian_matrix_py<T>,
         py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("shift"), py::arg("scale"),
+        py::arg("n_threads") = 1);
+  m.def(("lowrank_plus_sparse_" + suffix).c_str(), &lowrank_plus_sparse_py<T>, py::arg("dl"),
+        py::arg("u"), py::arg("v"), py::arg("indptr"), py::arg("indices"), py::arg("data"),
         py::arg("n_threads") = 1);
   m.def(("weighted_gram_" + suffix).c_str(), &weighted_gram_py<T>, py::arg("x"), py::arg("psi"),
         py::arg("laplacian"), py::arg("n_threads") = 1);

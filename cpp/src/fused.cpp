@@ -340,6 +340,26 @@ void shifted_gaussian_matrix(const Blas& blas, const PointPair<T>& pts, double s
 }
 
 template <class T>
+void lowrank_plus_sparse(Index n, Index m, const T* dl, const T* u, const T* v,
+                         const std::int64_t* indptr, const std::int64_t* indices, const T* data,
+                         T* out, const RunConfig& cfg) {
+  const Index block = 256;
+  for (Index r0 = 0; r0 < n; r0 += block) {
+    const Index r1 = std::min(n, r0 + block);
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp parallel for num_threads(cfg.n_threads) schedule(static)
+#endif
+    for (Index i = r0; i < r1; ++i) {
+      T* o = out + i * m;
+      const T a = dl[i] * u[i];
+      for (Index j = 0; j < m; ++j) o[j] = a * v[j];
+      for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) o[indices[p]] += dl[i] * data[p];
+    }
+    poll(cfg);
+  }
+}
+
+template <class T>
 void weighted_gram(const Blas& blas, const T* x, Index n, Index d, const T* psi, bool laplacian,
                    T* out, const RunConfig& cfg) {
   // Y = Psi X (n x d), then out = X^T (diag(Psi 1) X - Y) or X^T Y.
@@ -380,6 +400,9 @@ void weighted_gram(const Blas& blas, const T* x, Index n, Index d, const T* psi,
                                            const RunConfig&);                                   \
   template void shifted_gaussian_matrix<T>(const Blas&, const PointPair<T>&, double, const T*,   \
                                            const T*, T*, const RunConfig&);                     \
+  template void lowrank_plus_sparse<T>(Index, Index, const T*, const T*, const T*,              \
+                                       const std::int64_t*, const std::int64_t*, const T*, T*,    \
+                                       const RunConfig&);                                         \
   template void weighted_gram<T>(const Blas&, const T*, Index, Index, const T*, bool, T*,       \
                                  const RunConfig&);
 IKDR_INSTANTIATE(double)

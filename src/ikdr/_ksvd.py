@@ -236,6 +236,11 @@ class _SparseBlocks:
         S = self.S if rows is None else self.S[rows]
         if cols is not None:
             S = S[:, cols]
+        if rows is None or S.shape[0] * S.shape[1] > 1_000_000:
+            # large blocks: one parallel C++ pass instead of three numpy passes
+            return _core_fn("lowrank_plus_sparse")(dl, u, v, S.indptr.astype(np.int64),
+                                                   S.indices.astype(np.int64), S.data,
+                                                   get_num_threads())
         out = np.multiply.outer(u, v)
         S = S.tocoo()
         out[S.row, S.col] += S.data

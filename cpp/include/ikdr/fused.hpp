@@ -6,6 +6,7 @@
 // row panel at a time from the points Z and Gamma (dense, factored or absent),
 // used in a GEMM and discarded: memory is O(panel * n), never O(n^2).
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "ikdr/common.hpp"
@@ -92,6 +93,13 @@ void gaussian_row_normalisers(const Blas& blas, const PointPair<T>& pts, double 
 template <class T>
 void shifted_gaussian_matrix(const Blas& blas, const PointPair<T>& pts, double sigma,
                              const T* shift, const T* scale, T* out, const RunConfig& cfg);
+
+// Dense G = diag(dl) (u v^T + S), S sparse CSR (n x m): the kernel matrix of
+// sparse points (KSVD on a graph's adjacency), written in one parallel pass.
+template <class T>
+void lowrank_plus_sparse(Index n, Index m, const T* dl, const T* u, const T* v,
+                         const std::int64_t* indptr, const std::int64_t* indices, const T* data,
+                         T* out, const RunConfig& cfg);
 
 // Dense Laplacian-weighted products for a given symmetric Psi (n x n):
 //   out (d x d) = X^T Psi X              (laplacian = false)
