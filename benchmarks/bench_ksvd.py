@@ -224,14 +224,16 @@ def main():
     ap.add_argument("--full", action="store_true", help="also Citeseer and PubMed sizes")
     ap.add_argument("--skip-table3", action="store_true")
     ap.add_argument("--only", choices=sorted(K_FACTOR), help="a single graph size")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads for ikdr and the BLAS, every method alike (default 1)")
     args = ap.parse_args()
-    print("ikdr", ikdr.__version__, ikdr.show_config() if False else "", "threads",
-          ikdr.get_num_threads())
     names = [args.only] if args.only else (["cora", "citeseer", "pubmed"] if args.full else ["cora"])
-    for name in names:
-        table4(name)
-    if not args.skip_table3:
-        table3()
+    with ikdr.num_threads(args.threads):
+        print(f"ikdr {ikdr.__version__}, {args.threads} thread(s) for ikdr and the BLAS")
+        for name in names:
+            table4(name)
+        if not args.skip_table3:
+            table3()
 
 
 if __name__ == "__main__":

@@ -343,7 +343,8 @@ template <class T>
 void lowrank_plus_sparse(Index n, Index m, const T* dl, const T* u, const T* v,
                          const std::int64_t* indptr, const std::int64_t* indices, const T* data,
                          T* out, const RunConfig& cfg) {
-  const Index block = 256;
+  // ~64 MB of output per parallel region: few fork/joins, regular interrupt polls
+  const Index block = std::max<Index>(64, (Index(1) << 23) / std::max<Index>(m, 1));
   for (Index r0 = 0; r0 < n; r0 += block) {
     const Index r1 = std::min(n, r0 + block);
 #ifdef IKDR_HAVE_OPENMP
