@@ -86,7 +86,10 @@ def sym_nystrom(G, m, seed=0):
     for mat, n in ((G, N), (G.T, M)):
         L = np.sort(rng.choice(n, m, replace=False))
         C = mat @ mat[L].T  # (G G^T)[:, L], n x m
-        lam, u = eigsh(C[L], k=R, which="LA")
+        if m > 4 * R:
+            lam, u = eigsh(C[L], k=R, which="LA")
+        else:
+            lam, u = np.linalg.eigh(C[L])
         order = np.argsort(lam)[::-1]
         lam, u = lam[order], u[:, order]
         Ut = C @ (u / lam)
@@ -196,9 +199,11 @@ def table3(n_components=4, folds=5):
     loaders = {"wine": load_wine, "breast_cancer": load_breast_cancer, "digits": load_digits}
     methods = {
         "KernelPCA rbf": lambda g: KernelPCA(n_components, kernel="rbf", gamma=1.0 / g ** 2),
+        "KSVD rbf a0 (pinv)": lambda g: KernelSVD(n_components, kernel="rbf", gamma=g, compat="pinv"),
         "KSVD rbf a1 (pca)": lambda g: KernelSVD(n_components, kernel="rbf", gamma=g, compat="pca"),
         "KSVD rbf a2 (random)": lambda g: KernelSVD(n_components, kernel="rbf", gamma=g,
                                                     compat="random", random_state=0),
+        "KSVD sne a0 (pinv)": lambda g: KernelSVD(n_components, kernel="sne", gamma=g, compat="pinv"),
         "KSVD sne a1 (pca)": lambda g: KernelSVD(n_components, kernel="sne", gamma=g, compat="pca"),
         "KSVD sne a2 (random)": lambda g: KernelSVD(n_components, kernel="sne", gamma=g,
                                                     compat="random", random_state=0),
