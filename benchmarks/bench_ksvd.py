@@ -90,6 +90,7 @@ def sym_nystrom(G, m, seed=0):
             lam, u = eigsh(C[L], k=R, which="LA")
         else:
             lam, u = np.linalg.eigh(C[L])
+            lam, u = lam[-R:], u[:, -R:]
         order = np.argsort(lam)[::-1]
         lam, u = lam[order], u[:, order]
         Ut = C @ (u / lam)
