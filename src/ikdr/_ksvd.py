@@ -722,7 +722,12 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         return med
 
     # -- fitting
-    def fit(self, X, Z=None):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def fit(self, X, Z=None, y=None):
         """Fit on the rows and columns of X, or on the point sets X and Z.
 
         Parameters
@@ -733,6 +738,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         Z : {array-like, sparse matrix} of shape (m, d) or None
             The second point set. In a Pipeline this slot receives the target
             y: a 1-D array here is taken for y and ignored (a point set is 2-D).
+        y : ignored
 
         Returns
         -------
@@ -742,7 +748,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         A = self._check_points(X, "X")
         self._compat_map = None
-        if Z is not None and not sp.issparse(Z) and np.ndim(Z) == 1:
+        if Z is not None and not sp.issparse(Z) and np.asarray(Z).ndim == 1:
             Z = None  # a target passed by Pipeline / GridSearchCV
         if Z is None:
             N, M = A.shape
@@ -817,11 +823,14 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         self.row_embedding_ = U * s
         self.column_embedding_ = V * s
         self.n_features_in_ = A.shape[1]
+        # widths of new rows / new columns before any compat map
+        self._n_in_rows = A.shape[1]
+        self._n_in_cols = A.shape[0] if Z is None else A.shape[1]
         self._n_rows, self._n_cols = n, m
         self._fit_Z = Z is not None
         return self
 
-    def fit_transform(self, X, Z=None):
+    def fit_transform(self, X, Z=None, y=None):
         """Fit and return ``row_embedding_`` (n x r)."""
         return self.fit(X, Z).row_embedding_
 
@@ -833,6 +842,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         X = self._check_points(X, "X")
         base = self._base()
         ref = base.Z if side == "rows" else base.X
+        expected = self._n_in_rows if side == "rows" else self._n_in_cols
+        if X.shape[1] != expected:
+            raise ValueError(f"X has {X.shape[1]} features, but KernelSVD is expecting {expected} "
+                             f"features as input ({'rows' if side == 'rows' else 'columns'})")
         if self._compat_map is not None:
             C, rows_mapped = self._compat_map
             if rows_mapped == (side == "rows"):
