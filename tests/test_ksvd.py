@@ -175,6 +175,18 @@ def test_nystrom_all_landmarks_is_exact(rng):
         np.testing.assert_allclose(ny.singular_values_, exact.singular_values_, rtol=1e-10)
         assert_same_vectors(ny.left_vectors_, exact.left_vectors_, 1e-8)
         assert_same_vectors(ny.right_vectors_, exact.right_vectors_, 1e-8)
+    # double centring uses the exact means of all of G, also under Nystrom
+    exact = KernelSVD(4, kernel="sne", gamma=1.2, center=True, solver="dense").fit(X, Z)
+    ny = KernelSVD(4, kernel="sne", gamma=1.2, center=True, solver="nystrom",
+                   n_landmarks=(60, 45), random_state=0).fit(X, Z)
+    np.testing.assert_allclose(ny.singular_values_, exact.singular_values_, rtol=1e-10)
+
+
+def test_auto_solver_choice(rng):
+    X = rng.normal(size=(50, 3))
+    assert KernelSVD(2).fit(X, X).solver_ == "dense"
+    A = sp.random(3000, 3000, density=1e-3, random_state=0, format="csr")
+    assert KernelSVD(2, kernel="sne").fit(A).solver_ == "arpack"
 
 
 def test_nystrom_symmetric_reduces_to_standard_nystrom(rng):

@@ -290,9 +290,9 @@ class _Centered:
         op = self.base.operator
         if op is None:
             return None
-        H = lambda B, k: B - B.mean(axis=0, keepdims=True)  # noqa: E731
-        mm = lambda B: H(op.matmat(H(np.asarray(B).reshape(self.m, -1), 0)), 0)  # noqa: E731
-        rm = lambda B: H(op.rmatmat(H(np.asarray(B).reshape(self.n, -1), 0)), 0)  # noqa: E731
+        H = lambda B: B - B.mean(axis=0, keepdims=True)  # noqa: E731  (H B, B with 2-D columns)
+        mm = lambda B: H(op.matmat(H(np.asarray(B).reshape(self.m, -1))))  # noqa: E731
+        rm = lambda B: H(op.rmatmat(H(np.asarray(B).reshape(self.n, -1))))  # noqa: E731
         return LinearOperator((self.n, self.m), matvec=lambda x: mm(x).ravel(),
                               rmatvec=lambda x: rm(x).ravel(), matmat=mm, rmatmat=rm,
                               dtype=np.float64)
@@ -827,7 +827,6 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         self._n_in_rows = A.shape[1]
         self._n_in_cols = A.shape[0] if Z is None else A.shape[1]
         self._n_rows, self._n_cols = n, m
-        self._fit_Z = Z is not None
         return self
 
     def fit_transform(self, X, Z=None, y=None):
