@@ -87,8 +87,8 @@ def reconstruction_score(A, embedding, *, batch_size=2048):
     >>> import numpy as np
     >>> from ikdr.graph import reconstruction_score
     >>> A = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
-    >>> reconstruction_score(A, np.array([[0.0], [1.0], [2.0]]))["l1"]
-    2.0
+    >>> reconstruction_score(A, np.array([[0.0], [1.0], [1.5]]))  # 0 -> 1, 1 -> 2: exact
+    {'l1': 0.0, 'l2': 0.0, 'precision': 1.0}
     """
     from sklearn.neighbors import NearestNeighbors
 
