@@ -568,10 +568,13 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     compat : {"pinv", "pca", "random"} or None, default=None
         Compatibility map of Algorithm 1 for ``fit(A)`` with a rectangular A
         (N x M): the longer side is mapped to the dimension of the other.
-        ``"pinv"`` (a0) :math:`C = ((DD^T)^+ D)^T` makes the mapped points
-        :math:`DC = DD^T(DD^T)^+`, the identity when D has full row rank,
-        which is the generic case when M > N: every mapped point becomes a
-        unit vector and G no longer depends on the data (a0 collapses).
+        ``"pinv"`` (a0) :math:`C = ((DD^T)^+ D)^T`, with D the mapped side
+        (D = A when M > N), makes the mapped points :math:`DC = DD^T(DD^T)^+`,
+        the identity whenever D has full row rank, the generic case when
+        M > N (and, mirrored, when N > M): a0 collapses every mapped point to
+        a unit vector, so that side keeps no geometry of its own and
+        :math:`G_{ij}` becomes an entry-wise function of :math:`A_{ij}` and
+        the other side's norms.
         ``"pca"`` (a1) projects on the top right singular vectors of D
         (uncentred). ``"random"`` (a2) is a Gaussian matrix scaled by
         :math:`1/\sqrt{k}` so squared norms are kept in expectation (the paper
