@@ -345,3 +345,18 @@ def test_pipeline_and_grid_search(rng):
     pipe = make_pipeline(KernelSVD(2, compat="pca", solver="dense"), LogisticRegression())
     search = GridSearchCV(pipe, {"kernelsvd__kernel": ["rbf", "linear"]}, cv=2).fit(X, y)
     assert search.best_score_ > 0.6
+
+
+def test_sklearn_estimator_checks():
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(
+            KernelSVD(n_components=1, compat="pca", solver="dense"),
+            expected_failed_checks={
+                "check_fit_score_takes_y": "fit(X, Z): the second argument is the column point "
+                                           "set; y is accepted as the third (and a 1-D Z is "
+                                           "taken for y), so Pipeline and GridSearchCV work"})

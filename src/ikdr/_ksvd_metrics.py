@@ -45,7 +45,7 @@ def singular_alignment(U, V, s, U_approx, V_approx, *, normalize=False):
     >>> import numpy as np
     >>> from ikdr.metrics import singular_alignment
     >>> U, s, Vt = np.linalg.svd(np.arange(12.0).reshape(4, 3), full_matrices=False)
-    >>> float(singular_alignment(U[:, :2], Vt[:2].T, s[:2], -U[:, :2], 3 * Vt[:2].T))
+    >>> round(singular_alignment(U[:, :2], Vt[:2].T, s[:2], -U[:, :2], 3 * Vt[:2].T), 12)
     0.0
     """
     U, V, Ua, Va = (np.asarray(a, dtype=np.float64) for a in (U, V, U_approx, V_approx))
