@@ -180,6 +180,67 @@ py::tuple fused_product_py(Array<T> z, const py::list& spec, int mode,
 }
 
 template <class T>
+PointPair<T> point_pair(const Array<T>& a, const Array<T>& b) {
+  require_2d(a, "A");
+  require_2d(b, "B");
+  if (a.shape(1) != b.shape(1)) throw py::value_error("A and B must have the same number of columns");
+  const bool same = a.ptr() == b.ptr();
+  return PointPair<T>{a.data(), a.shape(0), same ? a.data() : b.data(), b.shape(0), a.shape(1)};
+}
+
+template <class T>
+py::tuple gaussian_row_normalisers_py(Array<T> a, Array<T> b, double sigma, int n_threads) {
+  const PointPair<T> pts = point_pair(a, b);
+  if (!(sigma > 0)) throw py::value_error("sigma must be positive");
+  if (pts.m < 1) throw py::value_error("B must have at least one row");
+  Array<T> shift(pts.n), sums(pts.n);
+  T* sh = shift.mutable_data();
+  T* su = sums.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] { gaussian_row_normalisers<T>(blas(), pts, sigma, sh, su, cfg); });
+  return py::make_tuple(shift, sums);
+}
+
+template <class T>
+Array<T> shifted_gaussian_matrix_py(Array<T> a, Array<T> b, double sigma, Array<T> shift,
+                                    Array<T> scale, int n_threads) {
+  const PointPair<T> pts = point_pair(a, b);
+  if (!(sigma > 0)) throw py::value_error("sigma must be positive");
+  if (shift.size() != pts.n || scale.size() != pts.n)
+    throw py::value_error("shift and scale must have one entry per row of A");
+  Array<T> out({pts.n, pts.m});
+  T* o = out.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] {
+    shifted_gaussian_matrix<T>(blas(), pts, sigma, shift.data(), scale.data(), o, cfg);
+  });
+  return out;
+}
+
+template <class T>
+Array<T> lowrank_plus_sparse_py(Array<T> dl, Array<T> u, Array<T> v, Array<std::int64_t> indptr,
+                                Array<std::int64_t> indices, Array<T> data, int n_threads) {
+  const Index n = u.size(), m = v.size();
+  if (dl.size() != n || indptr.size() != n + 1) throw py::value_error("dl, u and indptr must have n (+1) entries");
+  if (indices.size() != data.size()) throw py::value_error("indices and data must have the same length");
+  const std::int64_t* ip = indptr.data();
+  const std::int64_t* ix = indices.data();
+  if (ip[0] != 0 || ip[n] != static_cast<std::int64_t>(data.size()))
+    throw py::value_error("indptr does not match data");
+  for (Index i = 0; i < n; ++i)
+    if (ip[i + 1] < ip[i]) throw py::value_error("indptr must be non-decreasing");
+  for (Index p = 0; p < static_cast<Index>(indices.size()); ++p)
+    if (ix[p] < 0 || ix[p] >= m) throw py::value_error("column index out of range");
+  Array<T> out({n, m});
+  T* o = out.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] {
+    lowrank_plus_sparse<T>(n, m, dl.data(), u.data(), v.data(), ip, ix, data.data(), o, cfg);
+  });
+  return out;
+}
+
+template <class T>
 Array<T> weighted_gram_py(Array<T> x, Array<T> psi, bool laplacian, int n_threads) {
   require_2d(x, "X");
   require_2d(psi, "Psi");
@@ -221,6 +282,14 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
         py::arg("terms"), py::arg("mode"), py::arg("gamma_dense") = py::none(),
         py::arg("gamma_factor") = py::none(), py::arg("gamma_scale") = py::none(),
         py::arg("rhs") = py::none(), py::arg("n_threads") = 1);
+  m.def(("gaussian_row_normalisers_" + suffix).c_str(), &gaussian_row_normalisers_py<T>,
+        py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("n_threads") = 1);
+  m.def(("shifted_gaussian_matrix_" + suffix).c_str(), &shifted_gaussian_matrix_py<T>,
+        py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("shift"), py::arg("scale"),
+        py::arg("n_threads") = 1);
+  m.def(("lowrank_plus_sparse_" + suffix).c_str(), &lowrank_plus_sparse_py<T>, py::arg("dl"),
+        py::arg("u"), py::arg("v"), py::arg("indptr"), py::arg("indices"), py::arg("data"),
+        py::arg("n_threads") = 1);
   m.def(("weighted_gram_" + suffix).c_str(), &weighted_gram_py<T>, py::arg("x"), py::arg("psi"),
         py::arg("laplacian"), py::arg("n_threads") = 1);
   m.def(("top_eigenpairs_" + suffix).c_str(), &top_eigenpairs_py<T>, py::arg("a"), py::arg("q"),

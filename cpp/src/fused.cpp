@@ -306,6 +306,91 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
   }
 }
 
+namespace {
+
+// Shared driver of the two shifted-Gaussian routines: squared distances of one
+// row panel at a time (Gram block by GEMM), handed row by row to `row_fn`.
+template <class T, class RowFn>
+void for_each_distance_row(const Blas& blas, const PointPair<T>& pts, const RunConfig& cfg,
+                           RowFn&& row_fn) {
+  const PanelOps<T>& ops = panel_ops<T>();
+  const std::vector<T> sq_a = squared_norms(pts.a, pts.n, pts.k);
+  const bool self = pts.a == pts.b && pts.n == pts.m;
+  const std::vector<T> sq_b = self ? sq_a : squared_norms(pts.b, pts.m, pts.k);
+  const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
+  std::vector<T> dist(rows * pts.m), work(rows * pts.m);
+  for (Index r0 = 0; r0 < pts.n; r0 += rows) {
+    const Index len = std::min(rows, pts.n - r0);
+    gemm_row_major<T>(blas, false, true, len, pts.m, pts.k, T(1), pts.a + r0 * pts.k, pts.k,
+                      pts.b, pts.k, T(0), dist.data(), pts.m);
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp parallel for num_threads(cfg.n_threads) schedule(static)
+#endif
+    for (Index i = 0; i < len; ++i) {
+      T* d = dist.data() + i * pts.m;
+      ops.squared_distance(d, sq_b.data(), sq_a[r0 + i], pts.m);
+      if (self) d[r0 + i] = T(0);
+      row_fn(ops, r0 + i, d, work.data() + i * pts.m);
+    }
+    poll(cfg);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void gaussian_row_normalisers(const Blas& blas, const PointPair<T>& pts, double sigma, T* shift,
+                              T* sums, const RunConfig& cfg) {
+  const T u = T(0.5 / (sigma * sigma));
+  const Index m = pts.m;
+  for_each_distance_row(blas, pts, cfg, [&](const PanelOps<T>& ops, Index i, T* d, T* work) {
+    T lo = m > 0 ? d[0] : T(0);
+    for (Index j = 1; j < m; ++j) lo = std::min(lo, d[j]);
+    for (Index j = 0; j < m; ++j) d[j] -= lo;  // log-sum-exp shift: the largest term is 1
+    std::fill(work, work + m, T(0));
+    ops.add_exp(work, d, T(1), u, nullptr, 0, m);
+    T s = 0;
+    for (Index j = 0; j < m; ++j) s += work[j];
+    shift[i] = lo;
+    sums[i] = s;
+  });
+}
+
+template <class T>
+void shifted_gaussian_matrix(const Blas& blas, const PointPair<T>& pts, double sigma,
+                             const T* shift, const T* scale, T* out, const RunConfig& cfg) {
+  const T u = T(0.5 / (sigma * sigma));
+  const Index m = pts.m;
+  for_each_distance_row(blas, pts, cfg, [&](const PanelOps<T>& ops, Index i, T* d, T*) {
+    const T lo = shift[i];
+    for (Index j = 0; j < m; ++j) d[j] -= lo;  // new columns may sit below the shift
+    T* o = out + i * m;
+    std::fill(o, o + m, T(0));
+    ops.add_exp(o, d, T(1) / scale[i], u, nullptr, 0, m);
+  });
+}
+
+template <class T>
+void lowrank_plus_sparse(Index n, Index m, const T* dl, const T* u, const T* v,
+                         const std::int64_t* indptr, const std::int64_t* indices, const T* data,
+                         T* out, const RunConfig& cfg) {
+  // ~64 MB of output per parallel region: few fork/joins, regular interrupt polls
+  const Index block = std::max<Index>(64, (Index(1) << 23) / std::max<Index>(m, 1));
+  for (Index r0 = 0; r0 < n; r0 += block) {
+    const Index r1 = std::min(n, r0 + block);
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp parallel for num_threads(cfg.n_threads) schedule(static)
+#endif
+    for (Index i = r0; i < r1; ++i) {
+      T* o = out + i * m;
+      const T a = dl[i] * u[i];
+      for (Index j = 0; j < m; ++j) o[j] = a * v[j];
+      for (std::int64_t p = indptr[i]; p < indptr[i + 1]; ++p) o[indices[p]] += dl[i] * data[p];
+    }
+    poll(cfg);
+  }
+}
+
 template <class T>
 void weighted_gram(const Blas& blas, const T* x, Index n, Index d, const T* psi, bool laplacian,
                    T* out, const RunConfig& cfg) {
@@ -343,6 +428,13 @@ void weighted_gram(const Blas& blas, const T* x, Index n, Index d, const T* psi,
   template void fused_product<T>(const Blas&, const PointPair<T>&, const GammaView<T>&,         \
                                  const std::vector<Term<T>>&, Mode, const T*, Index, T*, T*,    \
                                  T*, const RunConfig&);                                         \
+  template void gaussian_row_normalisers<T>(const Blas&, const PointPair<T>&, double, T*, T*,  \
+                                           const RunConfig&);                                   \
+  template void shifted_gaussian_matrix<T>(const Blas&, const PointPair<T>&, double, const T*,   \
+                                           const T*, T*, const RunConfig&);                     \
+  template void lowrank_plus_sparse<T>(Index, Index, const T*, const T*, const T*,              \
+                                       const std::int64_t*, const std::int64_t*, const T*, T*,    \
+                                       const RunConfig&);                                         \
   template void weighted_gram<T>(const Blas&, const T*, Index, Index, const T*, bool, T*,       \
                                  const RunConfig&);
 IKDR_INSTANTIATE(double)

@@ -6,6 +6,7 @@
 // row panel at a time from the points Z and Gamma (dense, factored or absent),
 // used in a GEMM and discarded: memory is O(panel * n), never O(n^2).
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "ikdr/common.hpp"
@@ -77,6 +78,28 @@ template <class T>
 void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>& gamma,
                    const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
                    T* y, T* row_sum_m, T* row_sum_b, const RunConfig& cfg);
+
+// Row-normalised Gaussian (the SNE kernel of KSVD) without underflow. With
+// d2_ij = ||a_i - b_j||^2 and u = 1 / (2 sigma^2):
+//   shift_i = min_j d2_ij,   sums_i = sum_j exp(-(d2_ij - shift_i) u)      (>= 1)
+// in one tiled pass: O(n m k) time, O(panel * m) memory, the n x m matrix is
+// never stored. The SNE entry is then exp(-(d2_ij - shift_i) u) / sums_i.
+template <class T>
+void gaussian_row_normalisers(const Blas& blas, const PointPair<T>& pts, double sigma, T* shift,
+                              T* sums, const RunConfig& cfg);
+
+// out (n x m) = exp(-(d2_ij - shift_i) u) / scale_i (shift, scale from the pass above,
+// possibly over a larger set of columns than b).
+template <class T>
+void shifted_gaussian_matrix(const Blas& blas, const PointPair<T>& pts, double sigma,
+                             const T* shift, const T* scale, T* out, const RunConfig& cfg);
+
+// Dense G = diag(dl) (u v^T + S), S sparse CSR (n x m): the kernel matrix of
+// sparse points (KSVD on a graph's adjacency), written in one parallel pass.
+template <class T>
+void lowrank_plus_sparse(Index n, Index m, const T* dl, const T* u, const T* v,
+                         const std::int64_t* indptr, const std::int64_t* indices, const T* data,
+                         T* out, const RunConfig& cfg);
 
 // Dense Laplacian-weighted products for a given symmetric Psi (n x n):
 //   out (d x d) = X^T Psi X              (laplacian = false)

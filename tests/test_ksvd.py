@@ -1,0 +1,362 @@
+"""KernelSVD, the asymmetric Nystrom method and singular_alignment."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_biclusters, make_checkerboard
+from sklearn.metrics import normalized_mutual_info_score as nmi
+
+import ikdr
+from ikdr import KernelSVD, asymmetric_nystrom, ksvd_bicluster
+from ikdr._ksvd import _SparseBlocks
+from ikdr.metrics import singular_alignment
+
+KERNELS = ["rbf", "sne", "polynomial", "linear"]
+
+
+def numpy_G(X, Z, kernel, gamma=None, degree=2):
+    """The asymmetric kernel matrix written out with numpy (the specification)."""
+    d2 = ((X[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+    if kernel == "linear":
+        return X @ Z.T
+    if kernel == "polynomial":
+        return (X @ Z.T + 1.0) ** degree
+    E = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / gamma ** 2)
+    if kernel == "sne":
+        return E / E.sum(axis=1, keepdims=True)
+    return np.exp(-d2 / gamma ** 2)
+
+
+def assert_same_vectors(A, B, tol):
+    """Columns equal up to sign."""
+    signs = np.sign((A * B).sum(axis=0))
+    np.testing.assert_allclose(A, B * signs, atol=tol, rtol=0)
+
+
+@pytest.fixture
+def graph(rng):
+    A = (rng.random((70, 70)) < 0.08).astype(float) * rng.integers(1, 3, (70, 70))
+    return A
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_dense_solver_equals_numpy_svd(graph, kernel, sparse):
+    gamma = 2.0
+    A = sp.csr_matrix(graph) if sparse else graph
+    m = KernelSVD(6, kernel=kernel, gamma=gamma, solver="dense").fit(A)
+    G = numpy_G(graph, graph.T, kernel, gamma)
+    U, s, Vt = np.linalg.svd(G)
+    np.testing.assert_allclose(m.singular_values_, s[:6], rtol=1e-10)
+    assert_same_vectors(m.left_vectors_, U[:, :6], 1e-8)
+    assert_same_vectors(m.right_vectors_, Vt[:6].T, 1e-8)
+    np.testing.assert_allclose(m.row_embedding_, G @ m.right_vectors_, atol=1e-10 * s[0])
+    np.testing.assert_allclose(m.column_embedding_, G.T @ m.left_vectors_, atol=1e-10 * s[0])
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_two_point_sets_and_solvers_agree(rng, kernel):
+    X, Z = rng.normal(size=(80, 7)), rng.normal(size=(60, 7)) + 0.3
+    G = numpy_G(X, Z, kernel, 1.5)
+    s = np.linalg.svd(G, compute_uv=False)
+    dense = KernelSVD(5, kernel=kernel, gamma=1.5, solver="dense").fit(X, Z)
+    np.testing.assert_allclose(dense.singular_values_, s[:5], rtol=1e-10)
+    arpack = KernelSVD(5, kernel=kernel, gamma=1.5, solver="arpack", random_state=0).fit(X, Z)
+    np.testing.assert_allclose(arpack.singular_values_, s[:5], rtol=1e-9)
+    assert_same_vectors(arpack.left_vectors_, dense.left_vectors_, 1e-6)
+    rand = KernelSVD(5, kernel=kernel, gamma=1.5, solver="randomized", random_state=0).fit(X, Z)
+    np.testing.assert_allclose(rand.singular_values_, s[:5], rtol=1e-2)
+    assert singular_alignment(dense.left_vectors_, dense.right_vectors_, s[:5],
+                              rand.left_vectors_, rand.right_vectors_, normalize=True) < 1e-2
+
+
+def test_callable_kernel_and_float32_input(rng):
+    X, Z = rng.normal(size=(30, 3)), rng.normal(size=(25, 3))
+    fn = lambda a, b: np.tanh(a @ b.T) + 2.0  # noqa: E731
+    m = KernelSVD(4, kernel=fn, solver="dense").fit(X.astype(np.float32), Z)
+    s = np.linalg.svd(fn(X.astype(np.float32).astype(float), Z), compute_uv=False)
+    np.testing.assert_allclose(m.singular_values_, s[:4], rtol=1e-10)
+
+
+def test_sne_rows_sum_to_one_without_underflow(rng):
+    # Rows far from every column: exp(-d2 / gamma^2) underflows to 0 without the shift.
+    X = np.vstack([rng.normal(size=(20, 3)), rng.normal(size=(5, 3)) + 60.0])
+    Z = rng.normal(size=(30, 3))
+    for fit_X, fit_Z in [(X, Z), (sp.csr_matrix(X), sp.csr_matrix(Z))]:
+        m = KernelSVD(3, kernel="sne", gamma=0.5, solver="dense").fit(fit_X, fit_Z)
+        G = m._blocks.block()
+        assert np.all(np.isfinite(G))
+        np.testing.assert_allclose(G.sum(axis=1), 1.0, rtol=1e-12)
+        np.testing.assert_allclose(G, numpy_G(X, Z, "sne", 0.5), atol=1e-12)
+        # a new far-away row is normalised over the training columns too
+        np.testing.assert_allclose(m._blocks.new_rows(fit_X[-2:]).sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_core_sne_normalisers_match_numpy(rng):
+    A, B = rng.normal(size=(40, 6)), 2 * rng.normal(size=(33, 6))
+    d2 = ((A[:, None] - B[None]) ** 2).sum(-1)
+    for dtype, tol in [(np.float64, 1e-12), (np.float32, 1e-4)]:
+        fn = getattr(ikdr._core, f"gaussian_row_normalisers_{'f64' if dtype == np.float64 else 'f32'}")
+        shift, sums = fn(A.astype(dtype), B.astype(dtype), 0.7)
+        np.testing.assert_allclose(shift, d2.min(1), rtol=tol, atol=tol)
+        E = np.exp(-(d2 - d2.min(1, keepdims=True)) / (2 * 0.49))
+        np.testing.assert_allclose(sums, E.sum(1), rtol=tol)
+        mat = getattr(ikdr._core, f"shifted_gaussian_matrix_{'f64' if dtype == np.float64 else 'f32'}")
+        np.testing.assert_allclose(mat(A.astype(dtype), B.astype(dtype), 0.7, shift, sums),
+                                   E / E.sum(1, keepdims=True), rtol=tol * 10, atol=tol)
+    with pytest.raises(ValueError, match="sigma"):
+        ikdr._core.gaussian_row_normalisers_f64(A, B, 0.0)
+
+
+def test_sparse_blocks_products_and_pieces(graph):
+    A = sp.csr_matrix(graph)
+    for kernel in KERNELS:
+        b = _SparseBlocks(A, A.T.tocsr(), kernel, 1.7, 3)
+        G = numpy_G(graph, graph.T, kernel, 1.7, 3)
+        np.testing.assert_allclose(b.block(), G, rtol=1e-12, atol=1e-14)
+        I, J = np.array([3, 1, 50]), np.array([0, 69, 7, 8])
+        np.testing.assert_allclose(b.block(I, J), G[np.ix_(I, J)], rtol=1e-12, atol=1e-14)
+        B = np.random.default_rng(0).normal(size=(70, 3))
+        np.testing.assert_allclose(b.matmat(B), G @ B, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(b.rmatmat(B), G.T @ B, rtol=1e-10, atol=1e-12)
+
+
+def test_center_double_centres(rng):
+    X, Z = rng.normal(size=(50, 3)), rng.normal(size=(40, 3))
+    G = numpy_G(X, Z, "rbf", 1.0)
+    Gc = G - G.mean(0) - G.mean(1)[:, None] + G.mean()
+    s = np.linalg.svd(Gc, compute_uv=False)
+    for solver in ["dense", "arpack"]:
+        m = KernelSVD(4, gamma=1.0, center=True, solver=solver, random_state=0).fit(X, Z)
+        np.testing.assert_allclose(m.singular_values_, s[:4], rtol=1e-9)
+        np.testing.assert_allclose(m.transform(X[:5]), m.row_embedding_[:5], atol=1e-9)
+        np.testing.assert_allclose(m.transform_columns(Z[:5]), m.column_embedding_[:5], atol=1e-9)
+    A = sp.csr_matrix((rng.random((60, 60)) < 0.1).astype(float))
+    dense = KernelSVD(4, kernel="sne", gamma=1.0, center=True, solver="dense").fit(A.toarray())
+    for solver in ["dense", "arpack"]:
+        m = KernelSVD(4, kernel="sne", gamma=1.0, center=True, solver=solver, random_state=0).fit(A)
+        np.testing.assert_allclose(m.singular_values_, dense.singular_values_, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_transform_of_training_points(graph, kernel):
+    for A in (graph, sp.csr_matrix(graph)):
+        m = KernelSVD(5, kernel=kernel, gamma=1.3, solver="arpack", random_state=0).fit(A)
+        np.testing.assert_allclose(m.transform(A[[0, 5, 9]]), m.row_embedding_[[0, 5, 9]],
+                                   atol=1e-9 * m.singular_values_[0])
+        cols = A.T.tocsr()[[2, 4]] if sp.issparse(A) else A.T[[2, 4]]
+        np.testing.assert_allclose(m.transform_columns(cols), m.column_embedding_[[2, 4]],
+                                   atol=1e-9 * m.singular_values_[0])
+
+
+def test_sparse_and_dense_A_agree(graph):
+    for kernel in KERNELS:
+        d = KernelSVD(5, kernel=kernel, solver="dense", random_state=0).fit(graph)
+        s = KernelSVD(5, kernel=kernel, solver="dense", random_state=0).fit(sp.csr_matrix(graph))
+        assert d.gamma_ == s.gamma_
+        np.testing.assert_allclose(d.singular_values_, s.singular_values_, rtol=1e-10)
+        np.testing.assert_allclose(d.left_vectors_, s.left_vectors_, atol=1e-8)
+
+
+def test_median_heuristic_gamma(rng):
+    X, Z = rng.normal(size=(40, 3)), rng.normal(size=(30, 3))
+    m = KernelSVD(2, solver="dense").fit(X, Z)
+    d = np.sqrt(((X[:, None] - Z[None]) ** 2).sum(-1))
+    assert m.gamma_ == pytest.approx(np.median(d), rel=1e-12)
+    assert KernelSVD(2, kernel="linear", solver="dense").fit(X, Z).gamma_ is None
+
+
+# ------------------------------------------------------------------ Nystrom
+def test_nystrom_all_landmarks_is_exact(rng):
+    X, Z = rng.normal(size=(60, 6)), rng.normal(size=(45, 6))
+    for kernel in KERNELS:
+        exact = KernelSVD(5, kernel=kernel, gamma=1.2, solver="dense").fit(X, Z)
+        ny = KernelSVD(5, kernel=kernel, gamma=1.2, solver="nystrom", n_landmarks=(60, 45),
+                       random_state=0).fit(X, Z)
+        np.testing.assert_allclose(ny.singular_values_, exact.singular_values_, rtol=1e-10)
+        assert_same_vectors(ny.left_vectors_, exact.left_vectors_, 1e-8)
+        assert_same_vectors(ny.right_vectors_, exact.right_vectors_, 1e-8)
+    # double centring uses the exact means of all of G, also under Nystrom
+    exact = KernelSVD(4, kernel="sne", gamma=1.2, center=True, solver="dense").fit(X, Z)
+    ny = KernelSVD(4, kernel="sne", gamma=1.2, center=True, solver="nystrom",
+                   n_landmarks=(60, 45), random_state=0).fit(X, Z)
+    np.testing.assert_allclose(ny.singular_values_, exact.singular_values_, rtol=1e-10)
+
+
+def test_auto_solver_choice(rng):
+    X = rng.normal(size=(50, 3))
+    assert KernelSVD(2).fit(X, X).solver_ == "dense"
+    A = sp.random(3000, 3000, density=1e-3, random_state=0, format="csr")
+    assert KernelSVD(2, kernel="sne").fit(A).solver_ == "arpack"
+
+
+def test_nystrom_symmetric_reduces_to_standard_nystrom(rng):
+    X = rng.normal(size=(200, 2))
+    G = numpy_G(X, X, "rbf", 1.0)  # symmetric PSD
+    U, s, V, (I, J) = asymmetric_nystrom(G, 5, 40, random_state=0)
+    # Standard Nystrom (Williams-Seeger, paper eq. 13) with the same samples.
+    assert np.array_equal(I, J)
+    lam, u = np.linalg.eigh(G[np.ix_(I, I)])
+    lam, u = lam[::-1][:5], u[:, ::-1][:, :5]
+    U_std = G[:, I] @ u / lam
+    U_std /= np.linalg.norm(U_std, axis=0)
+    np.testing.assert_allclose(s, 200 / 40 * lam, rtol=1e-10)
+    assert_same_vectors(U, U_std, 1e-10)
+    assert_same_vectors(V, U_std, 1e-10)
+
+
+def test_nystrom_eta_falls_with_landmarks(rng):
+    # anisotropic data: well separated singular values, so each vector is well defined
+    X, Z = rng.normal(size=(900, 2)) * [2.0, 0.6], rng.normal(size=(800, 2)) * [2.0, 0.6] + 0.5
+    exact = KernelSVD(3, gamma=3.0, solver="arpack", random_state=0).fit(X, Z)
+    U, s, V = exact.left_vectors_, exact.singular_values_, exact.right_vectors_
+    etas = []
+    for n in (10, 40, 160):
+        e = np.mean([singular_alignment(U, V, s, *asymmetric_nystrom(exact._blocks, 3, n,
+                                                                      random_state=k)[0:3:2],
+                                        normalize=True)
+                     for k in range(3)])
+        etas.append(e)
+    assert etas[0] > etas[1] > etas[2]
+    assert etas[2] < 3e-3
+
+
+def test_nystrom_auto_landmarks_meet_tolerance(rng):
+    X, Z = rng.normal(size=(900, 2)) * [2.0, 0.6], rng.normal(size=(800, 2)) * [2.0, 0.6] + 0.5
+    exact = KernelSVD(3, gamma=3.0, solver="arpack", random_state=0).fit(X, Z)
+    used = []
+    for tol in (1e-2, 1e-3):
+        m = KernelSVD(3, gamma=3.0, solver="nystrom", tol=tol, random_state=0).fit(X, Z)
+        eta = exact.accuracy(m.left_vectors_, m.singular_values_, m.right_vectors_)
+        assert eta < 2 * tol, (tol, eta, m.landmark_history_)  # the estimate is statistical
+        assert m.landmark_history_[-1][1] < tol
+        used.append(m.landmark_history_[-1][0][0])
+    assert used[1] > used[0]  # the tighter tolerance needed more landmarks
+
+
+def test_nystrom_sparse_graph_matches_dense(graph):
+    A = sp.csr_matrix(graph)
+    a = KernelSVD(4, kernel="sne", gamma=1.5, solver="nystrom", n_landmarks=(30, 40),
+                  random_state=3).fit(A)
+    b = KernelSVD(4, kernel="sne", gamma=1.5, solver="nystrom", n_landmarks=(30, 40),
+                  random_state=3).fit(graph)
+    np.testing.assert_allclose(a.singular_values_, b.singular_values_, rtol=1e-10)
+    np.testing.assert_allclose(a.left_vectors_, b.left_vectors_, atol=1e-9)
+
+
+def test_large_sparse_graph_without_densifying():
+    import tracemalloc
+
+    from ikdr.graph import directed_sbm
+
+    A, _ = directed_sbm(20_000, 45_000, 4, random_state=0)
+    tracemalloc.start()
+    ny = KernelSVD(8, kernel="sne", solver="nystrom", n_landmarks=200, random_state=0).fit(A)
+    ar = KernelSVD(8, kernel="sne", gamma=ny.gamma_, solver="arpack", random_state=0).fit(A)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 400e6  # a dense 20,000 x 20,000 G would be 3.2 GB
+    assert ny.left_vectors_.shape == (20_000, 8)
+    # the dominant (near-stationary) direction is resolved by both
+    assert abs(ny.left_vectors_[:, 0] @ ar.left_vectors_[:, 0]) > 0.999
+
+
+# ------------------------------------------------------------------ compat and biclustering
+def test_compat_maps(rng):
+    A = rng.random((30, 80))  # M > N: rows are mapped to R^N
+    m = KernelSVD(4, compat="pinv", solver="dense").fit(A)
+    X = m._blocks.X
+    np.testing.assert_allclose(X, np.eye(30), atol=1e-8)  # a0 collapses to unit vectors
+    for compat in ("pca", "random"):
+        m = KernelSVD(4, compat=compat, solver="dense", random_state=0).fit(A)
+        assert m.left_vectors_.shape == (30, 4) and m.right_vectors_.shape == (80, 4)
+        np.testing.assert_allclose(m.transform(A[:3]), m.row_embedding_[:3], atol=1e-9)
+        np.testing.assert_allclose(m.transform_columns(A.T[:3]), m.column_embedding_[:3],
+                                   atol=1e-9)
+    B = rng.random((90, 12))  # N > M: columns are mapped to R^M
+    m = KernelSVD(4, compat="pca", solver="dense").fit(B)
+    np.testing.assert_allclose(m.transform_columns(B.T[:3]), m.column_embedding_[:3], atol=1e-9)
+
+
+def test_bicluster_biclusters_and_checkerboard():
+    A, rows, cols = make_biclusters((240, 160), 4, noise=3, random_state=0)
+    r, c, _ = ksvd_bicluster(A, 4, random_state=0)
+    assert nmi(rows.argmax(0), r) >= 0.9 and nmi(cols.argmax(0), c) >= 0.9
+    A, rows, cols = make_checkerboard((240, 160), (4, 3), noise=3, random_state=0)
+    r, c, _ = ksvd_bicluster(A, 4, 3, random_state=0)
+    assert nmi(rows.argmax(0), r) >= 0.9 and nmi(cols.argmax(0), c) >= 0.9
+
+
+# ------------------------------------------------------------------ metric and bad input
+def test_singular_alignment(rng):
+    G = rng.normal(size=(20, 15))
+    U, s, Vt = np.linalg.svd(G, full_matrices=False)
+    U, s, V = U[:, :3], s[:3], Vt[:3].T
+    assert singular_alignment(U, V, s, -2 * U, V) == pytest.approx(0.0, abs=1e-14)
+    W = U.copy()
+    W[:, 0] = U[:, 1]  # first vector orthogonal: 1 - 0 with weight s_0
+    assert singular_alignment(U, V, s, W, V) == pytest.approx(s[0] / 3)
+    assert singular_alignment(U, V, s, W, V, normalize=True) == pytest.approx(s[0] / s.sum() / 3)
+    with pytest.raises(ValueError, match="columns"):
+        singular_alignment(U, V, s, U[:, :2], V)
+    with pytest.raises(ValueError, match="NaN"):
+        singular_alignment(U, V, s, U * np.nan, V)
+
+
+@pytest.mark.parametrize("params, fit_args, match", [
+    ({}, "rect", "compat"),
+    ({}, "mismatch", "mismatched"),
+    ({"n_components": 40}, "square", "min"),
+    ({}, "nan", "NaN"),
+    ({}, "inf", "infinity|NaN"),
+    ({"gamma": -1.0}, "square", "gamma"),
+    ({"gamma": 0.0}, "square", "gamma"),
+    ({"solver": "nystrom", "n_landmarks": 31}, "square", "more landmarks than rows"),
+    ({"solver": "nystrom", "n_landmarks": (5, 40)}, "square", "landmarks"),
+    ({"solver": "foo"}, "square", "solver"),
+    ({"kernel": "cosine"}, "square", "kernel"),
+    ({"compat": "svd"}, "rect", "compat"),
+])
+def test_bad_input(rng, params, fit_args, match):
+    sq = rng.random((30, 30))
+    args = {"rect": (rng.random((30, 20)),), "mismatch": (sq, rng.random((10, 4))),
+            "square": (sq,), "nan": (np.where(sq > 0.9, np.nan, sq),),
+            "inf": (np.where(sq > 0.9, np.inf, sq),)}[fit_args]
+    with pytest.raises(ValueError, match=match):
+        KernelSVD(**{"n_components": 3, **params}).fit(*args)
+
+
+def test_transform_wrong_width_and_unfitted(rng):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        KernelSVD().transform(np.ones((2, 2)))
+    m = KernelSVD(2, solver="dense").fit(rng.random((10, 10)))
+    with pytest.raises(ValueError, match="features"):
+        m.transform(np.ones((2, 3)))
+
+
+def test_pipeline_and_grid_search(rng):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+
+    X = rng.normal(size=(80, 8))
+    y = (X[:, 0] > 0).astype(int)
+    pipe = make_pipeline(KernelSVD(2, compat="pca", solver="dense"), LogisticRegression())
+    search = GridSearchCV(pipe, {"kernelsvd__kernel": ["rbf", "linear"]}, cv=2).fit(X, y)
+    assert search.best_score_ > 0.6
+
+
+def test_sklearn_estimator_checks():
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(
+            KernelSVD(n_components=1, compat="pca", solver="dense"),
+            expected_failed_checks={
+                "check_fit_score_takes_y": "fit(X, Z): the second argument is the column point "
+                                           "set; y is accepted as the third (and a 1-D Z is "
+                                           "taken for y), so Pipeline and GridSearchCV work"})
