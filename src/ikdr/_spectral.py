@@ -39,8 +39,14 @@ def _check_degrees(deg):
 
 
 def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=None,
-                       n_threads=None, tol=1e-10):
+                       n_threads=None, tol=1e-10, normalize=True):
     r"""Top ``n_clusters`` eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`.
+
+    With ``normalize=False`` D is the identity: the eigenvectors of
+    :math:`H K H` maximise the plain HSIC :math:`\mathrm{Tr}(U^T H K H U)`
+    (dissertation Eq. 3.2 without the spectral-clustering normalisation),
+    which needs no positive degrees and so serves kernels that are not
+    affinities (linear, squared, multiquadric, odd polynomials).
 
     Parameters
     ----------
@@ -51,12 +57,15 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     n_clusters : int
     method : {"auto", "dense", "lanczos"}
         "auto": dense up to :data:`DENSE_MAX_N` samples, matrix-free Lanczos above.
+    normalize : bool, default=True
+        Degree normalisation :math:`D = \mathrm{diag}(K1)`; False uses D = I.
 
     Returns
     -------
     U : ndarray (n, n_clusters), orthonormal columns
     eigenvalues : ndarray (n_clusters,), descending
     degrees : ndarray (n,)
+        ``K 1`` (all ones when ``normalize=False``).
     """
     if not isinstance(kernel, Kernel):
         raise TypeError("kernel must be an ikdr.kernels.Kernel")
@@ -69,17 +78,24 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         method = "dense" if n <= DENSE_MAX_N else "lanczos"
     if method == "dense":
         K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
-        deg = _check_degrees(K.sum(axis=1))
-        s = 1.0 / np.sqrt(deg)
-        M = s[:, None] * K * s[None, :]
+        if normalize:
+            deg = _check_degrees(K.sum(axis=1))
+            s = 1.0 / np.sqrt(deg)
+            M = s[:, None] * K * s[None, :]
+        else:
+            deg = np.ones(n)
+            M = K
         M -= M.mean(axis=0, keepdims=True)
         M -= M.mean(axis=1, keepdims=True)
         vals, U = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
         vals, U = vals[::-1], U[:, ::-1]
     elif method == "lanczos":
         terms = kernel._terms(Z)
-        _, deg, _ = _fused(Z, terms, 0, None, n_threads=n_threads)
-        deg = _check_degrees(deg.astype(np.float64))
+        if normalize:
+            _, deg, _ = _fused(Z, terms, 0, None, n_threads=n_threads)
+            deg = _check_degrees(deg.astype(np.float64))
+        else:
+            deg = np.ones(n)
         s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
 
         def matmat(V):
