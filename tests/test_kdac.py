@@ -112,7 +112,9 @@ def _three_views(n=400, seed=0):
 
 def test_list_of_earlier_clusterings():
     X, (y1, y2, y3) = _three_views()
-    first = ikdr.KDAC(n_clusters=2, n_components=1, random_state=0).fit(X, y1)
+    with warnings.catch_warnings():  # y2 and y3 are equally good: slow to settle
+        warnings.simplefilter("ignore")
+        first = ikdr.KDAC(n_clusters=2, n_components=1, random_state=0).fit(X, y1)
     assert nmi(y1, first.labels_) < 0.05
     assert max(nmi(y2, first.labels_), nmi(y3, first.labels_)) > 0.95
     second = ikdr.KDAC(n_clusters=2, n_components=1, random_state=0).fit(X, [y1, y2])
