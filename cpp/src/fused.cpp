@@ -53,6 +53,10 @@ void gemm_row_major<float>(const Blas& blas, bool trans_a, bool trans_b, Index m
 
 namespace {
 
+// Up to this width, Gram rows (points) and Gamma rows (factor) are formed in
+// cache by PanelOps::dot_row rather than by a panel-sized GEMM buffer.
+constexpr Index thin_limit = 64;
+
 template <class T>
 bool needs_distance(const std::vector<Term<T>>& terms) {
   for (const auto& t : terms)
@@ -85,6 +89,9 @@ template <class T>
 struct Panel {
   Index rows = 0, cols = 0;
   std::vector<T> dot, dist, inner, diff, gamma;
+  // Column points / Gamma factor transposed (k x m, r x m) when thin enough to
+  // form rows of the Gram and Gamma blocks in cache (see thin_limit).
+  std::vector<T> points_t, factor_t;
   std::vector<T> col_factor;  // per-column bandwidth factor of a relative Gaussian
 };
 
@@ -141,13 +148,18 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
   const bool has_diff = use_dist && mode == Mode::gradient;
   const bool self = pts.a == pts.b && pts.n == pts.m;  // same rows, not just a view at offset 0
   // Gram block: every ISM kernel is a function of <z_i, z_j> and the norms.
-  gemm_row_major<T>(blas, false, true, rows, m, k, T(1), pts.a + r0 * k, k, pts.b, k, T(0),
-                    p.dot.data(), m);
+  // Thin points (k small, the projected XW of ISM) are multiplied row by row
+  // in cache below; wide ones go through one BLAS GEMM per panel.
+  const bool thin_points = !p.points_t.empty();
+  if (!thin_points)
+    gemm_row_major<T>(blas, false, true, rows, m, k, T(1), pts.a + r0 * k, k, pts.b, k, T(0),
+                      p.dot.data(), m);
   const T* g_panel = nullptr;
   Index ld_g = m;
+  const bool thin_gamma = !p.factor_t.empty();
   if (gamma.dense != nullptr) {
     g_panel = gamma.dense + r0 * m;
-  } else if (gamma.g_rows != nullptr) {
+  } else if (gamma.g_rows != nullptr && !thin_gamma) {
     // Gamma rows = (G_rows[r0:] diag(s)) G_cols^T; the factor is r wide.
     const Index r = gamma.rank;
     std::vector<T> scaled(rows * r);
@@ -164,6 +176,16 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
   for (Index i = 0; i < rows; ++i) {
     const Index ig = r0 + i;
     T* dot = p.dot.data() + i * m;
+    if (thin_points) ops.dot_row(dot, pts.a + ig * k, p.points_t.data(), k, m, m);
+    const T* g_row = g_panel ? g_panel + i * ld_g : nullptr;
+    if (thin_gamma) {
+      const Index r = gamma.rank;
+      T* gbuf = p.gamma.data() + i * m;
+      T scaled[thin_limit];
+      for (Index c = 0; c < r; ++c) scaled[c] = gamma.g_rows[ig * r + c] * (gamma.s ? gamma.s[c] : T(1));
+      ops.dot_row(gbuf, scaled, p.factor_t.data(), r, m, m);
+      g_row = gbuf;
+    }
     T* dist = nullptr;
     if (use_dist) {
       dist = use_dot ? p.dist.data() + i * m : dot;
@@ -180,8 +202,7 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
     }
     accumulate_row(ops, terms, mode, ig, m, dot, dist, inner, diff, col_scales);
     T sm = 0, sb = 0;
-    ops.combine(out + i * ld_out, inner, diff, g_panel ? g_panel + i * ld_g : nullptr, m, &sm,
-                &sb);
+    ops.combine(out + i * ld_out, inner, diff, g_row, m, &sm, &sb);
     if (sum_m) sum_m[i] = sm;
     if (sum_b) sum_b[i] = sb;
   }
@@ -206,8 +227,18 @@ Index panel_rows(Index n, Index m, Index target) {
 }
 
 template <class T>
+std::vector<T> transposed(const T* a, Index rows, Index cols) {
+  std::vector<T> t(rows * cols);
+  for (Index i = 0; i < rows; ++i)
+    for (Index c = 0; c < cols; ++c) t[c * rows + i] = a[i * cols + c];
+  return t;
+}
+
+template <class T>
 void allocate(Panel<T>& p, Index rows, Index m, const std::vector<Term<T>>& terms, Mode mode,
-              bool factored) {
+              bool factored, const PointPair<T>& pts, const GammaView<T>& gamma) {
+  if (pts.k <= thin_limit) p.points_t = transposed(pts.b, pts.m, pts.k);
+  if (factored && gamma.rank <= thin_limit) p.factor_t = transposed(gamma.g_cols, pts.m, gamma.rank);
   const bool use_dist = needs_distance(terms), use_dot = needs_dot(terms);
   p.dot.assign(rows * m, T(0));
   if (use_dist && use_dot) p.dist.assign(rows * m, T(0));
@@ -230,7 +261,7 @@ void kernel_matrix(const Blas& blas, const PointPair<T>& pts, const std::vector<
   const auto col_scales = column_scales(terms, pts.m);
   const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
   Panel<T> p;
-  allocate(p, rows, pts.m, terms, Mode::value, false);
+  allocate(p, rows, pts.m, terms, Mode::value, false, pts, GammaView<T>{});
   for (Index r0 = 0; r0 < pts.n; r0 += rows) {
     const Index len = std::min(rows, pts.n - r0);
     evaluate_panel(blas, pts, sq_a.data(), sq_b.data(), GammaView<T>{}, terms, Mode::value,
@@ -249,7 +280,7 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
   const auto col_scales = column_scales(terms, pts.m);
   const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
   Panel<T> p;
-  allocate(p, rows, pts.m, terms, mode, gamma.g_rows != nullptr);
+  allocate(p, rows, pts.m, terms, mode, gamma.g_rows != nullptr, pts, gamma);
   std::vector<T> m_panel(rows * pts.m), sm(rows), sb(rows);
   for (Index r0 = 0; r0 < pts.n; r0 += rows) {
     const Index len = std::min(rows, pts.n - r0);

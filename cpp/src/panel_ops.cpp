@@ -36,7 +36,8 @@ inline To bit_cast(From v) {
 inline double exp_kernel(double x) {
   const double shifter = 0x1.8p52;
   const std::int64_t shifter_bits = bit_cast<std::int64_t>(shifter);
-  const double xc = std::min(std::max(x, -746.0), 709.7);
+  const double lo = x < -746.0 ? -746.0 : x;
+  const double xc = lo > 709.7 ? 709.7 : lo;
   const double t = xc * 1.4426950408889634 + shifter;
   const double nf = t - shifter;
   const double r = (xc - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
@@ -66,7 +67,8 @@ inline double exp_kernel(double x) {
 inline float exp_kernel(float x) {
   const float shifter = 0x1.8p23f;
   const std::int32_t shifter_bits = bit_cast<std::int32_t>(shifter);
-  const float xc = std::min(std::max(x, -104.0f), 88.7f);
+  const float lo = x < -104.0f ? -104.0f : x;
+  const float xc = lo > 88.7f ? 88.7f : lo;
   const float t = xc * 1.44269504f + shifter;
   const float nf = t - shifter;
   const float r = (xc - nf * 0.693145752f) - nf * 1.42860677e-06f;
@@ -153,6 +155,21 @@ void add_sqrt(T* out, const T* x, T coef, T c2, int inverse, Index cols) {
 }
 
 template <class T>
+void dot_row(T* out, const T* x, const T* basis_t, Index k, Index ld, Index cols) {
+  constexpr Index chunk = 512;  // keeps the output chunk in L1 across the k passes
+  for (Index j0 = 0; j0 < cols; j0 += chunk) {
+    const Index len = std::min(chunk, cols - j0);
+    T* o = out + j0;
+    for (Index j = 0; j < len; ++j) o[j] = T(0);
+    for (Index c = 0; c < k; ++c) {
+      const T xc = x[c];
+      const T* b = basis_t + c * ld + j0;
+      for (Index j = 0; j < len; ++j) o[j] += xc * b[j];
+    }
+  }
+}
+
+template <class T>
 void combine(T* m, const T* a, const T* b, const T* g, Index cols, T* sum_m, T* sum_b) {
   T sm = 0, sb = 0;
   if (b == nullptr) {
@@ -193,6 +210,7 @@ PanelOps<T> make_ops() {
   ops.add_power = &add_power<T>;
   ops.add_exp = &add_exp<T>;
   ops.add_sqrt = &add_sqrt<T>;
+  ops.dot_row = &dot_row<T>;
   ops.combine = &combine<T>;
   return ops;
 }

@@ -21,6 +21,9 @@ struct PanelOps {
   void (*add_exp)(T* out, const T* x, T coef, T u, const T* v, int with_factor, Index cols);
   // out[j] += coef * (x[j] + c2)^(+-1/2)
   void (*add_sqrt)(T* out, const T* x, T coef, T c2, int inverse, Index cols);
+  // out[j] = sum_c x[c] * basis_t[c * ld + j]: one row of a thin GEMM (k small),
+  // formed in cache instead of through a panel-sized buffer.
+  void (*dot_row)(T* out, const T* x, const T* basis_t, Index k, Index ld, Index cols);
   // m[j] = g[j] * (a[j] - 2 b[j]); returns {sum_j m[j], sum_j 2 g[j] b[j]}.
   // a, b, g may be null (read as 0, 0, 1); m may alias a.
   void (*combine)(T* m, const T* a, const T* b, const T* g, Index cols, T* sum_m, T* sum_b);

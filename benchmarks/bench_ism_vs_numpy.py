@@ -1,0 +1,98 @@
+"""ikdr's supervised Gaussian ISM against a dense numpy implementation of the
+same formulas, on the same synthetic data, in one run.
+
+Each measurement runs in a fresh subprocess so its peak RSS (above the
+process's baseline after the data are made) is its own. Prints time and
+peak-memory ratios and checks both reach the same subspace and objective.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_ism_vs_numpy.py
+    ... --sizes 2000x64 5000x784 --repeat 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def worker(impl, n, d, q, out_path):
+    import ikdr
+    from _peers import mixture, numpy_supervised_ism
+
+    X, y = mixture(n, d)
+    sigma = ikdr.median_sigma(X, random_state=0)
+    base = peak_rss_mb()
+    t0 = time.perf_counter()
+    if impl == "numpy":
+        W, n_iter, obj = numpy_supervised_ism(X, y, sigma, q)
+    else:
+        gamma, _ = ikdr.supervised_gamma(y)
+        res = ikdr.ism(X, gamma, ikdr.kernels.Gaussian(sigma), q, eigen_solver="lapack")
+        W, n_iter, obj = res.components, res.n_iter, res.objective
+    elapsed = time.perf_counter() - t0
+    np.save(out_path, W)
+    print(json.dumps({"time": elapsed, "peak_mb": peak_rss_mb() - base, "n_iter": n_iter,
+                      "objective": obj}))
+
+
+def run(impl, n, d, q, tmp):
+    path = os.path.join(tmp, f"{impl}_{n}_{d}.npy")
+    out = subprocess.run([sys.executable, __file__, "--worker", impl, str(n), str(d), str(q), path],
+                         capture_output=True, text=True, check=True)
+    rec = json.loads(out.stdout.strip().splitlines()[-1])
+    rec["W"] = np.load(path)
+    return rec
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", nargs="*", default=["2000x64", "5000x64", "10000x64",
+                                                        "2000x784", "5000x784", "10000x784"])
+    parser.add_argument("--q", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=1, help="best of R runs per implementation")
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        impl, n, d, q, path = args.worker
+        worker(impl, int(n), int(d), int(q), path)
+        return
+
+    import ikdr
+    from ikdr import principal_angle
+
+    print(f"ikdr {ikdr.__version__}, SIMD {ikdr._core.build_info()['simd']}, "
+          f"threads {ikdr.get_num_threads()}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
+    print(f"{'n':>6} {'d':>4} {'iters':>5} {'numpy s':>8} {'ikdr s':>8} {'speedup':>7} "
+          f"{'numpy MB':>9} {'ikdr MB':>8} {'mem ratio':>9} {'sin angle':>9} {'obj rel':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            n, d = (int(v) for v in size.split("x"))
+            best = {}
+            for impl in ("numpy", "ikdr"):
+                recs = [run(impl, n, d, args.q, tmp) for _ in range(args.repeat)]
+                best[impl] = min(recs, key=lambda r: r["time"])
+            a, b = best["numpy"], best["ikdr"]
+            sin = np.sin(principal_angle(a["W"], b["W"]))
+            rel = abs(a["objective"] - b["objective"]) / abs(a["objective"])
+            print(f"{n:>6} {d:>4} {b['n_iter']:>5} {a['time']:>8.2f} {b['time']:>8.2f} "
+                  f"{a['time'] / b['time']:>6.1f}x {a['peak_mb']:>9.0f} {b['peak_mb']:>8.0f} "
+                  f"{a['peak_mb'] / max(b['peak_mb'], 1):>8.1f}x {sin:>9.1e} {rel:>8.1e}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""The command line end to end through subprocess."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ikdr._kernel_syntax import parse_kernel
+from ikdr.kernels import ConicKernel, Gaussian, Polynomial
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "ikdr", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def test_reduce_bundled_dataset(tmp_path):
+    out = tmp_path / "wine"
+    r = run("reduce", "wine", "--components", "3", "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    W = np.load(out / "W.npy")
+    assert W.shape == (13, 3)
+    np.testing.assert_allclose(W.T @ W, np.eye(3), atol=1e-10)
+    assert np.load(out / "embedding.npy").shape == (178, 3)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_components"] == 3 and summary["hsic"] > 0 and summary["n_iter"] >= 1
+
+
+def test_reduce_csv_with_header_and_label_column(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4))
+    y = (X[:, 0] > 0).astype(int)
+    path = tmp_path / "data.csv"
+    with open(path, "w") as fh:
+        fh.write("a,b,c,d,cls\n")
+        for row, lab in zip(X, y):
+            fh.write(",".join(f"{v:.6f}" for v in row) + f",{lab}\n")
+    out = tmp_path / "out"
+    r = run("reduce", str(path), "--label-column", "cls", "--kernel",
+            "0.5*gaussian+polynomial:degree=2", "-k", "1", "--out", str(out), "--format", ".csv")
+    assert r.returncode == 0, r.stderr
+    W = np.loadtxt(out / "W.csv", delimiter=",")
+    assert W.shape == (4,) and abs(abs(W[0]) - 1) < 0.1  # the informative feature
+    assert json.loads(r.stdout)["n_samples"] == 60
+
+
+@pytest.mark.parametrize("args, message", [
+    (["reduce", "missing.csv", "--labels", "y.csv", "--out", "o"], "no such file"),
+    (["reduce", "wine", "--kernel", "laplace", "--out", "o"], "unknown kernel"),
+    (["reduce", "wine", "--sigma", "-1", "--out", "o"], "--sigma must be positive"),
+    (["reduce", "wine", "--components", "99", "--out", "o"], "q > d"),
+    (["reduce", "wine", "--threads", "0", "--out", "o"], "--threads"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path, args, message):
+    r = run(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_bad_option_exits_2(tmp_path):
+    r = run("reduce", "wine", "--no-such-option", cwd=tmp_path)
+    assert r.returncode == 2
+
+
+def test_bad_csv_exits_2(tmp_path):
+    p = tmp_path / "bad.csv"
+    p.write_text("1,2\n3,x\n")
+    r = run("reduce", str(p), "--labels", str(p), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_info():
+    r = run("info")
+    assert r.returncode == 0 and "SIMD" in r.stdout and "OpenMP" in r.stdout
+
+
+def test_kernel_syntax():
+    assert parse_kernel("gaussian") == Gaussian()
+    assert parse_kernel("polynomial:degree=3,c=1") == Polynomial(degree=3, c=1)
+    k = parse_kernel("0.5*gaussian:sigma=2+2*polynomial:degree=3")
+    assert isinstance(k, ConicKernel)
+    (w1, k1), (w2, k2) = k.members()
+    assert (w1, k1, w2, k2) == (0.5, Gaussian(sigma=2), 2.0, Polynomial(degree=3))
+    for bad in ["", "gauss", "polynomial:degree", "polynomial:degree=x", "-1*gaussian"]:
+        with pytest.raises(ValueError):
+            parse_kernel(bad)
