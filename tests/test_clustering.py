@@ -102,6 +102,18 @@ def test_unnormalised_lanczos_matches_dense(rng):
     assert np.all(d2 == 1)
 
 
+def test_warm_started_u_step_matches_dense(rng):
+    # The matrix-free U-step from a nearby embedding (LOBPCG) spans the dense subspace.
+    X = np.vstack([c + rng.standard_normal((400, 3)) for c in rng.standard_normal((3, 3)) * 4])
+    k = Gaussian().fit(X)
+    U1, v1, _ = spectral_embedding(X, k, 3, method="dense")
+    W = np.linalg.qr(np.eye(3) + 0.05 * rng.standard_normal((3, 3)))[0]
+    U0, _, _ = spectral_embedding(X @ W, k, 3, method="dense")
+    U2, v2, _ = spectral_embedding(X, k, 3, method="lanczos", U0=U0)
+    assert np.sin(principal_angle(U1, U2)) < 1e-6
+    np.testing.assert_allclose(v1, v2, rtol=1e-8)
+
+
 def test_lanczos_u_step_inside_estimator(rng, monkeypatch):
     # The estimators reach the matrix-free path through the shared U-step.
     import ikdr._spectral as spectral

@@ -11,7 +11,9 @@ ISM solver (:func:`ikdr.ism`) with D held fixed inside the step
 2. W-step: ISM on :math:`\Gamma(U, D)`, from :math:`\Phi_0` in the first
    outer iteration (spectral initialisation), warm-started from the previous
    W afterwards.
-3. U-step on XW: U = top-k eigenvectors of :math:`H D^{-1/2} K_{XW} D^{-1/2} H`, new D.
+3. U-step on XW: U = top-k eigenvectors of :math:`H D^{-1/2} K_{XW} D^{-1/2} H`, new D
+   (dense below ``ikdr._spectral.DENSE_MAX_N`` samples; above, matrix-free
+   over the fused C++ kernel product, warm-started from the previous U).
 4. Stop when the relative changes of the subspaces of U and W,
    :math:`\|AA^T - BB^T\|_F / \|AA^T\|_F`, are both below ``tol``, or after
    ``max_iter`` outer iterations. Labels: k-means on the row-normalised U.
@@ -135,7 +137,7 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
         W_new = result.components
         Z = np.ascontiguousarray(X @ W_new)
         U_new, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
-                                              n_threads=n_threads, normalize=normalize)
+                                              n_threads=n_threads, normalize=normalize, U0=U)
         dU = subspace_change(U, U_new)
         dW = np.inf if W is None else subspace_change(W, W_new)
         U, W = U_new, W_new
