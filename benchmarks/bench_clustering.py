@@ -84,13 +84,15 @@ def numpy_alternation(X, sigma, k, q, Y=None, lam=0.0, max_iter=20, tol=1e-3, in
         for _ in range(inner):
             psi = gamma * _rbf(X @ W_new, sigma)
             vals, W_next = _top(-(1 / sigma ** 2) * X.T @ laplacian(psi) @ X, q)
-            change = np.inf if lam_w is None else np.linalg.norm(vals - lam_w) / np.linalg.norm(vals)
+            change = (np.inf if lam_w is None else
+                      np.linalg.norm(vals - lam_w) / np.linalg.norm(vals))
             lam_w, W_new = vals, W_next
             if change < 0.01:
                 break
         U_new, deg = _u_step(X @ W_new, sigma, k)
         dU = np.sqrt(max(0, 2 * k - 2 * np.linalg.norm(U.T @ U_new) ** 2) / k)
-        dW = np.inf if W is None else np.sqrt(max(0, 2 * q - 2 * np.linalg.norm(W.T @ W_new) ** 2) / q)
+        dW = (np.inf if W is None else
+              np.sqrt(max(0, 2 * q - 2 * np.linalg.norm(W.T @ W_new) ** 2) / q))
         U, W = U_new, W_new
         if dU < tol and dW < tol:
             break

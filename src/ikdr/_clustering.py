@@ -338,8 +338,8 @@ class ISMClustering(_AlternatingClustering):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         kernel, affinity, k, q, normalize = self._check_common(X)
 
-        out = alternate(X, kernel, affinity, k, q, clustering_gamma, normalize=normalize, max_iter=self._max_iter,
-                        tol=self.tol, random_state=self.random_state)
+        out = alternate(X, kernel, affinity, k, q, clustering_gamma, normalize=normalize,
+                        max_iter=self._max_iter, tol=self.tol, random_state=self.random_state)
         out["normalize"] = normalize
         self._store(out)
         return self
@@ -419,8 +419,9 @@ class SemiSupervisedISM(_AlternatingClustering):
             quality = float(np.sum(vals))
             return {"score_term": score_term, "objective": quality + mu * score_term}
 
-        out = alternate(X, kernel, affinity, k, q, build, normalize=normalize, max_iter=self._max_iter,
-                        tol=self.tol, random_state=self.random_state, measure=measure)
+        out = alternate(X, kernel, affinity, k, q, build, normalize=normalize,
+                        max_iter=self._max_iter, tol=self.tol, random_state=self.random_state,
+                        measure=measure)
         out["normalize"] = normalize
         self._store(out)
         return self

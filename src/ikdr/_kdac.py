@@ -1,19 +1,17 @@
 r"""Kernel dimension alternative clustering (KDAC) solved by ISM (dissertation ch. 3)."""
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import column_or_1d, validate_data
+from sklearn.utils.validation import validate_data
 
 from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, alternate, \
     quadratic_trace
 from ._validation import check_matrix, check_positive
 from .gamma import alternative_gamma, centered, one_hot
-from .kernels import Gaussian, median_sigma
+from .kernels import median_sigma
 from .metrics import nmi
 
 __all__ = ["KDAC", "select_sigma_lambda"]
@@ -155,8 +153,9 @@ class KDAC(_AlternatingClustering):
             quality = float(np.sum(vals))
             return {"alternativeness": alt, "objective": quality - lam * alt}
 
-        out = alternate(X, kernel, affinity, k, q, build, normalize=normalize, max_iter=self._max_iter,
-                        tol=self.tol, random_state=self.random_state, measure=measure)
+        out = alternate(X, kernel, affinity, k, q, build, normalize=normalize,
+                        max_iter=self._max_iter, tol=self.tol, random_state=self.random_state,
+                        measure=measure)
         out["normalize"] = normalize
         self._store(out)
         self.alternativeness_ = out["history"][self.best_iteration_ - 1]["alternativeness"]

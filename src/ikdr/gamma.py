@@ -258,7 +258,8 @@ def kernel_factor(Y, kernel, *, random_state=None):
 def _degree_scaled_centered(M, degrees):
     d = np.asarray(degrees, dtype=np.float64).ravel()
     if d.shape[0] != np.shape(M)[0]:
-        raise ValueError(f"degrees has {d.shape[0]} entries but the factor has {np.shape(M)[0]} rows")
+        raise ValueError(f"degrees has {d.shape[0]} entries but the factor has "
+                         f"{np.shape(M)[0]} rows")
     if not np.all(np.isfinite(d)) or np.any(d <= 0):
         raise ValueError("degrees must be positive and finite")
     return centered(M) / np.sqrt(d)[:, None]
