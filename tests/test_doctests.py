@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 MODULES = ["ikdr._config", "ikdr._hsic", "ikdr._ism", "ikdr._kernel_syntax", "ikdr.kernels",
-           "ikdr.gamma", "ikdr._solver"]
+           "ikdr.gamma", "ikdr._solver", "ikdr._clustering", "ikdr._kdac", "ikdr.metrics",
+           "ikdr.datasets"]
 
 
 @pytest.mark.parametrize("name", MODULES)

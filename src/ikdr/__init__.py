@@ -5,10 +5,12 @@ builders, HSIC) and scikit-learn estimators for end users, over one C++ core.
 """
 from importlib.metadata import PackageNotFoundError, version as _version
 
-from . import _core, gamma, graph, kernels, metrics  # noqa: F401
+from . import _core, datasets, gamma, graph, kernels, metrics  # noqa: F401
 from ._config import get_num_threads, num_threads, set_num_threads, show_config
 from ._hsic import hsic
+from ._clustering import ISMClustering, SemiSupervisedISM
 from ._ism import ISM
+from ._kdac import KDAC, select_sigma_lambda
 from ._ksvd import KernelSVD, asymmetric_nystrom, ksvd_bicluster
 from ._solver import ISMConvergence, ISMResult, choose_n_components, ism, principal_angle
 from .gamma import Gamma, supervised_gamma
@@ -20,8 +22,10 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = _core.build_info().get("version", "0+unknown")
 
 __all__ = [
-    "ISM", "ISMConvergence", "ISMResult", "KernelSVD", "asymmetric_nystrom", "graph",
-    "ksvd_bicluster", "metrics", "Gamma", "choose_n_components", "gamma", "get_num_threads", "hsic",
+    "ISM", "ISMClustering", "ISMConvergence", "ISMResult", "KDAC", "KernelSVD",
+    "SemiSupervisedISM", "Gamma", "asymmetric_nystrom", "choose_n_components", "datasets",
+    "gamma", "get_num_threads", "graph", "hsic", "ksvd_bicluster", "metrics",
+    "select_sigma_lambda",
     "ism", "kernels", "median_sigma", "num_threads", "principal_angle", "set_num_threads",
     "show_config", "supervised_gamma", "__version__",
 ]

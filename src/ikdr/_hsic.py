@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import check_matrix
-from .gamma import Gamma, centered, target_factor
-from .kernels import Kernel, Linear, make_kernel
+from .gamma import Gamma, centered, kernel_factor, target_factor
+from .kernels import Kernel, make_kernel
 
 
 def hsic(X, Y, kernel_x="gaussian", kernel_y="auto", *, random_state=None):
@@ -44,18 +44,7 @@ def hsic(X, Y, kernel_x="gaussian", kernel_y="auto", *, random_state=None):
     if isinstance(kernel_y, str) and kernel_y in ("auto", "labels"):
         F, _ = target_factor(Y, kernel="labels" if kernel_y == "labels" else "auto")
     else:
-        ky = make_kernel(kernel_y)
-        Yf = check_matrix(Y.reshape(n, -1), "Y")
-        if isinstance(ky, Linear):
-            F = Yf
-        else:
-            ky = ky.fit(Yf, random_state=random_state) if not ky._is_resolved() else ky
-            from .gamma import pivoted_cholesky
-
-            diag = np.array([ky.matrix(Yf[i:i + 1])[0, 0] for i in range(n)])
-            if np.any(diag < 0):
-                raise ValueError("kernel_y must be positive semi-definite for HSIC")
-            F = pivoted_cholesky(diag, lambda i: ky.matrix(Yf, Yf[i:i + 1])[:, 0])
+        F = kernel_factor(Y.reshape(n, -1), kernel_y, random_state=random_state)
     gamma = Gamma(centered(F))
     kx = make_kernel(kernel_x)
     kx = kx.fit(X, random_state=random_state) if not kx._is_resolved() else kx

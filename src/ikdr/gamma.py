@@ -12,7 +12,8 @@ import numpy as np
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import type_of_target
 
-__all__ = ["Gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky"]
+__all__ = ["Gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky",
+           "kernel_factor", "alternative_gamma", "semi_supervised_gamma"]
 
 
 class Gamma:
@@ -230,3 +231,82 @@ def supervised_gamma(y, *, target="auto", sigma_y="median"):
     """
     F, classes = target_factor(y, kernel=target, sigma=sigma_y)
     return Gamma(centered(F)), classes
+
+
+def kernel_factor(Y, kernel, *, random_state=None):
+    r"""Factor F with :math:`K_Y \approx F F^T` for a PSD kernel on the rows of Y.
+
+    The linear kernel is its own factor (F = Y); any other kernel is
+    factored by pivoted Cholesky to 1e-12 relative trace, evaluating one
+    kernel column at a time (O(n r) memory).
+    """
+    from .kernels import Linear, make_kernel
+    from ._validation import check_matrix
+
+    Y = check_matrix(np.asarray(Y).reshape(np.shape(Y)[0], -1), "Y")
+    ky = make_kernel(kernel)
+    if isinstance(ky, Linear):
+        return Y
+    ky = ky.fit(Y, random_state=random_state) if not ky._is_resolved() else ky
+    n = Y.shape[0]
+    diag = np.array([ky.matrix(Y[i:i + 1])[0, 0] for i in range(n)])
+    if np.any(diag < 0):
+        raise ValueError("the kernel on Y must be positive semi-definite")
+    return pivoted_cholesky(diag, lambda i: ky.matrix(Y, Y[i:i + 1])[:, 0])
+
+
+def _degree_scaled_centered(M, degrees):
+    d = np.asarray(degrees, dtype=np.float64).ravel()
+    if d.shape[0] != np.shape(M)[0]:
+        raise ValueError(f"degrees has {d.shape[0]} entries but the factor has "
+                         f"{np.shape(M)[0]} rows")
+    if not np.all(np.isfinite(d)) or np.any(d <= 0):
+        raise ValueError("degrees must be positive and finite")
+    return centered(M) / np.sqrt(d)[:, None]
+
+
+def alternative_gamma(U, existing, degrees, lam):
+    r"""KDAC Gamma :math:`D^{-1/2} H (U U^T - \lambda Y Y^T) H D^{-1/2}` (dissertation Eq. 3.4).
+
+    Kept factored with a signed scale: :math:`G = D^{-1/2} H [U, Y]`,
+    :math:`s = (1, \dots, 1, -\lambda, \dots, -\lambda)`, rank k + r.
+
+    Parameters
+    ----------
+    U : ndarray (n, k)
+        Spectral embedding of the alternative clustering.
+    existing : ndarray (n, r)
+        One-hot matrix Y of the existing clustering (several clusterings:
+        their one-hot matrices side by side, so :math:`YY^T = \sum_c Y_c Y_c^T`).
+    degrees : ndarray (n,)
+        Diagonal of D, held fixed during the W-step (ones: no normalisation).
+    lam : float
+        :math:`\lambda \ge 0`, weight of the novelty term.
+    """
+    lam = float(lam)
+    if not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"lam must be non-negative and finite, got {lam}")
+    U = np.asarray(U, dtype=np.float64)
+    Y = np.asarray(existing, dtype=np.float64)
+    factor = _degree_scaled_centered(np.hstack([U, Y]), degrees)
+    scale = np.concatenate([np.ones(U.shape[1]), np.full(Y.shape[1], -lam)])
+    return Gamma(factor, scale)
+
+
+def semi_supervised_gamma(U, degrees, score_factor, mu):
+    r"""Semi-supervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2} + \mu H K_{\hat Y} H`
+    (ISM paper, Eq. 2-3), factored as :math:`[D^{-1/2} H U, H F]`, :math:`K_{\hat Y} = F F^T`.
+
+    U from the centred U-step already satisfies HU = U, so the H around
+    :math:`UU^T` only makes the factor exact for any U.
+    """
+    mu = float(mu)
+    if not np.isfinite(mu) or mu < 0:
+        raise ValueError(f"mu must be non-negative and finite, got {mu}")
+    U = np.asarray(U, dtype=np.float64)
+    F = np.asarray(score_factor, dtype=np.float64)
+    if F.shape[0] != U.shape[0]:
+        raise ValueError(f"the score factor has {F.shape[0]} rows but U has {U.shape[0]}")
+    factor = np.hstack([_degree_scaled_centered(U, degrees), centered(F)])
+    scale = np.concatenate([np.ones(U.shape[1]), np.full(F.shape[1], mu)])
+    return Gamma(factor, scale)

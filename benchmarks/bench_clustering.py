@@ -1,0 +1,191 @@
+"""Timing of KDAC and ISMClustering (issue 3), with a dense numpy peer in the same run.
+
+Cases:
+  * KDAC on Moon 400x4 (sigma 0.1, lambda 1, q 3) and Face 624x20 (sigma 3.1,
+    lambda 1, q 17; and q by the eigengap), the thesis' hyperparameters
+    (thesis Table 3.1: 0.58 s and 1.5 s on a Xeon). Read from ../shared/data
+    when present, otherwise Moon is generated and Face skipped.
+  * KDAC and ISMClustering on the generated Large Gaussian views
+    (make_gaussian_views("large", n)), n from --sizes.
+
+The peer is a plain dense numpy implementation of the same alternation (n x n
+Gamma, kernel and U-step matrices, LAPACK eigh), run up to --peer-max-n
+samples; the script prints the time ratio and the largest principal angle
+between the two W (same algorithm, so the subspaces should agree).
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_clustering.py
+    ... --sizes 1000 2000 5000 10000 20000 --peer-max-n 5000
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.linalg
+
+import ikdr
+from ikdr.metrics import nmi
+
+SHARED = Path(os.environ.get("IKDR_SHARED_DATA",
+                             Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+
+
+def standardise(X):
+    return (X - X.mean(0)) / X.std(0)
+
+
+# -- dense numpy peer ---------------------------------------------------------
+
+def _rbf(Z, sigma):
+    sq = (Z * Z).sum(1)
+    return np.exp(-np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0) / (2 * sigma ** 2))
+
+
+def _top(M, k):
+    n = M.shape[0]
+    vals, vecs = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1])
+    return vals[::-1], vecs[:, ::-1]
+
+
+def _u_step(Z, sigma, k):
+    K = _rbf(Z, sigma)
+    deg = K.sum(1)
+    s = 1 / np.sqrt(deg)
+    M = s[:, None] * K * s[None, :]
+    M -= M.mean(0, keepdims=True)
+    M -= M.mean(1, keepdims=True)
+    return _top(M, k)[1], deg
+
+
+def numpy_alternation(X, sigma, k, q, Y=None, lam=0.0, max_iter=20, tol=1e-3, inner=20):
+    """Dense reference of the same algorithm (papers' formulas, n x n matrices)."""
+    n = X.shape[0]
+    H = np.eye(n) - 1.0 / n
+
+    def laplacian(M):
+        return np.diag(M.sum(1)) - M
+
+    U, deg = _u_step(X, sigma, k)
+    W = None
+    for outer in range(1, max_iter + 1):
+        s = 1 / np.sqrt(deg)
+        inner_m = U @ U.T if Y is None else U @ U.T - lam * Y @ Y.T
+        gamma = s[:, None] * (H @ inner_m @ H) * s[None, :]
+        if W is None:
+            lam_w, W_new = _top(-(1 / sigma ** 2) * X.T @ laplacian(gamma) @ X, q)
+        else:
+            W_new = W
+            lam_w = None
+        for _ in range(inner):
+            psi = gamma * _rbf(X @ W_new, sigma)
+            vals, W_next = _top(-(1 / sigma ** 2) * X.T @ laplacian(psi) @ X, q)
+            change = (np.inf if lam_w is None else
+                      np.linalg.norm(vals - lam_w) / np.linalg.norm(vals))
+            lam_w, W_new = vals, W_next
+            if change < 0.01:
+                break
+        U_new, deg = _u_step(X @ W_new, sigma, k)
+        dU = np.sqrt(max(0, 2 * k - 2 * np.linalg.norm(U.T @ U_new) ** 2) / k)
+        dW = (np.inf if W is None else
+              np.sqrt(max(0, 2 * q - 2 * np.linalg.norm(W.T @ W_new) ** 2) / q))
+        U, W = U_new, W_new
+        if dU < tol and dW < tol:
+            break
+    return W, U, outer
+
+
+# -- cases ----------------------------------------------------------------------
+
+def time_it(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def run_case(name, X, k, sigma, q, y_existing=None, lam=1.0, truth=None, peer=True):
+    if y_existing is None:
+        model = ikdr.ISMClustering(n_clusters=k, n_components=q, sigma=sigma, random_state=0)
+        fit = lambda: model.fit(X)  # noqa: E731
+    else:
+        model = ikdr.KDAC(n_clusters=k, n_components=q, sigma=sigma, lam=lam, random_state=0)
+        fit = lambda: model.fit(X, y_existing)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t, _ = time_it(fit)
+    line = (f"{name:<34} n={X.shape[0]:>6} d={X.shape[1]:>3} q={model.components_.shape[1]:>2} "
+            f"ikdr {t:8.3f} s  outer {model.n_iter_:>2}")
+    if truth is not None:
+        line += f"  NMI {nmi(truth, model.labels_):.3f}"
+    if y_existing is not None:
+        line += f"  novelty {model.novelty_:.3f}"
+    if peer:
+        Y = None if y_existing is None else ikdr.gamma.one_hot(y_existing)[0]
+        sig = model.sigma_
+        tp, (W, _, outer) = time_it(lambda: numpy_alternation(
+            X, sig, k, model.components_.shape[1], Y=Y, lam=lam))
+        angle = ikdr.principal_angle(W, model.components_)
+        line += f" | numpy {tp:8.3f} s ({tp / t:5.1f}x)  outer {outer:>2}  angle(W) {angle:.1e}"
+    print(line, flush=True)
+    return t
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 2000],
+                        help="n for the generated cases (default: 1000 2000)")
+    parser.add_argument("--peer-max-n", type=int, default=3000,
+                        help="run the dense numpy peer up to this n (memory ~ 5 n^2 doubles)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads of ikdr, the BLAS and OpenMP (k-means); on a loaded "
+                             "machine 1 avoids oversubscription")
+    parser.add_argument("--skip-paper", action="store_true", help="skip Moon and Face")
+    args = parser.parse_args(argv)
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+
+        ikdr.set_num_threads(args.threads)
+        with threadpool_limits(limits=args.threads):
+            return run(args)
+    return run(args)
+
+
+def run(args):
+    ikdr.show_config()
+    print(f"load average: {os.getloadavg()}")
+
+    if not args.skip_paper:
+        if (SHARED / "moon_400x4.csv").exists():
+            X = standardise(np.loadtxt(SHARED / "moon_400x4.csv", delimiter=","))
+            yo = np.loadtxt(SHARED / "moon_400x4_original_label.csv", delimiter=",")
+            ya = np.loadtxt(SHARED / "moon_400x4_alt_label.csv", delimiter=",")
+            name = "KDAC Moon 400x4 (thesis 0.58 s)"
+        else:
+            X, yo, ya = ikdr.datasets.make_moon_gaussians(400, random_state=0)
+            X = standardise(X)
+            name = "KDAC Moon 400x4 generated"
+        run_case(name, X, 2, 0.1, 3, y_existing=yo, lam=1.0, truth=ya)
+        if (SHARED / "face_624x20.csv").exists():
+            X = np.loadtxt(SHARED / "face_624x20.csv", delimiter=",")
+            ident = np.loadtxt(SHARED / "face_624x20_identity_label.csv", delimiter=",")
+            pose = np.loadtxt(SHARED / "face_624x20_pose_label.csv", delimiter=",")
+            run_case("KDAC Face 624x20 q=17 (thesis 1.5 s)", X, 4, 3.1, 17, y_existing=ident,
+                     lam=1.0, truth=pose)
+            run_case("KDAC Face 624x20 q=eigengap", X, 4, 3.1, None, y_existing=ident,
+                     lam=1.0, truth=pose)
+
+    for n in args.sizes:
+        X, yo, ya = ikdr.datasets.make_gaussian_views("large", n, random_state=0)
+        X = standardise(X)
+        peer = n <= args.peer_max_n
+        run_case("KDAC Large Gaussian", X, 2, "median", 3, y_existing=yo, lam=1.0, truth=ya,
+                 peer=peer)
+        run_case("ISMClustering Large Gaussian", X, 4, "median", 3, truth=2 * yo + ya, peer=peer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
