@@ -9,6 +9,8 @@ from . import _core, gamma, kernels  # noqa: F401
 from ._config import get_num_threads, num_threads, set_num_threads, show_config
 from ._hsic import hsic
 from ._ism import ISM
+from ._kdn import KernelDependenceNetwork
+from ._knet import KNetClustering
 from ._solver import ISMResult, choose_n_components, ism, principal_angle
 from .gamma import Gamma, supervised_gamma
 from .kernels import median_sigma
@@ -19,7 +21,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = _core.build_info().get("version", "0+unknown")
 
 __all__ = [
-    "ISM", "ISMResult", "Gamma", "choose_n_components", "gamma", "get_num_threads", "hsic",
+    "ISM", "ISMResult", "Gamma", "KNetClustering", "KernelDependenceNetwork", "choose_n_components", "gamma", "get_num_threads", "hsic",
     "ism", "kernels", "median_sigma", "num_threads", "principal_angle", "set_num_threads",
     "show_config", "supervised_gamma", "__version__",
 ]

@@ -1,0 +1,2 @@
+"""placeholder"""
+class KernelDependenceNetwork: pass
