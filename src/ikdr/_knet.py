@@ -257,7 +257,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         # chain rule through Psi = c out / s(out)
         Zc = centered(Psi)
         m = Psi.shape[0]
-        grad_out = (spread0 / s) * (grad_z - (np.sum(grad_z * Zc) / (m * spread0 ** 2)) * Zc)
+        grad_out = (spread0 / s) * (grad_z - (np.sum(grad_z * Psi) / (m * spread0 ** 2)) * Zc)
         enc_grads = encoder.backward(grad_out)[0]
         return value, enc_grads + dec_grads
 
