@@ -62,10 +62,18 @@ def test_estimator_api():
     assert set(net.predict(X)) <= set(np.unique(y))
 
 
+@pytest.mark.slow
 def test_cancer_cv_accuracy():
     X = shared_csv("cancer_683x9.csv")
     y = shared_csv("cancer_683x9_label.csv")
     assert _cv_accuracy(X, y) >= 0.95  # paper 0.97
+
+
+def test_cancer_3fold_accuracy():
+    """Cheap stand-in for the slow 10-fold test."""
+    X = shared_csv("cancer_683x9.csv")
+    y = shared_csv("cancer_683x9_label.csv")
+    assert _cv_accuracy(X, y, n_splits=3) >= 0.95
 
 
 @pytest.mark.slow
@@ -115,3 +123,15 @@ def test_bad_input(kwargs, y_kind, match, rng):
 
 def test_exported():
     assert ikdr.KernelDependenceNetwork is KernelDependenceNetwork
+
+
+def test_sklearn_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from ikdr import KNetClustering
+
+    for est in [KernelDependenceNetwork(max_layers=2, n_fourier=50, random_state=0),
+                KNetClustering(2, max_iter=2, random_state=0)]:
+        results = check_estimator(est, on_fail=None)
+        failed = [r["check_name"] for r in results if r["status"] == "failed"]
+        assert not failed, failed

@@ -222,13 +222,20 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
             R = _fourier_map(R @ layer["W"], layer["omega"], layer["phase"], layer["sigma"])
         return R
 
-    def decision_function(self, X):
-        """Negative squared distance to each class centre in the output space."""
+    def _neg_distances(self, X):
+        check_is_fitted(self)
         R = self.transform(X)
         d2 = (np.sum(R ** 2, axis=1)[:, None] - 2.0 * R @ self.class_centers_.T
               + np.sum(self.class_centers_ ** 2, axis=1)[None, :])
         return -d2
 
+    def decision_function(self, X):
+        """Negative squared distance to each class centre in the output space
+        (binary: the difference, positive for ``classes_[1]``)."""
+        scores = self._neg_distances(X)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
     def predict(self, X):
         """Class of the nearest class centre in the output space."""
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self._neg_distances(X), axis=1)]
