@@ -145,8 +145,10 @@ def test_wine_nmi():
     assert _mean_nmi(X, y, 3) >= 0.85  # paper 0.91
 
 
-@pytest.mark.xfail(reason="KNet stops when K_U stops changing; on Moon the spectral start is "
-                   "already exact and the embedding stays non-convex for k-means", strict=False)
+@pytest.mark.slow
+@pytest.mark.xfail(reason="measured 0.44-0.66: mini-batch ascent on the Moon (sigma 0.17) bends "
+                   "the embedding until U loses the clusters; k-means on psi(X) stays "
+                   "non-convex", strict=False)
 def test_moon_nmi():
     X = StandardScaler().fit_transform(shared_csv("moon_1000x2.csv"))
     y = shared_csv("moon_1000x2_label.csv")
@@ -174,7 +176,8 @@ def test_spiral_nmi():
     assert _mean_nmi(X, y, 3, sigma=0.1708) >= 0.95  # paper 1.00
 
 
-@pytest.mark.xfail(reason="depends on the Moon floor above", strict=False)
+@pytest.mark.slow
+@pytest.mark.xfail(reason="meaningless until the Moon floor above is met", strict=False)
 def test_out_of_sample_moon():
     X = StandardScaler().fit_transform(shared_csv("moon_1000x2.csv"))
     y = shared_csv("moon_1000x2_label.csv")
