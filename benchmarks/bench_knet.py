@@ -42,12 +42,16 @@ def load(name):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="cap KNet at 20 rounds")
+    parser.add_argument("--knet", default="moon,wine,cancer,face,spiral",
+                        help="comma-separated KNet datasets")
+    parser.add_argument("--kdn", default="wine,cancer,spiral",
+                        help="comma-separated KDN datasets ('' for none)")
     args = parser.parse_args()
     print(f"threads={ikdr.get_num_threads()}")
     print("KNetClustering.fit (seed 0)")
     print(f"{'data':8s} {'n':>5s} {'fit s':>8s} {'paper RT':>9s} {'paper RT+prep':>14s} "
           f"{'rounds':>6s} {'NMI':>6s} {'paper':>6s}")
-    for name in ["moon", "wine", "cancer", "face", "spiral"]:
+    for name in filter(None, args.knet.split(",")):
         X, y = load(name)
         k = len(np.unique(y))
         model = ikdr.KNetClustering(k, sigma=SIGMA.get(name, "median"), random_state=0,
@@ -61,7 +65,7 @@ def main():
               f"{score:6.3f} {PAPER_KNET_NMI[name]:6.3f}", flush=True)
     print("KernelDependenceNetwork.fit (all samples, seed 0)")
     print(f"{'data':8s} {'n':>5s} {'fit s':>8s} {'paper s':>8s} {'layers':>6s} {'train acc':>9s}")
-    for name in ["wine", "cancer", "spiral"]:
+    for name in filter(None, args.kdn.split(",")):
         X, y = load(name)
         net = ikdr.KernelDependenceNetwork(random_state=0)
         t = time.perf_counter()

@@ -18,7 +18,7 @@ from .kernels import Gaussian, _fused
 __all__ = ["KNetClustering", "knet_objective_and_gradient", "cayley_step"]
 
 
-def knet_objective_and_gradient(Psi, gamma, kernel):
+def knet_objective_and_gradient(Psi, gamma, kernel, *, with_value=True):
     r"""Value and row gradient of :math:`J(\Psi) = \sum_{ij}\Gamma_{ij}
     \exp(-\|\psi_i - \psi_j\|^2 / 2\sigma^2)` (dissertation Eq. 4.11).
 
@@ -31,6 +31,8 @@ def knet_objective_and_gradient(Psi, gamma, kernel):
     Psi = np.ascontiguousarray(Psi, dtype=np.float64)
     terms = kernel._terms(Psi)
     Y, _, _ = _fused(Psi, terms, 1, gamma, rhs=Psi)
+    if not with_value:  # training needs only the gradient: skip the second n^2 pass
+        return np.nan, 2.0 * Y
     _, row_sums, _ = _fused(Psi, terms, 0, gamma)
     return float(np.sum(row_sums)), 2.0 * Y
 
@@ -91,6 +93,13 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     ``update="eig"``) or one Cayley step on the Stiefel manifold (Eq. 4.16,
     ``update="sma"``), until :math:`K_U = UU^T` stops changing. The clusters
     are k-means on :math:`\psi_\theta(X)`.
+
+    The embedding is the network output rescaled to the spread of the
+    training data, :math:`\psi = c f_\theta(X) / s(f_\theta(X))` (s: root
+    mean square distance to the mean). Deviation from the paper: with sigma
+    fixed, the unscaled objective (4.11) rises by shrinking every distance,
+    which merged the clusters in our runs; the rescaling removes that trivial
+    direction and is the identity at the start.
 
     The encoder starts as the exact identity map (see :mod:`ikdr._mlp`; hidden
     widths < 2 d are pre-trained to it, Eq. 4.12) and U as the spectral
@@ -228,7 +237,8 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return out * (spread0 / _spread(out))
 
     @staticmethod
-    def _objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=False):
+    def _objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=False,
+                   with_value=True):
         """Objective (4.8a) on rows X (a batch) and the gradients of every
         parameter, for gradient *ascent*.
 
@@ -242,7 +252,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         out = encoder.forward(X, keep=keep)
         s = _spread(out)
         Psi = out * (spread0 / s)
-        value, grad_z = knet_objective_and_gradient(Psi, gamma, kernel)
+        value, grad_z = knet_objective_and_gradient(Psi, gamma, kernel, with_value=with_value)
         if decoder is not None:
             recon = decoder.forward(Psi, keep=keep)
             diff = X - recon
@@ -301,7 +311,8 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                     if idx.shape[0] <= k and start > 0:  # fold a tiny tail into the last batch
                         continue
                     _, grads = self._objective(X[idx], Gamma(factor[idx]), kernel, encoder,
-                                               decoder, lam, spread0, keep=True)
+                                               decoder, lam, spread0, keep=True,
+                                               with_value=False)
                     optimizer.step([-g for g in grads])
             Psi = self._embed(encoder, X, spread0)
             if self.update == "eig":
