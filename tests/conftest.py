@@ -19,3 +19,13 @@ def shared_csv(name):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip tests marked ``slow`` unless IKDR_SLOW=1."""
+    if os.environ.get("IKDR_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow reproduction test; set IKDR_SLOW=1 to run")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -11,6 +11,8 @@ from ._hsic import hsic
 from ._clustering import ISMClustering, SemiSupervisedISM
 from ._ism import ISM
 from ._kdac import KDAC, select_sigma_lambda
+from ._kdn import KernelDependenceNetwork
+from ._knet import KNetClustering
 from ._ksvd import KernelSVD, asymmetric_nystrom, ksvd_bicluster
 from ._solver import ISMConvergence, ISMResult, choose_n_components, ism, principal_angle
 from .gamma import Gamma, supervised_gamma
@@ -22,10 +24,10 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = _core.build_info().get("version", "0+unknown")
 
 __all__ = [
-    "ISM", "ISMClustering", "ISMConvergence", "ISMResult", "KDAC", "KernelSVD",
-    "SemiSupervisedISM", "Gamma", "asymmetric_nystrom", "choose_n_components", "datasets",
-    "gamma", "get_num_threads", "graph", "hsic", "ksvd_bicluster", "metrics",
-    "select_sigma_lambda",
+    "ISM", "ISMClustering", "ISMConvergence", "ISMResult", "KDAC", "KNetClustering",
+    "KernelDependenceNetwork", "KernelSVD", "SemiSupervisedISM", "Gamma", "asymmetric_nystrom",
+    "choose_n_components", "datasets", "gamma", "get_num_threads", "graph", "hsic",
+    "ksvd_bicluster", "metrics", "select_sigma_lambda",
     "ism", "kernels", "median_sigma", "num_threads", "principal_angle", "set_num_threads",
     "show_config", "supervised_gamma", "__version__",
 ]

@@ -1,0 +1,376 @@
+"""KNet deep kernel clustering (dissertation ch. 4)."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.cluster import KMeans
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._mlp import MLP, Adam, pretrain_identity
+from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
+from ._validation import check_positive
+from .gamma import Gamma, centered
+from .kernels import Gaussian, _fused
+
+__all__ = ["KNetClustering", "knet_objective_and_gradient", "cayley_step"]
+
+
+def knet_objective_and_gradient(Psi, gamma, kernel, *, with_value=True):
+    r"""Value and row gradient of :math:`J(\Psi) = \sum_{ij}\Gamma_{ij}
+    \exp(-\|\psi_i - \psi_j\|^2 / 2\sigma^2)` (dissertation Eq. 4.11).
+
+    :math:`\nabla_\Psi J = -(2/\sigma^2) L(\Gamma \circ K) \Psi`, a Laplacian
+    product the fused C++ core forms tile by tile (DESIGN.md section 5): its
+    gradient mode returns :math:`2 L(\Gamma \circ f') R` with
+    :math:`f' = -K/2\sigma^2`, i.e. :math:`-(1/\sigma^2) L(\Gamma\circ K)\Psi`,
+    which is half the gradient (J counts every pair twice).
+    """
+    Psi = np.ascontiguousarray(Psi, dtype=np.float64)
+    terms = kernel._terms(Psi)
+    Y, _, _ = _fused(Psi, terms, 1, gamma, rhs=Psi)
+    if not with_value:  # training needs only the gradient: skip the second n^2 pass
+        return np.nan, 2.0 * Y
+    _, row_sums, _ = _fused(Psi, terms, 0, gamma)
+    return float(np.sum(row_sums)), 2.0 * Y
+
+
+def _u_gradient(Psi, kernel, U, degrees):
+    r""":math:`\nabla_U \mathrm{Tr}(U^T M U) = 2 M U`, :math:`M = H D^{-1/2} K D^{-1/2} H`,
+    by one matrix-free kernel product; also returns :math:`\mathrm{Tr}(U^T M U)`."""
+    s = 1.0 / np.sqrt(degrees)
+    R = np.ascontiguousarray(s[:, None] * centered(U))
+    KR, _, _ = _fused(np.ascontiguousarray(Psi), kernel._terms(Psi), 0, None, rhs=R)
+    MU = centered(s[:, None] * KR)
+    return 2.0 * MU, float(np.sum(U * MU))
+
+
+def cayley_step(U, G, tau):
+    r"""One Cayley step on the Stiefel manifold in the ascent direction G (Wen and Yin 2013).
+
+    :math:`U^+ = (I - \tfrac\tau2 A)^{-1}(I + \tfrac\tau2 A)U` with the
+    skew-symmetric :math:`A = G U^T - U G^T` (dissertation Eq. 4.15-4.17 with
+    the sign fixed so that A is skew and the step ascends; DESIGN.md section 5).
+    With :math:`A = L R^T`, :math:`L = [G, U]`, :math:`R = [U, -G]`, the
+    Sherman-Morrison-Woodbury identity gives
+    :math:`U^+ = U + \tau L (I - \tfrac\tau2 R^T L)^{-1} R^T U` in
+    :math:`O(n k^2 + k^3)`; :math:`U^{+T} U^+ = I` whenever :math:`U^T U = I`.
+    """
+    L = np.hstack([G, U])
+    R = np.hstack([U, -G])
+    small = np.eye(L.shape[1]) - 0.5 * tau * (R.T @ L)
+    return U + tau * (L @ np.linalg.solve(small, R.T @ U))
+
+
+def _spread(Psi):
+    """Root-mean-square distance of the rows to their mean (the embedding's scale)."""
+    return float(np.sqrt(np.mean(np.sum(centered(Psi) ** 2, axis=1)))) or 1.0
+
+
+def _check_int(value, name, minimum=1, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+    r"""KNet deep kernel clustering (dissertation ch. 4, Algorithm 3).
+
+    Learns an embedding :math:`\psi_\theta` (a ReLU MLP) together with a
+    spectral embedding U by alternating maximisation of
+    :math:`\mathrm{HSIC}(\psi_\theta(X), U) - \lambda\|X - \mathrm{dec}(\psi_\theta(X))\|^2`
+    (Eq. 4.8): one epoch of stochastic gradient ascent (Adam) on
+    :math:`\sum_{ij}\Gamma_{ij}\exp(-\|\psi_i - \psi_j\|^2/2\sigma^2)` with
+    :math:`\Gamma = D^{-1/2} H U U^T H D^{-1/2}` fixed (Eq. 4.11; mini-batches
+    use the batch's sub-matrix of Gamma), then the degree matrix D, then U by
+    the top eigenvectors of :math:`H D^{-1/2} K_\Psi D^{-1/2} H` (Eq. 4.14,
+    ``update="eig"``) or one Cayley step on the Stiefel manifold (Eq. 4.16,
+    ``update="sma"``), until :math:`K_U = UU^T` stops changing. The clusters
+    are k-means on :math:`\psi_\theta(X)`.
+
+    The embedding is the network output rescaled to the spread of the
+    training data, :math:`\psi = c f_\theta(X) / s(f_\theta(X))` (s: root
+    mean square distance to the mean). Deviation from the paper: with sigma
+    fixed, the unscaled objective (4.11) rises by shrinking every distance,
+    which merged the clusters in our runs; the rescaling removes that trivial
+    direction and is the identity at the start.
+
+    The encoder starts as the exact identity map (see :mod:`ikdr._mlp`; hidden
+    widths < 2 d are pre-trained to it, Eq. 4.12) and U as the spectral
+    embedding of X, so the first iterate is plain spectral clustering.
+
+    Data should be standardised first, as in the paper. Training on a subset
+    and clustering the rest with :meth:`predict` (out of sample, Table 4.4) is
+    a supported use: ``KNetClustering(2).fit(X[subset]).predict(X)``.
+
+    Parameters
+    ----------
+    n_clusters : int
+    hidden_layer_sizes : tuple of int or None, default=None
+        Hidden widths of the encoder (the decoder mirrors them). None: two
+        hidden layers of ``max(2 d, 20)`` units, the smallest network that
+        starts as the exact identity (the paper used 3 layers of width d or 20).
+    update : {"eig", "sma"}, default="eig"
+        KNet_EIG or KNet_SMA.
+    sigma : float or "median", default="median"
+        Gaussian bandwidth, fixed for the whole run; "median" is the median
+        pairwise distance of the training X (dissertation Table 4.1).
+    lam : float, default=0.0
+        Weight of the autoencoder penalty; 0 (no decoder) in all of the
+        paper's reported results.
+    max_iter : int, default=100
+        Maximum number of (epoch, D, U) rounds.
+    epochs_per_iter : int, default=1
+        Epochs of gradient ascent per round.
+    learning_rate : float, default=1e-3
+        Adam step size.
+    batch_size : int or None, default=None
+        Mini-batch size; None uses ``min(n_samples, 200)``.
+    tol : float, default=1e-2
+        Stop when :math:`\|U_kU_k^T - U_{k-1}U_{k-1}^T\|_F / \|U_kU_k^T\|_F < tol`.
+    random_state : int, RandomState instance or None
+
+    Attributes
+    ----------
+    labels_ : ndarray (n_samples,)
+    embedding_ : ndarray (n_samples, n_features)
+        :math:`\psi_\theta(X)` of the training data.
+    cluster_centers_ : ndarray (n_clusters, n_features)
+        k-means centres in the embedding (used by :meth:`predict`).
+    U_ : ndarray (n_samples, n_clusters)
+        Final spectral embedding.
+    sigma_ : float
+    n_iter_ : int
+    history_ : list of float
+        HSIC objective :math:`\mathrm{Tr}(\Gamma K_\Psi)` after each round
+        (entry 0: the spectral-clustering start).
+    converged_ : bool
+
+    References
+    ----------
+    Wu, C. (2020). Interpretable Kernel Dimension Reduction... PhD thesis,
+    Northeastern University, ch. 4 (Eqs. 4.8-4.17, Algorithm 3).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from ikdr import KNetClustering
+    >>> X = StandardScaler().fit_transform(make_moons(300, noise=0.05, random_state=0)[0])
+    >>> labels = KNetClustering(2, sigma=0.2, random_state=0).fit_predict(X)
+    >>> labels.shape
+    (300,)
+    """
+
+    def __init__(self, n_clusters=2, hidden_layer_sizes=None, update="eig", sigma="median",
+                 lam=0.0, max_iter=100, epochs_per_iter=1, learning_rate=1e-3, batch_size=None,
+                 tol=1e-2, random_state=None):
+        self.n_clusters = n_clusters
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.update = update
+        self.sigma = sigma
+        self.lam = lam
+        self.max_iter = max_iter
+        self.epochs_per_iter = epochs_per_iter
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.tol = tol
+        self.random_state = random_state
+
+    # -- validation ----------------------------------------------------------
+    def _check_params(self, n, d):
+        k = _check_int(self.n_clusters, "n_clusters", 1)
+        if k >= n:
+            raise ValueError(f"n_clusters={k} needs more samples than clusters; got "
+                             f"n_samples={n}")
+        if self.update not in ("eig", "sma"):
+            raise ValueError(f"update must be 'eig' or 'sma', got {self.update!r}")
+        if isinstance(self.sigma, str):
+            if self.sigma != "median":
+                raise ValueError(f'sigma must be a positive float or "median", got {self.sigma!r}')
+        else:
+            check_positive(self.sigma, "sigma")
+        lam = check_positive(self.lam, "lam", strict=False)
+        _check_int(self.max_iter, "max_iter", 1)
+        _check_int(self.epochs_per_iter, "epochs_per_iter", 1)
+        check_positive(self.learning_rate, "learning_rate")
+        check_positive(self.tol, "tol")
+        batch = _check_int(self.batch_size, "batch_size", 1, allow_none=True)
+        if batch is None:
+            batch = min(n, 200)
+        elif batch > n:
+            raise ValueError(f"batch_size={batch} is larger than n_samples={n}")
+        if batch <= k:
+            raise ValueError(f"batch_size={batch} must exceed n_clusters={k}")
+        if self.hidden_layer_sizes is None:
+            hidden = (max(2 * d, 20),) * 2
+        else:
+            hidden = tuple(self.hidden_layer_sizes)
+            for h in hidden:
+                _check_int(h, "hidden_layer_sizes entry", 1)
+        return k, lam, batch, hidden
+
+    # -- network ---------------------------------------------------------------
+    def _build(self, X, hidden, lam, rng):
+        d = X.shape[1]
+        seed = np.random.default_rng(rng.randint(2**31 - 1))
+        encoder = MLP((d,) + hidden + (d,), seed)
+        decoder = MLP((d,) + hidden[::-1] + (d,), seed) if lam > 0 else None
+        nets = [encoder] + ([decoder] if decoder is not None else [])
+        if all(net.can_be_identity() for net in nets):
+            for net in nets:
+                net.set_identity(seed)
+        else:  # Eq. 4.12: pre-train to the identity
+            pretrain_identity(nets, X, rng=seed)
+        return encoder, decoder
+
+    @staticmethod
+    def _embed(encoder, X, spread0):
+        """psi(X): the network output rescaled to the spread of the training data."""
+        out = encoder.forward(X)
+        return out * (spread0 / _spread(out))
+
+    @staticmethod
+    def _objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=False,
+                   with_value=True):
+        """Objective (4.8a) on rows X (a batch) and the gradients of every
+        parameter, for gradient *ascent*.
+
+        The embedding is the network output scaled to a fixed spread,
+        :math:`\psi = c\,f_\theta(X)/s(f_\theta(X))` (s: root-mean-square
+        distance to the batch mean, c: that of the training X). With sigma fixed,
+        an unscaled network can raise (4.11) by shrinking everything, which
+        merges the clusters; the scaling removes that trivial direction and is
+        the identity at the start.
+        """
+        out = encoder.forward(X, keep=keep)
+        s = _spread(out)
+        Psi = out * (spread0 / s)
+        value, grad_z = knet_objective_and_gradient(Psi, gamma, kernel, with_value=with_value)
+        if decoder is not None:
+            recon = decoder.forward(Psi, keep=keep)
+            diff = X - recon
+            value -= lam * float(np.sum(diff * diff))
+            if keep:
+                dec_grads, g_in = decoder.backward(2.0 * lam * diff)
+                grad_z = grad_z + g_in
+        else:
+            dec_grads = []
+        if not keep:
+            return value, []
+        # chain rule through Psi = c out / s(out)
+        Zc = centered(Psi)
+        m = Psi.shape[0]
+        grad_out = (spread0 / s) * (grad_z - (np.sum(grad_z * Psi) / (m * spread0 ** 2)) * Zc)
+        enc_grads = encoder.backward(grad_out)[0]
+        return value, enc_grads + dec_grads
+
+    # -- fitting -----------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Learn the embedding and cluster X.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        n, d = X.shape
+        k, lam, batch, hidden = self._check_params(n, d)
+        rng = check_random_state(self.random_state)
+        kernel = Gaussian(self.sigma).fit(X, random_state=rng.randint(2**31 - 1))
+        encoder, decoder = self._build(X, hidden, lam, rng)
+        params = encoder.params + (decoder.params if decoder is not None else [])
+        optimizer = Adam(params, self.learning_rate)
+        shuffle = np.random.default_rng(rng.randint(2**31 - 1))
+
+        spread0 = _spread(X)
+        Psi = self._embed(encoder, X, spread0)
+        U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
+        gamma = clustering_gamma(U, degrees)
+        history = [kernel.objective(Psi, None, gamma)]
+        tau = 1.0
+        converged = False
+        n_iter = 0
+        for n_iter in range(1, int(self.max_iter) + 1):
+            factor = gamma.factor
+            for _ in range(int(self.epochs_per_iter)):
+                order = shuffle.permutation(n)
+                for start in range(0, n, batch):
+                    idx = order[start:start + batch]
+                    if idx.shape[0] <= k and start > 0:  # fold a tiny tail into the last batch
+                        continue
+                    _, grads = self._objective(X[idx], Gamma(factor[idx]), kernel, encoder,
+                                               decoder, lam, spread0, keep=True,
+                                               with_value=False)
+                    optimizer.step([-g for g in grads])
+            Psi = self._embed(encoder, X, spread0)
+            if self.update == "eig":
+                U_new, _, degrees = spectral_embedding(Psi, kernel, k,
+                                                       random_state=rng.randint(2**31 - 1))
+            else:
+                degrees = kernel_degrees(Psi, kernel)
+                U_new, tau = self._sma_step(Psi, kernel, U, degrees, tau)
+            change = np.sqrt(max(2.0 * (k - np.sum((U.T @ U_new) ** 2)), 0.0) / k)
+            U = U_new
+            gamma = clustering_gamma(U, degrees)
+            history.append(kernel.objective(Psi, None, gamma))
+            if change < self.tol:
+                converged = True
+                break
+
+        km = KMeans(n_clusters=k, n_init=10, random_state=rng.randint(2**31 - 1)).fit(Psi)
+        self.encoder_, self.decoder_ = encoder, decoder
+        self.kernel_ = kernel
+        self.sigma_ = float(kernel.sigma)
+        self.U_ = U
+        self.embedding_ = Psi
+        self.scale_ = spread0 / _spread(encoder.forward(X))
+        self.labels_ = km.labels_
+        self.cluster_centers_ = km.cluster_centers_
+        self.n_iter_ = n_iter
+        self.converged_ = converged
+        self.history_ = history
+        return self
+
+    @staticmethod
+    def _sma_step(Psi, kernel, U, degrees, tau):
+        """One Cayley step with backtracking (Armijo) on Tr(U^T M U); returns (U, next tau)."""
+        G, value = _u_gradient(Psi, kernel, U, degrees)
+        # Riemannian gradient norm^2 = 1/2 ||A||_F^2 for the canonical metric
+        slope = float(np.sum(G * G) - np.sum((U.T @ G) ** 2))
+        if slope <= 1e-300:
+            return U, tau
+        for _ in range(30):
+            U_new = cayley_step(U, G, tau)
+            _, new_value = _u_gradient(Psi, kernel, U_new, degrees)
+            if new_value >= value + 1e-4 * tau * slope:
+                return U_new, 2.0 * tau
+            tau *= 0.5
+        return U, tau
+
+    def fit_predict(self, X, y=None):
+        """Fit and return the cluster labels of X."""
+        return self.fit(X).labels_
+
+    def transform(self, X):
+        """The learned embedding :math:`\\psi_\\theta(X)`."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self.encoder_.forward(X) * self.scale_
+
+    def predict(self, X):
+        """Cluster new points: nearest learned cluster centre in the embedding."""
+        Psi = self.transform(X)
+        d2 = ((Psi[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
+        return np.argmin(d2, axis=1)
