@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "ikdr/panel_ops.hpp"
@@ -53,6 +54,24 @@ void gemm_row_major<float>(const Blas& blas, bool trans_a, bool trans_b, Index m
 
 namespace {
 
+// Row-major GEMM with the rows of C split over the OpenMP threads, each chunk
+// a single-threaded BLAS call: the BLAS and OpenMP thread pools then never
+// spin against each other on the same cores (the Python layer holds SciPy's
+// BLAS at one thread during these calls).
+template <class T>
+void parallel_gemm_rows(const Blas& blas, int n_threads, bool trans_b, Index m, Index n, Index k,
+                        const T* a, Index lda, const T* b, Index ldb, T* c, Index ldc) {
+  const int chunks = static_cast<int>(std::max<Index>(1, std::min<Index>(n_threads, m / 8)));
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+#endif
+  for (int t = 0; t < chunks; ++t) {
+    const Index r0 = m * t / chunks, r1 = m * (t + 1) / chunks;
+    gemm_row_major<T>(blas, false, trans_b, r1 - r0, n, k, T(1), a + r0 * lda, lda, b, ldb, T(0),
+                      c + r0 * ldc, ldc);
+  }
+}
+
 // Up to this width, Gram rows (points) and Gamma rows (factor) are formed in
 // cache by PanelOps::dot_row rather than by a panel-sized GEMM buffer.
 constexpr Index thin_limit = 64;
@@ -85,10 +104,22 @@ std::vector<T> squared_norms(const T* z, Index n, Index k) {
 }
 
 // Scratch panels for one block of rows, reused across blocks.
+// Uninitialised scratch: every entry is written before it is read, so the
+// O(panel) zero-fill (and its page faults) on every call is skipped.
+template <class T>
+class Scratch {
+ public:
+  void reset(Index n) { data_.reset(new T[static_cast<std::size_t>(n)]); }
+  T* data() const { return data_.get(); }
+
+ private:
+  std::unique_ptr<T[]> data_;
+};
+
 template <class T>
 struct Panel {
   Index rows = 0, cols = 0;
-  std::vector<T> dot, dist, inner, diff, gamma;
+  Scratch<T> dot, dist, inner, diff, gamma;
   // Column points / Gamma factor transposed (k x m, r x m) when thin enough to
   // form rows of the Gram and Gamma blocks in cache (see thin_limit).
   std::vector<T> points_t, factor_t;
@@ -152,8 +183,8 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
   // in cache below; wide ones go through one BLAS GEMM per panel.
   const bool thin_points = !p.points_t.empty();
   if (!thin_points)
-    gemm_row_major<T>(blas, false, true, rows, m, k, T(1), pts.a + r0 * k, k, pts.b, k, T(0),
-                      p.dot.data(), m);
+    parallel_gemm_rows<T>(blas, n_threads, true, rows, m, k, pts.a + r0 * k, k, pts.b, k,
+                          p.dot.data(), m);
   const T* g_panel = nullptr;
   Index ld_g = m;
   const bool thin_gamma = !p.factor_t.empty();
@@ -166,8 +197,8 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
     for (Index i = 0; i < rows; ++i)
       for (Index c = 0; c < r; ++c)
         scaled[i * r + c] = gamma.g_rows[(r0 + i) * r + c] * (gamma.s ? gamma.s[c] : T(1));
-    gemm_row_major<T>(blas, false, true, rows, m, r, T(1), scaled.data(), r, gamma.g_cols, r,
-                      T(0), p.gamma.data(), m);
+    parallel_gemm_rows<T>(blas, n_threads, true, rows, m, r, scaled.data(), r, gamma.g_cols, r,
+                          p.gamma.data(), m);
     g_panel = p.gamma.data();
   }
 #ifdef IKDR_HAVE_OPENMP
@@ -240,11 +271,11 @@ void allocate(Panel<T>& p, Index rows, Index m, const std::vector<Term<T>>& term
   if (pts.k <= thin_limit) p.points_t = transposed(pts.b, pts.m, pts.k);
   if (factored && gamma.rank <= thin_limit) p.factor_t = transposed(gamma.g_cols, pts.m, gamma.rank);
   const bool use_dist = needs_distance(terms), use_dot = needs_dot(terms);
-  p.dot.assign(rows * m, T(0));
-  if (use_dist && use_dot) p.dist.assign(rows * m, T(0));
-  p.inner.assign(rows * m, T(0));
-  if (use_dist && mode == Mode::gradient) p.diff.assign(rows * m, T(0));
-  if (factored) p.gamma.assign(rows * m, T(0));
+  p.dot.reset(rows * m);
+  if (use_dist && use_dot) p.dist.reset(rows * m);
+  p.inner.reset(rows * m);
+  if (use_dist && mode == Mode::gradient) p.diff.reset(rows * m);
+  if (factored) p.gamma.reset(rows * m);
 }
 
 void poll(const RunConfig& cfg) {
@@ -281,17 +312,18 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
   const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
   Panel<T> p;
   allocate(p, rows, pts.m, terms, mode, gamma.g_rows != nullptr, pts, gamma);
-  std::vector<T> m_panel(rows * pts.m), sm(rows), sb(rows);
+  std::vector<T> sm(rows), sb(rows);
+  T* const m_panel = p.inner.data();  // combine() writes M over the inner weights
   for (Index r0 = 0; r0 < pts.n; r0 += rows) {
     const Index len = std::min(rows, pts.n - r0);
     evaluate_panel(blas, pts, sq_a.data(), sq_b.data(), gamma, terms, mode, col_scales, r0, len,
-                   p, m_panel.data(), pts.m, sm.data(), sb.data(), cfg.n_threads);
+                   p, m_panel, pts.m, sm.data(), sb.data(), cfg.n_threads);
     if (row_sum_m) std::copy(sm.begin(), sm.begin() + len, row_sum_m + r0);
     if (row_sum_b) std::copy(sb.begin(), sb.begin() + len, row_sum_b + r0);
     if (rhs != nullptr && rhs_cols > 0) {
       T* y_rows = y + r0 * rhs_cols;
-      gemm_row_major<T>(blas, false, false, len, rhs_cols, pts.m, T(1), m_panel.data(), pts.m,
-                        rhs, rhs_cols, T(0), y_rows, rhs_cols);
+      parallel_gemm_rows<T>(blas, cfg.n_threads, false, len, rhs_cols, pts.m, m_panel, pts.m,
+                            rhs, rhs_cols, y_rows, rhs_cols);
       if (mode == Mode::gradient) {
         // Laplacian diagonal: only rows of the same point set carry it.
         for (Index i = 0; i < len; ++i) {

@@ -35,7 +35,7 @@ import numbers
 import numpy as np
 
 from . import _core
-from ._config import get_num_threads
+from ._config import get_num_threads, single_threaded_blas
 from ._validation import check_positive
 
 __all__ = [
@@ -155,7 +155,8 @@ class Kernel:
                 raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}")
         fn = _core.kernel_matrix_f32 if A.dtype == np.float32 else _core.kernel_matrix_f64
         terms = kernel._terms(A, B)
-        return fn(A, B, _cast_terms(terms, A.dtype), n_threads or get_num_threads())
+        with single_threaded_blas():
+            return fn(A, B, _cast_terms(terms, A.dtype), n_threads or get_num_threads())
 
     def phi(self, X, W, gamma, *, n_threads=None):
         r"""The ISM surrogate :math:`\Phi(W)` (d x d) for the objective ``Tr(Gamma K_XW)``.
@@ -239,8 +240,9 @@ def _fused(Z, terms, mode, gamma, *, rhs=None, n_threads=None):
     dtype = Z.dtype
     fn = _core.fused_product_f32 if dtype == np.float32 else _core.fused_product_f64
     kwargs = gamma._core_arguments(dtype) if gamma is not None else {}
-    return fn(Z, _cast_terms(terms, dtype), mode, rhs=rhs,
-              n_threads=n_threads or get_num_threads(), **kwargs)
+    with single_threaded_blas():
+        return fn(Z, _cast_terms(terms, dtype), mode, rhs=rhs,
+                  n_threads=n_threads or get_num_threads(), **kwargs)
 
 
 class Linear(Kernel):

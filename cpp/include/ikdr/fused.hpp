@@ -50,7 +50,9 @@ struct GammaView {
 
 struct RunConfig {
   int n_threads = 1;
-  Index panel_elements = Index(1) << 21;  // target entries in one row panel
+  // Target entries of one row panel: large enough for an efficient GEMM with
+  // the right-hand side, small enough that the scratch stays a few MB.
+  Index panel_elements = Index(1) << 19;
   InterruptCheck check_interrupt;
 };
 
