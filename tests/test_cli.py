@@ -86,3 +86,17 @@ def test_kernel_syntax():
     for bad in ["", "gauss", "polynomial:degree", "polynomial:degree=x", "-1*gaussian"]:
         with pytest.raises(ValueError):
             parse_kernel(bad)
+
+
+def test_reduce_unsupervised_clusters(tmp_path):
+    from sklearn.datasets import load_wine
+
+    from ikdr.metrics import nmi
+
+    out = tmp_path / "clusters"
+    r = run("reduce", "wine", "--clusters", "3", "--components", "3", "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    labels = np.load(out / "labels.npy")
+    assert labels.shape == (178,) and set(np.unique(labels)) <= {0, 1, 2}
+    assert nmi(load_wine().target, labels) > 0.8
+    assert json.loads((out / "summary.json").read_text())["n_clusters"] == 3
