@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._ism import _sigma_of, check_kernel_params
 from ._solver import choose_n_components, ism
 from ._spectral import clustering_gamma, njw_labels, spectral_embedding
-from ._validation import check_n_components, check_positive
+from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from .gamma import Gamma, centered, kernel_factor, semi_supervised_gamma
 from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
 
@@ -345,7 +345,7 @@ class ISMClustering(_AlternatingClustering):
         return self
 
 
-class SemiSupervisedISM(_AlternatingClustering):
+class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
     __doc__ = r"""Semi-supervised clustering guided by expert scores (ISM paper, Eq. 2-3).
 
     Maximises :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U) +
@@ -388,11 +388,6 @@ class SemiSupervisedISM(_AlternatingClustering):
         self.affinity = affinity
         self.normalize = normalize
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     def fit(self, X, scores):
         """Learn W, U and the labels from X (n x d) and expert scores (n x r or n)."""

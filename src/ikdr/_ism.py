@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._eig import lapack_top
 from ._solver import choose_n_components, ism
-from ._validation import check_n_components, check_positive
+from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from .gamma import supervised_gamma
 from .kernels import Gaussian, Kernel, make_kernel
 
@@ -31,7 +31,7 @@ def check_kernel_params(kernel, sigma):
     return make_kernel(kernel, sigma=sigma)
 
 
-class ISM(TransformerMixin, BaseEstimator):
+class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     r"""Supervised interpretable kernel dimension reduction by the Iterative Spectral Method.
 
     Finds W (d x q, :math:`W^TW = I`) maximising the HSIC between the
@@ -123,11 +123,6 @@ class ISM(TransformerMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     def _validate_params_values(self):
         check_positive(self.tol, "tol")

@@ -9,7 +9,7 @@ from sklearn.utils.validation import validate_data
 
 from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, alternate, \
     quadratic_trace
-from ._validation import check_matrix, check_positive
+from ._validation import TargetRequiredMixin, check_matrix, check_positive
 from .gamma import alternative_gamma, centered, one_hot
 from .kernels import median_sigma
 from .metrics import nmi
@@ -53,7 +53,7 @@ def existing_clusterings(y_existing, n_samples):
     return np.hstack(blocks), labels
 
 
-class KDAC(_AlternatingClustering):
+class KDAC(TargetRequiredMixin, _AlternatingClustering):
     __doc__ = r"""Kernel dimension alternative clustering, solved by ISM.
 
     Finds a clustering of high quality that differs from an existing one
@@ -130,11 +130,6 @@ class KDAC(_AlternatingClustering):
         self.affinity = affinity
         self.normalize = normalize
         self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        return tags
 
     def fit(self, X, y_existing):
         """Find an alternative clustering of X (n x d) to ``y_existing``

@@ -47,3 +47,13 @@ def as_core_dtype(dtype):
     if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise ValueError(f"dtype must be float64 or float32, got {dtype}")
     return dtype
+
+
+class TargetRequiredMixin:
+    """Tags an estimator whose ``fit`` needs a second argument (labels, expert
+    scores or an existing clustering), for scikit-learn's checks and tools."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
