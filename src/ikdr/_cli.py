@@ -1,16 +1,24 @@
 """The ``ikdr`` command line (also ``python -m ikdr``).
 
+Subcommands: ``reduce`` (supervised / unsupervised ISM), ``altcluster``
+(KDAC), ``ksvd`` (asymmetric kernel SVD), ``knet`` (KNet clustering) and
+``info``. Each data command reads CSV / .npy / .npz / a bundled dataset name,
+writes its arrays (.npy or .csv) and ``summary.json`` into ``--out`` and prints
+the summary.
+
 Exit codes: 0 success, 2 usage or input error (one-line message, no
 traceback), 1 unexpected failure.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -23,16 +31,43 @@ class UsageError(ValueError):
     pass
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error message (exit code 2, no usage dump)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def _common(parser):
     parser.add_argument("--threads", type=int, default=None, help="C++/BLAS threads")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--verbose", "-v", action="store_true", help="log progress")
-    parser.add_argument("--quiet", "-q", action="store_true", help="print nothing on success")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="log the steps and every iteration (on stderr)")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="print nothing on success, no progress bar, no warnings")
+
+
+def _outputs(parser):
+    parser.add_argument("--format", choices=[".npy", ".csv"], default=".npy", help="array output format")
+    parser.add_argument("--out", required=True, help="output directory")
+
+
+def _data(parser, standardize=True):
+    parser.add_argument("data", help="CSV/.npy/.npz file or wine|breast_cancer|digits|iris")
+    parser.add_argument("--label-column", help="take the labels from this CSV column (name or index)")
+    if standardize:
+        parser.add_argument("--no-standardize", action="store_true", help="use the data as given")
 
 
 def _out_dir(path):
     os.makedirs(path, exist_ok=True)
     return path
+
+
+def _save(args, name, array):
+    path = os.path.join(args.out, name + args.format)
+    save_array(path, array)
+    log.info("wrote %s %s", path, np.shape(array))
 
 
 def _write_summary(out, summary):
@@ -45,9 +80,16 @@ def _jsonable(obj):
         return int(obj)
     if isinstance(obj, (np.floating,)):
         return float(obj)
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     return str(obj)
+
+
+def _parameters(args, *names):
+    """The options a command ran with, for the summary."""
+    return {name: getattr(args, name) for name in names + ("seed", "threads")}
 
 
 def _standardise(X, enabled):
@@ -63,6 +105,7 @@ def _dense_data(args):
     X, y, _ = load_data(args.data, label_column=label_column)
     if hasattr(X, "tocsr"):
         raise InputError(f"{args.data}: sparse input is not supported by this command")
+    log.info("loaded %s: %d samples x %d features", args.data, X.shape[0], X.shape[1])
     return X, y
 
 
@@ -78,6 +121,34 @@ def _sigma(text):
     return value
 
 
+def _positive(name, value, *, strict=True):
+    if value is not None and not (value > 0 if strict else value >= 0):
+        raise UsageError(f"{name} must be {'positive' if strict else 'non-negative'}, got {value}")
+    return value
+
+
+@contextlib.contextmanager
+def _fitting(args):
+    """Around a fit: with --verbose the estimator's per-iteration lines go to
+    stderr (stdout carries the JSON summary)."""
+    if args.verbose:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield 1
+    else:
+        yield 0
+
+
+def _nmi_if_known(y, labels):
+    if y is None:
+        return {}
+    from .metrics import nmi
+
+    try:
+        return {"nmi_to_given_labels": float(nmi(y, labels))}
+    except (ValueError, TypeError):
+        return {}
+
+
 def cmd_reduce(args):
     from . import ISM
     from ._kernel_syntax import parse_kernel
@@ -88,13 +159,15 @@ def cmd_reduce(args):
     out = _out_dir(args.out)
     t0 = time.perf_counter()
     if args.clusters is not None:
-        from . import ISMClustering  # provided by the clustering module
+        from . import ISMClustering
 
-        model = ISMClustering(n_clusters=args.clusters, n_components=args.components,
-                              kernel=kernel, random_state=args.seed)
-        model.fit(X)
-        save_array(os.path.join(out, "labels" + args.format), model.labels_)
-        extra = {"n_clusters": args.clusters}
+        with _fitting(args) as verbose:
+            model = ISMClustering(n_clusters=args.clusters, n_components=args.components,
+                                  kernel=kernel, random_state=args.seed, verbose=verbose)
+            model.fit(X)
+        _save(args, "labels", model.labels_)
+        extra = {"n_clusters": args.clusters, "quality": model.quality_,
+                 "converged": model.converged_, **_nmi_if_known(y_col, model.labels_)}
     else:
         if args.labels is not None:
             y = load_labels(args.labels, X.shape[0])
@@ -103,16 +176,159 @@ def cmd_reduce(args):
         else:
             raise UsageError("reduce needs --labels (or --label-column / a bundled dataset), "
                              "or --clusters for unsupervised ISM")
-        model = ISM(n_components=args.components, kernel=kernel, random_state=args.seed)
-        model.fit(X, y)
-        extra = {"hsic": model.hsic_}
+        with _fitting(args) as verbose:
+            model = ISM(n_components=args.components, kernel=kernel, random_state=args.seed,
+                        verbose=verbose)
+            model.fit(X, y)
+        extra = {"hsic": model.hsic_, "converged": model.converged_}
     elapsed = time.perf_counter() - t0
-    save_array(os.path.join(out, "W" + args.format), model.components_)
-    save_array(os.path.join(out, "embedding" + args.format), model.transform(X))
+    _save(args, "W", model.components_)
+    _save(args, "embedding", model.transform(X))
     summary = {"command": "reduce", "data": args.data, "n_samples": X.shape[0],
                "n_features": X.shape[1], "n_components": model.components_.shape[1],
                "kernel": repr(model.kernel_) if hasattr(model, "kernel_") else args.kernel,
-               "n_iter": model.n_iter_, "time_s": elapsed, **extra}
+               "n_iter": model.n_iter_, "time_s": elapsed, **extra,
+               "parameters": _parameters(args, "kernel", "sigma", "components", "clusters",
+                                         "no_standardize")}
+    _write_summary(out, summary)
+    return summary
+
+
+def _existing_labels(args, n_samples, y_col):
+    if args.existing:
+        return [load_labels(path, n_samples) for path in args.existing]
+    if y_col is not None:
+        return [y_col]
+    raise UsageError("altcluster needs --existing LABELS (or --label-column / a bundled "
+                     "dataset, whose labels are then the existing clustering)")
+
+
+def cmd_altcluster(args):
+    from . import KDAC
+    from ._kernel_syntax import parse_kernel
+
+    X, y_col = _dense_data(args)
+    X = _standardise(X, not args.no_standardize)
+    existing = _existing_labels(args, X.shape[0], y_col)
+    kernel = parse_kernel(args.kernel, sigma=_sigma(args.sigma))
+    _positive("--lam", args.lam, strict=False)
+    out = _out_dir(args.out)
+    t0 = time.perf_counter()
+    with _fitting(args) as verbose:
+        model = KDAC(n_clusters=args.clusters, n_components=args.components, kernel=kernel,
+                     lam=args.lam, max_iter=args.max_iter, random_state=args.seed,
+                     verbose=verbose)
+        model.fit(X, existing if len(existing) > 1 else existing[0])
+    elapsed = time.perf_counter() - t0
+    _save(args, "labels", model.labels_)
+    _save(args, "W", model.components_)
+    _save(args, "embedding", model.transform(X))
+    best = model.history_[model.best_iteration_ - 1]
+    summary = {"command": "altcluster", "data": args.data, "n_samples": X.shape[0],
+               "n_features": X.shape[1], "n_clusters": args.clusters,
+               "n_components": model.components_.shape[1], "kernel": repr(model.kernel_),
+               "novelty": model.novelty_, "quality": model.quality_,
+               "alternativeness": model.alternativeness_, "cost": best["cost"],
+               "n_iter": model.n_iter_, "converged": model.converged_, "time_s": elapsed,
+               "parameters": _parameters(args, "kernel", "sigma", "components", "clusters",
+                                         "lam", "max_iter", "existing", "no_standardize")}
+    _write_summary(out, summary)
+    return summary
+
+
+def _landmarks(text):
+    if text is None or text == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--landmarks must be a positive int or 'auto', got {text!r}") from None
+    if value < 1:
+        raise UsageError(f"--landmarks must be positive, got {value}")
+    return value
+
+
+def cmd_ksvd(args):
+    from . import KernelSVD
+
+    A, _, _ = load_data(args.data)
+    log.info("loaded %s: %d x %d (%s)", args.data, A.shape[0], A.shape[1],
+             f"sparse, {A.nnz} non-zeros" if hasattr(A, "tocsr") else "dense")
+    Z = None
+    if args.columns is not None:
+        Z, _, _ = load_data(args.columns)
+        log.info("loaded %s: %d x %d", args.columns, Z.shape[0], Z.shape[1])
+    _positive("--gamma", args.gamma)
+    _positive("--tol", args.tol)
+    landmarks = _landmarks(args.landmarks)
+    if landmarks is not None and args.solver != "nystrom":
+        raise UsageError("--landmarks needs --solver nystrom")
+    out = _out_dir(args.out)
+    t0 = time.perf_counter()
+    model = KernelSVD(n_components=args.components, kernel=args.kernel, gamma=args.gamma,
+                      degree=args.degree, center=args.center, compat=args.compat,
+                      solver=args.solver, n_landmarks=landmarks, tol=args.tol,
+                      random_state=args.seed)
+    model.fit(A, Z)
+    elapsed = time.perf_counter() - t0
+    _save(args, "row_embedding", model.row_embedding_)
+    _save(args, "column_embedding", model.column_embedding_)
+    _save(args, "singular_values", model.singular_values_)
+    summary = {"command": "ksvd", "data": args.data, "shape": list(A.shape),
+               "sparse": bool(hasattr(A, "tocsr")), "n_components": args.components,
+               "solver": model.solver_, "gamma": model.gamma_,
+               "singular_values": model.singular_values_,
+               "landmarks": None if model.landmarks_ is None
+               else [len(model.landmarks_[0]), len(model.landmarks_[1])],
+               "time_s": elapsed,
+               "parameters": _parameters(args, "kernel", "gamma", "degree", "center", "compat",
+                                         "solver", "landmarks", "tol", "columns")}
+    if A.shape[0] * A.shape[1] and hasattr(A, "tocsr"):
+        summary["nnz"] = int(A.nnz)
+    _write_summary(out, summary)
+    return summary
+
+
+def _hidden(text):
+    if text is None:
+        return None
+    try:
+        sizes = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise UsageError(f"--hidden must be comma-separated ints such as 20,20, got {text!r}") \
+            from None
+    if not sizes or min(sizes) < 1:
+        raise UsageError(f"--hidden sizes must be positive, got {text!r}")
+    return sizes
+
+
+def cmd_knet(args):
+    from . import KNetClustering
+
+    X, y_col = _dense_data(args)
+    X = _standardise(X, not args.no_standardize)
+    hidden = _hidden(args.hidden)
+    _positive("--learning-rate", args.learning_rate)
+    _positive("--lam", args.lam, strict=False)
+    out = _out_dir(args.out)
+    t0 = time.perf_counter()
+    with _fitting(args) as verbose:
+        model = KNetClustering(n_clusters=args.clusters, hidden_layer_sizes=hidden,
+                               update=args.update, sigma=_sigma(args.sigma), lam=args.lam,
+                               max_iter=args.max_iter, learning_rate=args.learning_rate,
+                               batch_size=args.batch_size, random_state=args.seed,
+                               verbose=verbose)
+        model.fit(X)
+    elapsed = time.perf_counter() - t0
+    _save(args, "labels", model.labels_)
+    _save(args, "embedding", model.embedding_)
+    summary = {"command": "knet", "data": args.data, "n_samples": X.shape[0],
+               "n_features": X.shape[1], "n_clusters": args.clusters, "sigma": model.sigma_,
+               "objective": model.history_[-1], "n_iter": model.n_iter_,
+               "converged": model.converged_, "time_s": elapsed,
+               **_nmi_if_known(y_col, model.labels_),
+               "parameters": _parameters(args, "sigma", "update", "hidden", "lam", "max_iter",
+                                         "learning_rate", "batch_size", "no_standardize")}
     _write_summary(out, summary)
     return summary
 
@@ -125,28 +341,76 @@ def cmd_info(args):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ikdr", description="Interpretable kernel dimension reduction (ISM, KDAC, KSVD, KNet).")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    kernel_help = "ISM kernel, e.g. gaussian, polynomial:degree=3,c=1, 0.5*gaussian+2*polynomial"
 
     p = sub.add_parser("reduce", help="supervised ISM (or unsupervised with --clusters)")
-    p.add_argument("data", help="CSV/.npy/.npz file or wine|breast_cancer|digits|iris")
+    _data(p)
     p.add_argument("--labels", help="label file (.csv one per row, or .npy)")
-    p.add_argument("--label-column", help="take the labels from this CSV column (name or index)")
     p.add_argument("--clusters", type=int, help="unsupervised ISM with this many clusters")
-    p.add_argument("--kernel", default="gaussian",
-                   help="e.g. gaussian, polynomial:degree=3,c=1, 0.5*gaussian+2*polynomial")
+    p.add_argument("--kernel", default="gaussian", help=kernel_help)
     p.add_argument("--components", "-k", type=int, default=None, help="q (default: eigengap)")
     p.add_argument("--sigma", default=None, help="Gaussian bandwidth or 'median' (default)")
-    p.add_argument("--no-standardize", action="store_true", help="use the data as given")
-    p.add_argument("--format", choices=[".npy", ".csv"], default=".npy", help="array output format")
-    p.add_argument("--out", required=True, help="output directory")
+    _outputs(p)
     _common(p)
     p.set_defaults(func=cmd_reduce)
+
+    p = sub.add_parser("altcluster", help="alternative clustering (KDAC) to existing labels")
+    _data(p)
+    p.add_argument("--existing", action="append", metavar="LABELS",
+                   help="label file of an existing clustering (repeat for several); default: "
+                        "the --label-column or the bundled dataset's labels")
+    p.add_argument("--clusters", type=int, required=True, help="number of clusters k")
+    p.add_argument("--kernel", default="gaussian", help=kernel_help)
+    p.add_argument("--components", "-k", type=int, default=None, help="q (default: eigengap)")
+    p.add_argument("--sigma", default=None, help="Gaussian bandwidth or 'median' (default)")
+    p.add_argument("--lam", type=float, default=1.0, help="novelty weight lambda (default 1)")
+    p.add_argument("--max-iter", type=int, default=20, help="outer U/W iterations (default 20)")
+    _outputs(p)
+    _common(p)
+    p.set_defaults(func=cmd_altcluster)
+
+    p = sub.add_parser("ksvd", help="asymmetric kernel SVD (dense data or a sparse .npz graph)")
+    p.add_argument("data", help="data matrix A: CSV/.npy, or .npz (scipy.sparse.save_npz adjacency)")
+    p.add_argument("--columns", help="second point set Z (fit(X, Z)); default: rows and columns of A")
+    p.add_argument("--components", "-k", type=int, default=8, help="rank r (default 8)")
+    p.add_argument("--kernel", default="rbf", choices=["rbf", "sne", "polynomial", "linear"])
+    p.add_argument("--gamma", type=float, default=None, help="RBF/SNE bandwidth (default: median)")
+    p.add_argument("--degree", type=int, default=2, help="polynomial degree (default 2)")
+    p.add_argument("--center", action="store_true", help="double-centre G")
+    p.add_argument("--compat", choices=["pinv", "pca", "random"], default=None,
+                   help="compatibility map for a rectangular A")
+    p.add_argument("--solver", default="auto",
+                   choices=["auto", "dense", "arpack", "randomized", "nystrom"])
+    p.add_argument("--landmarks", default=None, help="Nystrom landmarks: an int or 'auto'")
+    p.add_argument("--tol", type=float, default=None, help="ARPACK tol / Nystrom target eta")
+    _outputs(p)
+    _common(p)
+    p.set_defaults(func=cmd_ksvd)
+
+    p = sub.add_parser("knet", help="KNet deep kernel clustering")
+    _data(p)
+    p.add_argument("--clusters", type=int, required=True, help="number of clusters k")
+    p.add_argument("--sigma", default=None, help="Gaussian bandwidth or 'median' (default)")
+    p.add_argument("--update", choices=["eig", "sma"], default="eig", help="U-step (default eig)")
+    p.add_argument("--hidden", default=None, help="hidden widths, e.g. 20,20 (default 2d,2d)")
+    p.add_argument("--lam", type=float, default=0.0, help="autoencoder weight (default 0)")
+    p.add_argument("--max-iter", type=int, default=100, help="rounds (default 100)")
+    p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam step (default 1e-3)")
+    p.add_argument("--batch-size", type=int, default=None, help="default min(n, 200)")
+    _outputs(p)
+    _common(p)
+    p.set_defaults(func=cmd_knet)
 
     p = sub.add_parser("info", help="version, build and thread configuration")
     p.set_defaults(func=cmd_info, threads=None, verbose=False, quiet=False, seed=0)
     return parser
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"ikdr: warning: {str(message).strip().splitlines()[0]}", file=file or sys.stderr)
 
 
 def main(argv=None):
@@ -158,14 +422,16 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="ikdr: %(message)s")
     from ._config import num_threads
-    import contextlib
-    import warnings
+    from ._progress import progress_bars
 
     ctx = num_threads(args.threads) if args.threads else contextlib.nullcontext()
+    # bars on a terminal only (IterationReport checks stderr is a tty), never with --quiet
+    bars = progress_bars(not args.quiet)
     try:
         if args.threads is not None and args.threads < 1:
             raise UsageError("--threads must be >= 1")
-        with ctx, warnings.catch_warnings():
+        with ctx, bars, warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning
             if args.quiet:
                 warnings.simplefilter("ignore")
             summary = args.func(args)

@@ -34,6 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._ism import _sigma_of, check_kernel_params
+from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
 from ._spectral import clustering_gamma, njw_labels, spectral_embedding
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
@@ -106,7 +107,7 @@ def quadratic_trace(Z, kernel, factor, *, n_threads=None):
 
 
 def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, normalize, max_iter,
-              tol, random_state, measure=None, n_threads=None):
+              tol, random_state, measure=None, n_threads=None, report=None):
     """The shared U/W alternation (module docstring). Returns a dict.
 
     ``kernel`` is the ISM kernel of the W-step, ``affinity`` the kernel of the
@@ -114,7 +115,9 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
 
     ``build_gamma(U, degrees)`` gives the paradigm's Gamma; ``measure(Z, U,
     eigenvalues, degrees)`` returns extra per-iteration numbers (a dict with
-    at least ``objective``).
+    at least ``objective``). ``report`` (an :class:`ikdr._progress.IterationReport`)
+    receives every outer iteration; at verbose >= 2 the W-steps' ISM
+    iterations are printed too.
     """
     t0 = time.perf_counter()
     d = X.shape[1]
@@ -131,9 +134,12 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
     history = []
     converged = False
     best = None
+    inner = None
+    if report is not None and report.verbose >= 2:
+        inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
     for it in range(1, max_iter + 1):
         result = ism(X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER, n_threads=n_threads,
-                     random_state=random_state, warn=False)
+                     random_state=random_state, warn=False, callback=inner)
         W_new = result.components
         Z = np.ascontiguousarray(X @ W_new)
         U_new, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
@@ -151,6 +157,9 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
         entry["cost"] = -entry["objective"]
         entry["time"] = time.perf_counter() - t0
         history.append(entry)
+        if report is not None:
+            report(it, entry["objective"], max(dU, dW), quality=entry["quality"],
+                   ism_iter=result.n_iter)
         # The W-step holds D fixed, so the true objective (D moves with W) need
         # not rise monotonically: keep the best iterate seen.
         if best is None or entry["objective"] > best[0]:
@@ -176,6 +185,7 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _check_common(self, X):
         check_positive(self.tol, "tol")
+        check_verbose(self.verbose)
         self._max_iter = check_max_iter(self.max_iter)
         kernel = check_kernel_params(self.kernel, self.sigma)
         n_clusters = check_n_clusters(self.n_clusters, X.shape[0])
@@ -190,6 +200,10 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             affinity = make_kernel(self.affinity).fit(X, random_state=self.random_state)
         normalize = resolve_normalize(self.normalize, affinity)
         return kernel, affinity, n_clusters, q, normalize
+
+    def _report(self):
+        """The per-iteration report of ``verbose`` (a context manager)."""
+        return IterationReport(type(self).__name__, self.verbose, total=self._max_iter)
 
     def _store(self, out):
         self.components_ = out["W"]
@@ -248,6 +262,11 @@ _COMMON_PARAMS = r"""
         negative values, so ``K 1`` can vanish or change sign).
     random_state : int, RandomState instance or None
         Seeds the median heuristic's subsample, the Lanczos start vector and k-means.
+    verbose : int, default=0
+        1 prints one line per outer U/W iteration (objective, the larger
+        subspace change of U and W, quality, ISM iterations, time); 2 also
+        the W-steps' ISM iterations. With tqdm installed, a progress bar on a
+        terminal.
 """
 
 _COMMON_ATTRS = r"""
@@ -322,7 +341,8 @@ class ISMClustering(_AlternatingClustering):
     """
 
     def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="median",
-                 max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None):
+                 max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
+                 verbose=0):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.kernel = kernel
@@ -332,14 +352,17 @@ class ISMClustering(_AlternatingClustering):
         self.affinity = affinity
         self.normalize = normalize
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y=None):
         """Learn W, U and the labels from X (n x d); y is ignored."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         kernel, affinity, k, q, normalize = self._check_common(X)
 
-        out = alternate(X, kernel, affinity, k, q, clustering_gamma, normalize=normalize,
-                        max_iter=self._max_iter, tol=self.tol, random_state=self.random_state)
+        with self._report() as report:
+            out = alternate(X, kernel, affinity, k, q, clustering_gamma, normalize=normalize,
+                            max_iter=self._max_iter, tol=self.tol,
+                            random_state=self.random_state, report=report)
         out["normalize"] = normalize
         self._store(out)
         return self
@@ -376,7 +399,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
                  sigma="median", score_kernel="gaussian", max_iter=20, tol=1e-3,
-                 affinity=None, normalize="auto", random_state=None):
+                 affinity=None, normalize="auto", random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.mu = mu
@@ -388,6 +411,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         self.affinity = affinity
         self.normalize = normalize
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, scores):
         """Learn W, U and the labels from X (n x d) and expert scores (n x r or n)."""
@@ -414,9 +438,10 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
             quality = float(np.sum(vals))
             return {"score_term": score_term, "objective": quality + mu * score_term}
 
-        out = alternate(X, kernel, affinity, k, q, build, normalize=normalize,
-                        max_iter=self._max_iter, tol=self.tol, random_state=self.random_state,
-                        measure=measure)
+        with self._report() as report:
+            out = alternate(X, kernel, affinity, k, q, build, normalize=normalize,
+                            max_iter=self._max_iter, tol=self.tol,
+                            random_state=self.random_state, measure=measure, report=report)
         out["normalize"] = normalize
         self._store(out)
         return self

@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._eig import lapack_top
+from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from .gamma import supervised_gamma
@@ -66,6 +67,10 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     max_iter : int, default=100
     random_state : int, RandomState instance or None
         Only used by the subsampled median heuristic.
+    verbose : int, default=0
+        >= 1 prints one line per ISM iteration (objective, relative eigenvalue
+        change or principal angle, step kind, elapsed time); with tqdm
+        installed, a progress bar on a terminal.
 
     Attributes
     ----------
@@ -116,16 +121,18 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=None, kernel="gaussian", sigma="median", tol=0.01,
-                 max_iter=100, random_state=None):
+                 max_iter=100, random_state=None, verbose=0):
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
+        self.verbose = verbose
 
     def _validate_params_values(self):
         check_positive(self.tol, "tol")
+        check_verbose(self.verbose)
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) \
                 or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
@@ -156,8 +163,10 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
             q = choose_n_components(vals, minimum=min(minimum, d))
         else:
             q = check_n_components(self.n_components, d)
-        result = ism(X, gamma, kernel, q, tol=self.tol, max_iter=int(self.max_iter),
-                     random_state=self.random_state)
+        with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
+            result = ism(X, gamma, kernel, q, tol=self.tol, max_iter=int(self.max_iter),
+                         random_state=self.random_state,
+                         callback=report.ism_step if report.active else None)
         n = X.shape[0]
         self.components_ = result.components
         self.eigenvalues_ = result.eigenvalues

@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._progress import IterationReport, check_verbose
 from ._solver import ism
 from ._validation import check_positive
 from .gamma import centered, supervised_gamma
@@ -84,6 +85,10 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         the positive spectrum of Phi.
     random_state : int, RandomState instance or None
         Seeds the Fourier features.
+    verbose : int, default=0
+        >= 1 prints one line per layer (normalised HSIC of its output, its
+        gain, width, sigma, ISM iterations, time); with tqdm installed, a
+        progress bar on a terminal.
 
     Attributes
     ----------
@@ -113,13 +118,14 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, max_layers=20, n_fourier=300, hsic_threshold=0.99, sigma="auto",
-                 width="auto", random_state=None):
+                 width="auto", random_state=None, verbose=0):
         self.max_layers = max_layers
         self.n_fourier = n_fourier
         self.hsic_threshold = hsic_threshold
         self.sigma = sigma
         self.width = width
         self.random_state = random_state
+        self.verbose = verbose
 
     def _check_params(self):
         for name in ("max_layers", "n_fourier"):
@@ -137,6 +143,7 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
             if isinstance(self.width, bool) or not isinstance(self.width, numbers.Integral) \
                     or self.width < 1:
                 raise ValueError(f'width must be "auto" or a positive int, got {self.width!r}')
+        check_verbose(self.verbose)
 
     def _best_sigma(self, Z, omega, phase, Yc):
         if not isinstance(self.sigma, str):
@@ -199,14 +206,20 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         R = X
         layers = []
+        report = IterationReport("KernelDependenceNetwork", self.verbose,
+                                 total=int(self.max_layers)).start()
         for _ in range(int(self.max_layers)):
             layer, out = self._layer(R, gamma, Yc, rng)
+            report(len(layers) + 1, layer["hsic"],
+                   layer["hsic"] - (layers[-1]["hsic"] if layers else 0.0),
+                   width=layer["W"].shape[1], sigma=layer["sigma"], ism_iter=layer["ism_iter"])
             if layers and layer["hsic"] <= layers[-1]["hsic"]:
                 break  # the H-sequence stopped increasing (Thm. 6.1 III): keep the shorter net
             layers.append(layer)
             R = out
             if layer["hsic"] > self.hsic_threshold:
                 break
+        report.close()
         self.layers_ = layers
         self.hsic_per_layer_ = [layer["hsic"] for layer in layers]
         self.n_layers_ = len(layers)

@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._mlp import MLP, Adam, pretrain_identity
+from ._progress import IterationReport, check_verbose
 from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
 from ._validation import check_positive
 from .gamma import Gamma, centered
@@ -135,6 +136,9 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     tol : float, default=1e-2
         Stop when :math:`\|U_kU_k^T - U_{k-1}U_{k-1}^T\|_F / \|U_kU_k^T\|_F < tol`.
     random_state : int, RandomState instance or None
+    verbose : int, default=0
+        >= 1 prints one line per round (HSIC objective, change of
+        :math:`UU^T`, time); with tqdm installed, a progress bar on a terminal.
 
     Attributes
     ----------
@@ -170,7 +174,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def __init__(self, n_clusters=2, hidden_layer_sizes=None, update="eig", sigma="median",
                  lam=0.0, max_iter=100, epochs_per_iter=1, learning_rate=1e-3, batch_size=None,
-                 tol=1e-2, random_state=None):
+                 tol=1e-2, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.hidden_layer_sizes = hidden_layer_sizes
         self.update = update
@@ -182,6 +186,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.batch_size = batch_size
         self.tol = tol
         self.random_state = random_state
+        self.verbose = verbose
 
     # -- validation ----------------------------------------------------------
     def _check_params(self, n, d):
@@ -201,6 +206,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         _check_int(self.epochs_per_iter, "epochs_per_iter", 1)
         check_positive(self.learning_rate, "learning_rate")
         check_positive(self.tol, "tol")
+        check_verbose(self.verbose)
         batch = _check_int(self.batch_size, "batch_size", 1, allow_none=True)
         if batch is None:
             batch = min(n, 200)
@@ -302,6 +308,8 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         tau = 1.0
         converged = False
         n_iter = 0
+        report = IterationReport("KNetClustering", self.verbose,
+                                 total=int(self.max_iter)).start()
         for n_iter in range(1, int(self.max_iter) + 1):
             factor = gamma.factor
             for _ in range(int(self.epochs_per_iter)):
@@ -325,9 +333,11 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             U = U_new
             gamma = clustering_gamma(U, degrees)
             history.append(kernel.objective(Psi, None, gamma))
+            report(n_iter, history[-1], change)
             if change < self.tol:
                 converged = True
                 break
+        report.close()
 
         km = KMeans(n_clusters=k, n_init=10, random_state=rng.randint(2**31 - 1)).fit(Psi)
         self.encoder_, self.decoder_ = encoder, decoder

@@ -405,7 +405,7 @@ def _hessian_max_eigenvalue(problem, W, phi, surrogate):
 # --------------------------------------------------------------------------
 def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         criterion="eigenvalues", max_iter=100, eigen_solver="auto", n_threads=None,
-        random_state=None, warn=True, gtol=1e-6, certify=True):
+        random_state=None, warn=True, gtol=1e-6, certify=True, callback=None):
     r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
 
     Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
@@ -489,6 +489,9 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         dimension (d - q) q <= 12, at most 20 preconditioned LOBPCG steps above). With
         False, only the first-order part (one Phi evaluation) is computed and
         the Hessian fields are NaN / None: use it in inner loops.
+    callback : callable, optional
+        Called with each new ``history`` entry (a dict) as it is recorded;
+        the estimators' ``verbose`` output uses it.
 
     Returns
     -------
@@ -536,6 +539,8 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
                         "eigenvalue_change": change, "angle": angle, "step": step,
                         "gradient_norm": np.nan, "eigen_solver": method,
                         "time": time.perf_counter() - t0})
+        if callback is not None:
+            callback(history[-1])
 
     if W0 is None:
         phi = kernel.phi0(problem.X64, gamma)
