@@ -415,7 +415,10 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 def main(argv=None):
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (2) and --help (0), as a return code
+        return exc.code
     if args.command is None:
         parser.print_help()
         return 2

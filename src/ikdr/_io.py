@@ -21,8 +21,11 @@ def _load_bundled(name):
 
 
 def _sniff_header(path):
-    with open(path, newline="") as fh:
-        first = fh.readline()
+    try:
+        with open(path, newline="") as fh:
+            first = fh.readline()
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text (CSV) file") from None
     if not first.strip():
         raise InputError(f"{path}: empty file")
     cells = next(csv.reader([first]))
@@ -41,6 +44,8 @@ def read_table(path):
     header = _sniff_header(path)
     try:
         data = np.loadtxt(path, delimiter=",", skiprows=1 if header else 0, ndmin=2, dtype=str)
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text (CSV) file") from None
     except ValueError as exc:
         raise InputError(f"{path}: cannot parse as CSV ({exc})") from None
     return data, header
