@@ -1,9 +1,14 @@
-"""Every fitted estimator pickles and unpickles to identical results."""
+"""Every fitted estimator pickles (and joblib-dumps) and unpickles to identical results."""
+import io
 import pickle
+
+import joblib
+import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_wine
+import scipy.sparse as sp
+from sklearn.datasets import load_wine, make_blobs
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
@@ -15,22 +20,102 @@ def wine():
     return StandardScaler().fit_transform(X), y
 
 
+def _graph():
+    A = sp.random(60, 60, density=0.1, random_state=np.random.default_rng(0), format="csr")
+    A.data[:] = 1.0
+    return A
+
+
 def _fitted(name, X, y):
+    """(fitted model, data to call it on) for every public estimator."""
     if name == "ISM":
-        return ikdr.ISM(n_components=3).fit(X, y)
+        return ikdr.ISM(n_components=3).fit(X, y), X
+    Xb, yb = make_blobs(90, 3, centers=3, random_state=0)
+    Xb = StandardScaler().fit_transform(Xb)
+    if name == "ISMClustering":
+        return ikdr.ISMClustering(3, n_components=2, max_iter=3, random_state=0).fit(Xb), Xb
+    if name == "SemiSupervisedISM":
+        return ikdr.SemiSupervisedISM(3, n_components=2, mu=1e-3, max_iter=3,
+                                      random_state=0).fit(Xb, yb), Xb
+    if name == "KDAC":
+        return ikdr.KDAC(2, n_components=2, max_iter=3, random_state=0).fit(Xb, yb), Xb
+    if name == "KNetClustering":
+        return ikdr.KNetClustering(3, max_iter=3, random_state=0).fit(Xb), Xb
+    if name == "KernelDependenceNetwork":
+        return ikdr.KernelDependenceNetwork(max_layers=2, n_fourier=50,
+                                            random_state=0).fit(X, y), X
+    if name == "KernelSVD-dense":
+        A = np.random.default_rng(0).random((40, 40))
+        return ikdr.KernelSVD(4, kernel="sne", center=True, random_state=0).fit(A), A
+    if name == "KernelSVD-sparse":
+        A = _graph()
+        return ikdr.KernelSVD(4, kernel="sne", solver="arpack", random_state=0).fit(A), A
+    if name == "KernelSVD-nystrom":
+        A = _graph()
+        return ikdr.KernelSVD(4, kernel="rbf", solver="nystrom", n_landmarks=30,
+                              random_state=0).fit(A), A
     raise KeyError(name)
 
 
-ESTIMATORS = ["ISM"]
+ESTIMATORS = ["ISM", "ISMClustering", "SemiSupervisedISM", "KDAC", "KNetClustering",
+              "KernelDependenceNetwork", "KernelSVD-dense", "KernelSVD-sparse",
+              "KernelSVD-nystrom"]
+
+
+def test_every_public_estimator_is_covered():
+    public = {name for name in ikdr.__all__ if isinstance(getattr(ikdr, name), type)
+              and hasattr(getattr(ikdr, name), "fit")}
+    assert public == {name.split("-")[0] for name in ESTIMATORS}
+
+
+def _assert_same(a, b):
+    if isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(a, b)
+    elif sp.issparse(a):
+        assert (a != b).nnz == 0
+    elif isinstance(a, (list, tuple)) and len(a) == len(b):
+        for u, v in zip(a, b):
+            _assert_same(u, v)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            _assert_same(a[key], b[key])
+    elif isinstance(a, float) and np.isnan(a):
+        assert np.isnan(b)
+    elif isinstance(a, (int, float, str, bool, np.generic)) or a is None:
+        assert a == b
+
+
+def _outputs(model, X):
+    out = {}
+    for method in ("transform", "predict", "decision_function", "transform_columns"):
+        if hasattr(model, method):
+            arg = X.T.tocsr() if method == "transform_columns" and sp.issparse(X) else \
+                (X.T if method == "transform_columns" else X)
+            out[method] = getattr(model, method)(arg)
+    return out
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_pickle_round_trip(name, wine):
-    X, y = wine
-    model = _fitted(name, X, y)
-    clone = pickle.loads(pickle.dumps(model))
-    np.testing.assert_array_equal(clone.transform(X), model.transform(X))
-    for attr in [a for a in vars(model) if a.endswith("_") and not a.startswith("_")]:
-        a, b = getattr(model, attr), getattr(clone, attr)
-        if isinstance(a, np.ndarray):
-            np.testing.assert_array_equal(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter is kept small on purpose
+        model, X = _fitted(name, *wine)
+    expected = _outputs(model, X)
+    assert expected
+    for clone in (pickle.loads(pickle.dumps(model)), _joblib_round_trip(model)):
+        assert type(clone) is type(model) and clone.get_params() == model.get_params()
+        got = _outputs(clone, X)
+        for method, value in expected.items():
+            np.testing.assert_array_equal(got[method], value, err_msg=method)
+        for attr in [a for a in vars(model) if a.endswith("_") and not a.startswith("_")]:
+            _assert_same(getattr(model, attr), getattr(clone, attr))
+        if hasattr(model, "labels_"):
+            np.testing.assert_array_equal(clone.labels_, model.labels_)
+
+
+def _joblib_round_trip(model):
+    buffer = io.BytesIO()
+    joblib.dump(model, buffer)
+    buffer.seek(0)
+    return joblib.load(buffer)

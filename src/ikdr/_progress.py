@@ -141,7 +141,10 @@ class IterationReport:
         """Print a line without breaking a progress bar."""
         if self.verbose <= 0:
             return
-        if self._bar is not None:
-            self._bar.write(text, file=self.stream or sys.stdout)
+        # a nested report writes through the outer loop's bar, so the bar stays whole
+        bar = self._bar if self._bar is not None else \
+            next((r._bar for r in list(_open) if r._bar is not None), None)
+        if bar is not None:
+            bar.write(text, file=self.stream or sys.stdout)
         else:
             print(text, file=self.stream or sys.stdout, flush=True)
