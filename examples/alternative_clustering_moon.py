@@ -1,0 +1,35 @@
+"""Alternative clustering (KDAC) on the Moon data: find the clustering you do not have yet.
+
+The Moon data (dissertation Table 3.1) hide two clusterings in four
+dimensions: two moons in features 1-2 and two Gaussians in features 3-4.
+Given the moons as the existing clustering, KDAC (sigma = 0.1, lambda = 1,
+q = 3, Table 3.2) finds the Gaussians, and W shows which features carry them.
+"""
+import time
+
+import numpy as np
+from sklearn.preprocessing import StandardScaler
+
+import ikdr
+
+
+def main():
+    X, y_moons, y_gaussians = ikdr.datasets.make_moon_gaussians(400, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    t0 = time.perf_counter()
+    model = ikdr.KDAC(n_clusters=2, n_components=3, sigma=0.1, lam=1.0, random_state=0)
+    labels = model.fit_predict(X, y_moons)
+    elapsed = time.perf_counter() - t0
+    weight = np.linalg.norm(model.components_, axis=1)  # how much each feature is used
+    print("KDAC on Moon (400 x 4): existing clustering = the moons")
+    print(f"  NMI to the Gaussians (the alternative): {ikdr.metrics.nmi(y_gaussians, labels):.4f}"
+          "  (dissertation, Table 3.1: 1)")
+    print(f"  NMI to the moons (novelty, 0 is best):  {model.novelty_:.4f}  (Table 3.1: 0)")
+    print(f"  clustering quality CQ:                  {model.quality_:.4f}  (Table 3.1: 2)")
+    print(f"  outer iterations:                        {model.n_iter_}")
+    print(f"  fit time:                                {elapsed:.2f} s")
+    print("  feature weights |W| rows:                ", np.round(weight, 3))
+
+
+if __name__ == "__main__":
+    main()

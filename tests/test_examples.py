@@ -1,0 +1,37 @@
+"""The scripts in examples/ run and print what they promise."""
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+# script -> (a number the script prints, the floor it must reach or "max" ceiling)
+EXPECTED = {
+    "supervised_wine.py": (r"10-fold test accuracy \(SVC on XW\): ([0-9.]+)", 0.93, "min"),
+    "unsupervised_wine.py": (r"NMI to the wine classes: +([0-9.]+)", 0.8, "min"),
+    "alternative_clustering_moon.py": (r"NMI to the Gaussians \(the alternative\): ([0-9.]+)",
+                                       0.95, "min"),
+    "ksvd_directed_graph.py": (r"Nystrom normalised eta: +([0-9.]+)", 0.05, "max"),
+    "knet_wine.py": (r"NMI to the wine classes: ([0-9.]+)", 0.8, "min"),
+    "kdn_wine.py": (r"test accuracy: +([0-9.]+)", 0.9, "min"),
+}
+
+
+def test_every_example_is_checked():
+    assert {p.name for p in EXAMPLES.glob("*.py")} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_example_runs(script):
+    r = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    pattern, bound, kind = EXPECTED[script]
+    match = re.search(pattern, r.stdout)
+    assert match, r.stdout
+    value = float(match.group(1))
+    assert (value >= bound) if kind == "min" else (value <= bound), r.stdout
+    assert "Traceback" not in r.stderr
