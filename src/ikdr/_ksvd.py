@@ -639,8 +639,9 @@ class KernelSVD(TransformerMixin, BaseEstimator):
 
     References
     ----------
-    M. He, F. Tonin, J. A. K. Suykens et al., "Learning in feature spaces via
-    coupled covariances: asymmetric kernel SVD and Nystrom method", ICML 2024.
+    Q. Tao, F. Tonin, A. Lambert, Y. Chen, P. Patrinos, J. A. K. Suykens,
+    "Learning in feature spaces via coupled covariances: asymmetric kernel SVD
+    and Nystrom method", ICML 2024.
 
     Examples
     --------
