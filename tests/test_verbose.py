@@ -195,3 +195,20 @@ def test_a_report_left_open_by_an_exception_is_forgotten(fake_tqdm, monkeypatch)
     with _progress.IterationReport("second", 1, total=2) as report:
         report(1, 1.0)
     assert [bar.desc for bar in fake_tqdm.instances] == ["first", "second"]
+
+
+def test_kernel_svd_reports_automatic_landmarks(capsys):
+    from ikdr.graph import directed_sbm
+
+    A, _ = directed_sbm(300, 1500, 3, random_state=0)
+    silent = ikdr.KernelSVD(4, kernel="sne", solver="nystrom", random_state=0).fit(A)
+    assert capsys.readouterr().out == ""
+    loud = ikdr.KernelSVD(4, kernel="sne", solver="nystrom", random_state=0, verbose=1).fit(A)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(silent.landmark_history_)
+    for line, ((n, m), eta) in zip(lines, silent.landmark_history_):
+        assert re.match(rf"^\[KernelSVD\] iter +\d+  change \S+  landmarks {n}x{m}  time ", line)
+        assert float(line.split()[4]) == pytest.approx(eta, rel=1e-5)
+    np.testing.assert_array_equal(loud.row_embedding_, silent.row_embedding_)
+    with pytest.raises(ValueError, match="verbose"):
+        ikdr.KernelSVD(4, verbose=-1).fit(A)

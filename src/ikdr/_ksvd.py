@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._config import get_num_threads
 from ._ksvd_metrics import singular_alignment
+from ._progress import IterationReport, check_verbose
 from ._validation import check_positive
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
@@ -469,7 +470,7 @@ def _split_half_eta(first, second, s):
     return float(0.5 * ((w * (1 - np.minimum(cos_u, 1))).sum() + (w * (1 - np.minimum(cos_v, 1))).sum()) / r)
 
 
-def _nystrom_auto(blocks, r, tol, rng, start=None, max_landmarks=None):
+def _nystrom_auto(blocks, r, tol, rng, start=None, max_landmarks=None, report=None):
     """Automatic landmarks: held-out halves, doubled until they agree.
 
     At each step two approximations come from disjoint samples of h rows and
@@ -505,6 +506,8 @@ def _nystrom_auto(blocks, r, tol, rng, start=None, max_landmarks=None):
                                              r, N, M)
             eta = _split_half_eta((Ua, Va), (Ub, Vb), s)
         history.append(((2 * hn, 2 * hm), eta))
+        if report is not None:
+            report(len(history), change=eta, landmarks=f"{2 * hn}x{2 * hm}")
         if eta < tol or (2 * hn >= cap_n - 1 and 2 * hm >= cap_m - 1):
             return U, s, V, (np.sort(I), np.sort(J)), history
         hn, hm = 2 * hn, 2 * hm
@@ -601,6 +604,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Landmarks, ARPACK start vector, randomized range, random compat map,
         median-heuristic sample.
+    verbose : int, default=0
+        >= 1 prints each step of automatic Nystrom landmarks (landmark counts
+        and the estimated normalised eta, as ``change``); the other solvers
+        are single decompositions and print nothing.
 
     Attributes
     ----------
@@ -656,7 +663,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=8, kernel="rbf", gamma=None, degree=2, center=False,
-                 compat=None, solver="auto", n_landmarks=None, tol=None, random_state=None):
+                 compat=None, solver="auto", n_landmarks=None, tol=None, random_state=None,
+                 verbose=0):
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -667,6 +675,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         self.n_landmarks = n_landmarks
         self.tol = tol
         self.random_state = random_state
+        self.verbose = verbose
 
     # -- validation
     def _check_params(self):
@@ -684,6 +693,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         if self.tol is not None:
             check_positive(self.tol, "tol")
+        check_verbose(self.verbose)
         if isinstance(self.n_components, bool) or not isinstance(self.n_components, numbers.Integral):
             raise TypeError(f"n_components must be an int, got {type(self.n_components).__name__}")
         if self.n_components < 1:
@@ -801,7 +811,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                 if landmarks != "auto":
                     raise ValueError(f'n_landmarks must be an int, a pair or "auto", got {landmarks!r}')
                 tol = 1e-2 if self.tol is None else float(self.tol)
-                U, s, V, lm, hist = _nystrom_auto(blocks, r, tol, rng)
+                with IterationReport("KernelSVD", self.verbose) as report:
+                    U, s, V, lm, hist = _nystrom_auto(blocks, r, tol, rng, report=report)
                 self.landmark_history_ = hist
             else:
                 U, s, V, lm = asymmetric_nystrom(blocks, r, landmarks, random_state=rng)

@@ -123,9 +123,10 @@ class IterationReport:
             self._bar.update(1)
             self._bar.set_postfix_str(f"objective={_format(float(objective))}", refresh=False)
         if self.verbose > 0:
-            parts = [f"[{self.name}] iter {iteration:>3}",
-                     f"objective {_format(float(objective))}",
-                     f"change {_format(float(change))}"]
+            parts = [f"[{self.name}] iter {iteration:>3}"]
+            if not math.isnan(float(objective)):  # some loops have no objective (KSVD)
+                parts.append(f"objective {_format(float(objective))}")
+            parts.append(f"change {_format(float(change))}")
             parts += [f"{key} {_format(value)}" for key, value in extra.items()]
             parts.append(f"time {elapsed:.3f}s")
             self.line("  ".join(parts))
