@@ -182,7 +182,7 @@ def test_verbose_logs_iterations_on_stderr(tmp_path):
      "90 labels for 30 samples"),
     (["altcluster", "A.npz", "--clusters", "2", "--out", "o"], "sparse input"),
     (["ksvd", "missing.npz", "--out", "o"], "no such file"),
-    (["ksvd", "X.npy", "--out", "o"], "pass compat"),
+    (["ksvd", "X.npy", "--out", "o"], "pass --compat pinv, pca or random"),
     (["ksvd", "A.npz", "--kernel", "laplace", "--out", "o"], "invalid choice"),
     (["ksvd", "A.npz", "-k", "100", "--out", "o"], "larger than min(n, m)"),
     (["ksvd", "A.npz", "--gamma", "0", "--out", "o"], "--gamma must be positive"),

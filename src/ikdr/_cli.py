@@ -269,7 +269,11 @@ def cmd_ksvd(args):
                       degree=args.degree, center=args.center, compat=args.compat,
                       solver=args.solver, n_landmarks=landmarks, tol=args.tol,
                       random_state=args.seed)
-    model.fit(A, Z)
+    try:
+        model.fit(A, Z)
+    except ValueError as exc:  # speak in options, not in Python parameters
+        raise UsageError(str(exc).replace("pass compat='pinv', 'pca' or 'random'",
+                                          "pass --compat pinv, pca or random")) from None
     elapsed = time.perf_counter() - t0
     _save(args, "row_embedding", model.row_embedding_)
     _save(args, "column_embedding", model.column_embedding_)
@@ -283,7 +287,7 @@ def cmd_ksvd(args):
                "time_s": elapsed,
                "parameters": _parameters(args, "kernel", "gamma", "degree", "center", "compat",
                                          "solver", "landmarks", "tol", "columns")}
-    if A.shape[0] * A.shape[1] and hasattr(A, "tocsr"):
+    if hasattr(A, "tocsr"):
         summary["nnz"] = int(A.nnz)
     _write_summary(out, summary)
     return summary
@@ -404,6 +408,7 @@ def build_parser():
     _common(p)
     p.set_defaults(func=cmd_knet)
 
+    # further subcommands (e.g. `reproduce`) register here the same way
     p = sub.add_parser("info", help="version, build and thread configuration")
     p.set_defaults(func=cmd_info, threads=None, verbose=False, quiet=False, seed=0)
     return parser
