@@ -165,7 +165,7 @@ def target2(args, tmp):
     return [ROW.format(target=2, case=f"supervised ISM n={n} d={args.d}",
                        goal="< 300 s, peak RSS < 2 GB",
                        ikdr=f"{r['time']:.1f} s, {r['n_iter']} iterations",
-                       peer=f"not run (>= {dense_gb:.0f} GB)", ratio="",
+                       peer=f"not run (>= {dense_gb:.1f} GB)", ratio="",
                        mem=f"{r['total_peak_mb']:.0f} total ({r['peak_mb']:.0f} above data)",
                        agree="", met=yes(ok))]
 
