@@ -1,6 +1,17 @@
-"""Peers measured in the same run as ikdr: plain dense numpy implementations of
-the same formulas (form Psi, form Phi = X^T L(Psi) X, eigh)."""
+"""Helpers shared by the benchmark scripts.
+
+Peers measured in the same run as ikdr: plain dense numpy implementations of
+the same formulas (form Psi, form Phi = X^T L(Psi) X, eigh) and pymanopt's
+manifold solvers on ikdr's objective; the Table 4 data sets; peak-RSS and
+machine reporting."""
 from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 import scipy.linalg
@@ -47,3 +58,202 @@ def numpy_supervised_ism(X, y, sigma, q, tol=0.01, max_iter=100):
     sq = (Z * Z).sum(1)
     K = np.exp(-np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0) / (2 * sigma**2))
     return W, n_iter, float(np.sum(gamma * K))
+
+
+# --- process measurements shared by the benchmark scripts ------------------------------------
+
+def _status_mb(key):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024.0
+    raise KeyError(key)
+
+
+def peak_rss_mb():
+    """Peak resident set size of this process (MB): VmHWM on Linux, else ru_maxrss."""
+    try:
+        return _status_mb("VmHWM")
+    except (OSError, KeyError):
+        import resource
+        scale = 1.0 if sys.platform == "darwin" else 1024.0   # bytes on macOS, KB on Linux
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0 / scale
+
+
+def reset_peak_rss():
+    """Current RSS in MB, after resetting the kernel's peak (VmHWM) to it (Linux)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return _status_mb("VmRSS")
+    except OSError:  # not Linux: fall back to the lifetime peak
+        return peak_rss_mb()
+
+
+def machine_summary():
+    """One line: CPU model, logical CPUs, ikdr threads and SIMD, BLAS, OPENBLAS_* overrides."""
+    import ikdr
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    blas = "?"
+    try:
+        from threadpoolctl import threadpool_info
+        blas = ", ".join(sorted({f"{i['internal_api']} {i.get('version', '')} ({i.get('architecture', '')})"
+                                 for i in threadpool_info() if i.get("user_api") == "blas"}))
+    except ImportError:
+        pass
+    overrides = {k: v for k, v in os.environ.items() if k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    return (f"{model}, {os.cpu_count()} logical CPUs; ikdr {ikdr.__version__}, "
+            f"{ikdr.get_num_threads()} threads, SIMD {ikdr._core.build_info().get('simd', '?')}; "
+            f"numpy {np.__version__}, BLAS {blas}; OPENBLAS overrides {overrides or 'none'}")
+
+
+# --- Table 4 data sets and the pymanopt peers ------------------------------------------------
+
+SHARED = Path(os.environ.get("IKDR_SHARED_DATA",
+                             Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+
+
+def load_datasets(names, qs=None):
+    """[(name, X standardised, labels, list of q)] for wine, cancer, face, digits.
+
+    wine and digits come from scikit-learn; cancer_683x9 and face_624x20 from
+    ``../shared/data`` (or ``$IKDR_SHARED_DATA``) and are skipped, with a
+    message, when absent. ``qs`` maps a name to its list of q (default: the
+    ISM paper's q = number of classes for wine/cancer, several q for face).
+    """
+    from sklearn.datasets import load_digits, load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    default_q = {"wine": [3], "cancer": [2], "face": [2, 3, 5, 8, 10, 15], "digits": [9]}
+    default_q.update(qs or {})
+    files = {"cancer": ("cancer_683x9.csv", "cancer_683x9_label.csv"),
+             "face": ("face_624x20.csv", "face_624x20_identity_label.csv")}
+    out = []
+    for name in names:
+        if name == "wine":
+            X, y = load_wine(return_X_y=True)
+            X = StandardScaler().fit_transform(X)
+        elif name == "digits":
+            X, y = load_digits(return_X_y=True)
+            X = StandardScaler().fit_transform(X)
+        elif name in files:
+            data, labels = (SHARED / f for f in files[name])
+            if not (data.exists() and labels.exists()):
+                print(f"skipping {name}: {data} not found (set IKDR_SHARED_DATA)")
+                continue
+            X = np.loadtxt(data, delimiter=",")
+            y = np.loadtxt(labels, delimiter=",")
+            if name == "cancer":   # integer features 1-10; face is already standardised
+                X = StandardScaler().fit_transform(X)
+        else:
+            raise ValueError(f"unknown data set {name!r}")
+        out.append((name, X, y, list(default_q[name])))
+    return out
+
+
+def run_ikdr(X, gamma, kernel, q, **kw):
+    """ikdr.ism(X, gamma, kernel, q, **kw): objective, solve time (without the certificate),
+    iterations, fused products and the convergence record."""
+    import ikdr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = ikdr.ism(X, gamma, kernel, q, **kw)
+    c = res.convergence
+    # fused C++ products (objective, Phi, Hessian-vector) of the solve; the certificate's first
+    # Phi (at the returned W) is not part of the solve
+    products = c.phi_evaluations + c.objective_evaluations - 1
+    return {"objective": res.objective, "time": c.solve_time, "iterations": res.n_iter,
+            "converged": res.converged, "rel_grad": c.relative_gradient_norm,
+            "products": products, "certificate": c}
+
+
+def run_pymanopt(solver, X, gamma, kernel, q, W0, min_gradient_norm, max_time, targets=None,
+                 random_state=0):
+    """Maximise Tr(Gamma K_XW) with a pymanopt solver on ikdr's fused objective and gradient.
+
+    ``solver`` is "stiefel-sd" (steepest descent), "stiefel-cg" (conjugate
+    gradients) or "grassmann-tr" (trust regions, given the same Hessian-vector
+    products ikdr uses). Gradient: the exact Euclidean ``2 Phi W``. Start: W0,
+    or pymanopt's default random point (seeded by ``random_state``) when W0 is
+    None. Stops at Riemannian gradient norm ``min_gradient_norm`` or after
+    ``max_time`` seconds. ``targets`` maps names to objective values: the
+    result's ``reached[name]`` is the time (s, from the start of the run) at
+    which an evaluated point first had an objective >= that value, or None.
+    """
+    import pymanopt
+    from pymanopt.manifolds import Grassmann, Stiefel
+    from pymanopt.optimizers import ConjugateGradient, SteepestDescent, TrustRegions
+
+    from ikdr._solver import _FD_STEP, _Problem, _riemannian_gradient
+
+    d = X.shape[1]
+    problem = _Problem(X, gamma, kernel, None)
+    manifold = Grassmann(d, q) if solver == "grassmann-tr" else Stiefel(d, q)
+    cache = {}
+    targets = dict(targets or {})
+    reached = {name: None for name in targets}
+    best = {"f": -np.inf}
+    clock = {"t0": time.perf_counter()}
+
+    def phi_at(W):
+        key = W.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = problem.phi(W)
+        return cache[key]
+
+    @pymanopt.function.numpy(manifold)
+    def cost(W):
+        f = problem.objective(W)
+        now = time.perf_counter() - clock["t0"]
+        best["f"] = max(best["f"], f)
+        for name, value in targets.items():
+            if reached[name] is None and f >= value:
+                reached[name] = now
+        return -f
+
+    @pymanopt.function.numpy(manifold)
+    def euclidean_gradient(W):
+        return -2.0 * phi_at(W) @ W
+
+    @pymanopt.function.numpy(manifold)
+    def euclidean_hessian(W, Z):
+        # Euclidean Hessian of -f along Z: -(2 Phi Z + 2 DPhi[Z] W), with DPhi[Z] W by the same
+        # forward difference ikdr's trust region uses.
+        phi = phi_at(W)
+        t = _FD_STEP / max(np.linalg.norm(Z), 1e-300)
+        dphi_w = (problem.phi_times_w(W + t * Z, W) - phi @ W) / t
+        return -2.0 * (phi @ Z + dphi_w)
+
+    kwargs = {"euclidean_gradient": euclidean_gradient}
+    if solver == "grassmann-tr":
+        kwargs["euclidean_hessian"] = euclidean_hessian
+    prob = pymanopt.Problem(manifold, cost, **kwargs)
+    common = dict(verbosity=0, max_time=max_time, max_iterations=10**9,
+                  min_gradient_norm=min_gradient_norm, log_verbosity=0)
+    opt = {"stiefel-sd": SteepestDescent, "stiefel-cg": ConjugateGradient,
+           "grassmann-tr": TrustRegions}[solver](**common)
+    if W0 is None:
+        np.random.seed(random_state)   # pymanopt's random_point draws from numpy's global RNG
+        W0 = manifold.random_point()
+    clock["t0"] = t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = opt.run(prob, initial_point=np.array(W0, copy=True))
+    elapsed = time.perf_counter() - t0
+    W = res.point
+    f = -float(res.cost)
+    g = np.linalg.norm(_riemannian_gradient(problem.kernel.phi(problem.X64, W, problem.gamma), W))
+    reason = str(res.stopping_criterion)
+    products = problem.n_phi + problem.n_objective
+    return {"objective": f, "best_objective": max(best["f"], f), "time": elapsed,
+            "iterations": int(res.iterations), "products": products,
+            "converged": "min grad norm" in reason, "rel_grad": g / abs(f),
+            "reason": reason, "reached": reached}

@@ -27,43 +27,14 @@ and ../shared/data for cancer and face (skipped when absent).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-import warnings
-from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_digits, load_wine
-from sklearn.preprocessing import StandardScaler
 
 import ikdr
-from ikdr._solver import _FD_STEP, _Problem, _riemannian_gradient
+from _peers import load_datasets, run_ikdr, run_pymanopt
 from ikdr._spectral import clustering_gamma, spectral_embedding
 from ikdr.kernels import Gaussian, Polynomial
-
-SHARED = Path(os.environ.get("IKDR_SHARED_DATA",
-                             Path(__file__).resolve().parents[1].parent / "shared" / "data"))
-
-
-def load_datasets(names):
-    """(name, X standardised, labels, list of q)."""
-    out = []
-    if "wine" in names:
-        X, y = load_wine(return_X_y=True)
-        out.append(("wine", StandardScaler().fit_transform(X), y, [3]))
-    if "cancer" in names and (SHARED / "cancer_683x9.csv").exists():
-        X = np.loadtxt(SHARED / "cancer_683x9.csv", delimiter=",")
-        y = np.loadtxt(SHARED / "cancer_683x9_label.csv", delimiter=",")
-        out.append(("cancer", StandardScaler().fit_transform(X), y, [2]))
-    if "face" in names and (SHARED / "face_624x20.csv").exists():
-        X = np.loadtxt(SHARED / "face_624x20.csv", delimiter=",")    # already standardised
-        y = np.loadtxt(SHARED / "face_624x20_identity_label.csv", delimiter=",")
-        out.append(("face", X, y, [2, 3, 5, 8, 10, 15]))
-    if "digits" in names:
-        X, y = load_digits(return_X_y=True)
-        out.append(("digits", StandardScaler().fit_transform(X), y, [9]))
-    return out
 
 
 def cases(names, unsupervised):
@@ -79,76 +50,6 @@ def cases(names, unsupervised):
             for gname, gamma in gammas:
                 for q in qs:
                     yield f"{name} {kname} {gname} q={q}", X, gamma, kernel, q
-
-
-def run_ikdr(X, gamma, kernel, q, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = ikdr.ism(X, gamma, kernel, q, **kw)
-    c = res.convergence
-    # fused C++ products (objective, Phi, Hessian-vector) of the solve; the certificate's first
-    # Phi (at the returned W) is not part of the solve
-    products = c.phi_evaluations + c.objective_evaluations - 1
-    return {"objective": res.objective, "time": c.solve_time, "iterations": res.n_iter,
-            "converged": res.converged, "rel_grad": c.relative_gradient_norm,
-            "products": products, "certificate": c}
-
-
-def run_pymanopt(solver, X, gamma, kernel, q, W0, min_gradient_norm, max_time):
-    import pymanopt
-    from pymanopt.manifolds import Grassmann, Stiefel
-    from pymanopt.optimizers import ConjugateGradient, SteepestDescent, TrustRegions
-
-    d = X.shape[1]
-    problem = _Problem(X, gamma, kernel, None)
-    manifold = Grassmann(d, q) if solver == "grassmann-tr" else Stiefel(d, q)
-    cache = {}
-
-    def phi_at(W):
-        key = W.tobytes()
-        if key not in cache:
-            cache.clear()
-            cache[key] = problem.phi(W)
-        return cache[key]
-
-    @pymanopt.function.numpy(manifold)
-    def cost(W):
-        return -problem.objective(W)
-
-    @pymanopt.function.numpy(manifold)
-    def euclidean_gradient(W):
-        return -2.0 * phi_at(W) @ W
-
-    @pymanopt.function.numpy(manifold)
-    def euclidean_hessian(W, Z):
-        # Euclidean Hessian of -f along Z: -(2 Phi Z + 2 DPhi[Z] W), with DPhi[Z] W by the same
-        # forward difference ikdr's trust region uses.
-        phi = phi_at(W)
-        t = _FD_STEP / max(np.linalg.norm(Z), 1e-300)
-        dphi_w = (problem.phi_times_w(W + t * Z, W) - phi @ W) / t
-        return -2.0 * (phi @ Z + dphi_w)
-
-    kwargs = {"euclidean_gradient": euclidean_gradient}
-    if solver == "grassmann-tr":
-        kwargs["euclidean_hessian"] = euclidean_hessian
-    prob = pymanopt.Problem(manifold, cost, **kwargs)
-    common = dict(verbosity=0, max_time=max_time, max_iterations=100000,
-                  min_gradient_norm=min_gradient_norm, log_verbosity=0)
-    opt = {"stiefel-sd": SteepestDescent, "stiefel-cg": ConjugateGradient,
-           "grassmann-tr": TrustRegions}[solver](**common)
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = opt.run(prob, initial_point=W0.copy())
-    elapsed = time.perf_counter() - t0
-    W = res.point
-    f = -float(res.cost)
-    g = np.linalg.norm(_riemannian_gradient(problem.kernel.phi(problem.X64, W, problem.gamma), W))
-    reason = str(res.stopping_criterion)
-    products = problem.n_phi + problem.n_objective
-    return {"objective": f, "time": elapsed, "iterations": int(res.iterations), "products": products,
-            "converged": "min grad norm" in reason, "rel_grad": g / abs(f),
-            "reason": reason}
 
 
 def main(argv=None):
