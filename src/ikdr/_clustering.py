@@ -37,6 +37,7 @@ from ._ism import _sigma_of, check_kernel_params
 from ._solver import choose_n_components, ism
 from ._spectral import clustering_gamma, njw_labels, spectral_embedding
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
+from ._validation import keep_state_on_error
 from .gamma import Gamma, centered, kernel_factor, semi_supervised_gamma
 from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
 
@@ -333,6 +334,7 @@ class ISMClustering(_AlternatingClustering):
         self.normalize = normalize
         self.random_state = random_state
 
+    @keep_state_on_error
     def fit(self, X, y=None):
         """Learn W, U and the labels from X (n x d); y is ignored."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
@@ -389,6 +391,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         self.normalize = normalize
         self.random_state = random_state
 
+    @keep_state_on_error
     def fit(self, X, scores):
         """Learn W, U and the labels from X (n x d) and expert scores (n x r or n)."""
         if scores is None:

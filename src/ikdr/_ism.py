@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._eig import lapack_top
 from ._solver import choose_n_components, ism
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
+from ._validation import keep_state_on_error
 from .gamma import supervised_gamma
 from .kernels import Gaussian, Kernel, make_kernel
 
@@ -130,6 +131,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                 or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
 
+    @keep_state_on_error
     def fit(self, X, y):
         """Learn W from training data X (n x d) and targets y (labels or continuous)."""
         self._validate_params_values()

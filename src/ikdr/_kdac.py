@@ -10,6 +10,7 @@ from sklearn.utils.validation import validate_data
 from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, alternate, \
     quadratic_trace
 from ._validation import TargetRequiredMixin, check_matrix, check_positive
+from ._validation import keep_state_on_error
 from .gamma import alternative_gamma, centered, one_hot
 from .kernels import median_sigma
 from .metrics import nmi
@@ -131,6 +132,7 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
         self.normalize = normalize
         self.random_state = random_state
 
+    @keep_state_on_error
     def fit(self, X, y_existing):
         """Find an alternative clustering of X (n x d) to ``y_existing``
         (a label vector, or a list of label vectors of earlier clusterings)."""

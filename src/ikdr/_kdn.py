@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._solver import ism
 from ._validation import check_positive
+from ._validation import keep_state_on_error
 from .gamma import centered, supervised_gamma
 from .kernels import Gaussian, median_sigma
 
@@ -178,6 +179,7 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         return {"W": W, "sigma": sigma, "omega": omega[:q], "phase": phase,
                 "hsic": normalized_hsic(out, Yc), "ism_iter": n_iter}, out
 
+    @keep_state_on_error
     def fit(self, X, y):
         """Train the network layer by layer.
 

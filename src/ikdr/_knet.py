@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._mlp import MLP, Adam, pretrain_identity
 from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
 from ._validation import check_positive
+from ._validation import keep_state_on_error
 from .gamma import Gamma, centered
 from .kernels import Gaussian, _fused
 
@@ -272,6 +273,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return value, enc_grads + dec_grads
 
     # -- fitting -----------------------------------------------------------------
+    @keep_state_on_error
     def fit(self, X, y=None):
         """Learn the embedding and cluster X.
 

@@ -29,6 +29,7 @@ from . import _core
 from ._config import get_num_threads
 from ._ksvd_metrics import singular_alignment
 from ._validation import check_positive
+from ._validation import keep_state_on_error
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
 COMPAT = ("pinv", "pca", "random")
@@ -730,6 +731,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
+    @keep_state_on_error
     def fit(self, X, Z=None, y=None):
         """Fit on the rows and columns of X, or on the point sets X and Z.
 

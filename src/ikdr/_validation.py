@@ -1,6 +1,7 @@
 """One validation path for every public entry point."""
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -17,6 +18,49 @@ def check_matrix(X, name="X", *, min_samples=2, dtype=np.float64):
     X = check_array(X, dtype=dtype, ensure_2d=True, ensure_all_finite=True,
                     ensure_min_samples=min_samples, input_name=name, order="C")
     return X
+
+
+def check_float_matrix(X, name="X", *, min_samples=2):
+    """Like :func:`check_matrix` but keeps float32 (the core has both precisions)."""
+    return check_matrix(X, name, min_samples=min_samples, dtype=FLOAT_DTYPES)
+
+
+def check_vector(values, name, *, allow_empty=False):
+    """A finite 1-D float64 array."""
+    if sp.issparse(values):
+        raise TypeError(f"{name}: sparse input is not supported here; pass a dense array")
+    values = np.asarray(values)
+    if values.dtype.kind == "c":
+        raise ValueError(f"{name}: complex values are not supported")
+    try:
+        values = values.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numeric, got dtype {values.dtype}") from None
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {values.shape}")
+    if values.size == 0 and not allow_empty:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return values
+
+
+def keep_state_on_error(fit):
+    """Decorate ``fit`` so that a failure (bad input, KeyboardInterrupt, MemoryError)
+    leaves the estimator exactly as it was: the attributes of a previous
+    successful fit survive, none of a half-finished one remain."""
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return wrapper
 
 
 def check_positive(value, name, *, allow_none=False, strict=True):
