@@ -26,7 +26,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._config import get_num_threads
+from ._config import fits_memory, get_num_threads, require_memory
 from ._ksvd_metrics import singular_alignment
 from ._validation import check_positive
 from ._validation import keep_state_on_error
@@ -93,6 +93,8 @@ class _DenseBlocks:
     def block(self, rows=None, cols=None):
         Xr = np.ascontiguousarray(_take(self.X, rows))
         Zc = np.ascontiguousarray(_take(self.Z, cols))
+        require_memory(8 * Xr.shape[0] * Zc.shape[0],
+                       f"a dense {Xr.shape[0]} x {Zc.shape[0]} block of G")
         if self.callable_kernel is not None:
             return _call_kernel(self.callable_kernel, Xr, Zc)
         if self.kernel == "sne":
@@ -234,6 +236,7 @@ class _SparseBlocks:
 
     def block(self, rows=None, cols=None):
         u, v, dl = _take(self.u, rows), _take(self.v, cols), _take(self.dl, rows)
+        require_memory(8 * u.shape[0] * v.shape[0], f"a dense {u.shape[0]} x {v.shape[0]} block of G")
         S = self.S if rows is None else self.S[rows]
         if cols is not None:
             S = S[:, cols]
@@ -322,6 +325,12 @@ def _flip_signs(U, V):
     signs = np.sign(U[idx, np.arange(U.shape[1])])
     signs[signs == 0] = 1.0
     return U * signs, V * signs
+
+
+def _dense_svd_bytes(n, m):
+    """Peak bytes of the dense SVD: G, its LAPACK copy, U, V^T and gesdd's workspace."""
+    k = min(n, m)
+    return 8 * (2 * n * m + n * k + k * m + 4 * k * k)
 
 
 def _svd_dense(G, r):
@@ -518,7 +527,10 @@ def _compat_points(A, compat, rng):
     The larger side is mapped: M > N maps the rows x_i (R^M) to R^N with
     C_x (M x N), N > M maps the columns z_j (R^N) to R^M with C_z (N x M).
     """
-    A = A.toarray() if sp.issparse(A) else A
+    if sp.issparse(A):
+        require_memory(8 * A.shape[0] * A.shape[1], f"densifying the {A.shape[0]} x {A.shape[1]} "
+                       f"sparse X for compat={compat!r}")
+        A = A.toarray()
     N, M = A.shape
     rows_mapped = M > N
     D = A if rows_mapped else np.ascontiguousarray(A.T)  # the side to map: (k x big)
@@ -789,7 +801,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         solver = self.solver
         if solver == "auto":
             size = n * m
-            solver = ("dense" if size <= AUTO_DENSE_MAX
+            dense_ok = size <= AUTO_DENSE_MAX and fits_memory(_dense_svd_bytes(n, m))
+            solver = ("dense" if dense_ok
                       else "arpack" if size <= AUTO_ARPACK_MAX and r < min(n, m) else "nystrom")
         if solver == "arpack" and r >= min(n, m):
             raise ValueError(f"solver='arpack' needs n_components < min(n, m) = {min(n, m)}")
@@ -812,6 +825,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                 raise ValueError("n_landmarks is only used by solver='nystrom'")
             op = blocks.operator
             if solver == "dense" or (op is None and solver in ("arpack", "randomized")):
+                require_memory(_dense_svd_bytes(n, m) if solver == "dense" else 8 * n * m,
+                               f"the dense {n} x {m} kernel matrix G (solver={solver!r})")
                 G = blocks.block()
             else:
                 G = op

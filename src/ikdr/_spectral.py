@@ -15,6 +15,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from ._config import fits_memory, require_memory
 from .gamma import Gamma, centered
 from .kernels import Kernel, _fused
 
@@ -30,6 +31,12 @@ def kernel_degrees(Z, kernel, *, n_threads=None):
     Z = np.ascontiguousarray(Z)
     _, deg, _ = _fused(Z, kernel._terms(Z), 0, None, n_threads=n_threads)
     return deg.astype(np.float64)
+
+
+def dense_step_bytes(n):
+    """Peak bytes of the dense U-step: K, the normalised copy M and LAPACK's
+    workspace and eigenvectors (about one more n x n)."""
+    return 3 * 8 * n * n
 
 
 def _check_degrees(deg):
@@ -57,7 +64,9 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         A fitted kernel giving a positive affinity (degrees must be > 0).
     n_clusters : int
     method : {"auto", "dense", "lanczos"}
-        "auto": dense up to :data:`DENSE_MAX_N` samples, matrix-free Lanczos above.
+        "auto": dense up to :data:`DENSE_MAX_N` samples, matrix-free Lanczos above
+        or when the dense step would exceed the memory budget
+        (:func:`ikdr.set_memory_budget`); "dense" raises ``MemoryError`` then.
     normalize : bool, default=True
         Degree normalisation :math:`D = \mathrm{diag}(K1)`; False uses D = I.
     U0 : ndarray (n, n_clusters), optional
@@ -81,9 +90,12 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     k = int(n_clusters)
     if not 1 <= k < n:
         raise ValueError(f"n_clusters={k} must be between 1 and n_samples - 1 = {n - 1}")
+    dense_bytes = dense_step_bytes(n)
     if method == "auto":
-        method = "dense" if n <= DENSE_MAX_N else "lanczos"
+        # the matrix-free path also when the dense one would exceed the memory budget
+        method = "dense" if n <= DENSE_MAX_N and fits_memory(dense_bytes) else "lanczos"
     if method == "dense":
+        require_memory(dense_bytes, f"the dense spectral step (n = {n})")
         K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
         if normalize:
             deg = _check_degrees(K.sum(axis=1))

@@ -35,7 +35,7 @@ import numbers
 import numpy as np
 
 from . import _core
-from ._config import get_num_threads, single_threaded_blas
+from ._config import get_num_threads, require_memory, single_threaded_blas
 from ._validation import check_positive
 
 __all__ = [
@@ -153,6 +153,8 @@ class Kernel:
             B = check_matrix(B, "B", min_samples=1, dtype=A.dtype)
             if B.shape[1] != A.shape[1]:
                 raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}")
+        require_memory(A.shape[0] * B.shape[0] * A.dtype.itemsize,
+                       f"a {A.shape[0]} x {B.shape[0]} kernel matrix")
         fn = _core.kernel_matrix_f32 if A.dtype == np.float32 else _core.kernel_matrix_f64
         terms = kernel._terms(A, B)
         with single_threaded_blas():
