@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._eig import lapack_top
 from ._solver import choose_n_components, ism
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
-from ._validation import keep_state_on_error
+from ._validation import check_scale, keep_state_on_error
 from .gamma import supervised_gamma
 from .kernels import Gaussian, Kernel, make_kernel
 
@@ -138,6 +138,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         kernel = check_kernel_params(self.kernel, self.sigma)
         X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64,
                              multi_output=True, y_numeric=False)
+        check_scale(X)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()

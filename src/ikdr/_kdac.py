@@ -10,7 +10,7 @@ from sklearn.utils.validation import validate_data
 from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, alternate, \
     quadratic_trace
 from ._validation import TargetRequiredMixin, check_matrix, check_positive
-from ._validation import keep_state_on_error
+from ._validation import check_scale, keep_state_on_error
 from .gamma import alternative_gamma, centered, one_hot
 from .kernels import median_sigma
 from .metrics import nmi
@@ -137,6 +137,7 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
         """Find an alternative clustering of X (n x d) to ``y_existing``
         (a label vector, or a list of label vectors of earlier clusterings)."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        check_scale(X)
         lam = check_positive(self.lam, "lam", strict=False)
         Y, existing = existing_clusterings(y_existing, X.shape[0])
         kernel, affinity, k, q, normalize = self._check_common(X)

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._solver import ism
 from ._validation import check_positive
-from ._validation import keep_state_on_error
+from ._validation import check_scale, keep_state_on_error
 from .gamma import centered, supervised_gamma
 from .kernels import Gaussian, median_sigma
 
@@ -193,6 +193,7 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         self
         """
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_scale(X)
         check_classification_targets(y)
         self._check_params()
         gamma, classes = supervised_gamma(y, target="multiclass")

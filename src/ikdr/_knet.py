@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._mlp import MLP, Adam, pretrain_identity
 from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
 from ._validation import check_positive
-from ._validation import keep_state_on_error
+from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered
 from .kernels import Gaussian, _fused
 
@@ -287,6 +287,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self
         """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        check_scale(X)
         n, d = X.shape
         k, lam, batch, hidden = self._check_params(n, d)
         rng = check_random_state(self.random_state)

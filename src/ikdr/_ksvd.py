@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._config import fits_memory, get_num_threads, require_memory
 from ._ksvd_metrics import singular_alignment
-from ._validation import check_positive
+from ._validation import check_bandwidth, check_finite_result, check_positive, check_scale
 from ._validation import keep_state_on_error
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
@@ -99,9 +99,11 @@ class _DenseBlocks:
             return _call_kernel(self.callable_kernel, Xr, Zc)
         if self.kernel == "sne":
             shift, sums = self.normalisers(rows)
-            return _core_fn("shifted_gaussian_matrix")(Xr, Zc, self.sigma, shift, sums,
-                                                       get_num_threads())
-        return _core_fn("kernel_matrix")(Xr, Zc, self._terms(), get_num_threads())
+            G = _core_fn("shifted_gaussian_matrix")(Xr, Zc, self.sigma, shift, sums,
+                                                    get_num_threads())
+        else:
+            G = _core_fn("kernel_matrix")(Xr, Zc, self._terms(), get_num_threads())
+        return check_finite_result(G, f"the {self.kernel} kernel matrix G")
 
     def new_rows(self, Xnew):
         """G between new rows and the training columns (SNE: normalised over them)."""
@@ -687,7 +689,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         elif not (isinstance(self.kernel, str) and self.kernel in KERNELS):
             raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {self.kernel!r}")
         if self.gamma is not None:
-            check_positive(self.gamma, "gamma")
+            check_bandwidth(self.gamma, "gamma")
         if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or self.degree < 1:
             raise ValueError(f"degree must be a positive int, got {self.degree!r}")
         if self.compat is not None and self.compat not in COMPAT:
@@ -708,8 +710,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         if sp.issparse(X):
             X = X.tocsr()
             X.sum_duplicates()
+            check_scale(X.data, name)
         else:
             X = np.ascontiguousarray(X)
+            check_scale(X, name)
         return X
 
     def _make_blocks(self, X, Z):

@@ -17,6 +17,26 @@ def check_matrix(X, name="X", *, min_samples=2, dtype=np.float64):
         raise TypeError(f"{name}: sparse input is not supported here; pass a dense array")
     X = check_array(X, dtype=dtype, ensure_2d=True, ensure_all_finite=True,
                     ensure_min_samples=min_samples, input_name=name, order="C")
+    return check_scale(X, name)
+
+
+def check_scale(X, name="X"):
+    """Reject values whose squares (squared distances, ``X^T Gamma X``) would
+    overflow or underflow X's floating type.
+
+    The bounds are the cube roots of the largest and smallest normal numbers
+    (float64: 5.6e102 and 2.8e-103; float32: 7.0e12 and 2.3e-13), which leaves
+    room for sums over samples and features. Returns X unchanged.
+    """
+    X = np.asarray(X)
+    info = np.finfo(X.dtype if X.dtype.kind == "f" else np.float64)
+    biggest = float(np.max(np.abs(X))) if X.size else 0.0
+    if biggest > float(info.max) ** (1 / 3):
+        raise ValueError(f"{name} has values up to {biggest:.3g}: squared distances would overflow "
+                         f"{info.dtype}; rescale {name} (e.g. StandardScaler)")
+    if 0 < biggest < float(info.tiny) ** (1 / 3):
+        raise ValueError(f"{name} has no value above {biggest:.3g} in magnitude: squared distances "
+                         f"would underflow {info.dtype}; rescale {name} (e.g. StandardScaler)")
     return X
 
 
@@ -61,6 +81,26 @@ def keep_state_on_error(fit):
             raise
 
     return wrapper
+
+
+def check_bandwidth(sigma, name="sigma"):
+    """A positive finite bandwidth whose ``1 / sigma^2`` is finite in float64."""
+    sigma = check_positive(sigma, name)
+    with np.errstate(all="ignore"):
+        s2 = np.float64(sigma) ** 2
+        ok = np.isfinite(s2) and s2 >= np.finfo(np.float64).tiny and np.isfinite(1.0 / s2)
+    if not ok:
+        raise ValueError(f"{name}={sigma:.3g} is out of range: 1/{name}^2 overflows or "
+                         f"{name}^2 overflows float64")
+    return sigma
+
+
+def check_finite_result(values, what):
+    """Raise a clear error instead of returning NaN/inf from a numerical step."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{what} is not finite (float64 overflow); lower the polynomial "
+                                 "degree, use a larger sigma or rescale the data")
+    return values
 
 
 def check_positive(value, name, *, allow_none=False, strict=True):
