@@ -123,13 +123,13 @@ def test_eigen_solver_falls_back_to_lapack_on_stall():
     assert info["method"] == "power->lapack"
     ref_vals, ref_V = lapack_top(A, 2)
     np.testing.assert_allclose(vals, ref_vals, rtol=1e-12)
-    assert ikdr.principal_angle(V, ref_V) < 1e-8
+    assert ikdr.principal_angle(V, ref_V) < 1e-6
     # ... and the ISM solver records it: Phi = X^T Gamma X = A with X = I
     gamma = ikdr.Gamma(dense=A)
     W0 = np.linalg.qr(rng.standard_normal((60, 2)))[0]
     result = ikdr.ism(np.eye(60), gamma, "linear", 2, W0=W0, eigen_solver="power")
     assert result.history[0]["eigen_solver"] == "power->lapack"
-    assert ikdr.principal_angle(result.components, ref_V) < 1e-8
+    assert ikdr.principal_angle(result.components, ref_V) < 1e-6
 
 
 def test_tied_eigenvalues_give_a_valid_subspace():
