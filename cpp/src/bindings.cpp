@@ -4,7 +4,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -47,7 +50,10 @@ const Blas& blas() {
 
 RunConfig make_config(int n_threads) {
   RunConfig cfg;
-  cfg.n_threads = n_threads > 0 ? n_threads : 1;
+  // More threads than a few per core only adds fork/join cost (and a huge
+  // request would exhaust the OpenMP runtime).
+  const int cap = 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  cfg.n_threads = n_threads > 0 ? std::min(n_threads, cap) : 1;
   cfg.check_interrupt = [] {
     py::gil_scoped_acquire gil;
     return PyErr_CheckSignals() != 0;
@@ -99,6 +105,10 @@ TermList<T> convert_terms(const py::list& spec, Index n_rows, Index n_cols) {
     term.degree = t[4].cast<int>();
     if (term.kind == TermKind::polynomial && term.degree < 1)
       throw py::value_error("polynomial degree must be >= 1");
+    if (!std::isfinite(term.weight) || !std::isfinite(term.c))
+      throw py::value_error("kernel term weight and c must be finite");
+    if (term.kind == TermKind::gaussian && !(term.sigma > 0 && std::isfinite(term.sigma)))
+      throw py::value_error("Gaussian sigma must be positive and finite");
     if (!t[5].is_none()) {
       Array<T> rows = t[5].cast<Array<T>>();
       Array<T> cols = t[6].cast<Array<T>>();
