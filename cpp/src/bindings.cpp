@@ -270,6 +270,11 @@ py::tuple top_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, int
   const Index d = a.shape(0);
   if (a.shape(1) != d) throw py::value_error("A must be square");
   if (q < 1 || q > d) throw py::value_error("q must be in [1, d]");
+  if (max_iter < 1) throw py::value_error("max_iter must be >= 1");
+  if (oversample < 0) throw py::value_error("oversample must be >= 0");
+  if (!(tol >= 0) || !std::isfinite(tol)) throw py::value_error("tol must be finite and >= 0");
+  for (Index i = 0; i < d * d; ++i)
+    if (!std::isfinite(a.data()[i])) throw py::value_error("A contains NaN or infinite values");
   const T* v = nullptr;
   if (v0) {
     if (v0->ndim() != 2 || v0->shape(0) != d || v0->shape(1) != q)
