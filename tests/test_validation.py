@@ -213,6 +213,22 @@ def test_interrupted_fit_keeps_state(monkeypatch):
     assert fitted_state(est) == before and est.n_features_in_ == D
 
 
+@pytest.mark.parametrize("spec", SPECS, ids=repr)
+@pytest.mark.parametrize("case, patterns", [("nan", ["nan"]), ("inf", ["infinity"]),
+                                            ("width", ["features"]), ("1-D", ["2D"]),
+                                            ("empty", ["0 sample"])])
+def test_transform_rejects_bad_X(spec, case, patterns):
+    est = fitted(spec)
+    X = {"nan": _nan(X0), "inf": _inf(X0), "width": X0[:, :2], "1-D": X0[:, 0],
+         "empty": X0[:0]}[case]
+    methods = [m for m in ("transform", "predict") if hasattr(est, m)]
+    if spec.name == "KNetClustering":
+        methods = ["transform"]  # predict is transform + nearest centre
+    for method in methods:
+        with raises(ValueError, *patterns):
+            getattr(est, method)(X)
+
+
 # ----------------------------------------------------------- sparse input
 @pytest.mark.parametrize("spec", [s for s in SPECS if not s.sparse], ids=repr)
 def test_sparse_X_unsupported_clear_message(spec):
