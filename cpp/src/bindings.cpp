@@ -4,7 +4,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -47,7 +50,10 @@ const Blas& blas() {
 
 RunConfig make_config(int n_threads) {
   RunConfig cfg;
-  cfg.n_threads = n_threads > 0 ? n_threads : 1;
+  // More threads than a few per core only adds fork/join cost (and a huge
+  // request would exhaust the OpenMP runtime).
+  const int cap = 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  cfg.n_threads = n_threads > 0 ? std::min(n_threads, cap) : 1;
   cfg.check_interrupt = [] {
     py::gil_scoped_acquire gil;
     return PyErr_CheckSignals() != 0;
@@ -99,6 +105,10 @@ TermList<T> convert_terms(const py::list& spec, Index n_rows, Index n_cols) {
     term.degree = t[4].cast<int>();
     if (term.kind == TermKind::polynomial && term.degree < 1)
       throw py::value_error("polynomial degree must be >= 1");
+    if (!std::isfinite(term.weight) || !std::isfinite(term.c))
+      throw py::value_error("kernel term weight and c must be finite");
+    if (term.kind == TermKind::gaussian && !(term.sigma > 0 && std::isfinite(term.sigma)))
+      throw py::value_error("Gaussian sigma must be positive and finite");
     if (!t[5].is_none()) {
       Array<T> rows = t[5].cast<Array<T>>();
       Array<T> cols = t[6].cast<Array<T>>();
@@ -260,6 +270,11 @@ py::tuple top_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, int
   const Index d = a.shape(0);
   if (a.shape(1) != d) throw py::value_error("A must be square");
   if (q < 1 || q > d) throw py::value_error("q must be in [1, d]");
+  if (max_iter < 1) throw py::value_error("max_iter must be >= 1");
+  if (oversample < 0) throw py::value_error("oversample must be >= 0");
+  if (!(tol >= 0) || !std::isfinite(tol)) throw py::value_error("tol must be finite and >= 0");
+  for (Index i = 0; i < d * d; ++i)
+    if (!std::isfinite(a.data()[i])) throw py::value_error("A contains NaN or infinite values");
   const T* v = nullptr;
   if (v0) {
     if (v0->ndim() != 2 || v0->shape(0) != d || v0->shape(1) != q)

@@ -204,6 +204,7 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
     }
     orthonormalise(v, d, p);
   }
+  if (static_cast<Index>(vals.size()) < q) vals.assign(p, T(0));  // max_iter < 1: no Ritz values
   res.values.assign(vals.begin(), vals.begin() + q);
   res.vectors.resize(d * q);
   for (Index r = 0; r < d; ++r)

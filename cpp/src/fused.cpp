@@ -58,18 +58,27 @@ namespace {
 // a single-threaded BLAS call: the BLAS and OpenMP thread pools then never
 // spin against each other on the same cores (the Python layer holds SciPy's
 // BLAS at one thread during these calls).
+//
+// The row blocks have a fixed size, independent of the thread count: every row
+// of C then comes from a BLAS call of the same shape at the same offset, so the
+// result is bitwise the same for any number of threads (a BLAS may round rows
+// differently depending on where they fall in its register blocking).
+constexpr Index gemm_block_rows = 64;
+
 template <class T>
 void parallel_gemm_rows(const Blas& blas, int n_threads, bool trans_b, Index m, Index n, Index k,
                         const T* a, Index lda, const T* b, Index ldb, T* c, Index ldc) {
-  const int chunks = static_cast<int>(std::max<Index>(1, std::min<Index>(n_threads, m / 8)));
+  const Index blocks = (m + gemm_block_rows - 1) / gemm_block_rows;
+  const int threads = static_cast<int>(std::max<Index>(1, std::min<Index>(n_threads, blocks)));
 #ifdef IKDR_HAVE_OPENMP
-#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+#pragma omp parallel for num_threads(threads) schedule(static)
 #endif
-  for (int t = 0; t < chunks; ++t) {
-    const Index r0 = m * t / chunks, r1 = m * (t + 1) / chunks;
+  for (Index blk = 0; blk < blocks; ++blk) {
+    const Index r0 = blk * gemm_block_rows, r1 = std::min(m, r0 + gemm_block_rows);
     gemm_row_major<T>(blas, false, trans_b, r1 - r0, n, k, T(1), a + r0 * lda, lda, b, ldb, T(0),
                       c + r0 * ldc, ldc);
   }
+  (void)threads;
 }
 
 // Up to this width, Gram rows (points) and Gamma rows (factor) are formed in

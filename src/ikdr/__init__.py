@@ -7,6 +7,7 @@ from importlib.metadata import PackageNotFoundError, version as _version
 
 from . import _core, datasets, gamma, graph, kernels, metrics  # noqa: F401
 from ._config import get_num_threads, num_threads, set_num_threads, show_config
+from ._config import get_memory_budget, memory_budget, set_memory_budget
 from ._hsic import hsic
 from ._clustering import ISMClustering, SemiSupervisedISM
 from ._ism import ISM
@@ -30,4 +31,5 @@ __all__ = [
     "ksvd_bicluster", "metrics", "select_sigma_lambda",
     "ism", "kernels", "median_sigma", "num_threads", "principal_angle", "set_num_threads",
     "show_config", "supervised_gamma", "__version__",
+    "get_memory_budget", "memory_budget", "set_memory_budget",
 ]

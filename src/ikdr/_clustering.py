@@ -38,6 +38,7 @@ from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
 from ._spectral import clustering_gamma, njw_labels, spectral_embedding
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
+from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered, kernel_factor, semi_supervised_gamma
 from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
 
@@ -354,9 +355,11 @@ class ISMClustering(_AlternatingClustering):
         self.random_state = random_state
         self.verbose = verbose
 
+    @keep_state_on_error
     def fit(self, X, y=None):
         """Learn W, U and the labels from X (n x d); y is ignored."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        check_scale(X)
         kernel, affinity, k, q, normalize = self._check_common(X)
 
         with self._report() as report:
@@ -413,6 +416,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         self.random_state = random_state
         self.verbose = verbose
 
+    @keep_state_on_error
     def fit(self, X, scores):
         """Learn W, U and the labels from X (n x d) and expert scores (n x r or n)."""
         if scores is None:
@@ -420,6 +424,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
                              "None: give the expert scores, fit(X, scores)")
         X, scores = validate_data(self, X, scores, dtype=np.float64, ensure_min_samples=2,
                                   multi_output=True, y_numeric=True)
+        check_scale(X)
         mu = check_positive(self.mu, "mu", strict=False)
         if not isinstance(self.score_kernel, (str, Kernel)):
             raise TypeError("score_kernel must be a name or an ikdr.kernels.Kernel")

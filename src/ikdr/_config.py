@@ -125,3 +125,114 @@ def show_config(file=None) -> None:
         f"Python: {sys.version.split()[0]}",
     ]
     print("\n".join(lines), file=file or sys.stdout)
+
+
+# -- memory budget of the dense n x n paths ------------------------------------
+_memory_budget: int | None = None
+#: fraction of the physical memory a single dense allocation may take by default
+DEFAULT_MEMORY_FRACTION = 0.5
+_UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20,
+          "MIB": 2**20, "G": 2**30, "GB": 2**30, "GIB": 2**30, "T": 2**40, "TB": 2**40,
+          "TIB": 2**40}
+
+
+def _parse_bytes(text) -> int:
+    s = str(text).strip().upper().replace(" ", "")
+    number = s.rstrip("KMGTIB")
+    unit = s[len(number):]
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"IKDR_MEMORY_BUDGET must be a number of bytes such as 4000000000 "
+                         f"or '4G', got {text!r}") from None
+    if unit not in _UNITS or not value > 0 or value != value or value == float("inf"):
+        raise ValueError(f"IKDR_MEMORY_BUDGET must be a positive size such as '512M' or '4G', "
+                         f"got {text!r}")
+    return int(value * _UNITS[unit])
+
+
+def _physical_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return None
+
+
+def get_memory_budget() -> int:
+    """Bytes a single dense n x n allocation of ikdr may use.
+
+    ``set_memory_budget`` wins, then the environment variable
+    ``IKDR_MEMORY_BUDGET`` (bytes, or with a unit: ``"512M"``, ``"4G"``), then
+    half of the physical memory (16 GiB when it cannot be read).
+    """
+    if _memory_budget is not None:
+        return _memory_budget
+    env = os.environ.get("IKDR_MEMORY_BUDGET")
+    if env:
+        return _parse_bytes(env)
+    total = _physical_memory()
+    return int(DEFAULT_MEMORY_FRACTION * total) if total else 16 * 2**30
+
+
+def set_memory_budget(nbytes) -> None:
+    """Set the memory budget of ikdr's dense paths (bytes, ``"4G"``, or None for the default).
+
+    Before forming a dense n x n (or n x m) matrix, ikdr estimates its size.
+    Above the budget it takes the matrix-free path when there is one (the
+    Lanczos spectral step, ARPACK for :class:`ikdr.KernelSVD`) and otherwise
+    raises ``MemoryError`` with the estimate, instead of being killed by the
+    operating system.
+
+    Examples
+    --------
+    >>> import ikdr
+    >>> ikdr.set_memory_budget("1G"); ikdr.get_memory_budget()
+    1073741824
+    >>> ikdr.set_memory_budget(None)
+    """
+    global _memory_budget
+    if nbytes is None:
+        _memory_budget = None
+        return
+    if isinstance(nbytes, str):
+        _memory_budget = _parse_bytes(nbytes)
+        return
+    if isinstance(nbytes, bool) or not hasattr(nbytes, "__index__") and not isinstance(nbytes, float):
+        raise TypeError(f"nbytes must be an int, a size string or None, got {type(nbytes).__name__}")
+    if not nbytes > 0 or nbytes != nbytes or nbytes == float("inf"):
+        raise ValueError(f"nbytes must be positive and finite, got {nbytes}")
+    _memory_budget = int(nbytes)
+
+
+@contextlib.contextmanager
+def memory_budget(nbytes):
+    """Context manager: run a block with another memory budget (see :func:`set_memory_budget`)."""
+    global _memory_budget
+    previous = _memory_budget
+    set_memory_budget(nbytes)
+    try:
+        yield
+    finally:
+        _memory_budget = previous
+
+
+def _format_bytes(n) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def fits_memory(nbytes) -> bool:
+    """Whether an allocation of ``nbytes`` stays within the memory budget."""
+    return nbytes <= get_memory_budget()
+
+
+def require_memory(nbytes, what: str) -> None:
+    """Raise ``MemoryError`` (with the estimate) when ``what`` would exceed the budget."""
+    budget = get_memory_budget()
+    if nbytes > budget:
+        raise MemoryError(f"{what} needs an estimated {_format_bytes(nbytes)}, above ikdr's "
+                          f"memory budget of {_format_bytes(budget)}; use a matrix-free option, "
+                          "a smaller problem, or raise the budget (ikdr.set_memory_budget or "
+                          "IKDR_MEMORY_BUDGET)")

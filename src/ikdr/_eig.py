@@ -21,8 +21,18 @@ def _fix_signs(vecs):
 
 
 def lapack_top(A, q):
+    """The q largest eigenpairs of symmetric A by LAPACK, eigenvalues descending."""
     d = A.shape[0]
+    if not np.all(np.isfinite(A)):
+        raise ValueError("the matrix to diagonalise contains NaN or infinite values "
+                         "(float64 overflow in the kernel or its derivative)")
     vals, vecs = scipy.linalg.eigh(A, subset_by_index=[d - q, d - 1], driver="evr")
+    if vecs.shape[1] != q:
+        # dsyevr's index range can return no pairs at all on a cluster of
+        # (nearly) equal eigenvalues, e.g. H = I - 11^T/n (measured: 0 of 2);
+        # the divide-and-conquer driver computes them all.
+        vals, vecs = scipy.linalg.eigh(A, driver="evd")
+        vals, vecs = vals[d - q:], vecs[:, d - q:]
     return vals[::-1].copy(), np.ascontiguousarray(vecs[:, ::-1])
 
 

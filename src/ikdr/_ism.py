@@ -12,6 +12,7 @@ from ._eig import lapack_top
 from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
+from ._validation import check_scale, keep_state_on_error
 from .gamma import supervised_gamma
 from .kernels import Gaussian, Kernel, make_kernel
 
@@ -137,12 +138,14 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                 or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
 
+    @keep_state_on_error
     def fit(self, X, y):
         """Learn W from training data X (n x d) and targets y (labels or continuous)."""
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma)
         X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64,
                              multi_output=True, y_numeric=False)
+        check_scale(X)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()

@@ -10,6 +10,7 @@ from sklearn.utils.validation import validate_data
 from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, alternate, \
     quadratic_trace
 from ._validation import TargetRequiredMixin, check_matrix, check_positive
+from ._validation import check_scale, keep_state_on_error
 from .gamma import alternative_gamma, centered, one_hot
 from .kernels import median_sigma
 from .metrics import nmi
@@ -132,10 +133,12 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
         self.random_state = random_state
         self.verbose = verbose
 
+    @keep_state_on_error
     def fit(self, X, y_existing):
         """Find an alternative clustering of X (n x d) to ``y_existing``
         (a label vector, or a list of label vectors of earlier clusterings)."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        check_scale(X)
         lam = check_positive(self.lam, "lam", strict=False)
         Y, existing = existing_clusterings(y_existing, X.shape[0])
         kernel, affinity, k, q, normalize = self._check_common(X)

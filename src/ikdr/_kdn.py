@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._progress import IterationReport, check_verbose
 from ._solver import ism
 from ._validation import check_positive
+from ._validation import check_scale, keep_state_on_error
 from .gamma import centered, supervised_gamma
 from .kernels import Gaussian, median_sigma
 
@@ -185,6 +186,7 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         return {"W": W, "sigma": sigma, "omega": omega[:q], "phase": phase,
                 "hsic": normalized_hsic(out, Yc), "ism_iter": n_iter}, out
 
+    @keep_state_on_error
     def fit(self, X, y):
         """Train the network layer by layer.
 
@@ -198,6 +200,7 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         self
         """
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        check_scale(X)
         check_classification_targets(y)
         self._check_params()
         gamma, classes = supervised_gamma(y, target="multiclass")

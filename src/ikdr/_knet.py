@@ -13,6 +13,7 @@ from ._mlp import MLP, Adam, pretrain_identity
 from ._progress import IterationReport, check_verbose
 from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
 from ._validation import check_positive
+from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered
 from .kernels import Gaussian, _fused
 
@@ -278,6 +279,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return value, enc_grads + dec_grads
 
     # -- fitting -----------------------------------------------------------------
+    @keep_state_on_error
     def fit(self, X, y=None):
         """Learn the embedding and cluster X.
 
@@ -291,6 +293,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self
         """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        check_scale(X)
         n, d = X.shape
         k, lam, batch, hidden = self._check_params(n, d)
         rng = check_random_state(self.random_state)

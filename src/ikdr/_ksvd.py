@@ -26,10 +26,11 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._config import get_num_threads
+from ._config import fits_memory, get_num_threads, require_memory
 from ._ksvd_metrics import singular_alignment
 from ._progress import IterationReport, check_verbose
-from ._validation import check_positive
+from ._validation import check_bandwidth, check_finite_result, check_positive, check_scale
+from ._validation import keep_state_on_error
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
 COMPAT = ("pinv", "pca", "random")
@@ -93,13 +94,17 @@ class _DenseBlocks:
     def block(self, rows=None, cols=None):
         Xr = np.ascontiguousarray(_take(self.X, rows))
         Zc = np.ascontiguousarray(_take(self.Z, cols))
+        require_memory(8 * Xr.shape[0] * Zc.shape[0],
+                       f"a dense {Xr.shape[0]} x {Zc.shape[0]} block of G")
         if self.callable_kernel is not None:
             return _call_kernel(self.callable_kernel, Xr, Zc)
         if self.kernel == "sne":
             shift, sums = self.normalisers(rows)
-            return _core_fn("shifted_gaussian_matrix")(Xr, Zc, self.sigma, shift, sums,
-                                                       get_num_threads())
-        return _core_fn("kernel_matrix")(Xr, Zc, self._terms(), get_num_threads())
+            G = _core_fn("shifted_gaussian_matrix")(Xr, Zc, self.sigma, shift, sums,
+                                                    get_num_threads())
+        else:
+            G = _core_fn("kernel_matrix")(Xr, Zc, self._terms(), get_num_threads())
+        return check_finite_result(G, f"the {self.kernel} kernel matrix G")
 
     def new_rows(self, Xnew):
         """G between new rows and the training columns (SNE: normalised over them)."""
@@ -234,6 +239,7 @@ class _SparseBlocks:
 
     def block(self, rows=None, cols=None):
         u, v, dl = _take(self.u, rows), _take(self.v, cols), _take(self.dl, rows)
+        require_memory(8 * u.shape[0] * v.shape[0], f"a dense {u.shape[0]} x {v.shape[0]} block of G")
         S = self.S if rows is None else self.S[rows]
         if cols is not None:
             S = S[:, cols]
@@ -322,6 +328,12 @@ def _flip_signs(U, V):
     signs = np.sign(U[idx, np.arange(U.shape[1])])
     signs[signs == 0] = 1.0
     return U * signs, V * signs
+
+
+def _dense_svd_bytes(n, m):
+    """Peak bytes of the dense SVD: G, its LAPACK copy, U, V^T and gesdd's workspace."""
+    k = min(n, m)
+    return 8 * (2 * n * m + n * k + k * m + 4 * k * k)
 
 
 def _svd_dense(G, r):
@@ -520,7 +532,10 @@ def _compat_points(A, compat, rng):
     The larger side is mapped: M > N maps the rows x_i (R^M) to R^N with
     C_x (M x N), N > M maps the columns z_j (R^N) to R^M with C_z (N x M).
     """
-    A = A.toarray() if sp.issparse(A) else A
+    if sp.issparse(A):
+        require_memory(8 * A.shape[0] * A.shape[1], f"densifying the {A.shape[0]} x {A.shape[1]} "
+                       f"sparse X for compat={compat!r}")
+        A = A.toarray()
     N, M = A.shape
     rows_mapped = M > N
     D = A if rows_mapped else np.ascontiguousarray(A.T)  # the side to map: (k x big)
@@ -684,7 +699,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         elif not (isinstance(self.kernel, str) and self.kernel in KERNELS):
             raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {self.kernel!r}")
         if self.gamma is not None:
-            check_positive(self.gamma, "gamma")
+            check_bandwidth(self.gamma, "gamma")
         if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or self.degree < 1:
             raise ValueError(f"degree must be a positive int, got {self.degree!r}")
         if self.compat is not None and self.compat not in COMPAT:
@@ -706,8 +721,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         if sp.issparse(X):
             X = X.tocsr()
             X.sum_duplicates()
+            check_scale(X.data, name)
         else:
             X = np.ascontiguousarray(X)
+            check_scale(X, name)
         return X
 
     def _make_blocks(self, X, Z):
@@ -741,6 +758,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
+    @keep_state_on_error
     def fit(self, X, Z=None, y=None):
         """Fit on the rows and columns of X, or on the point sets X and Z.
 
@@ -798,7 +816,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         solver = self.solver
         if solver == "auto":
             size = n * m
-            solver = ("dense" if size <= AUTO_DENSE_MAX
+            dense_ok = size <= AUTO_DENSE_MAX and fits_memory(_dense_svd_bytes(n, m))
+            solver = ("dense" if dense_ok
                       else "arpack" if size <= AUTO_ARPACK_MAX and r < min(n, m) else "nystrom")
         if solver == "arpack" and r >= min(n, m):
             raise ValueError(f"solver='arpack' needs n_components < min(n, m) = {min(n, m)}")
@@ -822,6 +841,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                 raise ValueError("n_landmarks is only used by solver='nystrom'")
             op = blocks.operator
             if solver == "dense" or (op is None and solver in ("arpack", "randomized")):
+                require_memory(_dense_svd_bytes(n, m) if solver == "dense" else 8 * n * m,
+                               f"the dense {n} x {m} kernel matrix G (solver={solver!r})")
                 G = blocks.block()
             else:
                 G = op

@@ -34,6 +34,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from ._eig import _fix_signs, top_eigenvectors
+from ._validation import check_float_matrix, check_vector
 from .gamma import Gamma
 from .kernels import Kernel, _fused, make_kernel
 
@@ -179,6 +180,12 @@ class ISMResult:
 def principal_angle(U, V):
     r"""Largest principal angle between the column spaces of U and V (radians),
     :math:`\arccos \sigma_{\min}(U^T V)` for orthonormal U, V."""
+    U, V = np.asarray(U, dtype=np.float64), np.asarray(V, dtype=np.float64)
+    if U.ndim != 2 or V.ndim != 2 or U.shape[0] != V.shape[0]:
+        raise ValueError(f"U and V must be 2-D with the same number of rows, got shapes "
+                         f"{U.shape} and {V.shape}")
+    if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V))):
+        raise ValueError("U or V contains NaN or infinite values")
     s = np.linalg.svd(U.T @ V, compute_uv=False)
     return float(np.arccos(np.clip(s.min(), -1.0, 1.0))) if s.size else 0.0
 
@@ -186,7 +193,7 @@ def principal_angle(U, V):
 def choose_n_components(eigenvalues, *, minimum=1):
     """q by the largest eigengap ``lambda_q - lambda_{q+1}`` of a descending
     spectrum, with q >= ``minimum`` (dissertation Eq. 3.11)."""
-    vals = np.sort(np.asarray(eigenvalues, dtype=np.float64))[::-1]
+    vals = np.sort(check_vector(eigenvalues, "eigenvalues"))[::-1]
     d = vals.shape[0]
     minimum = max(1, min(int(minimum), d))
     if minimum >= d:
@@ -508,9 +515,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     """
     if not isinstance(gamma, Gamma):
         raise TypeError(f"gamma must be an ikdr.gamma.Gamma, got {type(gamma).__name__}")
-    X = np.ascontiguousarray(X)
-    if X.dtype not in (np.float64, np.float32):
-        X = X.astype(np.float64)
+    X = check_float_matrix(X, "X")
     n, d = X.shape
     if gamma.n != n:
         raise ValueError(f"Gamma is {gamma.n} x {gamma.n} but X has {n} rows")

@@ -9,12 +9,13 @@ the fused C++ kernel product, so memory stays O(n k).
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from ._config import fits_memory, require_memory
+from ._eig import lapack_top
 from .gamma import Gamma, centered
 from .kernels import Kernel, _fused
 
@@ -32,8 +33,17 @@ def kernel_degrees(Z, kernel, *, n_threads=None):
     return deg.astype(np.float64)
 
 
+def dense_step_bytes(n):
+    """Peak bytes of the dense U-step: K, the normalised copy M and LAPACK's
+    workspace and eigenvectors (about one more n x n)."""
+    return 3 * 8 * n * n
+
+
 def _check_degrees(deg):
-    if not np.all(np.isfinite(deg)) or np.any(deg <= 0):
+    if not np.all(np.isfinite(deg)):
+        raise ValueError("the kernel's degrees D = diag(K 1) are not finite (float64 overflow); "
+                         "rescale X or use a larger sigma")
+    if np.any(deg <= 0):
         raise ValueError("the kernel's degree matrix D = diag(K 1) is not positive; the spectral "
                          "step needs a positive affinity (e.g. a Gaussian kernel)")
     return deg
@@ -57,7 +67,9 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         A fitted kernel giving a positive affinity (degrees must be > 0).
     n_clusters : int
     method : {"auto", "dense", "lanczos"}
-        "auto": dense up to :data:`DENSE_MAX_N` samples, matrix-free Lanczos above.
+        "auto": dense up to :data:`DENSE_MAX_N` samples, matrix-free Lanczos above
+        or when the dense step would exceed the memory budget
+        (:func:`ikdr.set_memory_budget`); "dense" raises ``MemoryError`` then.
     normalize : bool, default=True
         Degree normalisation :math:`D = \mathrm{diag}(K1)`; False uses D = I.
     U0 : ndarray (n, n_clusters), optional
@@ -81,9 +93,12 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     k = int(n_clusters)
     if not 1 <= k < n:
         raise ValueError(f"n_clusters={k} must be between 1 and n_samples - 1 = {n - 1}")
+    dense_bytes = dense_step_bytes(n)
     if method == "auto":
-        method = "dense" if n <= DENSE_MAX_N else "lanczos"
+        # the matrix-free path also when the dense one would exceed the memory budget
+        method = "dense" if n <= DENSE_MAX_N and fits_memory(dense_bytes) else "lanczos"
     if method == "dense":
+        require_memory(dense_bytes, f"the dense spectral step (n = {n})")
         K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
         if normalize:
             deg = _check_degrees(K.sum(axis=1))
@@ -98,8 +113,7 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         # busy (here 0.7 s instead of 14 ms at n = 400, 3.3 s instead of 0.55 s at
         # n = 2,000 on 2 shared cores), and its gain on an idle machine is small.
         with threadpool_limits(limits=1, user_api="blas"):
-            vals, U = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
-        vals, U = vals[::-1], U[:, ::-1]
+            vals, U = lapack_top(M, k)
     elif method == "lanczos":
         terms = kernel._terms(Z)
         if normalize:

@@ -72,6 +72,9 @@ class Gamma:
 
     def toarray(self):
         """The dense n x n matrix (for tests and small problems)."""
+        from ._config import require_memory
+
+        require_memory(8 * self.n * self.n, f"a dense {self.n} x {self.n} Gamma")
         if self.dense is not None:
             return self.dense.copy()
         return (self.factor * self._s()) @ self.factor.T

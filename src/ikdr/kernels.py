@@ -35,8 +35,8 @@ import numbers
 import numpy as np
 
 from . import _core
-from ._config import get_num_threads, single_threaded_blas
-from ._validation import check_positive
+from ._config import get_num_threads, require_memory, single_threaded_blas
+from ._validation import check_bandwidth, check_finite_result, check_positive
 
 __all__ = [
     "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
@@ -153,10 +153,13 @@ class Kernel:
             B = check_matrix(B, "B", min_samples=1, dtype=A.dtype)
             if B.shape[1] != A.shape[1]:
                 raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}")
+        require_memory(A.shape[0] * B.shape[0] * A.dtype.itemsize,
+                       f"a {A.shape[0]} x {B.shape[0]} kernel matrix")
         fn = _core.kernel_matrix_f32 if A.dtype == np.float32 else _core.kernel_matrix_f64
         terms = kernel._terms(A, B)
         with single_threaded_blas():
-            return fn(A, B, _cast_terms(terms, A.dtype), n_threads or get_num_threads())
+            K = fn(A, B, _cast_terms(terms, A.dtype), n_threads or get_num_threads())
+        return check_finite_result(K, f"the kernel matrix of {kernel!r}")
 
     def phi(self, X, W, gamma, *, n_threads=None):
         r"""The ISM surrogate :math:`\Phi(W)` (d x d) for the objective ``Tr(Gamma K_XW)``.
@@ -170,7 +173,7 @@ class Kernel:
         Z = np.ascontiguousarray(X @ W, dtype=X.dtype)
         y, _, _ = _fused(Z, self._terms(X), 1, gamma, rhs=X, n_threads=n_threads)
         phi = X.T @ y
-        return 0.5 * (phi + phi.T)
+        return check_finite_result(0.5 * (phi + phi.T), f"Phi(W) of the kernel {self!r}")
 
     def phi0(self, X, gamma):
         r""":math:`\Phi_0 = \Phi(W=0)`, the W-free start (ISM paper, Theorem 3)."""
@@ -185,7 +188,7 @@ class Kernel:
                 out += inner * gamma.quadratic(X)
             if lap:
                 out += lap * gamma.laplacian_quadratic(X, row_weights)
-        return 0.5 * (out + out.T)
+        return check_finite_result(0.5 * (out + out.T), f"Phi_0 of the kernel {self!r}")
 
     def objective(self, X, W, gamma, *, n_threads=None):
         r"""``Tr(Gamma K_XW)`` (ISM paper, Eq. 1), without forming K."""
@@ -193,7 +196,8 @@ class Kernel:
         X = np.ascontiguousarray(X)
         Z = np.ascontiguousarray(X @ W, dtype=X.dtype) if W is not None else X
         _, row_sums, _ = _fused(Z, self._terms(X), 0, gamma, rhs=None, n_threads=n_threads)
-        return float(np.sum(row_sums, dtype=np.float64))
+        return float(check_finite_result(np.sum(row_sums, dtype=np.float64),
+                                         f"Tr(Gamma K) of the kernel {self!r}"))
 
     def _is_resolved(self):
         return all(k._is_resolved_member() for _, k in self.members())
@@ -311,12 +315,14 @@ class Gaussian(Kernel):
     def __init__(self, sigma="median"):
         self.sigma = sigma
         if not (isinstance(sigma, str) and sigma == "median"):
-            check_positive(sigma, "sigma")
+            check_bandwidth(sigma, "sigma")
 
     def fit(self, X, random_state=None):
         out = copy.copy(self)
         if isinstance(self.sigma, str):
             out.sigma = median_sigma(X, random_state=random_state)
+        else:
+            _warn_if_kernel_vanishes(X, float(self.sigma))
         return out
 
     def _is_resolved_member(self):
@@ -332,6 +338,28 @@ class Gaussian(Kernel):
     def _phi0_parts(self, weight, X):
         # 2 * f'(0) = -1 / sigma^2
         return 0.0, -weight / float(self.sigma) ** 2, None
+
+
+def _warn_if_kernel_vanishes(X, sigma, max_rows=200):
+    """Warn when sigma is so small against the data that every off-diagonal
+    Gaussian entry underflows to 0 (K = I: the objective no longer depends on W)."""
+    from scipy.spatial.distance import pdist
+
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] < 2:
+        return
+    rows = X[np.linspace(0, X.shape[0] - 1, min(X.shape[0], max_rows)).astype(int)]
+    d2 = pdist(rows, "sqeuclidean")
+    d2 = d2[d2 > 0]
+    # exp(-t) is 0 in float64 for t > 745
+    if d2.size and float(np.min(d2)) / (2.0 * sigma * sigma) > 745.0:
+        import warnings
+
+        warnings.warn(f"Gaussian sigma={sigma:.3g} is tiny against the data (nearest distinct "
+                      f"points {np.sqrt(np.min(d2)):.3g} apart): every off-diagonal kernel entry "
+                      "is 0 in float64, so the kernel matrix is the identity and the result "
+                      "carries no information; use a larger sigma or sigma='median'",
+                      RuntimeWarning, stacklevel=3)
 
 
 class RelativeGaussian(Kernel):
