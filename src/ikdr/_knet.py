@@ -296,7 +296,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     @staticmethod
     def _objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=False,
                    with_value=True):
-        """Objective (4.8a) on rows X (a batch) and the gradients of every
+        r"""Objective (4.8a) on rows X (a batch) and the gradients of every
         parameter, for gradient *ascent*.
 
         The embedding is the network output scaled to a fixed spread,
