@@ -50,7 +50,7 @@ def main():
     print(f"threads={ikdr.get_num_threads()}")
     print("KNetClustering.fit (seed 0)")
     print(f"{'data':8s} {'n':>5s} {'fit s':>8s} {'paper RT':>9s} {'paper RT+prep':>14s} "
-          f"{'rounds':>6s} {'NMI':>6s} {'paper':>6s}")
+          f"{'rounds':>6s} {'undone':>6s} {'output':>8s} {'NMI':>6s} {'paper':>6s}")
     for name in filter(None, args.knet.split(",")):
         X, y = load(name)
         k = len(np.unique(y))
@@ -62,6 +62,7 @@ def main():
         score = normalized_mutual_info_score(y, model.labels_, average_method="geometric")
         prep, rt = PAPER_KNET[name]
         print(f"{name:8s} {len(X):5d} {dt:8.2f} {rt:9.1f} {prep + rt:14.1f} {model.n_iter_:6d} "
+              f"{model.n_rejected_:6d} {model.rounding_:>8s} "
               f"{score:6.3f} {PAPER_KNET_NMI[name]:6.3f}", flush=True)
     print("KernelDependenceNetwork.fit (all samples, seed 0)")
     print(f"{'data':8s} {'n':>5s} {'fit s':>8s} {'paper s':>8s} {'layers':>6s} {'train acc':>9s}")

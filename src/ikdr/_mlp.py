@@ -117,6 +117,16 @@ class Adam:
         self.v = [np.zeros_like(p) for p in params]
         self.t = 0
 
+    def state(self):
+        """A copy of the moments and step count (for :meth:`restore`)."""
+        return [m.copy() for m in self.m], [v.copy() for v in self.v], self.t
+
+    def restore(self, state):
+        """Return to a :meth:`state` taken earlier (an undone step)."""
+        m, v, self.t = state
+        for dst, src in zip(self.m + self.v, m + v):
+            dst[...] = src
+
     def step(self, grads):
         self.t += 1
         c1 = 1.0 - self.beta1 ** self.t
