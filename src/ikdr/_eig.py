@@ -93,7 +93,7 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
         ``matmat(V0)``, usually already known (it is the gradient product).
     extra : ndarray (d, e), optional
         Additional start columns (e.g. the extra Ritz vectors of the previous
-        call); without them e = max(5, q // 2) random columns are used.
+        call); without them e = max(10, q) random columns are used.
     tol : float
         Stop when every one of the first q residuals
         :math:`\|Av_j - \theta_j v_j\|` is at most ``tol`` times the largest
@@ -111,7 +111,7 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
     V0 = np.asarray(V0, dtype=np.float64)
     d = V0.shape[0]
     if extra is None:
-        e = min(max(5, q // 2), d - q)
+        e = min(max(10, q), d - q)
         rng = np.random.default_rng(0)
         extra = rng.standard_normal((d, e))
     p = min(d, q + extra.shape[1])

@@ -58,20 +58,20 @@ _DENSE_HESSIAN_MAX_DIM = 12
 # block iterations when Phi's q-th eigenvalue lies inside its bulk (supervised
 # ISM with q = number of classes). Matrix-free wins when
 #     _PANEL_FLOPS + 2 d  >  _MF_EXPECTED_PASSES (_PANEL_FLOPS + 4 p),
-# i.e. for q = 10 (p = 15) above d ~ 1,170. Below _MF_MIN_SAMPLES the Python
+# i.e. for q = 10 (p = 20) above d ~ 1,370. Below _MF_MIN_SAMPLES the Python
 # overhead of the extra passes dominates and Phi is formed densely.
 _PANEL_FLOPS = 60
 _MF_EXPECTED_PASSES = 20
 _MF_MIN_SAMPLES = 1000
 #: relative residual (to the largest Ritz value) of the matrix-free eigensolves
-_MF_TOL = 1e-10
-_MF_MAX_ITER = 40
+_MF_TOL = 1e-8
+_MF_MAX_ITER = 60
 #: iterations of the certificate's matrix-free Hessian eigenvalue estimate
 _MF_HESSIAN_ITER = 10
 
 
 def _extra_columns(d, q):
-    return min(max(5, q // 2), d - q)
+    return min(max(10, q), d - q)
 
 
 def _use_matrix_free(phi_solver, kernel, n, d, q):
@@ -565,8 +565,8 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         next eigensolve's first product) and, for a Gaussian kernel, its
         objective. ``"auto"`` goes matrix-free when the estimated flops say so:
         :math:`F + 2d > 20(F + 4p)` with F about 60 flops to form one panel
-        entry, p = q + max(5, q/2) and 20 the typical number of block
-        iterations per step, i.e. above d of about 1,170 for q = 10, and
+        entry, p = q + max(10, q) and 20 the typical number of block
+        iterations per step, i.e. above d of about 1,370 for q = 10, and
         n >= 1000. The safeguarded (trust-region) phase, which is rarely
         needed, forms :math:`\Phi` densely; the certificate after a
         matrix-free run uses the same products (its eigengap and Hessian
