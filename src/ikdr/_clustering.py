@@ -33,7 +33,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._ism import _sigma_of, check_kernel_params
+from ._ism import _sigma_of, check_dtype, check_kernel_params
 from ._solver import choose_n_components, ism
 from ._spectral import clustering_gamma, njw_labels, spectral_embedding
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
@@ -132,10 +132,11 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
     converged = False
     best = None
     for it in range(1, max_iter + 1):
+        # The inner W-steps skip the Hessian part of the certificate (not stored).
         result = ism(X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER, n_threads=n_threads,
-                     random_state=random_state, warn=False)
+                     random_state=random_state, warn=False, certify=False)
         W_new = result.components
-        Z = np.ascontiguousarray(X @ W_new)
+        Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
         U_new, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
                                               n_threads=n_threads, normalize=normalize, U0=U)
         dU = subspace_change(U, U_new)
@@ -175,6 +176,7 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     """Shared parameter checks, fitted attributes and transform."""
 
     def _check_common(self, X):
+        self._dtype = check_dtype(getattr(self, "dtype", np.float64))
         check_positive(self.tol, "tol")
         self._max_iter = check_max_iter(self.max_iter)
         kernel = check_kernel_params(self.kernel, self.sigma)
@@ -248,6 +250,11 @@ _COMMON_PARAMS = r"""
         negative values, so ``K 1`` can vanish or change sign).
     random_state : int, RandomState instance or None
         Seeds the median heuristic's subsample, the Lanczos start vector and k-means.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Precision of the C++ kernel products during ``fit``. ``np.float32``
+        runs the fused products (and their BLAS calls) in single precision,
+        about twice as fast at large n, with HSIC agreeing to about 1e-4
+        relative; the certificate and the fitted attributes stay float64.
 """
 
 _COMMON_ATTRS = r"""
@@ -322,7 +329,8 @@ class ISMClustering(_AlternatingClustering):
     """
 
     def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="median",
-                 max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None):
+                 max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
+                 dtype=np.float64):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.kernel = kernel
@@ -332,13 +340,15 @@ class ISMClustering(_AlternatingClustering):
         self.affinity = affinity
         self.normalize = normalize
         self.random_state = random_state
+        self.dtype = dtype
 
     def fit(self, X, y=None):
         """Learn W, U and the labels from X (n x d); y is ignored."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         kernel, affinity, k, q, normalize = self._check_common(X)
 
-        out = alternate(X, kernel, affinity, k, q, clustering_gamma, normalize=normalize,
+        out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q,
+                        clustering_gamma, normalize=normalize,
                         max_iter=self._max_iter, tol=self.tol, random_state=self.random_state)
         out["normalize"] = normalize
         self._store(out)
@@ -376,7 +386,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
                  sigma="median", score_kernel="gaussian", max_iter=20, tol=1e-3,
-                 affinity=None, normalize="auto", random_state=None):
+                 affinity=None, normalize="auto", random_state=None, dtype=np.float64):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.mu = mu
@@ -388,6 +398,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         self.affinity = affinity
         self.normalize = normalize
         self.random_state = random_state
+        self.dtype = dtype
 
     def fit(self, X, scores):
         """Learn W, U and the labels from X (n x d) and expert scores (n x r or n)."""
@@ -414,7 +425,8 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
             quality = float(np.sum(vals))
             return {"score_term": score_term, "objective": quality + mu * score_term}
 
-        out = alternate(X, kernel, affinity, k, q, build, normalize=normalize,
+        out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, build,
+                        normalize=normalize,
                         max_iter=self._max_iter, tol=self.tol, random_state=self.random_state,
                         measure=measure)
         out["normalize"] = normalize

@@ -119,7 +119,7 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, sigma="median", lam=1.0,
                  kernel="gaussian", max_iter=20, tol=1e-3, affinity=None, normalize="auto",
-                 random_state=None):
+                 random_state=None, dtype=np.float64):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.sigma = sigma
@@ -130,6 +130,7 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
         self.affinity = affinity
         self.normalize = normalize
         self.random_state = random_state
+        self.dtype = dtype
 
     def fit(self, X, y_existing):
         """Find an alternative clustering of X (n x d) to ``y_existing``
@@ -148,7 +149,8 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
             quality = float(np.sum(vals))
             return {"alternativeness": alt, "objective": quality - lam * alt}
 
-        out = alternate(X, kernel, affinity, k, q, build, normalize=normalize,
+        out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, build,
+                        normalize=normalize,
                         max_iter=self._max_iter, tol=self.tol, random_state=self.random_state,
                         measure=measure)
         out["normalize"] = normalize

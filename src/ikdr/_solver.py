@@ -68,6 +68,10 @@ _MF_TOL = 1e-8
 _MF_MAX_ITER = 60
 #: iterations of the certificate's matrix-free Hessian eigenvalue estimate
 _MF_HESSIAN_ITER = 10
+#: above this d the certificate of a plain run never forms the d x d Phi (a dense
+#: Phi costs as much as ~2d / _PANEL_FLOPS thin passes, more than the ~20 the
+#: matrix-free certificate needs)
+_DENSE_CERTIFICATE_MAX_DIM = 256
 
 
 def _extra_columns(d, q):
@@ -467,7 +471,7 @@ def _hessian_max_eigenvalue(problem, W, phi, surrogate):
 # --------------------------------------------------------------------------
 def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         criterion="eigenvalues", max_iter=100, eigen_solver="auto", n_threads=None,
-        random_state=None, warn=True, gtol=1e-6, certify=True, phi_solver="auto"):
+        random_state=None, warn=True, gtol=1e-6, certify=True, phi_solver="auto", dtype=None):
     r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
 
     Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
@@ -552,6 +556,10 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         False, only the first-order part (one Phi evaluation) is computed and
         the Hessian fields are NaN / None: use it in inner loops.
 
+    dtype : {None, numpy.float64, numpy.float32}, default=None
+        Precision of the plain steps' C++ products; None keeps X's own
+        (float32 or float64). The safeguarded phase and the certificate
+        always work in float64.
     phi_solver : {"auto", "dense", "matrix_free"}, default="auto"
         How a plain step finds the top-q eigenvectors of :math:`\Phi(W)`.
         ``"dense"`` forms the d x d :math:`\Phi = X^T L(\Psi) X` (one fused pass
@@ -569,8 +577,10 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         iterations per step, i.e. above d of about 1,370 for q = 10, and
         n >= 1000. The safeguarded (trust-region) phase, which is rarely
         needed, forms :math:`\Phi` densely; the certificate after a
-        matrix-free run uses the same products (its eigengap and Hessian
-        eigenvalue are then estimated by short block iterations).
+        matrix-free run, or of any plain run with d > 256, uses the same
+        products (its eigengap and largest Hessian eigenvalue are then
+        estimated by short block iterations; with ``certify=False`` only the
+        gradient is computed and the eigengap is NaN).
 
     Returns
     -------
@@ -588,6 +598,10 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     if not isinstance(gamma, Gamma):
         raise TypeError(f"gamma must be an ikdr.gamma.Gamma, got {type(gamma).__name__}")
     X = np.ascontiguousarray(X)
+    if dtype is not None:
+        if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise ValueError(f"dtype must be None, numpy.float64 or numpy.float32, got {dtype!r}")
+        X = X.astype(dtype, copy=False)
     if X.dtype not in (np.float64, np.float32):
         X = X.astype(np.float64)
     n, d = X.shape
@@ -787,8 +801,8 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     if not stalled and not converged:
         stopping_rule = "max_iter"
     solve_time = time.perf_counter() - t0
-    if matrix_free and phase == "plain":
-        final_pw = PW if problem.X is problem.X64 else None
+    if phase == "plain" and kernel.depends_on_w and (matrix_free or d > _DENSE_CERTIFICATE_MAX_DIM):
+        final_pw = PW if matrix_free and problem.X is problem.X64 else None
         certificate = _certify_matrix_free(problem, W, final_pw, objective, converged,
                                            stopping_rule, gtol, certify, plain_steps, tr_steps,
                                            rejected, extra)
