@@ -72,6 +72,25 @@ void parallel_gemm_rows(const Blas& blas, int n_threads, bool trans_b, Index m, 
   }
 }
 
+// C (m x n) = A B with the columns of B and C split over the threads.
+template <class T>
+void parallel_gemm_cols(const Blas& blas, int n_threads, Index m, Index n, Index k, const T* a,
+                        Index lda, const T* b, Index ldb, T* c, Index ldc) {
+  const int chunks = static_cast<int>(std::max<Index>(1, std::min<Index>(n_threads, n / 16)));
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+#endif
+  for (int t = 0; t < chunks; ++t) {
+    const Index c0 = n * t / chunks, c1 = n * (t + 1) / chunks;
+    gemm_row_major<T>(blas, false, false, m, c1 - c0, k, T(1), a, lda, b + c0, ldb, T(0), c + c0,
+                      ldc);
+  }
+}
+
+// Right-hand sides at least this wide get tall panels (see fused_product)
+constexpr Index wide_rhs_cols = 128;
+constexpr Index wide_panel_bytes = Index(64) << 20;
+
 // Up to this width, Gram rows (points) and Gamma rows (factor) are formed in
 // cache by PanelOps::dot_row rather than by a panel-sized GEMM buffer.
 constexpr Index thin_limit = 64;
@@ -344,7 +363,17 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
   const std::vector<T> sq_a = squared_norms(pts.a, pts.n, pts.k);
   const std::vector<T> sq_b = pts.a == pts.b && pts.n == pts.m ? sq_a : squared_norms(pts.b, pts.m, pts.k);
   const auto col_scales = column_scales(terms, pts.m);
-  const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
+  // A wide right-hand side (forming Phi = X^T L(Psi) X passes X itself) is
+  // streamed from memory once per panel, so its panels are taller: up to
+  // wide_panel_bytes, at least 256 rows where that fits. Its GEMM is split
+  // over the threads by right-hand-side columns (each thread reads the
+  // shared panel and its own slice of rhs) instead of by panel rows (each
+  // thread would stream all of rhs).
+  const bool wide = rhs != nullptr && rhs_cols >= wide_rhs_cols;
+  const Index target = wide ? std::max(cfg.panel_elements,
+                                       std::min<Index>(256 * pts.m, wide_panel_bytes / Index(sizeof(T))))
+                            : cfg.panel_elements;
+  const Index rows = panel_rows(pts.n, pts.m, target);
   Panel<T> p;
   allocate(p, rows, pts.m, terms, mode, gamma.g_rows != nullptr, pts, gamma);
   std::vector<T> sm(rows), sb(rows);
@@ -357,8 +386,12 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
     if (row_sum_b) std::copy(sb.begin(), sb.begin() + len, row_sum_b + r0);
     if (rhs != nullptr && rhs_cols > 0) {
       T* y_rows = y + r0 * rhs_cols;
-      parallel_gemm_rows<T>(blas, cfg.n_threads, false, len, rhs_cols, pts.m, m_panel, pts.m,
-                            rhs, rhs_cols, y_rows, rhs_cols);
+      if (wide)
+        parallel_gemm_cols<T>(blas, cfg.n_threads, len, rhs_cols, pts.m, m_panel, pts.m, rhs,
+                              rhs_cols, y_rows, rhs_cols);
+      else
+        parallel_gemm_rows<T>(blas, cfg.n_threads, false, len, rhs_cols, pts.m, m_panel, pts.m,
+                              rhs, rhs_cols, y_rows, rhs_cols);
       if (mode == Mode::gradient) {
         // Laplacian diagonal: only rows of the same point set carry it.
         for (Index i = 0; i < len; ++i) {
