@@ -302,6 +302,20 @@ class _Problem:
             self.n_objective += 1
         return np.asarray(X.T @ y, dtype=np.float64), objective
 
+    def phi_and_objective(self, W, native=False):
+        r"""The dense :math:`\Phi(W)` and, when the kernel lets it be read off the
+        same pass, :math:`f(W)` (else None): one fused pass with rhs X."""
+        self.n_phi += 1
+        X = self.X if native else self.X64
+        Z = np.ascontiguousarray(X @ W.astype(X.dtype, copy=False))
+        y, _, row_sums_b = _fused(Z, self.kernel._terms(X), 1, self.gamma, rhs=X,
+                                  n_threads=self.n_threads)
+        phi = np.asarray(X.T @ y, dtype=np.float64)
+        objective = self.kernel._objective_from_gradient_sums(row_sums_b)
+        if objective is not None:
+            self.n_objective += 1
+        return 0.5 * (phi + phi.T), objective
+
     def phi_times_w(self, W, R):
         r""":math:`\Phi(W) R` without forming the d x d :math:`\Phi`: one fused product
         with the n x q right-hand side XR instead of the n x d X (float64)."""
@@ -659,8 +673,17 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         else:
             phi = problem.phi(W, native=True)
             lam, W, info = top_eigenvectors(phi, q, W, method=eigen_solver)
+    # Dense steps of a kernel whose objective is read off the gradient pass
+    # (Gaussian) evaluate each new W by the pass that forms its Phi (needed by
+    # the next step anyway), or, when the step is the last, by a thin pass
+    # that also gives the final gradient: no separate objective passes.
+    reuse = kernel.depends_on_w and not matrix_free and \
+        kernel._objective_from_gradient_sums(np.zeros(1)) is not None
+    next_phi = None
     if matrix_free:
         PW, objective = mf_evaluate(W)
+    elif reuse:
+        next_phi, objective = problem.phi_and_objective(W, native=True)
     else:
         objective = problem.objective(W, native=True)
     record(W, objective, lam, np.nan, np.nan, info["method"], "start")
@@ -669,7 +692,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     phase = "plain"
     converged = not kernel.depends_on_w
     stopping_rule = "exact" if converged else "max_iter"
-    phi = None              # Phi at the current W (float64), when known
+    phi = next_phi          # Phi at the current W (float64), when known
     native_objective = True  # whether `objective` was computed in X's dtype
     prev_gnorm = np.nan
     radius = radius_max = None
@@ -722,7 +745,19 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
 
         if phase == "plain":
             lam_new, V, info = top_eigenvectors(phi, q, W, method=eigen_solver)
-            f_new = problem.objective(V, native=True)
+            norm = np.linalg.norm(lam_new)
+            change = float(np.linalg.norm(lam_new - lam) / norm) if norm > 0 else 0.0
+            angle = principal_angle(W, V)
+            next_phi = next_pw = None
+            if reuse:
+                last = (criterion == "eigenvalues" and change < tol) or \
+                    (criterion == "angle" and angle < tol)
+                if last:
+                    next_pw, f_new = problem.phi_products(V, V, native=True)
+                else:
+                    next_phi, f_new = problem.phi_and_objective(V, native=True)
+            else:
+                f_new = problem.objective(V, native=True)
             if f_new < objective - 16 * eps * abs(objective):
                 # The plain step would descend (cycle / overshoot): refuse it.
                 rejected += 1
@@ -732,10 +767,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
                 continue
             n_iter += 1
             plain_steps += 1
-            norm = np.linalg.norm(lam_new)
-            change = float(np.linalg.norm(lam_new - lam) / norm) if norm > 0 else 0.0
-            angle = principal_angle(W, V)
-            W, lam, objective, phi = V, lam_new, f_new, None
+            W, lam, objective, phi, PW = V, lam_new, f_new, next_phi, next_pw
             record(W, objective, lam, change, angle, info["method"], "plain")
             if criterion == "eigenvalues" and change < tol:
                 converged, stopping_rule = True, "eigenvalues"
@@ -802,7 +834,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         stopping_rule = "max_iter"
     solve_time = time.perf_counter() - t0
     if phase == "plain" and kernel.depends_on_w and (matrix_free or d > _DENSE_CERTIFICATE_MAX_DIM):
-        final_pw = PW if matrix_free and problem.X is problem.X64 else None
+        final_pw = PW if PW is not None and problem.X is problem.X64 else None
         certificate = _certify_matrix_free(problem, W, final_pw, objective, converged,
                                            stopping_rule, gtol, certify, plain_steps, tr_steps,
                                            rejected, extra)
