@@ -239,14 +239,14 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
     T dot_buf[column_chunk], dist_buf[column_chunk], inner[column_chunk], diff[column_chunk],
         gbuf[column_chunk];
     T scaled[row_block][thin_limit];
-    T sm[row_block], sb[row_block];
+    double sm[row_block], sb[row_block];  // rows of float32 panels sum in double
 #ifdef IKDR_HAVE_OPENMP
 #pragma omp for schedule(static)
 #endif
     for (Index blk = 0; blk < n_blocks; ++blk) {
       const Index i0 = blk * row_block, i1 = std::min(rows, i0 + row_block);
       for (Index i = i0; i < i1; ++i) {
-        sm[i - i0] = sb[i - i0] = T(0);
+        sm[i - i0] = sb[i - i0] = 0.0;
         if (thin_gamma)
           for (Index c = 0; c < gamma.rank; ++c)
             scaled[i - i0][c] =
@@ -287,8 +287,8 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
         }
       }
       for (Index i = i0; i < i1; ++i) {
-        if (sum_m) sum_m[i] = sm[i - i0];
-        if (sum_b) sum_b[i] = sb[i - i0];
+        if (sum_m) sum_m[i] = T(sm[i - i0]);
+        if (sum_b) sum_b[i] = T(sb[i - i0]);
       }
     }
   }
