@@ -68,9 +68,10 @@ _MF_TOL = 1e-8
 _MF_MAX_ITER = 60
 #: iterations of the certificate's matrix-free Hessian eigenvalue estimate
 _MF_HESSIAN_ITER = 10
-#: above this d the certificate of a plain run never forms the d x d Phi (a dense
-#: Phi costs as much as ~2d / _PANEL_FLOPS thin passes, more than the ~20 the
-#: matrix-free certificate needs)
+#: above this d (and from _MF_MIN_SAMPLES samples) the first-order certificate
+#: (certify=False) of a plain run takes the gradient from one thin pass instead
+#: of forming Phi (the full certificate's Hessian eigenvalue needs the dense
+#: Phi's preconditioner, and costs about as much as the matrix-free one at d = 784)
 _DENSE_CERTIFICATE_MAX_DIM = 256
 
 
@@ -591,10 +592,11 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         iterations per step, i.e. above d of about 1,370 for q = 10, and
         n >= 1000. The safeguarded (trust-region) phase, which is rarely
         needed, forms :math:`\Phi` densely; the certificate after a
-        matrix-free run, or of any plain run with d > 256, uses the same
-        products (its eigengap and largest Hessian eigenvalue are then
-        estimated by short block iterations; with ``certify=False`` only the
-        gradient is computed and the eigengap is NaN).
+        matrix-free run uses the same products (its eigengap and largest
+        Hessian eigenvalue are then estimated by short block iterations); with
+        ``certify=False``, d > 256 and n >= 1000 (or after matrix-free steps)
+        only the gradient is computed, from one such product, and the eigengap
+        is NaN.
 
     Returns
     -------
@@ -833,7 +835,8 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     if not stalled and not converged:
         stopping_rule = "max_iter"
     solve_time = time.perf_counter() - t0
-    if phase == "plain" and kernel.depends_on_w and (matrix_free or d > _DENSE_CERTIFICATE_MAX_DIM):
+    thin_gradient_only = not certify and d > _DENSE_CERTIFICATE_MAX_DIM and n >= _MF_MIN_SAMPLES
+    if phase == "plain" and kernel.depends_on_w and (matrix_free or thin_gradient_only):
         final_pw = PW if PW is not None and problem.X is problem.X64 else None
         certificate = _certify_matrix_free(problem, W, final_pw, objective, converged,
                                            stopping_rule, gtol, certify, plain_steps, tr_steps,
