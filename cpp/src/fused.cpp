@@ -81,6 +81,25 @@ void parallel_gemm_rows(const Blas& blas, int n_threads, bool trans_b, Index m, 
   (void)threads;
 }
 
+// C (m x n) = A B with the columns of B and C split over the threads.
+template <class T>
+void parallel_gemm_cols(const Blas& blas, int n_threads, Index m, Index n, Index k, const T* a,
+                        Index lda, const T* b, Index ldb, T* c, Index ldc) {
+  const int chunks = static_cast<int>(std::max<Index>(1, std::min<Index>(n_threads, n / 16)));
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+#endif
+  for (int t = 0; t < chunks; ++t) {
+    const Index c0 = n * t / chunks, c1 = n * (t + 1) / chunks;
+    gemm_row_major<T>(blas, false, false, m, c1 - c0, k, T(1), a, lda, b + c0, ldb, T(0), c + c0,
+                      ldc);
+  }
+}
+
+// Right-hand sides at least this wide get tall panels (see fused_product)
+constexpr Index wide_rhs_cols = 128;
+constexpr Index wide_panel_bytes = Index(64) << 20;
+
 // Up to this width, Gram rows (points) and Gamma rows (factor) are formed in
 // cache by PanelOps::dot_row rather than by a panel-sized GEMM buffer.
 constexpr Index thin_limit = 64;
@@ -135,11 +154,12 @@ struct Panel {
   std::vector<T> col_factor;  // per-column bandwidth factor of a relative Gaussian
 };
 
-// Accumulate the terms for row i of the panel into inner (a / value) and diff (b).
+// Accumulate the terms for row i of the panel into inner (a / value) and diff (b),
+// over `cols` columns starting at column j0 (col_scales are indexed from j0).
 template <class T>
 void accumulate_row(const PanelOps<T>& ops, const std::vector<Term<T>>& terms, Mode mode,
-                    Index i_global, Index cols, const T* dot, const T* dist, T* inner, T* diff,
-                    const std::vector<std::vector<T>>& col_scales) {
+                    Index i_global, Index j0, Index cols, const T* dot, const T* dist, T* inner,
+                    T* diff, const std::vector<std::vector<T>>& col_scales) {
   for (std::size_t t = 0; t < terms.size(); ++t) {
     const Term<T>& term = terms[t];
     const T w = T(term.weight);
@@ -154,7 +174,7 @@ void accumulate_row(const PanelOps<T>& ops, const std::vector<Term<T>>& terms, M
         break;
       case TermKind::gaussian: {
         // k = exp(-dist * e_ij), e_ij = 1 / (2 s_i s_j); f'(beta) = -e_ij k.
-        const T* v = col_scales[t].empty() ? nullptr : col_scales[t].data();
+        const T* v = col_scales[t].empty() ? nullptr : col_scales[t].data() + j0;
         const T u = term.scale_rows ? T(0.5) / term.scale_rows[i_global]
                                     : T(0.5 / (term.sigma * term.sigma));
         if (mode == Mode::value) ops.add_exp(inner, dist, w, u, v, 0, cols);
@@ -175,6 +195,12 @@ void accumulate_row(const PanelOps<T>& ops, const std::vector<Term<T>>& terms, M
   }
 }
 
+// Columns of one row handled together: every intermediate (Gram entries,
+// distances, Gamma entries, kernel weights) of a chunk stays in L1, and only
+// the combined Psi entry is written to the panel (one store per entry instead
+// of a pass over each m-long scratch row).
+constexpr Index column_chunk = 256;
+
 // Evaluate rows [r0, r0 + rows) of Psi = Gamma o h into out (rows x m),
 // with row sums of M and of 2 Gamma o b.
 template <class T>
@@ -184,18 +210,17 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
                     Panel<T>& p, T* out, Index ld_out, T* sum_m, T* sum_b, int n_threads) {
   const PanelOps<T>& ops = panel_ops<T>();
   const Index m = pts.m, k = pts.k;
-  const bool use_dist = needs_distance(terms), use_dot = needs_dot(terms);
+  const bool use_dist = needs_distance(terms);
   const bool has_diff = use_dist && mode == Mode::gradient;
   const bool self = pts.a == pts.b && pts.n == pts.m;  // same rows, not just a view at offset 0
   // Gram block: every ISM kernel is a function of <z_i, z_j> and the norms.
-  // Thin points (k small, the projected XW of ISM) are multiplied row by row
-  // in cache below; wide ones go through one BLAS GEMM per panel.
+  // Thin points (k small, the projected XW of ISM) are multiplied chunk by
+  // chunk in cache below; wide ones go through one BLAS GEMM per panel.
   const bool thin_points = !p.points_t.empty();
   if (!thin_points)
     parallel_gemm_rows<T>(blas, n_threads, true, rows, m, k, pts.a + r0 * k, k, pts.b, k,
                           p.dot.data(), m);
   const T* g_panel = nullptr;
-  Index ld_g = m;
   const bool thin_gamma = !p.factor_t.empty();
   if (gamma.dense != nullptr) {
     g_panel = gamma.dense + r0 * m;
@@ -210,41 +235,71 @@ void evaluate_panel(const Blas& blas, const PointPair<T>& pts, const T* sq_a, co
                           p.gamma.data(), m);
     g_panel = p.gamma.data();
   }
+  // Tiles of row_block rows x column_chunk columns: the column chunk of the
+  // transposed points / Gamma factor (k x chunk, r x chunk) is reused from L1
+  // by all rows of the block instead of being streamed from L2 once per row.
+  constexpr Index row_block = 8;
+  const Index n_blocks = (rows + row_block - 1) / row_block;
 #ifdef IKDR_HAVE_OPENMP
-#pragma omp parallel for num_threads(n_threads) schedule(static)
+#pragma omp parallel num_threads(n_threads)
 #endif
-  for (Index i = 0; i < rows; ++i) {
-    const Index ig = r0 + i;
-    T* dot = p.dot.data() + i * m;
-    if (thin_points) ops.dot_row(dot, pts.a + ig * k, p.points_t.data(), k, m, m);
-    const T* g_row = g_panel ? g_panel + i * ld_g : nullptr;
-    if (thin_gamma) {
-      const Index r = gamma.rank;
-      T* gbuf = p.gamma.data() + i * m;
-      T scaled[thin_limit];
-      for (Index c = 0; c < r; ++c) scaled[c] = gamma.g_rows[ig * r + c] * (gamma.s ? gamma.s[c] : T(1));
-      ops.dot_row(gbuf, scaled, p.factor_t.data(), r, m, m);
-      g_row = gbuf;
+  {
+    // Per-thread chunk scratch (a few KB: stays in L1).
+    T dot_buf[column_chunk], dist_buf[column_chunk], inner[column_chunk], diff[column_chunk],
+        gbuf[column_chunk];
+    T scaled[row_block][thin_limit];
+    double sm[row_block], sb[row_block];  // rows of float32 panels sum in double
+#ifdef IKDR_HAVE_OPENMP
+#pragma omp for schedule(static)
+#endif
+    for (Index blk = 0; blk < n_blocks; ++blk) {
+      const Index i0 = blk * row_block, i1 = std::min(rows, i0 + row_block);
+      for (Index i = i0; i < i1; ++i) {
+        sm[i - i0] = sb[i - i0] = 0.0;
+        if (thin_gamma)
+          for (Index c = 0; c < gamma.rank; ++c)
+            scaled[i - i0][c] =
+                gamma.g_rows[(r0 + i) * gamma.rank + c] * (gamma.s ? gamma.s[c] : T(1));
+      }
+      for (Index j0 = 0; j0 < m; j0 += column_chunk) {
+        const Index len = std::min(column_chunk, m - j0);
+        for (Index i = i0; i < i1; ++i) {
+          const Index ig = r0 + i;
+          T* dot;
+          if (thin_points) {
+            dot = dot_buf;
+            ops.dot_row(dot, pts.a + ig * k, p.points_t.data() + j0, k, m, len);
+          } else {
+            dot = p.dot.data() + i * m + j0;
+          }
+          const T* g_row = g_panel ? g_panel + i * m + j0 : nullptr;
+          if (thin_gamma) {
+            ops.dot_row(gbuf, scaled[i - i0], p.factor_t.data() + j0, gamma.rank, m, len);
+            g_row = gbuf;
+          }
+          T* dist = nullptr;
+          if (use_dist) {
+            dist = dist_buf;
+            std::copy(dot, dot + len, dist);
+            ops.squared_distance(dist, sq_b + j0, sq_a[ig], len);
+            if (self && ig >= j0 && ig < j0 + len) dist[ig - j0] = T(0);
+          }
+          std::fill(inner, inner + len, T(0));
+          if (has_diff) std::fill(diff, diff + len, T(0));
+          accumulate_row(ops, terms, mode, ig, j0, len, dot, dist, inner,
+                         has_diff ? diff : nullptr, col_scales);
+          T csm = 0, csb = 0;
+          ops.combine(out + i * ld_out + j0, inner, has_diff ? diff : nullptr, g_row, len, &csm,
+                      &csb);
+          sm[i - i0] += csm;
+          sb[i - i0] += csb;
+        }
+      }
+      for (Index i = i0; i < i1; ++i) {
+        if (sum_m) sum_m[i] = T(sm[i - i0]);
+        if (sum_b) sum_b[i] = T(sb[i - i0]);
+      }
     }
-    T* dist = nullptr;
-    if (use_dist) {
-      dist = use_dot ? p.dist.data() + i * m : dot;
-      if (use_dot) std::copy(dot, dot + m, dist);
-      ops.squared_distance(dist, sq_b, sq_a[ig], m);
-      if (self) dist[ig] = T(0);
-    }
-    T* inner = p.inner.data() + i * m;
-    std::fill(inner, inner + m, T(0));
-    T* diff = nullptr;
-    if (has_diff) {
-      diff = p.diff.data() + i * m;
-      std::fill(diff, diff + m, T(0));
-    }
-    accumulate_row(ops, terms, mode, ig, m, dot, dist, inner, diff, col_scales);
-    T sm = 0, sb = 0;
-    ops.combine(out + i * ld_out, inner, diff, g_row, m, &sm, &sb);
-    if (sum_m) sum_m[i] = sm;
-    if (sum_b) sum_b[i] = sb;
   }
 }
 
@@ -279,12 +334,11 @@ void allocate(Panel<T>& p, Index rows, Index m, const std::vector<Term<T>>& term
               bool factored, const PointPair<T>& pts, const GammaView<T>& gamma) {
   if (pts.k <= thin_limit) p.points_t = transposed(pts.b, pts.m, pts.k);
   if (factored && gamma.rank <= thin_limit) p.factor_t = transposed(gamma.g_cols, pts.m, gamma.rank);
-  const bool use_dist = needs_distance(terms), use_dot = needs_dot(terms);
-  p.dot.reset(rows * m);
-  if (use_dist && use_dot) p.dist.reset(rows * m);
-  p.inner.reset(rows * m);
-  if (use_dist && mode == Mode::gradient) p.diff.reset(rows * m);
-  if (factored) p.gamma.reset(rows * m);
+  (void)terms;
+  (void)mode;
+  if (p.points_t.empty()) p.dot.reset(rows * m);  // wide points: Gram block by GEMM
+  p.inner.reset(rows * m);                         // the Psi panel handed to the GEMM
+  if (factored && p.factor_t.empty()) p.gamma.reset(rows * m);
 }
 
 void poll(const RunConfig& cfg) {
@@ -318,7 +372,17 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
   const std::vector<T> sq_a = squared_norms(pts.a, pts.n, pts.k);
   const std::vector<T> sq_b = pts.a == pts.b && pts.n == pts.m ? sq_a : squared_norms(pts.b, pts.m, pts.k);
   const auto col_scales = column_scales(terms, pts.m);
-  const Index rows = panel_rows(pts.n, pts.m, cfg.panel_elements);
+  // A wide right-hand side (forming Phi = X^T L(Psi) X passes X itself) is
+  // streamed from memory once per panel, so its panels are taller: up to
+  // wide_panel_bytes, at least 256 rows where that fits. Its GEMM is split
+  // over the threads by right-hand-side columns (each thread reads the
+  // shared panel and its own slice of rhs) instead of by panel rows (each
+  // thread would stream all of rhs).
+  const bool wide = rhs != nullptr && rhs_cols >= wide_rhs_cols;
+  const Index target = wide ? std::max(cfg.panel_elements,
+                                       std::min<Index>(256 * pts.m, wide_panel_bytes / Index(sizeof(T))))
+                            : cfg.panel_elements;
+  const Index rows = panel_rows(pts.n, pts.m, target);
   Panel<T> p;
   allocate(p, rows, pts.m, terms, mode, gamma.g_rows != nullptr, pts, gamma);
   std::vector<T> sm(rows), sb(rows);
@@ -331,8 +395,12 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
     if (row_sum_b) std::copy(sb.begin(), sb.begin() + len, row_sum_b + r0);
     if (rhs != nullptr && rhs_cols > 0) {
       T* y_rows = y + r0 * rhs_cols;
-      parallel_gemm_rows<T>(blas, cfg.n_threads, false, len, rhs_cols, pts.m, m_panel, pts.m,
-                            rhs, rhs_cols, y_rows, rhs_cols);
+      if (wide)
+        parallel_gemm_cols<T>(blas, cfg.n_threads, len, rhs_cols, pts.m, m_panel, pts.m, rhs,
+                              rhs_cols, y_rows, rhs_cols);
+      else
+        parallel_gemm_rows<T>(blas, cfg.n_threads, false, len, rhs_cols, pts.m, m_panel, pts.m,
+                              rhs, rhs_cols, y_rows, rhs_cols);
       if (mode == Mode::gradient) {
         // Laplacian diagonal: only rows of the same point set carry it.
         for (Index i = 0; i < len; ++i) {

@@ -33,7 +33,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._ism import _sigma_of, check_kernel_params
+from ._ism import _sigma_of, check_dtype, check_kernel_params
 from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
 from ._spectral import clustering_gamma, njw_labels, spectral_embedding
@@ -139,10 +139,11 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
     if report is not None and report.verbose >= 2:
         inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
     for it in range(1, max_iter + 1):
+        # The inner W-steps skip the Hessian part of the certificate (not stored).
         result = ism(X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER, n_threads=n_threads,
-                     random_state=random_state, warn=False, callback=inner)
+                     random_state=random_state, warn=False, certify=False, callback=inner)
         W_new = result.components
-        Z = np.ascontiguousarray(X @ W_new)
+        Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
         U_new, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
                                               n_threads=n_threads, normalize=normalize, U0=U)
         dU = subspace_change(U, U_new)
@@ -185,6 +186,7 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     """Shared parameter checks, fitted attributes and transform."""
 
     def _check_common(self, X):
+        self._dtype = check_dtype(getattr(self, "dtype", np.float64))
         check_positive(self.tol, "tol")
         check_verbose(self.verbose)
         self._max_iter = check_max_iter(self.max_iter)
@@ -268,6 +270,11 @@ _COMMON_PARAMS = r"""
         subspace change of U and W, quality, ISM iterations, time); 2 also
         the W-steps' ISM iterations. With tqdm installed, a progress bar on a
         terminal.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Precision of the C++ kernel products during ``fit``. ``np.float32``
+        runs the fused products (and their BLAS calls) in single precision,
+        about twice as fast at large n, with HSIC agreeing to about 1e-4
+        relative; the certificate and the fitted attributes stay float64.
 """
 
 _COMMON_ATTRS = r"""
@@ -343,7 +350,7 @@ class ISMClustering(_AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="median",
                  max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
-                 verbose=0):
+                 verbose=0, dtype=np.float64):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.kernel = kernel
@@ -354,6 +361,7 @@ class ISMClustering(_AlternatingClustering):
         self.normalize = normalize
         self.random_state = random_state
         self.verbose = verbose
+        self.dtype = dtype
 
     @keep_state_on_error
     def fit(self, X, y=None):
@@ -363,7 +371,7 @@ class ISMClustering(_AlternatingClustering):
         kernel, affinity, k, q, normalize = self._check_common(X)
 
         with self._report() as report:
-            out = alternate(X, kernel, affinity, k, q, clustering_gamma, normalize=normalize,
+            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, clustering_gamma, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
                             random_state=self.random_state, report=report)
         out["normalize"] = normalize
@@ -402,7 +410,8 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
                  sigma="median", score_kernel="gaussian", max_iter=20, tol=1e-3,
-                 affinity=None, normalize="auto", random_state=None, verbose=0):
+                 affinity=None, normalize="auto", random_state=None, verbose=0,
+                 dtype=np.float64):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.mu = mu
@@ -415,6 +424,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         self.normalize = normalize
         self.random_state = random_state
         self.verbose = verbose
+        self.dtype = dtype
 
     @keep_state_on_error
     def fit(self, X, scores):
@@ -444,7 +454,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
             return {"score_term": score_term, "objective": quality + mu * score_term}
 
         with self._report() as report:
-            out = alternate(X, kernel, affinity, k, q, build, normalize=normalize,
+            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, build, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
                             random_state=self.random_state, measure=measure, report=report)
         out["normalize"] = normalize

@@ -22,6 +22,17 @@ def _sigma_of(kernel):
     return sigmas[0] if sigmas else None
 
 
+def check_dtype(dtype):
+    """The working precision of an estimator: float64 or float32 (a ValueError otherwise)."""
+    try:
+        out = np.dtype(dtype)
+    except TypeError:
+        out = None
+    if out not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be numpy.float64 or numpy.float32, got {dtype!r}")
+    return out.type
+
+
 def check_kernel_params(kernel, sigma):
     """Validate the (kernel, sigma) pair shared by the estimators."""
     if not (isinstance(sigma, str) and sigma == "median"):
@@ -72,6 +83,11 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         >= 1 prints one line per ISM iteration (objective, relative eigenvalue
         change or principal angle, step kind, elapsed time); with tqdm
         installed, a progress bar on a terminal.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Precision of the C++ kernel products during ``fit``. ``np.float32``
+        runs the fused products (and their BLAS calls) in single precision,
+        about twice as fast at large n, with HSIC agreeing to about 1e-4
+        relative; the certificate and the fitted attributes stay float64.
 
     Attributes
     ----------
@@ -122,7 +138,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=None, kernel="gaussian", sigma="median", tol=0.01,
-                 max_iter=100, random_state=None, verbose=0):
+                 max_iter=100, random_state=None, verbose=0, dtype=np.float64):
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
@@ -130,8 +146,10 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.random_state = random_state
         self.verbose = verbose
+        self.dtype = dtype
 
     def _validate_params_values(self):
+        check_dtype(self.dtype)
         check_positive(self.tol, "tol")
         check_verbose(self.verbose)
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) \
@@ -166,8 +184,9 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
             q = choose_n_components(vals, minimum=min(minimum, d))
         else:
             q = check_n_components(self.n_components, d)
+        work = X.astype(check_dtype(self.dtype), copy=False)
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
-            result = ism(X, gamma, kernel, q, tol=self.tol, max_iter=int(self.max_iter),
+            result = ism(work, gamma, kernel, q, tol=self.tol, max_iter=int(self.max_iter),
                          random_state=self.random_state,
                          callback=report.ism_step if report.active else None)
         n = X.shape[0]

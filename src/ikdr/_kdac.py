@@ -120,7 +120,7 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, sigma="median", lam=1.0,
                  kernel="gaussian", max_iter=20, tol=1e-3, affinity=None, normalize="auto",
-                 random_state=None, verbose=0):
+                 random_state=None, verbose=0, dtype=np.float64):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.sigma = sigma
@@ -132,6 +132,7 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
         self.normalize = normalize
         self.random_state = random_state
         self.verbose = verbose
+        self.dtype = dtype
 
     @keep_state_on_error
     def fit(self, X, y_existing):
@@ -153,7 +154,7 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
             return {"alternativeness": alt, "objective": quality - lam * alt}
 
         with self._report() as report:
-            out = alternate(X, kernel, affinity, k, q, build, normalize=normalize,
+            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, build, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
                             random_state=self.random_state, measure=measure, report=report)
         out["normalize"] = normalize

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
-from ._eig import _fix_signs, top_eigenvectors
+from ._eig import _fix_signs, block_top_eigenvectors, top_eigenvectors
 from ._validation import check_float_matrix, check_vector
 from .gamma import Gamma
 from .kernels import Kernel, _fused, make_kernel
@@ -48,6 +48,50 @@ _FD_STEP_CENTRAL = 1e-4
 _SLOW_CONTRACTION = 0.5
 #: tangent dimensions up to which the certificate assembles the full Hessian
 _DENSE_HESSIAN_MAX_DIM = 12
+
+# Dense or matrix-free Phi (``phi_solver="auto"``). Costs per entry of the n x n
+# kernel panel, in flops: every fused pass forms the panel (Gram row, Gamma row,
+# exp, combine: about _PANEL_FLOPS, measured by benchmarks/bench_core_rate.py)
+# and multiplies it by its right-hand side (2 flops per column). Forming Phi
+# passes X itself (d columns); a matrix-free ISM step makes about
+# _MF_EXPECTED_PASSES passes with at most 2p columns (p = q + extra Ritz
+# vectors): measured 2 (warm, tol 1e-6) to 20 (warm, 1e-8) to 50 (from Phi_0)
+# block iterations when Phi's q-th eigenvalue lies inside its bulk (supervised
+# ISM with q = number of classes). Matrix-free wins when
+#     _PANEL_FLOPS + 2 d  >  _MF_EXPECTED_PASSES (_PANEL_FLOPS + 4 p),
+# i.e. for q = 10 (p = 20) above d ~ 1,370. Below _MF_MIN_SAMPLES the Python
+# overhead of the extra passes dominates and Phi is formed densely.
+_PANEL_FLOPS = 60
+_MF_EXPECTED_PASSES = 20
+_MF_MIN_SAMPLES = 1000
+#: relative residual (to the largest Ritz value) of the matrix-free eigensolves
+_MF_TOL = 1e-8
+_MF_MAX_ITER = 60
+#: iterations of the certificate's matrix-free Hessian eigenvalue estimate
+_MF_HESSIAN_ITER = 10
+#: above this d (and from _MF_MIN_SAMPLES samples) the first-order certificate
+#: (certify=False) of a plain run takes the gradient from one thin pass instead
+#: of forming Phi (the full certificate's Hessian eigenvalue needs the dense
+#: Phi's preconditioner, and costs about as much as the matrix-free one at d = 784)
+_DENSE_CERTIFICATE_MAX_DIM = 256
+
+
+def _extra_columns(d, q):
+    return min(max(10, q), d - q)
+
+
+def _use_matrix_free(phi_solver, kernel, n, d, q):
+    """The rule of ``phi_solver="auto"`` (see the constants above)."""
+    if phi_solver not in ("auto", "dense", "matrix_free"):
+        raise ValueError(f"phi_solver must be 'auto', 'dense' or 'matrix_free', got {phi_solver!r}")
+    if not kernel.depends_on_w or phi_solver == "dense":
+        return False
+    if phi_solver == "matrix_free":
+        return True
+    p = q + _extra_columns(d, q)
+    dense = _PANEL_FLOPS + 2 * d
+    matrix_free = _MF_EXPECTED_PASSES * (_PANEL_FLOPS + 4 * p)
+    return n >= _MF_MIN_SAMPLES and dense > matrix_free
 
 
 @dataclass
@@ -187,7 +231,14 @@ def principal_angle(U, V):
     if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V))):
         raise ValueError("U or V contains NaN or infinite values")
     s = np.linalg.svd(U.T @ V, compute_uv=False)
-    return float(np.arccos(np.clip(s.min(), -1.0, 1.0))) if s.size else 0.0
+    if not s.size:
+        return 0.0
+    angle = float(np.arccos(np.clip(s.min(), -1.0, 1.0)))
+    if angle < 0.5:
+        # arccos near 1 resolves angles only down to ~1e-8; for small angles
+        # use sin(theta_max) = ||(I - UU^T) V||_2 (orthonormal U, V).
+        angle = float(np.arcsin(min(1.0, np.linalg.norm(V - U @ (U.T @ V), 2))))
+    return angle
 
 
 def choose_n_components(eigenvalues, *, minimum=1):
@@ -242,6 +293,36 @@ class _Problem:
         X = self.X if native else self.X64
         return np.asarray(self.kernel.phi(X, W.astype(X.dtype, copy=False), self.gamma,
                                           n_threads=self.n_threads), dtype=np.float64)
+
+    def phi_products(self, W, V, native=False):
+        r""":math:`\Phi(W) V` (d x k) by one fused product with the n x k right-hand
+        side XV, without forming the d x d :math:`\Phi`, and the objective
+        :math:`f(W)` when the kernel lets it be read off the same pass (else None).
+        Returns (PhiV float64, objective or None)."""
+        self.n_phi += 1
+        X = self.X if native else self.X64
+        Z = np.ascontiguousarray(X @ W.astype(X.dtype, copy=False))
+        rhs = np.ascontiguousarray(X @ V.astype(X.dtype, copy=False))
+        y, _, row_sums_b = _fused(Z, self.kernel._terms(X), 1, self.gamma, rhs=rhs,
+                                  n_threads=self.n_threads)
+        objective = self.kernel._objective_from_gradient_sums(row_sums_b)
+        if objective is not None:
+            self.n_objective += 1
+        return np.asarray(X.T @ y, dtype=np.float64), objective
+
+    def phi_and_objective(self, W, native=False):
+        r"""The dense :math:`\Phi(W)` and, when the kernel lets it be read off the
+        same pass, :math:`f(W)` (else None): one fused pass with rhs X."""
+        self.n_phi += 1
+        X = self.X if native else self.X64
+        Z = np.ascontiguousarray(X @ W.astype(X.dtype, copy=False))
+        y, _, row_sums_b = _fused(Z, self.kernel._terms(X), 1, self.gamma, rhs=X,
+                                  n_threads=self.n_threads)
+        phi = np.asarray(X.T @ y, dtype=np.float64)
+        objective = self.kernel._objective_from_gradient_sums(row_sums_b)
+        if objective is not None:
+            self.n_objective += 1
+        return 0.5 * (phi + phi.T), objective
 
     def phi_times_w(self, W, R):
         r""":math:`\Phi(W) R` without forming the d x d :math:`\Phi`: one fused product
@@ -412,7 +493,8 @@ def _hessian_max_eigenvalue(problem, W, phi, surrogate):
 # --------------------------------------------------------------------------
 def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         criterion="eigenvalues", max_iter=100, eigen_solver="auto", n_threads=None,
-        random_state=None, warn=True, gtol=1e-6, certify=True, callback=None):
+        random_state=None, warn=True, gtol=1e-6, certify=True, callback=None,
+        phi_solver="auto", dtype=None):
     r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
 
     Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
@@ -499,6 +581,32 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     callback : callable, optional
         Called with each new ``history`` entry (a dict) as it is recorded;
         the estimators' ``verbose`` output uses it.
+    dtype : {None, numpy.float64, numpy.float32}, default=None
+        Precision of the plain steps' C++ products; None keeps X's own
+        (float32 or float64). The safeguarded phase and the certificate
+        always work in float64.
+    phi_solver : {"auto", "dense", "matrix_free"}, default="auto"
+        How a plain step finds the top-q eigenvectors of :math:`\Phi(W)`.
+        ``"dense"`` forms the d x d :math:`\Phi = X^T L(\Psi) X` (one fused pass
+        with the d columns of X: :math:`O(n^2 d)`) and calls LAPACK.
+        ``"matrix_free"`` never forms it: a block eigensolver
+        (:func:`ikdr._eig.block_top_eigenvectors`, LOBPCG on :math:`[W, R, P]`
+        plus a few extra Ritz vectors) warm-started from the current W uses
+        only products :math:`V \mapsto X^T L(\Psi)(XV)`, one fused pass with
+        the few columns of XV each (:math:`O(n^2 q)`); the pass that evaluates
+        a candidate W also yields :math:`\Phi(W)W` (the next gradient and the
+        next eigensolve's first product) and, for a Gaussian kernel, its
+        objective. ``"auto"`` goes matrix-free when the estimated flops say so:
+        :math:`F + 2d > 20(F + 4p)` with F about 60 flops to form one panel
+        entry, p = q + max(10, q) and 20 the typical number of block
+        iterations per step, i.e. above d of about 1,370 for q = 10, and
+        n >= 1000. The safeguarded (trust-region) phase, which is rarely
+        needed, forms :math:`\Phi` densely; the certificate after a
+        matrix-free run uses the same products (its eigengap and largest
+        Hessian eigenvalue are then estimated by short block iterations); with
+        ``certify=False``, d > 256 and n >= 1000 (or after matrix-free steps)
+        only the gradient is computed, from one such product, and the eigengap
+        is NaN.
 
     Returns
     -------
@@ -516,6 +624,10 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     if not isinstance(gamma, Gamma):
         raise TypeError(f"gamma must be an ikdr.gamma.Gamma, got {type(gamma).__name__}")
     X = check_float_matrix(X, "X")
+    if dtype is not None:
+        if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise ValueError(f"dtype must be None, numpy.float64 or numpy.float32, got {dtype!r}")
+        X = np.ascontiguousarray(X, dtype=dtype)
     n, d = X.shape
     if gamma.n != n:
         raise ValueError(f"Gamma is {gamma.n} x {gamma.n} but X has {n} rows")
@@ -535,6 +647,18 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         kernel = kernel.fit(X, random_state=random_state)
     problem = _Problem(X, gamma, kernel, n_threads)
     eps = np.finfo(X.dtype).eps
+    matrix_free = _use_matrix_free(phi_solver, kernel, n, d, q)
+    # Residual tolerance of the matrix-free eigensolves: float32 products
+    # carry ~1e-6 relative error, below which no residual can go.
+    mf_tol = max(_MF_TOL, 50 * float(eps)) if X.dtype == np.float32 else _MF_TOL
+
+    def mf_solve(W, PW, extra):
+        return block_top_eigenvectors(lambda V: problem.phi_products(W, V, native=True)[0],
+                                      W, PW, q, extra=extra, tol=mf_tol, max_iter=_MF_MAX_ITER)
+
+    def mf_evaluate(W):
+        PW, obj = problem.phi_products(W, W, native=True)
+        return PW, obj if obj is not None else problem.objective(W, native=True)
 
     history = []
     t0 = time.perf_counter()
@@ -547,21 +671,40 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         if callback is not None:
             callback(history[-1])
 
+    extra = None            # extra Ritz vectors carried between matrix-free eigensolves
+    PW = None               # Phi(W) W at the current W (matrix-free plain steps)
     if W0 is None:
         phi = kernel.phi0(problem.X64, gamma)
         lam, W, info = top_eigenvectors(phi, q, method="lapack" if eigen_solver == "auto" else eigen_solver)
     else:
         W = _check_orthonormal_start(W0, d, q)
-        phi = problem.phi(W, native=True)
-        lam, W, info = top_eigenvectors(phi, q, W, method=eigen_solver)
-    objective = problem.objective(W, native=True)
+        if matrix_free:
+            PW, _ = problem.phi_products(W, W, native=True)
+            lam, W, info = mf_solve(W, PW, None)
+            extra = info["extra"]
+        else:
+            phi = problem.phi(W, native=True)
+            lam, W, info = top_eigenvectors(phi, q, W, method=eigen_solver)
+    # Dense steps of a kernel whose objective is read off the gradient pass
+    # (Gaussian) evaluate each new W by the pass that forms its Phi (needed by
+    # the next step anyway), or, when the step is the last, by a thin pass
+    # that also gives the final gradient: no separate objective passes.
+    reuse = kernel.depends_on_w and not matrix_free and \
+        kernel._objective_from_gradient_sums(np.zeros(1)) is not None
+    next_phi = None
+    if matrix_free:
+        PW, objective = mf_evaluate(W)
+    elif reuse:
+        next_phi, objective = problem.phi_and_objective(W, native=True)
+    else:
+        objective = problem.objective(W, native=True)
     record(W, objective, lam, np.nan, np.nan, info["method"], "start")
 
     n_iter = plain_steps = tr_steps = rejected = 0
     phase = "plain"
     converged = not kernel.depends_on_w
     stopping_rule = "exact" if converged else "max_iter"
-    phi = None              # Phi at the current W (float64), when known
+    phi = next_phi          # Phi at the current W (float64), when known
     native_objective = True  # whether `objective` was computed in X's dtype
     prev_gnorm = np.nan
     radius = radius_max = None
@@ -571,6 +714,38 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         if phase != "plain" and native_objective and problem.X is not problem.X64:
             objective = problem.objective(W)
         native_objective = native_objective and phase == "plain"
+        if matrix_free and phase == "plain":
+            # ---- matrix-free plain step: Phi(W) only through products ----
+            grad = 2.0 * (PW - W @ (W.T @ PW))
+            gnorm = float(np.linalg.norm(grad))
+            history[-1]["gradient_norm"] = gnorm
+            if criterion == "gradient" and gnorm <= gtol * abs(objective):
+                converged, stopping_rule = True, "gradient"
+                break
+            lam_new, V, info = mf_solve(W, PW, extra)
+            extra = info["extra"]
+            PV, f_new = mf_evaluate(V)
+            if f_new < objective - 16 * eps * abs(objective):
+                rejected += 1
+                phase = "trust-region"          # works on the dense float64 Phi
+                continue
+            n_iter += 1
+            plain_steps += 1
+            norm = np.linalg.norm(lam_new)
+            change = float(np.linalg.norm(lam_new - lam) / norm) if norm > 0 else 0.0
+            angle = principal_angle(W, V)
+            W, lam, objective, PW = V, lam_new, f_new, PV
+            record(W, objective, lam, change, angle,
+                   f"matrix-free ({info['iterations']} it, residual {info['residual']:.1e})", "plain")
+            if criterion == "eigenvalues" and change < tol:
+                converged, stopping_rule = True, "eigenvalues"
+            elif criterion == "angle" and angle < tol:
+                converged, stopping_rule = True, "angle"
+            elif criterion == "gradient":
+                if plain_steps >= 2 and gnorm > _SLOW_CONTRACTION * prev_gnorm:
+                    phase = "trust-region"
+                prev_gnorm = gnorm
+            continue
         if phi is None:
             phi = problem.phi(W, native=(phase == "plain"))
         grad = _riemannian_gradient(phi, W)
@@ -582,7 +757,19 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
 
         if phase == "plain":
             lam_new, V, info = top_eigenvectors(phi, q, W, method=eigen_solver)
-            f_new = problem.objective(V, native=True)
+            norm = np.linalg.norm(lam_new)
+            change = float(np.linalg.norm(lam_new - lam) / norm) if norm > 0 else 0.0
+            angle = principal_angle(W, V)
+            next_phi = next_pw = None
+            if reuse:
+                last = (criterion == "eigenvalues" and change < tol) or \
+                    (criterion == "angle" and angle < tol)
+                if last:
+                    next_pw, f_new = problem.phi_products(V, V, native=True)
+                else:
+                    next_phi, f_new = problem.phi_and_objective(V, native=True)
+            else:
+                f_new = problem.objective(V, native=True)
             if f_new < objective - 16 * eps * abs(objective):
                 # The plain step would descend (cycle / overshoot): refuse it.
                 rejected += 1
@@ -592,10 +779,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
                 continue
             n_iter += 1
             plain_steps += 1
-            norm = np.linalg.norm(lam_new)
-            change = float(np.linalg.norm(lam_new - lam) / norm) if norm > 0 else 0.0
-            angle = principal_angle(W, V)
-            W, lam, objective, phi = V, lam_new, f_new, None
+            W, lam, objective, phi, PW = V, lam_new, f_new, next_phi, next_pw
             record(W, objective, lam, change, angle, info["method"], "plain")
             if criterion == "eigenvalues" and change < tol:
                 converged, stopping_rule = True, "eigenvalues"
@@ -661,11 +845,18 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     if not stalled and not converged:
         stopping_rule = "max_iter"
     solve_time = time.perf_counter() - t0
-    # Phi at the returned W is reused when it is known in float64.
-    final_phi = phi if phase != "plain" or problem.X is problem.X64 else None
-    certificate = _certify(problem, W, final_phi, objective,
-                           converged, stopping_rule, gtol, certify,
-                           plain_steps, tr_steps, rejected)
+    thin_gradient_only = not certify and d > _DENSE_CERTIFICATE_MAX_DIM and n >= _MF_MIN_SAMPLES
+    if phase == "plain" and kernel.depends_on_w and (matrix_free or thin_gradient_only):
+        final_pw = PW if PW is not None and problem.X is problem.X64 else None
+        certificate = _certify_matrix_free(problem, W, final_pw, objective, converged,
+                                           stopping_rule, gtol, certify, plain_steps, tr_steps,
+                                           rejected, extra)
+    else:
+        # Phi at the returned W is reused when it is known in float64.
+        final_phi = phi if phase != "plain" or problem.X is problem.X64 else None
+        certificate = _certify(problem, W, final_phi, objective,
+                               converged, stopping_rule, gtol, certify,
+                               plain_steps, tr_steps, rejected)
     history[-1]["gradient_norm"] = certificate.gradient_norm
     certificate.solve_time = solve_time
     certificate.certificate_time = time.perf_counter() - t0 - solve_time
@@ -708,6 +899,92 @@ def _certify(problem, W, phi, objective, converged, stopping_rule, gtol, full,
         converged=bool(converged), stopping_rule=stopping_rule, objective=float(objective),
         gradient_norm=gnorm, relative_gradient_norm=float(rel), eigengap=surrogate.eigengap,
         hessian_max_eigenvalue=float(hmax), hessian_scale=surrogate.scale,
+        first_order=bool(rel <= gtol), second_order=second, plain_steps=plain_steps,
+        safeguarded_steps=tr_steps, rejected_steps=rejected, hessian_products=solver_products,
+        phi_evaluations=problem.n_phi, objective_evaluations=problem.n_objective)
+
+
+def _certify_matrix_free(problem, W, PW, objective, converged, stopping_rule, gtol, full,
+                         plain_steps, tr_steps, rejected, extra):
+    r"""The certificate of :func:`_certify` from fused products only (no d x d Phi).
+
+    Gradient: exact, from :math:`\Phi(W)W`. With ``full``: the eigengap uses
+    the largest eigenvalue of :math:`W_\perp^T\Phi W_\perp` by a short block
+    iteration on the deflated operator; the largest Hessian eigenvalue is the
+    Ritz value of at most ``_MF_HESSIAN_ITER`` LOBPCG steps (unpreconditioned,
+    one fused pass per Hessian product, started from the direction of least
+    negative surrogate curvature), a lower bound of the true value; the scale
+    uses the smallest Ritz value seen in place of :math:`\lambda_{\min}(\Phi)`.
+    Without ``full`` the eigengap and Hessian fields are NaN / None.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    d, q = W.shape
+    if PW is None:
+        PW, _ = problem.phi_products(W, W)
+    grad = 2.0 * (PW - W @ (W.T @ PW))
+    gnorm = float(np.linalg.norm(grad))
+    rel = gnorm / abs(objective) if objective != 0 else (0.0 if gnorm == 0 else np.inf)
+    solver_products = problem.n_hessian
+    eigengap = hmax = scale = np.nan
+    second = None
+    if full and q < d:
+        nu, Q = np.linalg.eigh(0.5 * (W.T @ PW + PW.T @ W))
+        Wp_basis = _complement(W)
+
+        def deflated(V):
+            V = V - W @ (W.T @ V)
+            out, _ = problem.phi_products(W, V)
+            return out - W @ (W.T @ out)
+
+        E = extra if extra is not None and extra.shape[1] else \
+            np.random.default_rng(0).standard_normal((d, _extra_columns(d, q)))
+        E = E - W @ (W.T @ E)
+        E, _ = np.linalg.qr(E - W @ (W.T @ E))
+        AE1 = deflated(E[:, :1])
+        mu_vals, U, info = block_top_eigenvectors(deflated, E[:, :1], AE1, 1, extra=E[:, 1:],
+                                                  tol=1e-6, max_iter=8)
+        mu_max = float(mu_vals[0])
+        ritz = info["ritz_values"]
+        mu_low = float(np.min(ritz)) if ritz is not None else mu_max
+        eigengap = float(nu.min() - mu_max)
+        scale = 2.0 * max(nu.max() - min(mu_low, nu.min()), mu_max - nu.min(), 0.0)
+
+        def hess(Z):
+            problem.n_hessian += 1
+            norm = np.linalg.norm(Z)
+            if norm == 0:
+                return np.zeros_like(Z)
+            t = _FD_STEP / norm
+            both, _ = problem.phi_products(W + t * Z, np.hstack([W, Z]))
+            dphi_w = (both[:, :q] - PW) / t
+            dgrad = 2.0 * (both[:, q:] + dphi_w)
+            return dgrad - W @ (W.T @ dgrad) - 2.0 * Z @ (W.T @ PW)
+
+        shape = (d - q, q)
+        dim = shape[0] * shape[1]
+
+        def matmat(Vc):
+            Vc = np.asarray(Vc).reshape(dim, -1)
+            return -np.column_stack([(Wp_basis.T @ hess(Wp_basis @ Vc[:, j].reshape(shape))).ravel()
+                                     for j in range(Vc.shape[1])])
+
+        from scipy.sparse.linalg import LinearOperator, lobpcg
+        # Least negative surrogate curvature: the top complement direction
+        # against the chosen direction of smallest Ritz value.
+        z0 = Wp_basis.T @ (U[:, :1] @ Q[:, :1].T)
+        x0 = z0.reshape(dim, 1) + 1e-3 * np.random.default_rng(0).standard_normal((dim, 1))
+        op = LinearOperator((dim, dim), matvec=lambda v: matmat(v)[:, 0], matmat=matmat,
+                            dtype=float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            vals, _ = lobpcg(op, x0, largest=False, tol=1e-5 * max(scale, 1e-300),
+                             maxiter=_MF_HESSIAN_ITER)
+        hmax = float(-np.min(vals))
+        second = bool(hmax <= 1e-5 * scale)
+    return ISMConvergence(
+        converged=bool(converged), stopping_rule=stopping_rule, objective=float(objective),
+        gradient_norm=gnorm, relative_gradient_norm=float(rel), eigengap=eigengap,
+        hessian_max_eigenvalue=float(hmax), hessian_scale=float(scale),
         first_order=bool(rel <= gtol), second_order=second, plain_steps=plain_steps,
         safeguarded_steps=tr_steps, rejected_steps=rejected, hessian_products=solver_products,
         phi_evaluations=problem.n_phi, objective_evaluations=problem.n_objective)

@@ -199,6 +199,17 @@ class Kernel:
         return float(check_finite_result(np.sum(row_sums, dtype=np.float64),
                                          f"Tr(Gamma K) of the kernel {self!r}"))
 
+    def _objective_from_gradient_sums(self, row_sums_b):
+        r"""``Tr(Gamma K_XW)`` from the gradient-mode row sums of :math:`2\Gamma\circ b`
+        of the same fused pass, when the kernel is one plain Gaussian (then
+        :math:`b = -K/2\sigma^2`, so the objective is :math:`-\sigma^2` times
+        their sum); None for any other kernel."""
+        members = [k for w, k in self.members() if w > 0]
+        if len(members) != 1 or type(members[0]) is not Gaussian:
+            return None
+        sigma = float(members[0].sigma)
+        return float(-sigma * sigma * np.sum(row_sums_b, dtype=np.float64))
+
     def _is_resolved(self):
         return all(k._is_resolved_member() for _, k in self.members())
 
