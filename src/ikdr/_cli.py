@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from ._io import InputError, load_data, load_labels, save_array
+from ._reproduce import add_parser as _add_reproduce_parser
 
 log = logging.getLogger("ikdr")
 
@@ -143,6 +144,8 @@ def build_parser():
     p.add_argument("--out", required=True, help="output directory")
     _common(p)
     p.set_defaults(func=cmd_reduce)
+
+    _add_reproduce_parser(sub, _common)
 
     p = sub.add_parser("info", help="version, build and thread configuration")
     p.set_defaults(func=cmd_info, threads=None, verbose=False, quiet=False, seed=0)
