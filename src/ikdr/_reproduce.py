@@ -590,7 +590,9 @@ def _symmetric_nystrom(G, m, r, seed):
             lam, u = np.linalg.eigh(C[L])
             lam, u = lam[-r:], u[:, -r:]
         order = np.argsort(lam)[::-1]
-        lam, u = np.maximum(lam[order], 1e-300), u[:, order]
+        lam, u = lam[order], u[:, order]
+        if not lam[-1] > 1e-12 * lam[0]:
+            return None  # fewer than r usable landmark eigenpairs: this m fails
         out.append(C @ (u / lam))
     return out[0], out[1]
 
@@ -653,8 +655,8 @@ def ksvd_nystrom(ctx):
         landmarks = [m for m in LANDMARKS if m <= N]
         for m in landmarks:
             if not sym or sym[-1][2] >= 1e-2:
-                t, (U, V) = _timed(_symmetric_nystrom, G, m, KSVD_RANK, ctx.seed)
-                sym.append((m, t, *etas(U, V)))
+                t, pair = _timed(_symmetric_nystrom, G, m, KSVD_RANK, ctx.seed)
+                sym.append((m, t, *(etas(*pair) if pair is not None else (np.inf, np.inf))))
             t, (U, _, V, _) = _timed(asymmetric_nystrom, G, KSVD_RANK, m, random_state=ctx.seed)
             ours.append((m, t, *etas(U, V)))
             curve.rows.append([name, m, f"{ours[-1][2]:.2e}", f"{ours[-1][3]:.2e}", _seconds(t)])
