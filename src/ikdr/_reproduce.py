@@ -179,8 +179,12 @@ KERNEL_LABEL = {"gaussian": "Gaussian", "polynomial": "polynomial", "linear": "l
                 "gaussian+polynomial": "Gaussian + polynomial"}
 
 
-def _ism_datasets(ctx, result, labels="identity"):
-    """(name, X, y, q, k) for wine, cancer, face and digits; shared files when present."""
+def _ism_datasets(ctx, result):
+    """(name, X, y, q) for wine, cancer, face (identity labels) and digits.
+
+    Cancer and face come from the shared data folder; when absent they are
+    recorded as skipped. ``q`` is the papers' (None for face: the caller's).
+    """
     from sklearn.datasets import load_digits, load_wine
 
     X, y = load_wine(return_X_y=True)
