@@ -148,7 +148,7 @@ def _tiny_experiment(ctx):
     return result
 
 
-def test_without_matplotlib_report_says_figures_skipped(tmp_path, monkeypatch, capsys):
+def test_without_matplotlib_report_says_figures_skipped(tmp_path, monkeypatch):
     monkeypatch.setitem(_reproduce.EXPERIMENTS, "tiny",
                         _reproduce.Experiment("tiny", "test", "none", _tiny_experiment))
     monkeypatch.setitem(sys.modules, "matplotlib", None)        # import matplotlib fails
@@ -172,7 +172,7 @@ def test_with_matplotlib_figure_is_written(tmp_path, monkeypatch):
     assert_png(tmp_path / "tiny.png")
 
 
-def test_failed_experiment_is_reported_and_exits_1(tmp_path, monkeypatch, capsys):
+def test_failed_experiment_is_reported_and_exits_1(tmp_path, monkeypatch):
     def broken(ctx):
         raise RuntimeError("boom")
 
@@ -181,3 +181,18 @@ def test_failed_experiment_is_reported_and_exits_1(tmp_path, monkeypatch, capsys
     assert _cli.main(["reproduce", "broken", "--out", str(tmp_path), "--quiet"]) == 1
     report = (tmp_path / "report.md").read_text()
     assert "**Failed:** RuntimeError: boom" in report and re.search(r"## Failed\s+- broken", report)
+
+
+def test_interrupted_run_keeps_finished_sections(tmp_path, monkeypatch):
+    def interrupted(ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(_reproduce.EXPERIMENTS, "tiny",
+                        _reproduce.Experiment("tiny", "test", "none", _tiny_experiment))
+    monkeypatch.setitem(_reproduce.EXPERIMENTS, "interrupted",
+                        _reproduce.Experiment("interrupted", "test", "none", interrupted))
+    with pytest.raises(KeyboardInterrupt):
+        _reproduce.run(["tiny", "interrupted"], tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    assert "## tiny" in report and table_rows(report, "1") == [["1", "2"]]
+    assert re.search(r"## Not run yet\s+- interrupted", report)

@@ -395,7 +395,8 @@ def _kdac_cases(ctx, result):
     if X is None:
         result.skipped.append("KDAC Face rows and figure: " + ctx.missing("face_624x20.csv"))
     else:
-        ident, pose = ctx.csv("face_624x20_identity_label.csv"), ctx.csv("face_624x20_pose_label.csv")
+        ident = ctx.csv("face_624x20_identity_label.csv")
+        pose = ctx.csv("face_624x20_pose_label.csv")
         sigma, lam, q = PAPER_KDAC["Face"][1]
         if ctx.quick:
             result.skipped.append("KDAC Face with the thesis' q = 17 (--quick)")
@@ -463,7 +464,8 @@ def _flower_figure(ctx, result, extra, original, alternative):
 
     image = read_png(extra["path"])
     panels = [("Flower image", image),
-              ("original segmentation (ISM clustering)", segmentation_image(original, extra["index"])),
+              ("original segmentation (ISM clustering)",
+               segmentation_image(original, extra["index"])),
               ("alternative segmentation (KDAC)", segmentation_image(alternative, extra["index"]))]
 
     def draw(fig):
@@ -493,7 +495,8 @@ def _face_figure(ctx, result, X, pose, labels):
 
     def draw(fig):
         for i, (title, M, labels_) in enumerate([
-                ("mean of each KDAC alternative cluster", means, [f"cluster {c}" for c in clusters]),
+                ("mean of each KDAC alternative cluster", means,
+                 [f"cluster {c}" for c in clusters]),
                 ("mean of each true pose", pose_means, [f"pose {int(p)}" for p in poses])]):
             ax = fig.add_subplot(2, 1, i + 1)
             im = ax.imshow(M, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
@@ -884,7 +887,24 @@ def run(names, out, *, quick=False, data_dir=None, seed=0, progress=None, detail
     if ctx.data_dir is not None and not ctx.data_dir.is_dir():
         ctx.data_dir = None
     sections, skipped, failed, figures = [], [], [], 0
-    for name in names:
+    header = ["# ikdr reproduction report", "",
+              "Paper numbers are transcribed from the seed papers (each table names its "
+              "source table or figure); ikdr numbers were measured in this run on this "
+              "machine.", ""] + _environment(ctx, argv) + [""]
+    path = out / "report.md"
+
+    def write(pending):
+        # rewritten after every experiment, so an interrupted run keeps what it measured
+        report = header + sections
+        if pending:
+            report += ["## Not run yet", ""] + [f"- {n}" for n in pending] + [""]
+        report += ["## Skipped", ""] + ([f"- {s}" for s in skipped] or ["- nothing"]) + [""]
+        if failed:
+            report += ["## Failed", ""] + [f"- {n}" for n in failed] + [""]
+        path.write_text("\n".join(report), encoding="utf-8")
+
+    write(names)
+    for i, name in enumerate(names):
         exp = EXPERIMENTS[name]
         if progress is not None:
             progress(f"{name}: started")
@@ -908,17 +928,7 @@ def run(names, out, *, quick=False, data_dir=None, seed=0, progress=None, detail
         sections.append("\n".join(lines))
         skipped += [f"{name}: {item}" for item in result.skipped]
         figures += len(result.figures)
-    report = ["# ikdr reproduction report", "",
-              "Paper numbers are transcribed from the seed papers (each table names its "
-              "source table or figure); ikdr numbers were measured in this run on this "
-              "machine.", ""]
-    report += _environment(ctx, argv) + [""]
-    report += sections
-    report += ["## Skipped", ""] + ([f"- {s}" for s in skipped] or ["- nothing"]) + [""]
-    if failed:
-        report += ["## Failed", ""] + [f"- {name}" for name in failed] + [""]
-    path = out / "report.md"
-    path.write_text("\n".join(report), encoding="utf-8")
+        write(names[i + 1:])
     summary = {"command": "reproduce", "report": str(path), "experiments": names,
                "figures": figures, "skipped": skipped, "failed": failed}
     if failed:
@@ -942,7 +952,8 @@ def cmd_reproduce(args):
     def say(message):
         print(f"ikdr reproduce: {message}", file=sys.stderr, flush=True)
 
-    command = ["reproduce", *args.names, "--out", str(args.out)] + (["--quick"] if args.quick else [])
+    command = ["reproduce", *args.names, "--out", str(args.out)]
+    command += ["--quick"] if args.quick else []
     return run(args.names, args.out, quick=args.quick, data_dir=data_dir, seed=args.seed,
                progress=None if args.quiet else say,
                detail=say if args.verbose and not args.quiet else None, argv=command)
