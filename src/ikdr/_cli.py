@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 
 from ._io import InputError, load_data, load_labels, save_array
+from ._reproduce import add_parser as _add_reproduce_parser
 
 log = logging.getLogger("ikdr")
 
@@ -408,7 +409,8 @@ def build_parser():
     _common(p)
     p.set_defaults(func=cmd_knet)
 
-    # further subcommands (e.g. `reproduce`) register here the same way
+    _add_reproduce_parser(sub, _common)
+
     p = sub.add_parser("info", help="version, build and thread configuration")
     p.set_defaults(func=cmd_info, threads=None, verbose=False, quiet=False, seed=0)
     return parser
