@@ -37,7 +37,7 @@ def singular_alignment(U, V, s, U_approx, V_approx, *, normalize=False):
 
     References
     ----------
-    He, Tonin, Suykens et al., "Learning in feature spaces via coupled
+    Tao, Tonin, Lambert, Chen, Patrinos and Suykens, "Learning in feature spaces via coupled
     covariances: asymmetric kernel SVD and Nystrom method", ICML 2024, App. C.2.
 
     Examples
