@@ -33,13 +33,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-
-def _status_mb(key):
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024.0
-    raise KeyError(key)
+from _peers import _status_mb  # noqa: E402  (benchmarks/ is not a package)
 
 
 def reset_peak_rss():

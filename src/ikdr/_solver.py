@@ -490,6 +490,15 @@ def _hessian_max_eigenvalue(problem, W, phi, surrogate):
 
 # --------------------------------------------------------------------------
 # The solver
+def _plain_stopping_rule(criterion, change, angle, tol):
+    """The papers' stopping rule after a plain step: its name when met, else None."""
+    if criterion == "eigenvalues" and change < tol:
+        return "eigenvalues"
+    if criterion == "angle" and angle < tol:
+        return "angle"
+    return None
+
+
 # --------------------------------------------------------------------------
 def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         criterion="eigenvalues", max_iter=100, eigen_solver="auto", n_threads=None,
@@ -737,10 +746,9 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
             W, lam, objective, PW = V, lam_new, f_new, PV
             record(W, objective, lam, change, angle,
                    f"matrix-free ({info['iterations']} it, residual {info['residual']:.1e})", "plain")
-            if criterion == "eigenvalues" and change < tol:
-                converged, stopping_rule = True, "eigenvalues"
-            elif criterion == "angle" and angle < tol:
-                converged, stopping_rule = True, "angle"
+            rule = _plain_stopping_rule(criterion, change, angle, tol)
+            if rule is not None:
+                converged, stopping_rule = True, rule
             elif criterion == "gradient":
                 if plain_steps >= 2 and gnorm > _SLOW_CONTRACTION * prev_gnorm:
                     phase = "trust-region"
@@ -762,9 +770,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
             angle = principal_angle(W, V)
             next_phi = next_pw = None
             if reuse:
-                last = (criterion == "eigenvalues" and change < tol) or \
-                    (criterion == "angle" and angle < tol)
-                if last:
+                if _plain_stopping_rule(criterion, change, angle, tol) is not None:
                     next_pw, f_new = problem.phi_products(V, V, native=True)
                 else:
                     next_phi, f_new = problem.phi_and_objective(V, native=True)
@@ -781,10 +787,9 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
             plain_steps += 1
             W, lam, objective, phi, PW = V, lam_new, f_new, next_phi, next_pw
             record(W, objective, lam, change, angle, info["method"], "plain")
-            if criterion == "eigenvalues" and change < tol:
-                converged, stopping_rule = True, "eigenvalues"
-            elif criterion == "angle" and angle < tol:
-                converged, stopping_rule = True, "angle"
+            rule = _plain_stopping_rule(criterion, change, angle, tol)
+            if rule is not None:
+                converged, stopping_rule = True, rule
             elif criterion == "gradient":
                 if plain_steps >= 2 and gnorm > _SLOW_CONTRACTION * prev_gnorm:
                     phase = "trust-region"
