@@ -35,3 +35,26 @@ def test_non_positive_degrees_rejected(rng):
     X = rng.standard_normal((10, 2))
     with pytest.raises(ValueError, match="positive affinity"):
         spectral_embedding(X, Squared(), 2)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_lanczos_with_stored_kernel_matches_fused_and_dense(rng, normalize):
+    """Wide points take the stored-K Lanczos products; with a budget too small for
+    K they take the fused products; both equal the dense eigendecomposition."""
+    import ikdr
+    from ikdr._spectral import STORED_KERNEL_MIN_D
+
+    n, d, k = 240, STORED_KERNEL_MIN_D + 36, 3
+    Z = rng.standard_normal((n, d)) + np.repeat(3.0 * rng.standard_normal((k, d)), n // k, axis=0)
+    kernel = Gaussian().fit(Z)
+    U_dense, vals_dense, deg_dense = spectral_embedding(Z, kernel, k, method="dense",
+                                                        normalize=normalize)
+    U_stored, vals_stored, deg_stored = spectral_embedding(Z, kernel, k, method="lanczos",
+                                                           normalize=normalize, random_state=0)
+    with ikdr.memory_budget(8 * n * n - 1):  # K no longer fits: fused products
+        U_fused, vals_fused, deg_fused = spectral_embedding(Z, kernel, k, method="lanczos",
+                                                            normalize=normalize, random_state=0)
+    for U, vals, deg in [(U_stored, vals_stored, deg_stored), (U_fused, vals_fused, deg_fused)]:
+        np.testing.assert_allclose(vals, vals_dense, rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(deg, deg_dense, rtol=1e-10)
+        assert principal_angle(U, U_dense) < 1e-6

@@ -24,6 +24,9 @@ __all__ = ["DENSE_MAX_N", "kernel_degrees", "spectral_embedding", "njw_labels",
 
 #: up to this many samples the U-step builds the dense n x n matrix
 DENSE_MAX_N = 3000
+#: Above this many columns the matrix-free U-step stores K once (when it fits
+#: the memory budget) instead of recomputing it in every product.
+STORED_KERNEL_MIN_D = 64
 
 
 def kernel_degrees(Z, kernel, *, n_threads=None):
@@ -70,6 +73,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         "auto": dense up to :data:`DENSE_MAX_N` samples, matrix-free Lanczos above
         or when the dense step would exceed the memory budget
         (:func:`ikdr.set_memory_budget`); "dense" raises ``MemoryError`` then.
+        For points wider than :data:`STORED_KERNEL_MIN_D` the matrix-free path
+        stores K (n x n, if it fits the budget) so that its products are GEMMs.
     normalize : bool, default=True
         Degree normalisation :math:`D = \mathrm{diag}(K1)`; False uses D = I.
     U0 : ndarray (n, n_clusters), optional
@@ -116,18 +121,30 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
             vals, U = lapack_top(M, k)
     elif method == "lanczos":
         terms = kernel._terms(Z)
-        if normalize:
+        K = None
+        if Z.shape[1] > STORED_KERNEL_MIN_D and fits_memory(Z.dtype.itemsize * n * n):
+            # Wide points (the first U-step of a clustering runs on X itself): every
+            # fused product would recompute O(n^2 d) distances, and the eigensolver
+            # needs tens to hundreds of products. Forming K once (one such pass) makes
+            # each product a plain O(n^2 k) GEMM.
+            K = kernel.matrix(Z, n_threads=n_threads)
+        if not normalize:
+            deg = np.ones(n)
+        elif K is not None:
+            deg = _check_degrees(K.sum(axis=1, dtype=np.float64))
+        else:
             _, deg, _ = _fused(Z, terms, 0, None, n_threads=n_threads)
             deg = _check_degrees(deg.astype(np.float64))
-        else:
-            deg = np.ones(n)
         s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
 
         def matmat(V):
             V = np.asarray(V, dtype=np.float64).reshape(n, -1)
             V = V - V.mean(axis=0, keepdims=True)
             R = np.ascontiguousarray(s[:, None] * V, dtype=Z.dtype)
-            Y, _, _ = _fused(Z, terms, 0, None, rhs=R, n_threads=n_threads)
+            if K is not None:
+                Y = K @ R
+            else:
+                Y, _, _ = _fused(Z, terms, 0, None, rhs=R, n_threads=n_threads)
             Y = s[:, None] * Y.astype(np.float64)
             return Y - Y.mean(axis=0, keepdims=True)
 
