@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -33,24 +32,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from _peers import _status_mb  # noqa: E402  (benchmarks/ is not a package)
-
-
-def reset_peak_rss():
-    """Current RSS in MB, after resetting the kernel's peak (VmHWM) to it."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return _status_mb("VmRSS")
-    except OSError:  # not Linux: fall back to the lifetime peak
-        return peak_rss_mb()
-
-
-def peak_rss_mb():
-    try:
-        return _status_mb("VmHWM")
-    except (OSError, KeyError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+from _peers import peak_rss_mb, reset_peak_rss  # noqa: E402  (benchmarks/ is not a package)
 
 
 def worker(impl, n, d, q, out_path):
