@@ -109,7 +109,7 @@ def machine_summary():
         pass
     overrides = {k: v for k, v in os.environ.items() if k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     return (f"{model}, {os.cpu_count()} logical CPUs; ikdr {ikdr.__version__}, "
-            f"{ikdr.get_num_threads()} threads, SIMD {ikdr._core.build_info().get('simd', '?')}; "
+            f"{ikdr.get_num_threads()} threads, SIMD {ikdr.build_info().get('simd', '?')}; "
             f"numpy {np.__version__}, BLAS {blas}; OPENBLAS overrides {overrides or 'none'}")
 
 

@@ -1,18 +1,23 @@
-"""The fused n^2 kernel's flop rate against the machine's dgemm, in one run.
+"""The native passes against the machine's GEMM, in one run.
 
-Times ``fused_product`` (gradient mode, Gaussian kernel, factored supervised
-Gamma, the ISM shapes: Z = XW with q columns, a right-hand side of p columns)
-and a square dgemm (SciPy's OpenBLAS) of about the same flop count, with the
-same number of threads, and prints both rates and their ratio.
+For n = 10,000 (``--n``), a Gaussian kernel, the factored supervised Gamma of
+10 classes and W with q = 10 columns, times each pass type of the ISM family
+through the public kernel API, for d in {64, 784}:
 
-Flops counted per entry of the n x n panel: 2q (Gram row) + 2r (Gamma row,
-r = rank of Gamma) + 3 (distance) + 30 (exp: range reduction and a degree-13
-polynomial) + 4 (combine) + 2p (the GEMM with the right-hand side). Only
-arithmetic the kernel must do is counted, so the ratio is a fair "fraction of
-dgemm" for the GEMM-shaped part (p large) and a lower bound for p small.
+- ``dense Phi``: Phi(W) = X^T G(XW) X, the pass with the n x d right-hand side X;
+- ``thin Phi V``: Phi(W) V with 10 right-hand-side columns (the matrix-free
+  steps, the certificate's Hessian products);
+- ``objective``: Tr(Gamma K_XW) alone;
+- ``K R``: the spectral step's kernel product with 10 columns (no Gamma);
+- ``SNE block``: KSVD's row-normalised Gaussian block (n x n, k = 64), both passes.
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE nice python benchmarks/bench_core_rate.py
-    ... --n 10000 --threads 1 2 --p 0 20 784
+Printed per pass: seconds, nanoseconds per kernel entry per thread, and the
+pass's time against numpy's ``(n x n) @ (n x d)`` GEMM measured in the same run
+(``gemm/pass``: 1.0 means the pass runs as fast as that GEMM alone), and for
+the SNE block the speed-up over a numpy build of the same matrix.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_core_rate.py
+    ... --n 10000 --threads 2 --dtype float64 float32 --out benchmarks/results/core_rate.md
 """
 from __future__ import annotations
 
@@ -36,53 +41,95 @@ def best_time(fn, repeat):
     return min(times)
 
 
+def numpy_sne(A, B, sigma):
+    D = (A * A).sum(1)[:, None] + (B * B).sum(1)[None] - 2.0 * (A @ B.T)
+    np.maximum(D, 0, out=D)
+    D -= D.min(1, keepdims=True)
+    D *= -1.0 / (2 * sigma * sigma)
+    np.exp(D, out=D)
+    D /= D.sum(1, keepdims=True)
+    return D
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10000)
-    parser.add_argument("--d", type=int, default=784)
+    parser.add_argument("--d", type=int, nargs="*", default=[64, 784])
     parser.add_argument("--q", type=int, default=10)
-    parser.add_argument("--p", type=int, nargs="*", default=[0, 20, 784])
-    parser.add_argument("--threads", type=int, nargs="*", default=[1, 2])
-    parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", nargs="*", default=["float64", "float32"])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", help="also write the table (markdown) to this file")
     args = parser.parse_args()
 
     from threadpoolctl import threadpool_limits
 
     import ikdr
-    from _peers import mixture
-    from ikdr.kernels import Gaussian, _fused
+    from _peers import machine_summary, mixture
+    from ikdr.kernels import Gaussian, sne_matrix, sne_row_normalisers
 
-    dtype = np.dtype(args.dtype)
-    X, y = mixture(args.n, args.d)
-    X = X.astype(dtype)
-    gamma, _ = ikdr.supervised_gamma(y)
-    kernel = Gaussian(ikdr.median_sigma(X, random_state=0))
-    W = np.linalg.qr(np.random.default_rng(0).standard_normal((args.d, args.q)))[0]
-    Z = np.ascontiguousarray(X @ W.astype(dtype))
-    terms = kernel._terms(X)
-    n, r = args.n, gamma.rank
-    print(f"ikdr {ikdr.__version__}, SIMD {ikdr._core.build_info()['simd']}, n={n}, q={args.q}, "
-          f"rank(Gamma)={r}, {dtype.name}, load average {os.getloadavg()}")
-    print(f"{'threads':>7} {'p':>5} {'fused s':>8} {'fused GF/s':>10} {'gemm s':>8} "
-          f"{'gemm GF/s':>9} {'fraction':>8} {'ns/entry':>8}")
-    for threads in args.threads:
-        for p in args.p:
-            rhs = np.ascontiguousarray(X[:, :p]) if p else None
-            flops = n * n * (2 * args.q + 2 * r + 3 + 30 + 4 + 2 * p)
-            t_fused = best_time(lambda: _fused(Z, terms, 1, gamma, rhs=rhs, n_threads=threads),
-                                args.repeat)
-            s = max(64, int(round((flops / 2) ** (1 / 3))))
-            A = np.random.default_rng(1).standard_normal((s, s)).astype(dtype)
-            B = np.random.default_rng(2).standard_normal((s, s)).astype(dtype)
-            with threadpool_limits(limits=threads, user_api="blas"):
-                t_gemm = best_time(lambda: A @ B, args.repeat)
-            rate_f = flops / t_fused / 1e9
-            rate_g = 2 * s ** 3 / t_gemm / 1e9
-            print(f"{threads:>7} {p:>5} {t_fused:>8.3f} {rate_f:>10.1f} {t_gemm:>8.3f} "
-                  f"{rate_g:>9.1f} {rate_f / rate_g:>8.2f} {t_fused * threads / n / n * 1e9:>8.2f}",
-                  flush=True)
+    n, q, t = args.n, args.q, args.threads
+    entries = n * n / t  # kernel entries per thread in one pass
+    rows = []
+    header = (f"| dtype | d | pass | seconds | ns/entry/thread | numpy GEMM (n x n @ n x d) s "
+              f"| gemm/pass |\n|---|---|---|---|---|---|---|")
+    for dtype_name in args.dtype:
+        dtype = np.dtype(dtype_name)
+        for d in args.d:
+            X, y = mixture(n, d)
+            X = np.ascontiguousarray(X, dtype=dtype)
+            gamma, _ = ikdr.supervised_gamma(y)
+            kernel = Gaussian(ikdr.median_sigma(X, random_state=0))
+            W = np.linalg.qr(np.random.default_rng(0).standard_normal((d, q)))[0]
+            V = np.linalg.qr(np.random.default_rng(1).standard_normal((d, q)))[0]
+            Z = np.ascontiguousarray(X @ W.astype(dtype))
+            R = np.ascontiguousarray(Z[:, :q])
+            A = np.random.default_rng(2).standard_normal((n, n)).astype(dtype)
+            with threadpool_limits(limits=t, user_api="blas"):
+                A @ X
+                t_gemm = best_time(lambda: A @ X, args.repeat)
+            del A
+            passes = {
+                "dense Phi": lambda: kernel.phi_product(X, W, gamma, n_threads=t),
+                "thin Phi V": lambda: kernel.phi_product(X, W, gamma, V, n_threads=t),
+                "objective": lambda: kernel.objective(X, W, gamma, n_threads=t),
+                "K R": lambda: kernel.product(Z, R, n_threads=t),
+            }
+            for name, fn in passes.items():
+                fn()  # warm-up
+                sec = best_time(fn, args.repeat)
+                rows.append(f"| {dtype.name} | {d} | {name} | {sec:.3f} | "
+                            f"{sec / entries * 1e9:.2f} | {t_gemm:.3f} | {t_gemm / sec:.2f} |")
+                print(rows[-1], flush=True)
+        # KSVD's SNE block: n/2 x n/2 points in 64 dimensions
+        m = n // 2
+        P = np.random.default_rng(3).standard_normal((m, 64)).astype(dtype)
+        Q = np.random.default_rng(4).standard_normal((m, 64)).astype(dtype)
+        sigma = 8.0
+
+        def ours():
+            shift, sums = sne_row_normalisers(P, Q, sigma, n_threads=t)
+            return sne_matrix(P, Q, sigma, shift, sums, n_threads=t)
+
+        ours()
+        sec = best_time(ours, args.repeat)
+        with threadpool_limits(limits=t, user_api="blas"):
+            numpy_sne(P, Q, sigma)
+            t_np = best_time(lambda: numpy_sne(P, Q, sigma), args.repeat)
+        err = float(np.abs(ours().astype(np.float64) - numpy_sne(P, Q, sigma)).max())
+        rows.append(f"| {dtype.name} | 64 | SNE block {m} x {m} | {sec:.3f} | "
+                    f"{sec / (m * m / t) * 1e9:.2f} | numpy build {t_np:.3f} | "
+                    f"{t_np / sec:.1f}x numpy (max diff {err:.1e}) |")
+        print(rows[-1], flush=True)
+    text = "\n".join([machine_summary(), f"n = {n}, q = {q}, {t} threads, "
+                      "Gaussian kernel, factored supervised Gamma (10 classes)", "", header, *rows])
+    print("\n" + text)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write("# Native passes against GEMM\n\n"
+                     "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python "
+                     f"benchmarks/bench_core_rate.py {' '.join(sys.argv[1:])}`\n\n{text}\n")
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ def main():
     import ikdr
     from ikdr import principal_angle
 
-    print(f"ikdr {ikdr.__version__}, SIMD {ikdr._core.build_info()['simd']}, "
+    print(f"ikdr {ikdr.__version__}, SIMD {ikdr.build_info()['simd']}, "
           f"threads {ikdr.get_num_threads()}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
     print(f"{'n':>6} {'d':>4} {'impl':>11} {'iters':>5} {'time s':>8} {'speedup':>7} "
           f"{'peak MB':>8} {'total MB':>8} {'mem ratio':>9} {'sin angle':>9} {'sin q-1':>8} "

@@ -3,9 +3,18 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from ikdr import _core
+from ikdr import _native
+from ikdr._native import GammaArrays, KernelTerm, TermKind
 
-LIN, POLY, GAUSS, SQ, MQ = range(5)
+LIN, POLY, GAUSS, SQ, MQ = (TermKind.linear, TermKind.polynomial, TermKind.gaussian,
+                            TermKind.squared, TermKind.multiquadric)
+
+
+def fused(Z, terms, gradient, *, gamma_factor=None, gamma_scale=None, gamma_dense=None, rhs=None,
+          n_threads=1):
+    """The door's fused product with Gamma given by its arrays."""
+    return _native.fused_product(Z, terms, gamma=GammaArrays(gamma_factor, gamma_scale, gamma_dense),
+                                 gradient=bool(gradient), rhs=rhs, n_threads=n_threads)
 
 
 def sqdist(A, B):
@@ -45,7 +54,7 @@ def dense_phi(kind, X, Z, gamma, sigma=1.3, c=0.7, degree=3, s=None):
 
 
 def term(kind, weight=1.0, sigma=1.3, c=0.7, degree=3, s_a=None, s_b=None):
-    return (kind, weight, sigma, c, degree, s_a, s_b)
+    return KernelTerm(kind, weight, sigma, c, degree, s_a, s_b)
 
 
 def rel_err(a, b):
@@ -57,26 +66,25 @@ def rel_err(a, b):
 def test_kernel_matrix_matches_numpy(kind, dtype, tol, rng):
     A = rng.standard_normal((70, 4))
     B = rng.standard_normal((55, 4))
-    fn = _core.kernel_matrix_f64 if dtype == np.float64 else _core.kernel_matrix_f32
-    K = fn(A.astype(dtype), B.astype(dtype), [term(kind)], 2)
+    K = _native.kernel_matrix(A.astype(dtype), B.astype(dtype), [term(kind)], n_threads=2)
     assert K.dtype == dtype and K.shape == (70, 55)
     assert rel_err(K.astype(np.float64), dense_value(kind, A, B)) < tol
     # self kernel
-    K = fn(A.astype(dtype), A.astype(dtype), [term(kind)], 1)
+    K = _native.kernel_matrix(A.astype(dtype), A.astype(dtype), [term(kind)], n_threads=1)
     assert rel_err(K.astype(np.float64), dense_value(kind, A, A)) < tol
 
 
 def test_relative_gaussian_kernel_matrix(rng):
     A, B = rng.standard_normal((30, 3)), rng.standard_normal((20, 3))
     s_a, s_b = rng.uniform(0.5, 2, 30), rng.uniform(0.5, 2, 20)
-    K = _core.kernel_matrix_f64(A, B, [term(GAUSS, s_a=s_a, s_b=s_b)], 2)
+    K = _native.kernel_matrix(A, B, [term(GAUSS, s_a=s_a, s_b=s_b)], n_threads=2)
     np.testing.assert_allclose(K, dense_value(GAUSS, A, B, s_a=s_a, s_b=s_b), rtol=1e-12)
 
 
 def test_gaussian_elementwise_relative_accuracy(rng):
     # Kernel values down to the subnormal range stay accurate element-wise.
     A = rng.standard_normal((200, 3)) * 8
-    K = _core.kernel_matrix_f64(A, A, [term(GAUSS, sigma=0.5)], 2)
+    K = _native.kernel_matrix(A, A, [term(GAUSS, sigma=0.5)], n_threads=2)
     ref = np.exp(-sqdist(A, A) / (2 * 0.25))
     mask = ref > 1e-300
     assert np.max(np.abs(K[mask] - ref[mask]) / ref[mask]) < 1e-10
@@ -87,7 +95,7 @@ def test_squared_distances_never_negative():
     # Nearly identical far-from-origin points: the Gram expansion cancels.
     base = np.full((1, 5), 1e4)
     A = np.vstack([base, base + 1e-9, base])
-    K = _core.kernel_matrix_f64(A, A, [term(SQ)], 1)
+    K = _native.kernel_matrix(A, A, [term(SQ)], n_threads=1)
     assert np.all(-K >= 0)
     assert np.all(np.diag(K) == 0)
 
@@ -95,7 +103,7 @@ def test_squared_distances_never_negative():
 def test_conic_terms_add_up(rng):
     A = rng.standard_normal((40, 3))
     terms = [term(GAUSS, 0.5), term(POLY, 2.0), term(MQ, 1.5)]
-    K = _core.kernel_matrix_f64(A, A, terms, 2)
+    K = _native.kernel_matrix(A, A, terms, n_threads=2)
     ref = 0.5 * dense_value(GAUSS, A, A) + 2 * dense_value(POLY, A, A) + 1.5 * dense_value(MQ, A, A)
     np.testing.assert_allclose(K, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
 
@@ -113,8 +121,7 @@ def test_fused_phi_matches_dense_formula(kind, gamma_form, dtype, tol, rng):
     Z = X @ W
     kwargs = ({"gamma_factor": G.astype(dtype), "gamma_scale": s.astype(dtype)}
               if gamma_form == "factored" else {"gamma_dense": gamma.astype(dtype)})
-    fn = _core.fused_product_f64 if dtype == np.float64 else _core.fused_product_f32
-    y, _, _ = fn(Z.astype(dtype), [term(kind)], 1, rhs=X.astype(dtype), n_threads=2, **kwargs)
+    y, _ = fused(Z.astype(dtype), [term(kind)], 1, rhs=X.astype(dtype), n_threads=2, **kwargs)
     phi = X.T @ y.astype(np.float64)
     assert rel_err(phi, dense_phi(kind, X, Z, gamma)) < tol
 
@@ -125,7 +132,7 @@ def test_fused_relative_gaussian_phi(rng):
     W = np.linalg.qr(rng.standard_normal((d, q)))[0]
     G = rng.standard_normal((n, 2))
     s = rng.uniform(0.5, 2.0, n)
-    y, _, _ = _core.fused_product_f64(X @ W, [term(GAUSS, s_a=s, s_b=s)], 1, gamma_factor=G,
+    y, _ = fused(X @ W, [term(GAUSS, s_a=s, s_b=s)], 1, gamma_factor=G,
                                       rhs=X, n_threads=2)
     assert rel_err(X.T @ y, dense_phi(GAUSS, X, X @ W, G @ G.T, s=s)) < 1e-10
 
@@ -135,37 +142,36 @@ def test_fused_value_mode_row_sums_and_product(rng):
     Z = rng.standard_normal((n, 3))
     G = rng.standard_normal((n, 2))
     R = rng.standard_normal((n, 4))
-    y, sm, sb = _core.fused_product_f64(Z, [term(GAUSS)], 0, gamma_factor=G, rhs=R, n_threads=2)
+    y, sm = fused(Z, [term(GAUSS)], 0, gamma_factor=G, rhs=R, n_threads=2)
     M = (G @ G.T) * dense_value(GAUSS, Z, Z)
     np.testing.assert_allclose(y, M @ R, rtol=1e-11, atol=1e-11 * np.abs(M @ R).max())
     np.testing.assert_allclose(sm, M.sum(1), rtol=1e-11, atol=1e-11)
-    assert np.all(sb == 0)
     # No Gamma: a plain kernel matvec (the spectral U-step uses it).
-    y, sm, _ = _core.fused_product_f64(Z, [term(GAUSS)], 0, rhs=R, n_threads=1)
+    y, sm = fused(Z, [term(GAUSS)], 0, rhs=R, n_threads=1)
     K = dense_value(GAUSS, Z, Z)
     np.testing.assert_allclose(y, K @ R, rtol=1e-11)
     np.testing.assert_allclose(sm, K.sum(1), rtol=1e-11)
 
 
-@pytest.mark.parametrize("laplacian", [False, True])
-@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-10), (np.float32, 1e-4)])
-def test_weighted_gram_and_fused_equal_unfused(laplacian, dtype, tol, rng):
+@pytest.mark.parametrize("kind", [LIN, POLY, GAUSS, SQ, MQ])
+def test_gradient_pass_also_gives_the_objective(kind, rng):
+    # The gradient pass returns Tr(Gamma K) as well, for every member.
+    n = 110
+    Z, G, R = rng.standard_normal((n, 3)), rng.standard_normal((n, 2)), rng.standard_normal((n, 4))
+    y, value_sums = fused(Z, [term(kind)], 1, gamma_factor=G, rhs=R, n_threads=2)
+    M = (G @ G.T) * dense_value(kind, Z, Z)
+    np.testing.assert_allclose(value_sums, M.sum(1), rtol=1e-10, atol=1e-10 * np.abs(M).max())
+
+
+def test_fused_equals_unfused_explicit_psi(rng):
     n, d = 150, 7
     X = rng.standard_normal((n, d))
-    P = rng.standard_normal((n, n))
-    P = P + P.T
-    fn = _core.weighted_gram_f64 if dtype == np.float64 else _core.weighted_gram_f32
-    out = fn(X.astype(dtype), P.astype(dtype), laplacian, 2).astype(np.float64)
-    ref = X.T @ ((np.diag(P.sum(1)) - P) if laplacian else P) @ X
-    assert rel_err(out, ref) < tol
-    if laplacian and dtype == np.float64:
-        # fused Gaussian Phi == unfused product with the explicit Psi
-        Z = X[:, :2]
-        G = rng.standard_normal((n, 2))
-        psi = (G @ G.T) * dense_value(GAUSS, Z, Z)
-        y, _, _ = _core.fused_product_f64(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=X, n_threads=2)
-        unfused = -(1 / 1.3**2) * _core.weighted_gram_f64(X, psi, True, 2)
-        assert rel_err(X.T @ y, unfused) < 1e-12
+    Z = X[:, :2]
+    G = rng.standard_normal((n, 2))
+    psi = (G @ G.T) * dense_value(GAUSS, Z, Z)
+    y, _ = fused(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=X, n_threads=2)
+    unfused = -(1 / 1.3**2) * X.T @ (np.diag(psi.sum(1)) - psi) @ X
+    assert rel_err(X.T @ y, unfused) < 1e-12
 
 
 def test_panels_do_not_change_the_answer(rng, monkeypatch):
@@ -174,8 +180,8 @@ def test_panels_do_not_change_the_answer(rng, monkeypatch):
     Z = rng.standard_normal((n, 2))
     R = rng.standard_normal((n, 3))
     G = rng.standard_normal((n, 2))
-    y1, s1, _ = _core.fused_product_f64(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=R, n_threads=1)
-    y2, s2, _ = _core.fused_product_f64(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=R, n_threads=2)
+    y1, s1 = fused(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=R, n_threads=1)
+    y2, s2 = fused(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=R, n_threads=2)
     psi = (G @ G.T) * (-dense_value(GAUSS, Z, Z) / (2 * 1.3**2))
     ref = -2 * psi @ R + (2 * psi.sum(1))[:, None] * R  # 2 X^T L(psi) X applied to R
     assert rel_err(y1, ref) < 1e-10
@@ -188,7 +194,7 @@ def test_block_power_matches_lapack(rng):
     A = A + A.T
     vals, vecs = scipy.linalg.eigh(A)
     top = vals[::-1][:q]
-    v, V, it, conv, res = _core.top_eigenpairs_f64(A, q, None, max_iter=3000, tol=1e-11,
+    v, V, it, conv, res = _native.top_eigenpairs(A, q, None, max_iter=3000, tol=1e-11,
                                                    oversample=20)
     assert conv and res < 1e-11
     np.testing.assert_allclose(v, top, rtol=1e-9)
@@ -201,9 +207,9 @@ def test_block_power_warm_start(rng):
     Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
     lam = np.concatenate([[50, 40, 30, 20, 10], rng.uniform(-30, 5, d - q)])
     A = (Q * lam) @ Q.T
-    _, _, cold, conv, _ = _core.top_eigenpairs_f64(A, q, None, max_iter=500, tol=1e-12)
+    _, _, cold, conv, _ = _native.top_eigenpairs(A, q, None, max_iter=500, tol=1e-12)
     V0 = Q[:, :q] + 1e-3 * rng.standard_normal((d, q))
-    v, V, warm, conv2, _ = _core.top_eigenpairs_f64(A, q, V0, max_iter=500, tol=1e-12)
+    v, V, warm, conv2, _ = _native.top_eigenpairs(A, q, V0, max_iter=500, tol=1e-12)
     assert conv and conv2 and warm < cold
     np.testing.assert_allclose(v, lam[:q], rtol=1e-10)
     np.testing.assert_allclose(np.abs(V.T @ Q[:, :q]), np.eye(q), atol=1e-9)
@@ -213,7 +219,7 @@ def test_block_power_reports_stall():
     # Tied eigenvalues across the cut: no unique top-q subspace, the
     # iteration cannot settle and must say so instead of guessing.
     A = np.diag([3.0, 2.0, 2.0, 1.0, 0.5])
-    _, _, it, conv, _ = _core.top_eigenpairs_f64(A, 2, None, max_iter=5, tol=1e-14, oversample=0)
+    _, _, it, conv, _ = _native.top_eigenpairs(A, 2, None, max_iter=5, tol=1e-14, oversample=0)
     assert it <= 5
     from ikdr._eig import top_eigenvectors
 
@@ -226,24 +232,23 @@ def test_block_power_reports_stall():
 def test_bad_arguments_raise_value_error(rng):
     A = rng.standard_normal((5, 2))
     with pytest.raises(ValueError, match="same number of columns"):
-        _core.kernel_matrix_f64(A, rng.standard_normal((5, 3)), [term(LIN)], 1)
+        _native.kernel_matrix(A, rng.standard_normal((5, 3)), [term(LIN)], n_threads=1)
     with pytest.raises(ValueError, match="degree"):
-        _core.kernel_matrix_f64(A, A, [term(POLY, degree=0)], 1)
+        _native.kernel_matrix(A, A, [term(POLY, degree=0)], n_threads=1)
     with pytest.raises(ValueError, match="n x n"):
-        _core.fused_product_f64(A, [term(LIN)], 1, gamma_dense=np.eye(4))
+        fused(A, [term(LIN)], 1, gamma_dense=np.eye(4))
     with pytest.raises(ValueError, match="square"):
-        _core.top_eigenpairs_f64(np.ones((3, 4)), 1)
+        _native.top_eigenpairs(np.ones((3, 4)), 1)
 
 
 def test_build_info():
-    info = _core.build_info()
+    info = _native.build_info()
     assert info["simd"] in ("baseline", "avx2", "avx512")
-    assert isinstance(info["openmp"], bool)
 
 
 def test_view_at_offset_zero_is_not_the_same_point_set(rng):
     # Regression: a one-row view sharing A's buffer start once counted as "A
     # itself", and the zeroed diagonal was written past the panel.
     A = rng.standard_normal((200, 2))
-    K = _core.kernel_matrix_f64(A, A[0:1], [term(GAUSS)], 2)
+    K = _native.kernel_matrix(A, A[0:1], [term(GAUSS)], n_threads=2)
     np.testing.assert_allclose(K[:, 0], dense_value(GAUSS, A, A[:1])[:, 0], rtol=1e-12)

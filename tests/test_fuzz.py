@@ -29,7 +29,8 @@ from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
 import ikdr  # noqa: E402
-from ikdr import _core  # noqa: E402
+from ikdr import _native  # noqa: E402
+from ikdr._native import GammaArrays, KernelTerm, TermKind  # noqa: E402
 
 _PROFILES = {"ci": (40, 12), "long": (2000, 300)}  # (core examples, estimator examples)
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
@@ -97,11 +98,14 @@ def layouts(draw, A):
 
 
 def term_strategy():
-    kind = st.integers(-1, 5)
-    return st.tuples(kind, st.one_of(st.floats(0, 3), st.sampled_from([np.nan, np.inf, -1.0])),
+    # a kind outside the enum (an int, a string) must be refused as a TypeError
+    kind = st.one_of(st.sampled_from(list(TermKind.__members__.values())),
+                     st.sampled_from([7, "gaussian"]))
+    return st.builds(KernelTerm, kind,
+                     st.one_of(st.floats(0, 3), st.sampled_from([np.nan, np.inf, -1.0])),
                      st.one_of(st.floats(1e-3, 1e3), st.sampled_from([0.0, -1.0, np.nan, 1e-200])),
                      st.one_of(st.floats(0, 5), st.sampled_from([np.nan, -2.0])),
-                     st.integers(-1, 40), st.just(None), st.just(None))
+                     st.integers(-1, 40))
 
 
 def _core_call(fn, *args, **kwargs):
@@ -119,11 +123,10 @@ def _core_call(fn, *args, **kwargs):
        f32=st.booleans(), threads=st.integers(-2, 4))
 def test_core_kernel_matrix(A, B, terms, f32, threads):
     RAN["kernel_matrix"] += 1
-    fn = _core.kernel_matrix_f32 if f32 else _core.kernel_matrix_f64
     dtype = np.float32 if f32 else np.float64
     with np.errstate(over="ignore"):
         A, B = A.astype(dtype), B.astype(dtype)
-    out = _core_call(fn, A, B, terms, threads)
+    out = _core_call(_native.kernel_matrix, A, B, terms, n_threads=threads)
     if out is not None:
         assert out.shape == (A.shape[0], B.shape[0]) and out.dtype == dtype
 
@@ -135,9 +138,9 @@ def test_core_kernel_matrix_matches_numpy(A, data):
     B = data.draw(arrays(min_rows=1, max_rows=10, values=moderate, ncols=A.shape[1]))
     sigma = data.draw(st.floats(0.5, 1e3))
     degree = data.draw(st.integers(1, 4))
-    terms = [(0, 0.5, 1.0, 0.0, 1, None, None), (2, 1.0, sigma, 0.0, 1, None, None),
-             (1, 0.25, 1.0, 1.0, degree, None, None)]
-    out = _core.kernel_matrix_f64(A, B, terms, data.draw(st.integers(1, 3)))
+    terms = [KernelTerm(TermKind.linear, 0.5), KernelTerm(TermKind.gaussian, 1.0, sigma=sigma),
+             KernelTerm(TermKind.polynomial, 0.25, c=1.0, degree=degree)]
+    out = _native.kernel_matrix(A, B, terms, n_threads=data.draw(st.integers(1, 3)))
     dot = A @ B.T
     d2 = np.maximum(((A[:, None, :] - B[None, :, :]) ** 2).sum(-1), 0)
     ref = 0.5 * dot + np.exp(-d2 / (2 * sigma ** 2)) + 0.25 * (dot + 1.0) ** degree
@@ -146,35 +149,36 @@ def test_core_kernel_matrix_matches_numpy(A, data):
 
 
 @CORE
-@given(Z=arrays(max_rows=10), mode=st.integers(-1, 2), terms=st.lists(term_strategy(), max_size=2),
+@given(Z=arrays(max_rows=10), mode=st.booleans(), terms=st.lists(term_strategy(), max_size=2),
        gamma=st.sampled_from(["none", "dense", "factor", "factor+scale", "bad"]),
        rhs_cols=st.integers(-1, 3), f32=st.booleans(), data=st.data())
 def test_core_fused_product(Z, mode, terms, gamma, rhs_cols, f32, data):
     RAN["fused_product"] += 1
     dtype = np.float32 if f32 else np.float64
-    fn = _core.fused_product_f32 if f32 else _core.fused_product_f64
     with np.errstate(over="ignore"):
         Z = Z.astype(dtype)
     n = Z.shape[0]
     kwargs = {}
     if gamma == "dense":
         G = data.draw(arrays(min_rows=n, max_rows=n, ncols=n))
-        kwargs["gamma_dense"] = (G + G.T).astype(dtype)
+        kwargs["dense"] = (G + G.T).astype(dtype)
     elif gamma.startswith("factor"):
-        kwargs["gamma_factor"] = data.draw(arrays(min_rows=n, max_rows=n, min_cols=0, max_cols=3)
-                                           ).astype(dtype)
+        kwargs["factor"] = data.draw(arrays(min_rows=n, max_rows=n, min_cols=0, max_cols=3)
+                                     ).astype(dtype)
         if gamma == "factor+scale":
-            kwargs["gamma_scale"] = np.ones(kwargs["gamma_factor"].shape[1] + data.draw(
-                st.integers(-1, 1)), dtype=dtype)
+            kwargs["scale"] = np.ones(max(0, kwargs["factor"].shape[1] + data.draw(
+                st.integers(-1, 1))), dtype=dtype)
     elif gamma == "bad":
-        kwargs["gamma_dense"] = np.ones((n + 1, n), dtype=dtype)
+        kwargs["dense"] = np.ones((n + 1, n), dtype=dtype)
+    rhs = None
     if rhs_cols >= 0:
-        kwargs["rhs"] = data.draw(arrays(min_rows=n, max_rows=n + data.draw(st.integers(0, 1)),
-                                         ncols=rhs_cols)).astype(dtype)
-    out = _core_call(fn, Z, terms, mode, n_threads=data.draw(st.integers(0, 3)), **kwargs)
+        rhs = data.draw(arrays(min_rows=n, max_rows=n + data.draw(st.integers(0, 1)),
+                               ncols=rhs_cols)).astype(dtype)
+    out = _core_call(_native.fused_product, Z, terms, gamma=GammaArrays(**kwargs), gradient=mode,
+                     rhs=rhs, n_threads=data.draw(st.integers(0, 3)))
     if out is not None:
-        y, sm, sb = out
-        assert sm.shape == (n,) and sb.shape == (n,)
+        y, sums = out
+        assert sums.shape == (n,)
         if rhs_cols >= 0:
             assert y.shape == (n, rhs_cols)
 
@@ -185,9 +189,9 @@ def test_core_fused_product(Z, mode, terms, gamma, rhs_cols, f32, data):
        data=st.data())
 def test_core_gaussian_normalisers_and_shifted(A, B, sigma, data):
     RAN["gaussian_normalisers"] += 1
-    out = _core_call(_core.gaussian_row_normalisers_f64, A, B, sigma, 2)
+    out = _core_call(_native.sne_row_normalisers, A, B, sigma, n_threads=2)
     shift = np.zeros(A.shape[0] + data.draw(st.integers(-1, 1)).__abs__())
-    _core_call(_core.shifted_gaussian_matrix_f64, A, B, sigma, shift, np.ones_like(shift), 2)
+    _core_call(_native.sne_matrix, A, B, sigma, shift, np.ones_like(shift), n_threads=2)
     if out is not None:
         assert out[0].shape == (A.shape[0],) and out[1].shape == (A.shape[0],)
 
@@ -203,20 +207,9 @@ def test_core_lowrank_plus_sparse(n, m, data):
     vals = data.draw(hnp.arrays(np.float64, nnz + data.draw(st.integers(-1, 1)).__abs__(),
                                 elements=wild))
     vecs = [data.draw(hnp.arrays(np.float64, k, elements=wild)) for k in (n, n, m)]
-    out = _core_call(_core.lowrank_plus_sparse_f64, *vecs, indptr, indices, vals, 2)
+    out = _core_call(_native.lowrank_plus_sparse, *vecs, indptr, indices, vals, n_threads=2)
     if out is not None:
         assert out.shape == (n, m)
-
-
-@CORE
-@given(X=arrays(max_rows=8, max_cols=4), data=st.data())
-def test_core_weighted_gram(X, data):
-    RAN["weighted_gram"] += 1
-    n = X.shape[0] + data.draw(st.integers(-1, 1))
-    Psi = data.draw(hnp.arrays(np.float64, (max(n, 0), max(n, 0)), elements=wild))
-    out = _core_call(_core.weighted_gram_f64, X, Psi, data.draw(st.booleans()), 2)
-    if out is not None:
-        assert out.shape == (X.shape[1], X.shape[1])
 
 
 @CORE
@@ -229,7 +222,7 @@ def test_core_top_eigenpairs(d, q, data):
     v0 = None
     if data.draw(st.booleans()) and 0 <= q:
         v0 = data.draw(hnp.arrays(np.float64, (d, max(q, 0)), elements=moderate))
-    out = _core_call(_core.top_eigenpairs_f64, A, q, v0, max_iter=data.draw(st.integers(-1, 30)),
+    out = _core_call(_native.top_eigenpairs, A, q, v0, max_iter=data.draw(st.integers(-1, 30)),
                      tol=data.draw(st.sampled_from([1e-10, 0.0, -1.0, np.nan])),
                      oversample=data.draw(st.integers(-2, 9)))
     if out is not None:

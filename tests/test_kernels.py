@@ -153,3 +153,33 @@ def test_relative_gaussian_scales(rng):
 
     d, _ = NearestNeighbors(n_neighbors=4).fit(X).kneighbors(X)
     np.testing.assert_allclose(k.scales_, d[:, 3])
+
+
+@pytest.mark.parametrize("gradient", [False, True])
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 1e-4)])
+def test_block_pairs_add_up_to_the_whole_pass(gradient, dtype, tol):
+    # A distributed pass maps pair_product over row-block pairs and sums over the
+    # column blocks: that sum must be the single-set pass.
+    from ikdr.gamma import Gamma
+    from ikdr.kernels import Gaussian, Polynomial
+
+    rng = np.random.default_rng(5)
+    n = 230
+    Z = rng.standard_normal((n, 3)).astype(dtype)
+    R = rng.standard_normal((n, 4)).astype(dtype)
+    gamma = Gamma(rng.standard_normal((n, 2)), np.array([1.0, -0.5]))
+    kernel = 0.7 * Gaussian(1.1) + Polynomial(2)
+    whole = kernel.gradient_product(Z, R, gamma) if gradient else kernel.product(Z, R, gamma)
+    whole_sums = kernel.product(Z, None, gamma)[1]
+    edges = [0, 70, 71, 160, n]
+    for a, b in zip(edges[:-1], edges[1:]):
+        acc, sums = 0.0, 0.0
+        for c, e in zip(edges[:-1], edges[1:]):
+            part, part_sums = kernel.pair_product(Z[a:b], Z[c:e], R[c:e], gamma.rows(slice(a, b)),
+                                                  gamma.rows(slice(c, e)), gradient=gradient,
+                                                  R_rows=R[a:b])
+            acc = acc + part.astype(np.float64)
+            sums = sums + part_sums
+        scale = np.abs(whole[0]).max()
+        np.testing.assert_allclose(acc, whole[0][a:b], rtol=tol, atol=tol * scale)
+        np.testing.assert_allclose(sums, whole_sums[a:b], rtol=tol, atol=tol * np.abs(whole_sums).max())

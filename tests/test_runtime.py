@@ -10,21 +10,23 @@ import time
 import numpy as np
 import pytest
 
-from ikdr import _core
+from ikdr import _native
+from ikdr._native import KernelTerm, TermKind
 
 LONG_JOB = textwrap.dedent("""
     import sys, time, numpy as np
-    from ikdr import _core
+    from ikdr import _native
+    from ikdr._native import KernelTerm, TermKind
     Z = np.random.default_rng(0).standard_normal((60000, 8))
     print("ready", flush=True)
     t0 = time.perf_counter()
     try:
         for _ in range(100):
-            _core.fused_product_f64(Z, [(2, 1.0, 1.0, 0.0, 1, None, None)], 0, n_threads=1)
+            _native.fused_product(Z, [KernelTerm(TermKind.gaussian)], n_threads=1)
     except KeyboardInterrupt:
         print("interrupted", repr(time.time()), flush=True)
         # the process is still usable afterwards
-        out = _core.kernel_matrix_f64(Z[:3], Z[:3], [(0, 1.0, 1.0, 0.0, 1, None, None)], 1)
+        out = _native.kernel_matrix(Z[:3], Z[:3], [KernelTerm(TermKind.linear)], n_threads=1)
         print("usable", out.shape, flush=True)
         sys.exit(0)
     print("finished", time.perf_counter() - t0, flush=True)
@@ -66,7 +68,7 @@ def test_gil_released_during_core_loops():
     t.start()
     try:
         t0 = time.perf_counter()
-        _core.fused_product_f64(Z, [(2, 1.0, 1.0, 0.0, 1, None, None)], 0, n_threads=1)
+        _native.fused_product(Z, [KernelTerm(TermKind.gaussian)], n_threads=1)
         t1 = time.perf_counter()
     finally:
         stop.set()

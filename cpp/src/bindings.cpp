@@ -82,7 +82,8 @@ Array<T> require_2d(const Array<T>& a, const char* name) {
   return a;
 }
 
-// Terms arrive as tuples (kind, weight, sigma, c, degree, scale_rows, scale_cols).
+// Terms arrive as ikdr._native.KernelTerm records (attributes kind, weight,
+// sigma, c, degree, row_scales, col_scales); the kind is the bound TermKind.
 template <class T>
 struct TermList {
   std::vector<Term<T>> terms;
@@ -90,30 +91,43 @@ struct TermList {
 };
 
 template <class T>
-TermList<T> convert_terms(const py::list& spec, Index n_rows, Index n_cols) {
+TermList<T> convert_terms(const py::sequence& spec, Index n_rows, Index n_cols) {
   TermList<T> out;
   for (const auto& item : spec) {
-    auto t = item.cast<py::tuple>();
-    if (t.size() != 7) throw py::value_error("kernel term must have 7 fields");
     Term<T> term;
-    const int kind = t[0].cast<int>();
-    if (kind < 0 || kind > 4) throw py::value_error("unknown kernel term kind");
-    term.kind = static_cast<TermKind>(kind);
-    term.weight = t[1].cast<double>();
-    term.sigma = t[2].cast<double>();
-    term.c = t[3].cast<double>();
-    term.degree = t[4].cast<int>();
+    if (!py::isinstance<TermKind>(item.attr("kind")))
+      throw py::type_error("a kernel term's kind must be an ikdr TermKind");
+    try {
+      term.kind = item.attr("kind").cast<TermKind>();
+      term.weight = item.attr("weight").cast<double>();
+      term.sigma = item.attr("sigma").cast<double>();
+      term.c = item.attr("c").cast<double>();
+      term.degree = item.attr("degree").cast<int>();
+    } catch (const py::cast_error&) {
+      throw py::type_error("a kernel term's weight, sigma and c must be numbers, its degree an int");
+    }
     if (term.kind == TermKind::polynomial && term.degree < 1)
       throw py::value_error("polynomial degree must be >= 1");
     if (!std::isfinite(term.weight) || !std::isfinite(term.c))
       throw py::value_error("kernel term weight and c must be finite");
     if (term.kind == TermKind::gaussian && !(term.sigma > 0 && std::isfinite(term.sigma)))
       throw py::value_error("Gaussian sigma must be positive and finite");
-    if (!t[5].is_none()) {
-      Array<T> rows = t[5].cast<Array<T>>();
-      Array<T> cols = t[6].cast<Array<T>>();
+    py::object rows_obj = item.attr("row_scales"), cols_obj = item.attr("col_scales");
+    if (rows_obj.is_none() != cols_obj.is_none())
+      throw py::value_error("per-point kernel scales need both row_scales and col_scales");
+    if (!rows_obj.is_none()) {
+      if (term.kind != TermKind::gaussian)
+        throw py::value_error("per-point kernel scales apply to the Gaussian term only");
+      Array<T> rows = rows_obj.cast<Array<T>>();
+      Array<T> cols = cols_obj.cast<Array<T>>();
       if (rows.size() != n_rows || cols.size() != n_cols)
         throw py::value_error("per-point kernel scales have the wrong length");
+      for (Index i = 0; i < rows.size(); ++i)
+        if (!(rows.data()[i] > 0) || !std::isfinite(rows.data()[i]))
+          throw py::value_error("per-point kernel scales must be positive and finite");
+      for (Index i = 0; i < cols.size(); ++i)
+        if (!(cols.data()[i] > 0) || !std::isfinite(cols.data()[i]))
+          throw py::value_error("per-point kernel scales must be positive and finite");
       term.scale_rows = rows.data();
       term.scale_cols = cols.data();
       out.keep_alive.push_back(rows);
@@ -125,7 +139,7 @@ TermList<T> convert_terms(const py::list& spec, Index n_rows, Index n_cols) {
 }
 
 template <class T>
-Array<T> kernel_matrix_py(Array<T> a, Array<T> b, const py::list& spec, int n_threads) {
+Array<T> kernel_matrix_py(Array<T> a, Array<T> b, const py::sequence& spec, int n_threads) {
   require_2d(a, "A");
   require_2d(b, "B");
   if (a.shape(1) != b.shape(1)) throw py::value_error("A and B must have the same number of columns");
@@ -140,53 +154,88 @@ Array<T> kernel_matrix_py(Array<T> a, Array<T> b, const py::list& spec, int n_th
 }
 
 template <class T>
-py::tuple fused_product_py(Array<T> z, const py::list& spec, int mode,
-                           std::optional<Array<T>> gamma_dense,
+void check_factor(const Array<T>& f, Index n, const char* name) {
+  if (f.ndim() != 2 || f.shape(0) != n)
+    throw py::value_error(std::string(name) + " must have one row per point (n x r)");
+}
+
+// One fused pass between the row points z and the column points z_cols (z
+// itself when absent); Gamma's factor rows follow the points (gamma_factor
+// for z, gamma_factor_cols for z_cols). In gradient mode the Laplacian's
+// diagonal multiplies the row points' right-hand side rhs_rows (rhs itself
+// when the two point sets are the same).
+template <class T>
+py::tuple fused_product_py(Array<T> z, const py::sequence& spec, bool gradient,
                            std::optional<Array<T>> gamma_factor,
-                           std::optional<Array<T>> gamma_scale, std::optional<Array<T>> rhs,
-                           int n_threads) {
+                           std::optional<Array<T>> gamma_scale,
+                           std::optional<Array<T>> gamma_dense, std::optional<Array<T>> rhs,
+                           std::optional<Array<T>> z_cols,
+                           std::optional<Array<T>> gamma_factor_cols,
+                           std::optional<Array<T>> rhs_rows, int n_threads) {
   require_2d(z, "Z");
   const Index n = z.shape(0);
-  PointPair<T> pts{z.data(), n, z.data(), n, z.shape(1)};
-  auto terms = convert_terms<T>(spec, n, n);
+  const bool pair = z_cols.has_value();
+  if (pair) {
+    require_2d(*z_cols, "Z_cols");
+    if (z_cols->shape(1) != z.shape(1))
+      throw py::value_error("the row and column points must have the same number of columns");
+  }
+  const Index m = pair ? z_cols->shape(0) : n;
+  PointPair<T> pts{z.data(), n, pair ? z_cols->data() : z.data(), m, z.shape(1)};
+  auto terms = convert_terms<T>(spec, n, m);
   GammaView<T> gamma;
   if (gamma_dense) {
-    if (gamma_dense->ndim() != 2 || gamma_dense->shape(0) != n || gamma_dense->shape(1) != n)
-      throw py::value_error("dense Gamma must be n x n");
+    if (gamma_dense->ndim() != 2 || gamma_dense->shape(0) != n || gamma_dense->shape(1) != m)
+      throw py::value_error("dense Gamma must be n x n (rows x columns)");
     gamma.dense = gamma_dense->data();
   } else if (gamma_factor) {
-    if (gamma_factor->ndim() != 2 || gamma_factor->shape(0) != n)
-      throw py::value_error("Gamma factor must be n x r");
+    check_factor(*gamma_factor, n, "the Gamma factor");
     gamma.g_rows = gamma.g_cols = gamma_factor->data();
     gamma.rank = gamma_factor->shape(1);
+    if (pair) {
+      if (!gamma_factor_cols) throw py::value_error("a factored Gamma between two point sets needs the column factor");
+      check_factor(*gamma_factor_cols, m, "the column Gamma factor");
+      if (gamma_factor_cols->shape(1) != gamma.rank)
+        throw py::value_error("the row and column Gamma factors must have the same rank");
+      gamma.g_cols = gamma_factor_cols->data();
+    }
     if (gamma_scale) {
       if (gamma_scale->size() != gamma.rank) throw py::value_error("Gamma scale must have length r");
       gamma.s = gamma_scale->data();
     }
   }
-  if (mode != 0 && mode != 1) throw py::value_error("mode must be 0 (value) or 1 (gradient)");
   const T* r = nullptr;
+  const T* r_rows = nullptr;
   Index rc = 0;
   py::object y_obj = py::none();
   T* y = nullptr;
   if (rhs) {
     require_2d(*rhs, "rhs");
-    if (rhs->shape(0) != n) throw py::value_error("rhs must have n rows");
-    r = rhs->data();
+    if (rhs->shape(0) != m) throw py::value_error("rhs must have one row per column point");
+    r = r_rows = rhs->data();
     rc = rhs->shape(1);
+    if (pair && gradient) {
+      if (!rhs_rows) throw py::value_error("a gradient pass between two point sets needs rhs_rows");
+      require_2d(*rhs_rows, "rhs_rows");
+      if (rhs_rows->shape(0) != n || rhs_rows->shape(1) != rc)
+        throw py::value_error("rhs_rows must have one row per row point and rhs's columns");
+      r_rows = rhs_rows->data();
+    }
     Array<T> y_arr({n, rc});
     y = y_arr.mutable_data();
     y_obj = y_arr;
   }
-  Array<T> sum_m(n), sum_b(n);
-  T* sm = sum_m.mutable_data();
-  T* sb = sum_b.mutable_data();
+  Array<T> value_sums(n);
+  T* vs = value_sums.mutable_data();
   RunConfig cfg = make_config(n_threads);
   without_gil([&] {
-    fused_product<T>(blas(), pts, gamma, terms.terms, static_cast<Mode>(mode), r, rc, y, sm, sb,
-                     cfg);
+    if (gradient && r != nullptr)
+      fused_product<T>(blas(), pts, gamma, terms.terms, Mode::gradient, r, rc, r_rows, y, nullptr,
+                       nullptr, cfg);
+    fused_product<T>(blas(), pts, gamma, terms.terms, Mode::value, gradient ? nullptr : r, rc,
+                     r_rows, gradient ? nullptr : y, vs, nullptr, cfg);
   });
-  return py::make_tuple(y_obj, sum_m, sum_b);
+  return py::make_tuple(y_obj, value_sums);
 }
 
 template <class T>
@@ -251,19 +300,6 @@ Array<T> lowrank_plus_sparse_py(Array<T> dl, Array<T> u, Array<T> v, Array<std::
 }
 
 template <class T>
-Array<T> weighted_gram_py(Array<T> x, Array<T> psi, bool laplacian, int n_threads) {
-  require_2d(x, "X");
-  require_2d(psi, "Psi");
-  const Index n = x.shape(0), d = x.shape(1);
-  if (psi.shape(0) != n || psi.shape(1) != n) throw py::value_error("Psi must be n x n");
-  Array<T> out({d, d});
-  T* o = out.mutable_data();
-  RunConfig cfg = make_config(n_threads);
-  without_gil([&] { weighted_gram<T>(blas(), x.data(), n, d, psi.data(), laplacian, o, cfg); });
-  return out;
-}
-
-template <class T>
 py::tuple top_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, int max_iter,
                             double tol, int oversample) {
   require_2d(a, "A");
@@ -294,9 +330,11 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
   m.def(("kernel_matrix_" + suffix).c_str(), &kernel_matrix_py<T>, py::arg("a"), py::arg("b"),
         py::arg("terms"), py::arg("n_threads") = 1);
   m.def(("fused_product_" + suffix).c_str(), &fused_product_py<T>, py::arg("z"),
-        py::arg("terms"), py::arg("mode"), py::arg("gamma_dense") = py::none(),
-        py::arg("gamma_factor") = py::none(), py::arg("gamma_scale") = py::none(),
-        py::arg("rhs") = py::none(), py::arg("n_threads") = 1);
+        py::arg("terms"), py::arg("gradient"), py::arg("gamma_factor") = py::none(),
+        py::arg("gamma_scale") = py::none(), py::arg("gamma_dense") = py::none(),
+        py::arg("rhs") = py::none(), py::arg("z_cols") = py::none(),
+        py::arg("gamma_factor_cols") = py::none(), py::arg("rhs_rows") = py::none(),
+        py::arg("n_threads") = 1);
   m.def(("gaussian_row_normalisers_" + suffix).c_str(), &gaussian_row_normalisers_py<T>,
         py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("n_threads") = 1);
   m.def(("shifted_gaussian_matrix_" + suffix).c_str(), &shifted_gaussian_matrix_py<T>,
@@ -305,8 +343,6 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
   m.def(("lowrank_plus_sparse_" + suffix).c_str(), &lowrank_plus_sparse_py<T>, py::arg("dl"),
         py::arg("u"), py::arg("v"), py::arg("indptr"), py::arg("indices"), py::arg("data"),
         py::arg("n_threads") = 1);
-  m.def(("weighted_gram_" + suffix).c_str(), &weighted_gram_py<T>, py::arg("x"), py::arg("psi"),
-        py::arg("laplacian"), py::arg("n_threads") = 1);
   m.def(("top_eigenpairs_" + suffix).c_str(), &top_eigenpairs_py<T>, py::arg("a"), py::arg("q"),
         py::arg("v0") = py::none(), py::arg("max_iter") = 300, py::arg("tol") = 1e-10,
         py::arg("oversample") = 8);
@@ -335,6 +371,12 @@ py::dict build_info() {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ikdr C++ core: kernel panels, fused Laplacian products, eigen-solvers";
+  py::enum_<TermKind>(m, "TermKind", "Kernel kinds of the fused products (ikdr/fused.hpp)")
+      .value("linear", TermKind::linear)
+      .value("polynomial", TermKind::polynomial)
+      .value("gaussian", TermKind::gaussian)
+      .value("squared", TermKind::squared)
+      .value("multiquadric", TermKind::multiquadric);
   blas();  // resolve SciPy's BLAS now, while we hold the GIL
   bind_dtype<double>(m, "f64");
   bind_dtype<float>(m, "f32");

@@ -368,7 +368,7 @@ void kernel_matrix(const Blas& blas, const PointPair<T>& pts, const std::vector<
 template <class T>
 void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>& gamma,
                    const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
-                   T* y, T* row_sum_m, T* row_sum_b, const RunConfig& cfg) {
+                   const T* rhs_rows, T* y, T* row_sum_m, T* row_sum_b, const RunConfig& cfg) {
   const std::vector<T> sq_a = squared_norms(pts.a, pts.n, pts.k);
   const std::vector<T> sq_b = pts.a == pts.b && pts.n == pts.m ? sq_a : squared_norms(pts.b, pts.m, pts.k);
   const auto col_scales = column_scales(terms, pts.m);
@@ -406,7 +406,7 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
         for (Index i = 0; i < len; ++i) {
           const T d = sb[i];
           if (d == T(0)) continue;
-          const T* r_row = rhs + (r0 + i) * rhs_cols;
+          const T* r_row = rhs_rows + (r0 + i) * rhs_cols;
           for (Index c = 0; c < rhs_cols; ++c) y_rows[i * rhs_cols + c] += d * r_row[c];
         }
       }
@@ -500,52 +500,19 @@ void lowrank_plus_sparse(Index n, Index m, const T* dl, const T* u, const T* v,
   }
 }
 
-template <class T>
-void weighted_gram(const Blas& blas, const T* x, Index n, Index d, const T* psi, bool laplacian,
-                   T* out, const RunConfig& cfg) {
-  // Y = Psi X (n x d), then out = X^T (diag(Psi 1) X - Y) or X^T Y.
-  std::vector<T> y(n * d);
-  const Index rows = panel_rows(n, n, cfg.panel_elements);
-  for (Index r0 = 0; r0 < n; r0 += rows) {
-    const Index len = std::min(rows, n - r0);
-    gemm_row_major<T>(blas, false, false, len, d, n, T(1), psi + r0 * n, n, x, d, T(0),
-                      y.data() + r0 * d, d);
-    if (laplacian) {
-#ifdef IKDR_HAVE_OPENMP
-#pragma omp parallel for num_threads(cfg.n_threads) schedule(static)
-#endif
-      for (Index i = r0; i < r0 + len; ++i) {
-        T deg = 0;
-        for (Index j = 0; j < n; ++j) deg += psi[i * n + j];
-        for (Index c = 0; c < d; ++c) y[i * d + c] = deg * x[i * d + c] - y[i * d + c];
-      }
-    }
-    poll(cfg);
-  }
-  gemm_row_major<T>(blas, true, false, d, d, n, T(1), x, d, y.data(), d, T(0), out, d);
-  for (Index i = 0; i < d; ++i)
-    for (Index j = i + 1; j < d; ++j) {
-      const T s = T(0.5) * (out[i * d + j] + out[j * d + i]);
-      out[i * d + j] = s;
-      out[j * d + i] = s;
-    }
-}
-
 #define IKDR_INSTANTIATE(T)                                                                     \
   template void kernel_matrix<T>(const Blas&, const PointPair<T>&, const std::vector<Term<T>>&, \
                                  T*, const RunConfig&);                                         \
   template void fused_product<T>(const Blas&, const PointPair<T>&, const GammaView<T>&,         \
-                                 const std::vector<Term<T>>&, Mode, const T*, Index, T*, T*,    \
-                                 T*, const RunConfig&);                                         \
+                                 const std::vector<Term<T>>&, Mode, const T*, Index, const T*,  \
+                                 T*, T*, T*, const RunConfig&);                                         \
   template void gaussian_row_normalisers<T>(const Blas&, const PointPair<T>&, double, T*, T*,  \
                                            const RunConfig&);                                   \
   template void shifted_gaussian_matrix<T>(const Blas&, const PointPair<T>&, double, const T*,   \
                                            const T*, T*, const RunConfig&);                     \
   template void lowrank_plus_sparse<T>(Index, Index, const T*, const T*, const T*,              \
                                        const std::int64_t*, const std::int64_t*, const T*, T*,    \
-                                       const RunConfig&);                                         \
-  template void weighted_gram<T>(const Blas&, const T*, Index, Index, const T*, bool, T*,       \
-                                 const RunConfig&);
+                                       const RunConfig&);
 IKDR_INSTANTIATE(double)
 IKDR_INSTANTIATE(float)
 

@@ -5,8 +5,8 @@ builders, HSIC) and scikit-learn estimators for end users, over one C++ core.
 """
 from importlib.metadata import PackageNotFoundError, version as _version
 
-from . import _core, datasets, gamma, graph, kernels, metrics  # noqa: F401
-from ._config import get_num_threads, num_threads, set_num_threads, show_config
+from . import datasets, gamma, graph, kernels, metrics  # noqa: F401
+from ._config import build_info, get_num_threads, num_threads, set_num_threads, show_config
 from ._config import get_memory_budget, memory_budget, set_memory_budget
 from ._hsic import hsic
 from ._clustering import ISMClustering, SemiSupervisedISM
@@ -22,7 +22,9 @@ from .kernels import median_sigma
 try:
     __version__ = _version("ikdr")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = _core.build_info().get("version", "0+unknown")
+    from ._native import build_info as _build_info
+
+    __version__ = _build_info().get("version", "0+unknown")
 
 __all__ = [
     "ISM", "ISMClustering", "ISMConvergence", "ISMResult", "KDAC", "KNetClustering",

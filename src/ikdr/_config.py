@@ -5,8 +5,6 @@ import contextlib
 import os
 import sys
 
-from . import _core
-
 _num_threads: int | None = None
 
 
@@ -17,7 +15,15 @@ def _default_threads() -> int:
             return max(1, int(env.split(",")[0]))
         except ValueError:
             pass
-    return max(1, int(_core.build_info()["omp_max_threads"]))
+    return _usable_cores()
+
+
+def _usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def get_num_threads() -> int:
@@ -110,11 +116,26 @@ def _blas_description() -> str:
     return "SciPy's BLAS"
 
 
+def build_info() -> dict:
+    """How the compiled core was built and runs here.
+
+    Keys: ``version``, ``compiler``, ``simd`` (the instruction set of the
+    kernels chosen at run time: baseline, avx2 or avx512), ``threading`` and
+    ``threads`` (what :func:`get_num_threads` gives now).
+    """
+    from ._native import build_info as native_info
+
+    info = native_info()
+    info["threads"] = get_num_threads()
+    return info
+
+
 def show_config(file=None) -> None:
     """Print the version, compiler, OpenMP, threads, SIMD level and BLAS in use."""
     from . import __version__
+    from ._native import build_info
 
-    info = _core.build_info()
+    info = build_info()
     lines = [
         f"ikdr {__version__}",
         f"compiler: {info.get('compiler', 'unknown')}",

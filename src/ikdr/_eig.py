@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from . import _core
+from . import _native
 
 #: up to this dimension LAPACK is used directly: dsyevr costs about (4/3) d^3
 #: flops, less than a handful of Chebyshev-filtered block steps (each about
@@ -58,7 +58,7 @@ def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
         vals, vecs = lapack_top(A, q)
     else:
         v0 = None if V0 is None else np.ascontiguousarray(V0, dtype=np.float64)
-        vals, vecs, iters, converged, _ = _core.top_eigenpairs_f64(A, q, v0, max_iter=max_iter,
+        vals, vecs, iters, converged, _ = _native.top_eigenpairs(A, q, v0, max_iter=max_iter,
                                                                    tol=tol)
         info = {"method": "power", "iterations": int(iters)}
         if not converged:

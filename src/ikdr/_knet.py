@@ -16,7 +16,7 @@ from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
 from ._validation import check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered
-from .kernels import Gaussian, _fused
+from .kernels import Gaussian
 
 __all__ = ["KNetClustering", "knet_objective_and_gradient", "cayley_step"]
 
@@ -32,12 +32,8 @@ def knet_objective_and_gradient(Psi, gamma, kernel, *, with_value=True, n_thread
     which is half the gradient (J counts every pair twice).
     """
     Psi = np.ascontiguousarray(Psi, dtype=np.float64)
-    terms = kernel._terms(Psi)
-    Y, _, _ = _fused(Psi, terms, 1, gamma, rhs=Psi, n_threads=n_threads)
-    if not with_value:  # training needs only the gradient: skip the second n^2 pass
-        return np.nan, 2.0 * Y
-    _, row_sums, _ = _fused(Psi, terms, 0, gamma, n_threads=n_threads)
-    return float(np.sum(row_sums)), 2.0 * Y
+    Y, value = kernel.gradient_product(Psi, Psi, gamma, n_threads=n_threads)
+    return (value if with_value else np.nan), 2.0 * Y
 
 
 def _u_gradient(Psi, kernel, U, degrees):
@@ -45,7 +41,7 @@ def _u_gradient(Psi, kernel, U, degrees):
     by one matrix-free kernel product; also returns :math:`\mathrm{Tr}(U^T M U)`."""
     s = 1.0 / np.sqrt(degrees)
     R = np.ascontiguousarray(s[:, None] * centered(U))
-    KR, _, _ = _fused(np.ascontiguousarray(Psi), kernel._terms(Psi), 0, None, rhs=R)
+    KR, _ = kernel.product(Psi, R)
     MU = centered(s[:, None] * KR)
     return 2.0 * MU, float(np.sum(U * MU))
 

@@ -7,7 +7,7 @@ coupled covariance eigenproblem reduces to it, Prop. 2.4-2.5 of the paper).
 
 Two ways to evaluate blocks of G without storing it:
 
-* ``_DenseBlocks``: dense points, C++ kernel panels (``ikdr._core``).
+* ``_DenseBlocks``: dense points, kernel blocks from :mod:`ikdr.kernels`.
 * ``_SparseBlocks``: sparse points (a graph's adjacency). Every built-in kernel
   is a function of ``d2_ij = r_i + c_j - 2 P_ij`` with ``P = X Z^T`` sparse, so
   G = diag(dl) (u v^T + S) with S sparse on the pattern of P: exact products
@@ -25,8 +25,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core
-from ._config import fits_memory, get_num_threads, require_memory
+from . import kernels as _kernels
+from ._config import fits_memory, require_memory
 from ._ksvd_metrics import singular_alignment
 from ._progress import IterationReport, check_verbose
 from ._validation import check_bandwidth, check_finite_result, check_positive, check_scale
@@ -45,10 +45,6 @@ _MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
 
 
 # ---------------------------------------------------------------- kernel blocks
-def _core_fn(name):
-    return getattr(_core, f"{name}_f64")
-
-
 def _take(a, idx):
     return a if idx is None else a[idx]
 
@@ -72,24 +68,23 @@ class _DenseBlocks:
     def sigma(self):
         return self.gamma / np.sqrt(2.0)  # exp(-d2 / gamma^2) = exp(-d2 / (2 sigma^2))
 
-    def _terms(self):
+    def _ism_kernel(self):
+        """The kernel of ikdr.kernels that evaluates G (all but SNE)."""
         if self.kernel == "linear":
-            return [(0, 1.0, 1.0, 0.0, 1, None, None)]
+            return _kernels.Linear()
         if self.kernel == "polynomial":
-            return [(1, 1.0, 1.0, 1.0, int(self.degree), None, None)]
-        return [(2, 1.0, self.sigma, 0.0, 1, None, None)]
+            return _kernels.Polynomial(degree=int(self.degree), c=1.0)
+        return _kernels.Gaussian(sigma=self.sigma)
 
     def normalisers(self, rows=None):
         """SNE (shift, sum) of the rows ``rows`` of X over all columns."""
         if rows is None:
             if self._shift is None:
-                self._shift, self._sums = _core_fn("gaussian_row_normalisers")(
-                    self.X, self.Z, self.sigma, get_num_threads())
+                self._shift, self._sums = _kernels.sne_row_normalisers(self.X, self.Z, self.sigma)
             return self._shift, self._sums
         if self._shift is not None:
             return self._shift[rows], self._sums[rows]
-        return _core_fn("gaussian_row_normalisers")(
-            np.ascontiguousarray(self.X[rows]), self.Z, self.sigma, get_num_threads())
+        return _kernels.sne_row_normalisers(self.X[rows], self.Z, self.sigma)
 
     def block(self, rows=None, cols=None):
         Xr = np.ascontiguousarray(_take(self.X, rows))
@@ -100,10 +95,9 @@ class _DenseBlocks:
             return _call_kernel(self.callable_kernel, Xr, Zc)
         if self.kernel == "sne":
             shift, sums = self.normalisers(rows)
-            G = _core_fn("shifted_gaussian_matrix")(Xr, Zc, self.sigma, shift, sums,
-                                                    get_num_threads())
+            G = _kernels.sne_matrix(Xr, Zc, self.sigma, shift, sums)
         else:
-            G = _core_fn("kernel_matrix")(Xr, Zc, self._terms(), get_num_threads())
+            G = self._ism_kernel().matrix(Xr, Zc)
         return check_finite_result(G, f"the {self.kernel} kernel matrix G")
 
     def new_rows(self, Xnew):
@@ -139,8 +133,7 @@ def _squared_distances(X, Z):
         P = (X @ Z.T).toarray()
         d2 = _row_norms_sq(X)[:, None] + _row_norms_sq(Z)[None, :] - 2.0 * P
         return np.maximum(d2, 0.0)
-    return -_core_fn("kernel_matrix")(np.ascontiguousarray(X), np.ascontiguousarray(Z),
-                                      [(3, 1.0, 1.0, 0.0, 1, None, None)], get_num_threads())
+    return -_kernels.Squared().matrix(X, Z)
 
 
 def _row_norms_sq(X):
@@ -245,9 +238,7 @@ class _SparseBlocks:
             S = S[:, cols]
         if rows is None or S.shape[0] * S.shape[1] > 1_000_000:
             # large blocks: one parallel C++ pass instead of three numpy passes
-            return _core_fn("lowrank_plus_sparse")(dl, u, v, S.indptr.astype(np.int64),
-                                                   S.indices.astype(np.int64), S.data,
-                                                   get_num_threads())
+            return _kernels.lowrank_plus_sparse(dl, u, v, S)
         out = np.multiply.outer(u, v)
         S = S.tocoo()
         out[S.row, S.col] += S.data

@@ -36,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._eig import _fix_signs, block_top_eigenvectors, top_eigenvectors
 from ._validation import check_float_matrix, check_vector
 from .gamma import Gamma
-from .kernels import Kernel, _fused, make_kernel
+from .kernels import Kernel, make_kernel
 
 __all__ = ["ism", "ISMResult", "ISMConvergence", "principal_angle", "choose_n_components"]
 
@@ -297,42 +297,26 @@ class _Problem:
     def phi_products(self, W, V, native=False):
         r""":math:`\Phi(W) V` (d x k) by one fused product with the n x k right-hand
         side XV, without forming the d x d :math:`\Phi`, and the objective
-        :math:`f(W)` when the kernel lets it be read off the same pass (else None).
-        Returns (PhiV float64, objective or None)."""
+        :math:`f(W)` read off the same pass. Returns (PhiV float64, objective)."""
         self.n_phi += 1
+        self.n_objective += 1
         X = self.X if native else self.X64
-        Z = np.ascontiguousarray(X @ W.astype(X.dtype, copy=False))
-        rhs = np.ascontiguousarray(X @ V.astype(X.dtype, copy=False))
-        y, _, row_sums_b = _fused(Z, self.kernel._terms(X), 1, self.gamma, rhs=rhs,
-                                  n_threads=self.n_threads)
-        objective = self.kernel._objective_from_gradient_sums(row_sums_b)
-        if objective is not None:
-            self.n_objective += 1
-        return np.asarray(X.T @ y, dtype=np.float64), objective
+        return self.kernel.phi_product(X, W.astype(X.dtype, copy=False), self.gamma,
+                                       V.astype(X.dtype, copy=False), n_threads=self.n_threads)
 
     def phi_and_objective(self, W, native=False):
-        r"""The dense :math:`\Phi(W)` and, when the kernel lets it be read off the
-        same pass, :math:`f(W)` (else None): one fused pass with rhs X."""
+        r"""The dense :math:`\Phi(W)` and :math:`f(W)`, one fused pass with rhs X."""
         self.n_phi += 1
+        self.n_objective += 1
         X = self.X if native else self.X64
-        Z = np.ascontiguousarray(X @ W.astype(X.dtype, copy=False))
-        y, _, row_sums_b = _fused(Z, self.kernel._terms(X), 1, self.gamma, rhs=X,
-                                  n_threads=self.n_threads)
-        phi = np.asarray(X.T @ y, dtype=np.float64)
-        objective = self.kernel._objective_from_gradient_sums(row_sums_b)
-        if objective is not None:
-            self.n_objective += 1
-        return 0.5 * (phi + phi.T), objective
+        return self.kernel.phi_product(X, W.astype(X.dtype, copy=False), self.gamma,
+                                       n_threads=self.n_threads)
 
     def phi_times_w(self, W, R):
         r""":math:`\Phi(W) R` without forming the d x d :math:`\Phi`: one fused product
         with the n x q right-hand side XR instead of the n x d X (float64)."""
         self.n_phi += 1
-        X = self.X64
-        Z = np.ascontiguousarray(X @ W)
-        rhs = np.ascontiguousarray(X @ R)
-        y, _, _ = _fused(Z, self.kernel._terms(X), 1, self.gamma, rhs=rhs, n_threads=self.n_threads)
-        return X.T @ y
+        return self.kernel.phi_product(self.X64, W, self.gamma, R, n_threads=self.n_threads)[0]
 
     def hessian_product(self, W, phi, Z, *, central=False):
         r"""Riemannian Hessian of f at W applied to the tangent vector Z.
@@ -698,8 +682,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     # (Gaussian) evaluate each new W by the pass that forms its Phi (needed by
     # the next step anyway), or, when the step is the last, by a thin pass
     # that also gives the final gradient: no separate objective passes.
-    reuse = kernel.depends_on_w and not matrix_free and \
-        kernel._objective_from_gradient_sums(np.zeros(1)) is not None
+    reuse = kernel.depends_on_w and not matrix_free
     next_phi = None
     if matrix_free:
         PW, objective = mf_evaluate(W)

@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 from ._config import fits_memory, require_memory
 from ._eig import lapack_top
 from .gamma import Gamma, centered
-from .kernels import Kernel, _fused
+from .kernels import Kernel
 
 __all__ = ["DENSE_MAX_N", "kernel_degrees", "spectral_embedding", "njw_labels",
            "clustering_gamma"]
@@ -31,9 +31,7 @@ STORED_KERNEL_MIN_D = 64
 
 def kernel_degrees(Z, kernel, *, n_threads=None):
     """Degrees ``K 1`` of the kernel on Z, without forming K."""
-    Z = np.ascontiguousarray(Z)
-    _, deg, _ = _fused(Z, kernel._terms(Z), 0, None, n_threads=n_threads)
-    return deg.astype(np.float64)
+    return kernel.degrees(Z, n_threads=n_threads)
 
 
 def dense_step_bytes(n):
@@ -120,7 +118,6 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         with threadpool_limits(limits=1, user_api="blas"):
             vals, U = lapack_top(M, k)
     elif method == "lanczos":
-        terms = kernel._terms(Z)
         K = None
         if Z.shape[1] > STORED_KERNEL_MIN_D and fits_memory(Z.dtype.itemsize * n * n):
             # Wide points (the first U-step of a clustering runs on X itself): every
@@ -133,8 +130,7 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         elif K is not None:
             deg = _check_degrees(K.sum(axis=1, dtype=np.float64))
         else:
-            _, deg, _ = _fused(Z, terms, 0, None, n_threads=n_threads)
-            deg = _check_degrees(deg.astype(np.float64))
+            deg = _check_degrees(kernel.degrees(Z, n_threads=n_threads))
         s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
 
         def matmat(V):
@@ -144,7 +140,7 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
             if K is not None:
                 Y = K @ R
             else:
-                Y, _, _ = _fused(Z, terms, 0, None, rhs=R, n_threads=n_threads)
+                Y, _ = kernel.product(Z, R, n_threads=n_threads)
             Y = s[:, None] * Y.astype(np.float64)
             return Y - Y.mean(axis=0, keepdims=True)
 

@@ -86,6 +86,14 @@ class Gamma:
             return Gamma(self.factor * w[:, None], self.scale)
         return Gamma(dense=self.dense * np.outer(w, w))
 
+    def rows(self, index):
+        """The factored Gamma's rows ``index`` (a slice or index array): the factor
+        restricted to those samples, the same scale. Block pairs of a distributed
+        pass use ``G_I diag(s) G_J^T`` (see :meth:`ikdr.kernels.Kernel.pair_product`)."""
+        if self.factor is None:
+            raise ValueError("only a factored Gamma can be restricted to a block of rows")
+        return Gamma(self.factor[index], self.scale)
+
     def row_sums(self):
         r""":math:`\Gamma 1`."""
         if self.factor is not None:
@@ -131,17 +139,16 @@ class Gamma:
 
     __rmul__ = __mul__
 
-    def _core_arguments(self, dtype):
-        """Keyword arguments of the C++ fused product, cast once per dtype."""
+    def arrays(self, dtype=np.float64):
+        """``(factor, scale, dense)`` in ``dtype``, C-contiguous, the unused ones None.
+
+        Cast once per dtype and cached, so the passes of a float32 fit do not
+        copy the factor every time.
+        """
         key = np.dtype(dtype).str
         if key not in self._cast_cache:
-            if self.factor is not None:
-                args = {"gamma_factor": np.ascontiguousarray(self.factor, dtype=dtype),
-                        "gamma_scale": None if self.scale is None else
-                        np.ascontiguousarray(self.scale, dtype=dtype)}
-            else:
-                args = {"gamma_dense": np.ascontiguousarray(self.dense, dtype=dtype)}
-            self._cast_cache[key] = args
+            cast = (lambda a: None if a is None else np.ascontiguousarray(a, dtype=dtype))
+            self._cast_cache[key] = (cast(self.factor), cast(self.scale), cast(self.dense))
         return self._cast_cache[key]
 
     def __repr__(self):

@@ -34,17 +34,17 @@ import numbers
 
 import numpy as np
 
-from . import _core
-from ._config import get_num_threads, require_memory, single_threaded_blas
+from . import _native
+from ._config import require_memory
+from ._native import KernelTerm, TermKind
 from ._validation import check_bandwidth, check_finite_result, check_positive
 
 __all__ = [
     "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
-    "Multiquadratic", "ConicKernel", "make_kernel", "median_sigma",
+    "Multiquadratic", "ConicKernel", "make_kernel", "median_sigma", "sne_row_normalisers",
+    "sne_matrix", "lowrank_plus_sparse",
 ]
 
-# C++ term kinds (cpp/include/ikdr/fused.hpp).
-_LINEAR, _POLYNOMIAL, _GAUSSIAN, _SQUARED, _MULTIQUADRIC = range(5)
 _MEDIAN_SUBSAMPLE = 3000
 
 
@@ -129,7 +129,7 @@ class Kernel:
         pass
 
     # -- evaluation ------------------------------------------------------------
-    def _term(self, weight, rows, cols):
+    def _term(self, weight, rows, cols) -> KernelTerm:
         raise NotImplementedError
 
     def _phi0_parts(self, weight):
@@ -155,25 +155,115 @@ class Kernel:
                 raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}")
         require_memory(A.shape[0] * B.shape[0] * A.dtype.itemsize,
                        f"a {A.shape[0]} x {B.shape[0]} kernel matrix")
-        fn = _core.kernel_matrix_f32 if A.dtype == np.float32 else _core.kernel_matrix_f64
-        terms = kernel._terms(A, B)
-        with single_threaded_blas():
-            K = fn(A, B, _cast_terms(terms, A.dtype), n_threads or get_num_threads())
+        K = _native.kernel_matrix(A, B, kernel._terms(A, B), n_threads=n_threads)
         return check_finite_result(K, f"the kernel matrix of {kernel!r}")
+
+    def product(self, Z, R=None, gamma=None, *, n_threads=None):
+        r""":math:`(\Gamma \circ K_Z) R` and the row sums :math:`(\Gamma \circ K_Z) 1`.
+
+        One fused pass over the kernel of the points Z (n x k) with itself;
+        Gamma (an :class:`ikdr.gamma.Gamma`) defaults to all ones, so
+        ``kernel.product(Z, R)`` is :math:`K R` with the degrees :math:`K 1`.
+        The n x n matrices are formed tile by tile and never stored.
+
+        Returns
+        -------
+        KR : ndarray (n, k) or None (when R is None), in Z's dtype
+        row_sums : ndarray (n,) float64
+        """
+        self._check_fitted()
+        Z = np.ascontiguousarray(Z)
+        out = _native.fused_product(Z, self._terms(Z), gamma=_gamma_arrays(gamma, Z.dtype),
+                                    rhs=R, n_threads=n_threads)
+        return out.product, out.value_sums.astype(np.float64)
+
+    def degrees(self, Z, *, n_threads=None):
+        """Degrees :math:`K 1` of the kernel on the points Z (n,), without forming K."""
+        return self.product(Z, n_threads=n_threads)[1]
+
+    def gradient_product(self, Z, R, gamma=None, *, n_threads=None):
+        r""":math:`G R` for the Phi weights G of Z, and :math:`\mathrm{Tr}(\Gamma K_Z)`, in one pass.
+
+        :math:`G = \Gamma \circ A + 2 L(\Gamma \circ B)` with A (B) the
+        derivative :math:`f'(\beta_{ij})` of the inner-product (distance)
+        members and :math:`L(M) = \mathrm{diag}(M 1) - M`; then
+        :math:`\Phi(W) = X^T G(XW) X` (DESIGN.md section 2) and, for points Z
+        that are free variables (KNet), :math:`\nabla_Z \mathrm{Tr}(\Gamma K_Z) = 2 G Z`.
+
+        Returns
+        -------
+        GR : ndarray (n, k), in Z's dtype
+        objective : float, :math:`\mathrm{Tr}(\Gamma K_Z)`
+        """
+        self._check_fitted()
+        Z = np.ascontiguousarray(Z)
+        out = _native.fused_product(Z, self._terms(Z), gamma=_gamma_arrays(gamma, Z.dtype),
+                                    gradient=True, rhs=R, n_threads=n_threads)
+        objective = float(np.sum(out.value_sums, dtype=np.float64))
+        return out.product, objective
+
+    def pair_product(self, Z_rows, Z_cols, R_cols, gamma_rows=None, gamma_cols=None, *,
+                     gradient=False, R_rows=None, n_threads=None):
+        r"""One block pair of a pass: the rows I and columns J of :meth:`product`
+        (``gradient=False``) or :meth:`gradient_product` (``gradient=True``).
+
+        ``Z_rows`` (n_I x k) and ``Z_cols`` (n_J x k) are two row blocks of the
+        points, ``R_cols`` the right-hand side's rows of block J, ``gamma_rows``
+        and ``gamma_cols`` the factored Gammas restricted to the two blocks
+        (:meth:`ikdr.gamma.Gamma.rows`), and ``R_rows`` (gradient mode) the
+        right-hand side's rows of block I, which the Laplacian's diagonal
+        multiplies. Summed over the column blocks J, the products equal the
+        single-set pass's rows I, and so do the row sums; this is what a
+        distributed pass maps over block pairs.
+
+        Returns
+        -------
+        product : ndarray (n_I, k_R) in Z's dtype
+        row_sums : ndarray (n_I,) float64, the rows of :math:`\Gamma \circ K` summed over J
+        """
+        self._check_fitted()
+        if any(isinstance(k, RelativeGaussian) for _, k in self.members()):
+            raise ValueError("block-pair products need bandwidths of the whole data set; the "
+                             "RelativeGaussian kernel is not supported here")
+        Z_rows = np.ascontiguousarray(Z_rows)
+        rows = _gamma_arrays(gamma_rows, Z_rows.dtype)
+        cols = _gamma_arrays(gamma_cols, Z_rows.dtype)
+        if (rows.dense is not None) or (cols.dense is not None):
+            raise ValueError("block-pair products need a factored Gamma (or none)")
+        if (rows.factor is None) != (cols.factor is None):
+            raise ValueError("give the Gamma of both blocks, or of neither")
+        out = _native.fused_product(Z_rows, self._terms(Z_rows, Z_cols), gamma=rows,
+                                    gradient=gradient, rhs=R_cols, columns=Z_cols,
+                                    gamma_columns=cols.factor, rhs_rows=R_rows,
+                                    n_threads=n_threads)
+        return out.product, out.value_sums.astype(np.float64)
+
+    def phi_product(self, X, W, gamma, V=None, *, n_threads=None):
+        r""":math:`\Phi(W) V` (d x k) and the objective :math:`\mathrm{Tr}(\Gamma K_{XW})`, one pass.
+
+        With ``V=None`` the dense :math:`\Phi(W)` (d x d, symmetric). A thin V
+        (k columns) costs a pass with k right-hand sides instead of d.
+        Computed in X's dtype (float32 or float64), returned in float64.
+        """
+        X = np.ascontiguousarray(X)
+        Z = np.ascontiguousarray(X @ np.asarray(W, dtype=X.dtype))
+        R = X if V is None else np.ascontiguousarray(X @ np.asarray(V, dtype=X.dtype))
+        GR, objective = self.gradient_product(Z, R, gamma, n_threads=n_threads)
+        out = np.asarray(X.T @ GR, dtype=np.float64)
+        if V is None:
+            out = 0.5 * (out + out.T)
+        check_finite_result(out, f"Phi(W) of the kernel {self!r}")
+        return out, objective
 
     def phi(self, X, W, gamma, *, n_threads=None):
         r"""The ISM surrogate :math:`\Phi(W)` (d x d) for the objective ``Tr(Gamma K_XW)``.
 
-        :math:`\nabla_W \mathrm{Tr}(\Gamma K_{XW}) = 2 \Phi(W) W`. Computed by the
-        fused C++ product: :math:`\Psi = \Gamma \circ f'(\beta)` is formed one
-        row panel at a time and never stored.
+        :math:`\nabla_W \mathrm{Tr}(\Gamma K_{XW}) = 2 \Phi(W) W` (ISM paper,
+        Eq. 6-7 with the constants kept). Computed by the fused C++ product:
+        :math:`\Psi = \Gamma \circ f'(\beta)` is formed one tile at a time and
+        never stored.
         """
-        self._check_fitted()
-        X = np.ascontiguousarray(X)
-        Z = np.ascontiguousarray(X @ W, dtype=X.dtype)
-        y, _, _ = _fused(Z, self._terms(X), 1, gamma, rhs=X, n_threads=n_threads)
-        phi = X.T @ y
-        return check_finite_result(0.5 * (phi + phi.T), f"Phi(W) of the kernel {self!r}")
+        return self.phi_product(X, W, gamma, n_threads=n_threads)[0]
 
     def phi0(self, X, gamma):
         r""":math:`\Phi_0 = \Phi(W=0)`, the W-free start (ISM paper, Theorem 3)."""
@@ -191,24 +281,12 @@ class Kernel:
         return check_finite_result(0.5 * (out + out.T), f"Phi_0 of the kernel {self!r}")
 
     def objective(self, X, W, gamma, *, n_threads=None):
-        r"""``Tr(Gamma K_XW)`` (ISM paper, Eq. 1), without forming K."""
-        self._check_fitted()
+        r"""``Tr(Gamma K_XW)`` (ISM paper, Eq. 1), without forming K (W=None: K of X itself)."""
         X = np.ascontiguousarray(X)
-        Z = np.ascontiguousarray(X @ W, dtype=X.dtype) if W is not None else X
-        _, row_sums, _ = _fused(Z, self._terms(X), 0, gamma, rhs=None, n_threads=n_threads)
+        Z = X if W is None else np.ascontiguousarray(X @ np.asarray(W, dtype=X.dtype))
+        _, row_sums = self.product(Z, None, gamma, n_threads=n_threads)
         return float(check_finite_result(np.sum(row_sums, dtype=np.float64),
                                          f"Tr(Gamma K) of the kernel {self!r}"))
-
-    def _objective_from_gradient_sums(self, row_sums_b):
-        r"""``Tr(Gamma K_XW)`` from the gradient-mode row sums of :math:`2\Gamma\circ b`
-        of the same fused pass, when the kernel is one plain Gaussian (then
-        :math:`b = -K/2\sigma^2`, so the objective is :math:`-\sigma^2` times
-        their sum); None for any other kernel."""
-        members = [k for w, k in self.members() if w > 0]
-        if len(members) != 1 or type(members[0]) is not Gaussian:
-            return None
-        sigma = float(members[0].sigma)
-        return float(-sigma * sigma * np.sum(row_sums_b, dtype=np.float64))
 
     def _is_resolved(self):
         return all(k._is_resolved_member() for _, k in self.members())
@@ -240,24 +318,11 @@ def _same(a, b):
     return a == b
 
 
-def _cast_terms(terms, dtype):
-    out = []
-    for kind, w, sigma, c, degree, rows, cols in terms:
-        if rows is not None:
-            rows = np.ascontiguousarray(rows, dtype=dtype)
-            cols = np.ascontiguousarray(cols, dtype=dtype)
-        out.append((kind, float(w), float(sigma), float(c), int(degree), rows, cols))
-    return out
-
-
-def _fused(Z, terms, mode, gamma, *, rhs=None, n_threads=None):
-    """Call the fused C++ product with Gamma in whichever form it is held."""
-    dtype = Z.dtype
-    fn = _core.fused_product_f32 if dtype == np.float32 else _core.fused_product_f64
-    kwargs = gamma._core_arguments(dtype) if gamma is not None else {}
-    with single_threaded_blas():
-        return fn(Z, _cast_terms(terms, dtype), mode, rhs=rhs,
-                  n_threads=n_threads or get_num_threads(), **kwargs)
+def _gamma_arrays(gamma, dtype):
+    """Gamma (an ikdr.gamma.Gamma or None for all ones) as the native door takes it."""
+    if gamma is None:
+        return _native.GammaArrays()
+    return _native.GammaArrays(*gamma.arrays(_native.core_dtype(dtype)))
 
 
 class Linear(Kernel):
@@ -269,7 +334,7 @@ class Linear(Kernel):
     depends_on_w = False
 
     def _term(self, weight, rows, cols):
-        return (_LINEAR, weight, 1.0, 0.0, 1, None, None)
+        return KernelTerm(TermKind.linear, weight)
 
     def _phi0_parts(self, weight, X):
         return weight, 0.0, None
@@ -303,7 +368,7 @@ class Polynomial(Kernel):
         return int(self.degree) > 1
 
     def _term(self, weight, rows, cols):
-        return (_POLYNOMIAL, weight, 1.0, float(self.c), int(self.degree), None, None)
+        return KernelTerm(TermKind.polynomial, weight, c=float(self.c), degree=int(self.degree))
 
     def _phi0_parts(self, weight, X):
         p = int(self.degree)
@@ -344,7 +409,7 @@ class Gaussian(Kernel):
             raise ValueError('Gaussian(sigma="median") must be fitted to data first (kernel.fit(X))')
 
     def _term(self, weight, rows, cols):
-        return (_GAUSSIAN, weight, float(self.sigma), 0.0, 1, None, None)
+        return KernelTerm(TermKind.gaussian, weight, sigma=float(self.sigma))
 
     def _phi0_parts(self, weight, X):
         # 2 * f'(0) = -1 / sigma^2
@@ -428,7 +493,7 @@ class RelativeGaussian(Kernel):
     def _term(self, weight, rows, cols):
         s_rows = self._scales_for(rows)
         s_cols = s_rows if cols is rows else self._scales_for(cols)
-        return (_GAUSSIAN, weight, 1.0, 0.0, 1, s_rows, s_cols)
+        return KernelTerm(TermKind.gaussian, weight, row_scales=s_rows, col_scales=s_cols)
 
     def _phi0_parts(self, weight, X):
         return 0.0, -weight, 1.0 / self._scales_for(X)
@@ -443,7 +508,7 @@ class Squared(Kernel):
     depends_on_w = False
 
     def _term(self, weight, rows, cols):
-        return (_SQUARED, weight, 1.0, 0.0, 1, None, None)
+        return KernelTerm(TermKind.squared, weight)
 
     def _phi0_parts(self, weight, X):
         return 0.0, -2.0 * weight, None
@@ -466,7 +531,7 @@ class Multiquadratic(Kernel):
         check_positive(c, "c")
 
     def _term(self, weight, rows, cols):
-        return (_MULTIQUADRIC, weight, 1.0, float(self.c), 1, None, None)
+        return KernelTerm(TermKind.multiquadric, weight, c=float(self.c))
 
     def _phi0_parts(self, weight, X):
         return 0.0, -weight / float(self.c), None
@@ -548,3 +613,42 @@ def make_kernel(kernel, *, sigma="median"):
         cls = _NAMES[key]
         return cls(sigma=sigma) if cls is Gaussian else cls()
     raise TypeError(f"kernel must be a name or an ikdr.kernels.Kernel, got {type(kernel).__name__}")
+
+
+# -- KSVD kernel blocks ------------------------------------------------------------
+def sne_row_normalisers(A, B, sigma, *, n_threads=None):
+    r"""Row normalisers of the SNE kernel between the rows of A and B.
+
+    The SNE kernel (KSVD paper, Section 2) is the row-normalised Gaussian
+    :math:`\kappa(a_i, b_j) = e^{-d^2_{ij}/2\sigma^2} / \sum_{j'} e^{-d^2_{ij'}/2\sigma^2}`.
+    Returns ``(shift, sums)`` with :math:`\mathrm{shift}_i = \min_j d^2_{ij}` and
+    :math:`\mathrm{sums}_i = \sum_j e^{-(d^2_{ij} - \mathrm{shift}_i)/2\sigma^2} \ge 1`
+    (log-sum-exp form: no underflow however far the rows are), in one tiled
+    pass that never stores the n x m matrix.
+    """
+    check_bandwidth(sigma, "sigma")
+    return _native.sne_row_normalisers(np.ascontiguousarray(A), np.ascontiguousarray(B), sigma,
+                                       n_threads=n_threads)
+
+
+def sne_matrix(A, B, sigma, shift, sums, *, n_threads=None):
+    r"""SNE kernel block :math:`e^{-(d^2_{ij} - \mathrm{shift}_i)/2\sigma^2} / \mathrm{sums}_i`.
+
+    ``shift`` and ``sums`` come from :func:`sne_row_normalisers` over the full
+    column set, so a block of columns keeps the normalisation of all of them.
+    """
+    check_bandwidth(sigma, "sigma")
+    return _native.sne_matrix(np.ascontiguousarray(A), np.ascontiguousarray(B), sigma, shift,
+                              sums, n_threads=n_threads)
+
+
+def lowrank_plus_sparse(dl, u, v, S, *, n_threads=None):
+    r"""Dense :math:`\mathrm{diag}(d_l)(u v^T + S)` for a sparse S (any scipy format).
+
+    The kernel matrix of sparse points whose kernel is a rank-one term plus a
+    sparse correction (KSVD on a graph's adjacency), written in one parallel
+    pass instead of three numpy passes.
+    """
+    S = S.tocsr()
+    return _native.lowrank_plus_sparse(dl, u, v, S.indptr, S.indices, S.data,
+                                       n_threads=n_threads)

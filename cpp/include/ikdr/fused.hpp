@@ -79,7 +79,7 @@ void kernel_matrix(const Blas& blas, const PointPair<T>& pts, const std::vector<
 template <class T>
 void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>& gamma,
                    const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
-                   T* y, T* row_sum_m, T* row_sum_b, const RunConfig& cfg);
+                   const T* rhs_rows, T* y, T* row_sum_m, T* row_sum_b, const RunConfig& cfg);
 
 // Row-normalised Gaussian (the SNE kernel of KSVD) without underflow. With
 // d2_ij = ||a_i - b_j||^2 and u = 1 / (2 sigma^2):
@@ -102,12 +102,5 @@ template <class T>
 void lowrank_plus_sparse(Index n, Index m, const T* dl, const T* u, const T* v,
                          const std::int64_t* indptr, const std::int64_t* indices, const T* data,
                          T* out, const RunConfig& cfg);
-
-// Dense Laplacian-weighted products for a given symmetric Psi (n x n):
-//   out (d x d) = X^T Psi X              (laplacian = false)
-//   out (d x d) = X^T (D_Psi - Psi) X    (laplacian = true)
-template <class T>
-void weighted_gram(const Blas& blas, const T* x, Index n, Index d, const T* psi, bool laplacian,
-                   T* out, const RunConfig& cfg);
 
 }  // namespace ikdr

@@ -1,0 +1,190 @@
+"""The one door to the compiled core: the only module that imports ``ikdr._core``.
+
+Everything above it (the kernel layer in :mod:`ikdr.kernels`) hands NumPy
+arrays and :class:`KernelTerm` records to the functions here. This module picks
+the float32 or float64 entry point from the points' dtype, casts the other
+arrays to it (once), checks shapes, and holds the BLAS at one thread while the
+core runs: the core splits its GEMMs over threads of its own, and a threaded
+BLAS underneath would oversubscribe the cores.
+
+The C++ core (``cpp/``) has no Python in it; ``cpp/src/bindings.cpp`` converts,
+releases the GIL, calls and returns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from . import _core
+from ._config import get_num_threads, single_threaded_blas
+
+__all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_product",
+           "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
+           "top_eigenpairs", "build_info", "core_dtype"]
+
+#: The kernel kinds of the core, defined once in C++ (``cpp/include/ikdr/ism_products.hpp``).
+TermKind = _core.TermKind
+
+
+@dataclass(frozen=True, eq=False)
+class KernelTerm:
+    """One member of a conic combination of ISM kernels, in similarity form.
+
+    ========================  ==========================================
+    kind                      k(a, b)
+    ========================  ==========================================
+    ``TermKind.linear``       ``<a, b>``
+    ``TermKind.polynomial``   ``(<a, b> + c)^degree``
+    ``TermKind.gaussian``     ``exp(-||a - b||^2 / (2 s_a s_b))``, s = sigma or per-point scales
+    ``TermKind.squared``      ``-||a - b||^2``
+    ``TermKind.multiquadric`` ``-sqrt(||a - b||^2 + c^2)``
+    ========================  ==========================================
+
+    ``row_scales`` / ``col_scales`` (Gaussian only) are per-point bandwidths
+    of the row and column points (the relative Gaussian); both or neither.
+    """
+
+    kind: "TermKind"
+    weight: float = 1.0
+    sigma: float = 1.0
+    c: float = 0.0
+    degree: int = 1
+    row_scales: Optional[np.ndarray] = None
+    col_scales: Optional[np.ndarray] = None
+
+    def cast(self, dtype) -> "KernelTerm":
+        """The same term with its per-point scales in ``dtype`` (contiguous)."""
+        if self.row_scales is None:
+            return self
+        return KernelTerm(self.kind, self.weight, self.sigma, self.c, self.degree,
+                          np.ascontiguousarray(self.row_scales, dtype=dtype).ravel(),
+                          np.ascontiguousarray(self.col_scales, dtype=dtype).ravel())
+
+
+class GammaArrays(NamedTuple):
+    """Gamma as the core takes it: ``factor diag(scale) factor^T`` or ``dense``, or neither (all ones)."""
+
+    factor: Optional[np.ndarray] = None
+    scale: Optional[np.ndarray] = None
+    dense: Optional[np.ndarray] = None
+
+
+class FusedResult(NamedTuple):
+    """What one fused pass returns.
+
+    product : ndarray (n, k) or None
+        Value mode: ``(Gamma o K) R``. Gradient mode: ``G R`` with
+        ``G = Gamma o A + 2 L(Gamma o B)`` (see :func:`fused_product`).
+    value_sums : ndarray (n,)
+        Row sums of ``Gamma o K``: the degrees (Gamma = ones) or the
+        objective's rows, ``Tr(Gamma K) = value_sums.sum()``.
+    """
+
+    product: Optional[np.ndarray]
+    value_sums: np.ndarray
+
+
+def core_dtype(dtype) -> np.dtype:
+    """float32 stays float32; every other dtype is computed in float64."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+
+
+def _suffix(dtype) -> str:
+    return "f32" if core_dtype(dtype) == np.float32 else "f64"
+
+
+def _threads(n_threads) -> int:
+    return int(n_threads) if n_threads else get_num_threads()
+
+
+def _as(a, dtype):
+    return None if a is None else np.ascontiguousarray(a, dtype=dtype)
+
+
+def _cast_terms(terms: Sequence[KernelTerm], dtype):
+    return [t.cast(dtype) for t in terms]
+
+
+def fused_product(points, terms: Sequence[KernelTerm], *, gamma: GammaArrays = GammaArrays(),
+                  gradient: bool = False, rhs=None, columns=None, gamma_columns=None,
+                  rhs_rows=None, n_threads=None) -> FusedResult:
+    r"""One tiled pass over the n x n weights :math:`\Psi = \Gamma \circ h(z_i, z_j)`.
+
+    Value mode (``gradient=False``), h = K: ``product = (Gamma o K) rhs``.
+    Gradient mode, h = f'(beta) of each member: with A the derivative
+    weights of the inner-product members (linear, polynomial) and B those of
+    the distance members (Gaussian, squared, multiquadric),
+    ``product = (Gamma o A) rhs + 2 L(Gamma o B) rhs``, :math:`L(M) = \mathrm{diag}(M1) - M`,
+    so that :math:`\Phi(W) = X^T G(XW) X` (DESIGN.md section 2). Both modes
+    also return the row sums of ``Gamma o K``. Nothing n x n is stored.
+
+    Between two point sets (``columns``, m x k: a block pair of a distributed
+    pass), K is n x m, ``rhs`` has m rows, Gamma's factor rows of the column
+    points are ``gamma_columns`` (same rank and scale), and in gradient mode
+    the Laplacian's diagonal multiplies ``rhs_rows`` (n rows), the row
+    points' own right-hand side: summed over all column blocks, the block
+    products add up to the single-set product.
+    """
+    dtype = core_dtype(points.dtype)
+    points = np.ascontiguousarray(points, dtype=dtype)
+    fn = getattr(_core, "fused_product_" + _suffix(dtype))
+    with single_threaded_blas():
+        y, value_sums = fn(points, _cast_terms(terms, dtype), bool(gradient),
+                           gamma_factor=_as(gamma.factor, dtype), gamma_scale=_as(gamma.scale, dtype),
+                           gamma_dense=_as(gamma.dense, dtype), rhs=_as(rhs, dtype),
+                           z_cols=_as(columns, dtype), gamma_factor_cols=_as(gamma_columns, dtype),
+                           rhs_rows=_as(rhs_rows, dtype), n_threads=_threads(n_threads))
+    return FusedResult(y, value_sums)
+
+
+def kernel_matrix(A, B, terms: Sequence[KernelTerm], *, n_threads=None) -> np.ndarray:
+    """The dense kernel matrix ``K_ij = sum_t k_t(a_i, b_j)`` (n_a x n_b), in A's dtype."""
+    dtype = core_dtype(A.dtype)
+    A = np.ascontiguousarray(A, dtype=dtype)
+    B = A if B is None or B is A else np.ascontiguousarray(B, dtype=dtype)
+    fn = getattr(_core, "kernel_matrix_" + _suffix(dtype))
+    with single_threaded_blas():
+        return fn(A, B, _cast_terms(terms, dtype), _threads(n_threads))
+
+
+def sne_row_normalisers(A, B, sigma: float, *, n_threads=None):
+    r"""Per row of A, the log-sum-exp shift :math:`\min_j d^2_{ij}` and the sum
+    :math:`\sum_j \exp(-(d^2_{ij} - \mathrm{shift}_i)/2\sigma^2)` over the rows of B,
+    in one tiled pass that never stores the n x m matrix."""
+    dtype = core_dtype(A.dtype)
+    fn = getattr(_core, "gaussian_row_normalisers_" + _suffix(dtype))
+    with single_threaded_blas():
+        return fn(_as(A, dtype), _as(B, dtype), float(sigma), _threads(n_threads))
+
+
+def sne_matrix(A, B, sigma: float, shift, scale, *, n_threads=None) -> np.ndarray:
+    r""":math:`\exp(-(d^2_{ij} - \mathrm{shift}_i)/2\sigma^2) / \mathrm{scale}_i` (n_a x n_b)."""
+    dtype = core_dtype(A.dtype)
+    fn = getattr(_core, "shifted_gaussian_matrix_" + _suffix(dtype))
+    with single_threaded_blas():
+        return fn(_as(A, dtype), _as(B, dtype), float(sigma), _as(shift, dtype),
+                  _as(scale, dtype), _threads(n_threads))
+
+
+def lowrank_plus_sparse(dl, u, v, indptr, indices, data, *, n_threads=None) -> np.ndarray:
+    """Dense ``diag(dl) (u v^T + S)`` with S in CSR form (n x m), in one parallel pass."""
+    dtype = core_dtype(np.result_type(u, v, data))
+    fn = getattr(_core, "lowrank_plus_sparse_" + _suffix(dtype))
+    return fn(_as(dl, dtype), _as(u, dtype), _as(v, dtype), _as(indptr, np.int64),
+              _as(indices, np.int64), _as(data, dtype), _threads(n_threads))
+
+
+def top_eigenpairs(A, q: int, V0=None, *, max_iter: int = 300, tol: float = 1e-10,
+                   oversample: int = 8):
+    """The q largest eigenpairs of symmetric A by the core's Chebyshev-filtered
+    block power iteration: ``(values, vectors, iterations, converged, residual)``."""
+    return _core.top_eigenpairs_f64(_as(A, np.float64), int(q), _as(V0, np.float64),
+                                    max_iter=int(max_iter), tol=float(tol),
+                                    oversample=int(oversample))
+
+
+def build_info() -> dict:
+    """Version, compiler, threading and SIMD level of the compiled core."""
+    return dict(_core.build_info())
