@@ -13,7 +13,7 @@ def test_version_and_show_config():
     buf = io.StringIO()
     ikdr.show_config(file=buf)
     text = buf.getvalue()
-    for key in ("ikdr", "compiler", "OpenMP", "threads", "SIMD", "BLAS"):
+    for key in ("ikdr", "compiler", "threading", "threads", "SIMD", "BLAS"):
         assert key in text
 
 

@@ -252,3 +252,43 @@ def test_view_at_offset_zero_is_not_the_same_point_set(rng):
     A = rng.standard_normal((200, 2))
     K = _native.kernel_matrix(A, A[0:1], [term(GAUSS)], n_threads=2)
     np.testing.assert_allclose(K[:, 0], dense_value(GAUSS, A, A[:1])[:, 0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["thin", "wide_rhs", "wide_points", "dense_gamma", "value",
+                                  "float32", "conic"])
+def test_results_are_bitwise_independent_of_the_thread_count(case, rng):
+    # Rows are computed by tasks of a fixed size, whatever thread runs them.
+    n, dtype = 700, np.float32 if case == "float32" else np.float64
+    k = 80 if case == "wide_points" else 3
+    Z = rng.standard_normal((n, k)).astype(dtype)
+    R = rng.standard_normal((n, 100 if case == "wide_rhs" else 5)).astype(dtype)
+    G = rng.standard_normal((n, 2)).astype(dtype)
+    terms = [term(GAUSS, sigma=3.0)] if case != "conic" else [term(GAUSS, 0.5), term(POLY, 0.2),
+                                                              term(MQ, 1.0)]
+    kwargs = {"gamma_dense": (G @ G.T).astype(dtype)} if case == "dense_gamma" else {"gamma_factor": G}
+    outs = [fused(Z, terms, case != "value", rhs=R, n_threads=t, **kwargs) for t in (1, 2, 3)]
+    for y, sums in outs[1:]:
+        assert np.array_equal(y, outs[0][0]) and np.array_equal(sums, outs[0][1])
+    K = [_native.kernel_matrix(Z, Z, terms, n_threads=t) for t in (1, 3)]
+    assert np.array_equal(K[0], K[1])
+
+
+def test_sne_block_in_one_pass_matches_two(rng):
+    # Without shift and scale the block is normalised over its own columns in one pass.
+    A, B = rng.standard_normal((130, 7)), rng.standard_normal((90, 7))
+    shift, sums = _native.sne_row_normalisers(A, B, 1.7, n_threads=2)
+    two = _native.sne_matrix(A, B, 1.7, shift, sums, n_threads=2)
+    one = _native.sne_matrix(A, B, 1.7, n_threads=3)
+    np.testing.assert_allclose(one, two, rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(one.sum(1), 1.0, rtol=1e-13)
+
+
+def test_wide_and_thin_paths_agree(rng):
+    # The same product through the register tiles (<= 64 columns) and the BLAS panels.
+    n = 300
+    Z, G = rng.standard_normal((n, 4)), rng.standard_normal((n, 3))
+    R = rng.standard_normal((n, 130))
+    wide, _ = fused(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=R, n_threads=2)
+    thin = np.hstack([fused(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=np.ascontiguousarray(R[:, i:i + 50]),
+                            n_threads=2)[0] for i in range(0, 130, 50)])
+    np.testing.assert_allclose(wide, thin, rtol=1e-12, atol=1e-12 * np.abs(wide).max())

@@ -11,13 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "ikdr/blas.hpp"
 #include "ikdr/eigen.hpp"
-#include "ikdr/fused.hpp"
-#include "ikdr/panel_ops.hpp"
-
-#ifdef IKDR_HAVE_OPENMP
-#include <omp.h>
-#endif
+#include "ikdr/ism_products.hpp"
+#include "ikdr/ksvd_blocks.hpp"
+#include "ikdr/tile_kernels.hpp"
 
 namespace py = pybind11;
 using namespace ikdr;
@@ -50,8 +48,8 @@ const Blas& blas() {
 
 RunConfig make_config(int n_threads) {
   RunConfig cfg;
-  // More threads than a few per core only adds fork/join cost (and a huge
-  // request would exhaust the OpenMP runtime).
+  // More threads than a few per core only adds start-up cost (and a huge
+  // request would exhaust the process's threads).
   const int cap = 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   cfg.n_threads = n_threads > 0 ? std::min(n_threads, cap) : 1;
   cfg.check_interrupt = [] {
@@ -229,11 +227,8 @@ py::tuple fused_product_py(Array<T> z, const py::sequence& spec, bool gradient,
   T* vs = value_sums.mutable_data();
   RunConfig cfg = make_config(n_threads);
   without_gil([&] {
-    if (gradient && r != nullptr)
-      fused_product<T>(blas(), pts, gamma, terms.terms, Mode::gradient, r, rc, r_rows, y, nullptr,
-                       nullptr, cfg);
-    fused_product<T>(blas(), pts, gamma, terms.terms, Mode::value, gradient ? nullptr : r, rc,
-                     r_rows, gradient ? nullptr : y, vs, nullptr, cfg);
+    fused_product<T>(blas(), pts, gamma, terms.terms, gradient ? Mode::gradient : Mode::value, r,
+                     rc, r_rows, y, vs, cfg);
   });
   return py::make_tuple(y_obj, value_sums);
 }
@@ -250,7 +245,7 @@ PointPair<T> point_pair(const Array<T>& a, const Array<T>& b) {
 template <class T>
 py::tuple gaussian_row_normalisers_py(Array<T> a, Array<T> b, double sigma, int n_threads) {
   const PointPair<T> pts = point_pair(a, b);
-  if (!(sigma > 0)) throw py::value_error("sigma must be positive");
+  if (!(sigma > 0) || !std::isfinite(sigma)) throw py::value_error("sigma must be positive and finite");
   if (pts.m < 1) throw py::value_error("B must have at least one row");
   Array<T> shift(pts.n), sums(pts.n);
   T* sh = shift.mutable_data();
@@ -260,19 +255,25 @@ py::tuple gaussian_row_normalisers_py(Array<T> a, Array<T> b, double sigma, int 
   return py::make_tuple(shift, sums);
 }
 
+// The SNE block. With shift and scale absent they are computed over B's rows
+// in the same pass (the block is then row-normalised over its own columns).
 template <class T>
-Array<T> shifted_gaussian_matrix_py(Array<T> a, Array<T> b, double sigma, Array<T> shift,
-                                    Array<T> scale, int n_threads) {
+Array<T> shifted_gaussian_matrix_py(Array<T> a, Array<T> b, double sigma,
+                                    std::optional<Array<T>> shift, std::optional<Array<T>> scale,
+                                    int n_threads) {
   const PointPair<T> pts = point_pair(a, b);
-  if (!(sigma > 0)) throw py::value_error("sigma must be positive");
-  if (shift.size() != pts.n || scale.size() != pts.n)
+  if (!(sigma > 0) || !std::isfinite(sigma)) throw py::value_error("sigma must be positive and finite");
+  if (shift.has_value() != scale.has_value())
+    throw py::value_error("give both shift and scale, or neither");
+  if (shift && (shift->size() != pts.n || scale->size() != pts.n))
     throw py::value_error("shift and scale must have one entry per row of A");
+  if (!shift && pts.m < 1) throw py::value_error("B must have at least one row");
   Array<T> out({pts.n, pts.m});
   T* o = out.mutable_data();
+  const T* sh = shift ? shift->data() : nullptr;
+  const T* sc = scale ? scale->data() : nullptr;
   RunConfig cfg = make_config(n_threads);
-  without_gil([&] {
-    shifted_gaussian_matrix<T>(blas(), pts, sigma, shift.data(), scale.data(), o, cfg);
-  });
+  without_gil([&] { shifted_gaussian_matrix<T>(blas(), pts, sigma, sh, sc, o, cfg); });
   return out;
 }
 
@@ -338,8 +339,8 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
   m.def(("gaussian_row_normalisers_" + suffix).c_str(), &gaussian_row_normalisers_py<T>,
         py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("n_threads") = 1);
   m.def(("shifted_gaussian_matrix_" + suffix).c_str(), &shifted_gaussian_matrix_py<T>,
-        py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("shift"), py::arg("scale"),
-        py::arg("n_threads") = 1);
+        py::arg("a"), py::arg("b"), py::arg("sigma"), py::arg("shift") = py::none(),
+        py::arg("scale") = py::none(), py::arg("n_threads") = 1);
   m.def(("lowrank_plus_sparse_" + suffix).c_str(), &lowrank_plus_sparse_py<T>, py::arg("dl"),
         py::arg("u"), py::arg("v"), py::arg("indptr"), py::arg("indices"), py::arg("data"),
         py::arg("n_threads") = 1);
@@ -356,14 +357,8 @@ py::dict build_info() {
 #ifdef IKDR_COMPILER
   info["compiler"] = IKDR_COMPILER;
 #endif
-#ifdef IKDR_HAVE_OPENMP
-  info["openmp"] = true;
-  info["omp_max_threads"] = omp_get_max_threads();
-#else
-  info["openmp"] = false;
-  info["omp_max_threads"] = 1;
-#endif
-  info["simd"] = panel_ops_double().isa;
+  info["threading"] = "threads started per call (no OpenMP runtime)";
+  info["simd"] = tile_kernels_double().isa;
   return info;
 }
 
@@ -381,4 +376,6 @@ PYBIND11_MODULE(_core, m) {
   bind_dtype<double>(m, "f64");
   bind_dtype<float>(m, "f32");
   m.def("build_info", &build_info);
+  m.attr("BLAS_MIN_WIDTH") = py::int_(kThinWidth);  // wider operands go through the BLAS
+  static_assert(kThinWidth == kThinCols, "one width limit for points, factors and right-hand sides");
 }

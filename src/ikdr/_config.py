@@ -32,7 +32,7 @@ def get_num_threads() -> int:
 
 
 def set_num_threads(n: int | None) -> None:
-    """Set the number of OpenMP threads of ikdr's C++ loops.
+    """Set the number of threads of ikdr's C++ passes (started per call, see :func:`build_info`).
 
     ``None`` restores the default (``IKDR_NUM_THREADS``, then
     ``OMP_NUM_THREADS``, then the number of cores). The BLAS used for the
@@ -84,7 +84,7 @@ _controller = None
 def single_threaded_blas():
     """Hold the BLAS at one thread while a C++ core call runs.
 
-    The core splits its GEMMs over its own OpenMP threads; a multi-threaded
+    The core splits its GEMMs over threads of its own; a multi-threaded
     BLAS underneath would spin-wait against them on the same cores (measured:
     2x slower on 2 cores). Costs about 15 microseconds per call.
     """
@@ -131,7 +131,7 @@ def build_info() -> dict:
 
 
 def show_config(file=None) -> None:
-    """Print the version, compiler, OpenMP, threads, SIMD level and BLAS in use."""
+    """Print the version, compiler, threading, threads, SIMD level and BLAS in use."""
     from . import __version__
     from ._native import build_info
 
@@ -139,8 +139,8 @@ def show_config(file=None) -> None:
     lines = [
         f"ikdr {__version__}",
         f"compiler: {info.get('compiler', 'unknown')}",
-        f"OpenMP: {'on' if info['openmp'] else 'off'}",
-        f"threads: {get_num_threads()} (OpenMP max {info['omp_max_threads']})",
+        f"threading: {info['threading']}",
+        f"threads: {get_num_threads()}",
         f"SIMD: {info['simd']} (panel kernels dispatched at run time)",
         f"BLAS: {_blas_description()}",
         f"Python: {sys.version.split()[0]}",

@@ -12,6 +12,7 @@ releases the GIL, calls and returns.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import NamedTuple, Optional, Sequence
 
@@ -99,6 +100,20 @@ def _threads(n_threads) -> int:
     return int(n_threads) if n_threads else get_num_threads()
 
 
+#: Operands up to this width are multiplied in the core's own tiles; wider ones
+#: (points, Gamma factors, right-hand sides) go through SciPy's BLAS.
+_BLAS_WIDTH = _core.BLAS_MIN_WIDTH
+
+
+def _blas_guard(*widths):
+    """Hold the BLAS at one thread when the pass will call it (any operand wider
+    than the core's tiles take), else nothing: a thin pass never calls the BLAS,
+    and the limit costs tens of microseconds per call."""
+    if any(w > _BLAS_WIDTH for w in widths):
+        return single_threaded_blas()
+    return contextlib.nullcontext()
+
+
 def _as(a, dtype):
     return None if a is None else np.ascontiguousarray(a, dtype=dtype)
 
@@ -130,7 +145,9 @@ def fused_product(points, terms: Sequence[KernelTerm], *, gamma: GammaArrays = G
     dtype = core_dtype(points.dtype)
     points = np.ascontiguousarray(points, dtype=dtype)
     fn = getattr(_core, "fused_product_" + _suffix(dtype))
-    with single_threaded_blas():
+    rank = 0 if gamma.factor is None else np.shape(gamma.factor)[1]
+    rhs_cols = 0 if rhs is None else np.shape(rhs)[1]
+    with _blas_guard(points.shape[1], rank, rhs_cols):
         y, value_sums = fn(points, _cast_terms(terms, dtype), bool(gradient),
                            gamma_factor=_as(gamma.factor, dtype), gamma_scale=_as(gamma.scale, dtype),
                            gamma_dense=_as(gamma.dense, dtype), rhs=_as(rhs, dtype),
@@ -145,7 +162,7 @@ def kernel_matrix(A, B, terms: Sequence[KernelTerm], *, n_threads=None) -> np.nd
     A = np.ascontiguousarray(A, dtype=dtype)
     B = A if B is None or B is A else np.ascontiguousarray(B, dtype=dtype)
     fn = getattr(_core, "kernel_matrix_" + _suffix(dtype))
-    with single_threaded_blas():
+    with _blas_guard(A.shape[1]):
         return fn(A, B, _cast_terms(terms, dtype), _threads(n_threads))
 
 
@@ -159,13 +176,17 @@ def sne_row_normalisers(A, B, sigma: float, *, n_threads=None):
         return fn(_as(A, dtype), _as(B, dtype), float(sigma), _threads(n_threads))
 
 
-def sne_matrix(A, B, sigma: float, shift, scale, *, n_threads=None) -> np.ndarray:
-    r""":math:`\exp(-(d^2_{ij} - \mathrm{shift}_i)/2\sigma^2) / \mathrm{scale}_i` (n_a x n_b)."""
+def sne_matrix(A, B, sigma: float, shift=None, scale=None, *, n_threads=None) -> np.ndarray:
+    r""":math:`\exp(-(d^2_{ij} - \mathrm{shift}_i)/2\sigma^2) / \mathrm{scale}_i` (n_a x n_b).
+
+    Without ``shift`` and ``scale`` they are computed over B's rows in the same
+    pass: the SNE block normalised over its own columns, in one pass instead of two.
+    """
     dtype = core_dtype(A.dtype)
     fn = getattr(_core, "shifted_gaussian_matrix_" + _suffix(dtype))
     with single_threaded_blas():
-        return fn(_as(A, dtype), _as(B, dtype), float(sigma), _as(shift, dtype),
-                  _as(scale, dtype), _threads(n_threads))
+        return fn(_as(A, dtype), _as(B, dtype), float(sigma), shift=_as(shift, dtype),
+                  scale=_as(scale, dtype), n_threads=_threads(n_threads))
 
 
 def lowrank_plus_sparse(dl, u, v, indptr, indices, data, *, n_threads=None) -> np.ndarray:

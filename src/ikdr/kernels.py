@@ -631,11 +631,13 @@ def sne_row_normalisers(A, B, sigma, *, n_threads=None):
                                        n_threads=n_threads)
 
 
-def sne_matrix(A, B, sigma, shift, sums, *, n_threads=None):
+def sne_matrix(A, B, sigma, shift=None, sums=None, *, n_threads=None):
     r"""SNE kernel block :math:`e^{-(d^2_{ij} - \mathrm{shift}_i)/2\sigma^2} / \mathrm{sums}_i`.
 
     ``shift`` and ``sums`` come from :func:`sne_row_normalisers` over the full
     column set, so a block of columns keeps the normalisation of all of them.
+    Without them, the rows are normalised over B's rows in the same pass (one
+    pass instead of two when B is the whole column set).
     """
     check_bandwidth(sigma, "sigma")
     return _native.sne_matrix(np.ascontiguousarray(A), np.ascontiguousarray(B), sigma, shift,

@@ -4,25 +4,12 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
-#include <stdexcept>
 
 namespace ikdr {
 
 using Index = std::ptrdiff_t;
 
-// Fortran-convention ?gemm, as exported by scipy.linalg.cython_blas.
-template <class T>
-using GemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const T*,
-                        const T*, const int*, const T*, const int*, const T*, T*, const int*);
-
-// The BLAS the core calls for GEMM-shaped work. Filled once by the bindings
-// from SciPy's bundled BLAS, so no second BLAS is linked.
-struct Blas {
-  GemmFn<double> dgemm = nullptr;
-  GemmFn<float> sgemm = nullptr;
-};
-
-// Polled by the calling thread between panels; returning true aborts the
+// Polled by the calling thread while a pass runs; returning true aborts the
 // computation with `Interrupted` (the bindings turn it into KeyboardInterrupt).
 using InterruptCheck = std::function<bool()>;
 
@@ -30,10 +17,11 @@ struct Interrupted : std::exception {
   const char* what() const noexcept override { return "interrupted"; }
 };
 
-// Row-major C (m x n) = alpha * op(A) * op(B) + beta * C through column-major BLAS.
-template <class T>
-void gemm_row_major(const Blas& blas, bool trans_a, bool trans_b, Index m, Index n, Index k,
-                    T alpha, const T* a, Index lda, const T* b, Index ldb, T beta, T* c,
-                    Index ldc);
+// How one call runs: its thread count (threads are created for the call, see
+// parallel.hpp) and the interrupt poll. Nothing else is global.
+struct RunConfig {
+  int n_threads = 1;
+  InterruptCheck check_interrupt;
+};
 
 }  // namespace ikdr

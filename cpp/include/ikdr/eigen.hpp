@@ -2,6 +2,7 @@
 #pragma once
 #include <vector>
 
+#include "ikdr/blas.hpp"
 #include "ikdr/common.hpp"
 
 namespace ikdr {

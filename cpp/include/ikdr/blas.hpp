@@ -1,0 +1,47 @@
+// The BLAS the core calls for GEMM-shaped work: SciPy's bundled BLAS, whose
+// Fortran-convention ?gemm the bindings fetch once from
+// scipy.linalg.cython_blas, so no second BLAS is linked.
+#pragma once
+#include "ikdr/common.hpp"
+
+namespace ikdr {
+
+template <class T>
+using GemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const T*,
+                        const T*, const int*, const T*, const int*, const T*, T*, const int*);
+
+struct Blas {
+  GemmFn<double> dgemm = nullptr;
+  GemmFn<float> sgemm = nullptr;
+};
+
+// Which ?gemm serves which element type: the one place the two precisions differ.
+template <class T>
+struct BlasTraits;
+template <>
+struct BlasTraits<double> {
+  static GemmFn<double> gemm(const Blas& b) { return b.dgemm; }
+};
+template <>
+struct BlasTraits<float> {
+  static GemmFn<float> gemm(const Blas& b) { return b.sgemm; }
+};
+
+// Row-major C (m x n) = alpha op(A) op(B) + beta C, as the column-major
+// C^T = op(B)^T op(A)^T. k = 0 gives beta C (BLAS would not be called).
+template <class T>
+inline void gemm_row_major(const Blas& blas, bool trans_a, bool trans_b, Index m, Index n, Index k,
+                           T alpha, const T* a, Index lda, const T* b, Index ldb, T beta, T* c,
+                           Index ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (Index i = 0; i < m; ++i)
+      for (Index j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
+  const int mm = int(n), nn = int(m), kk = int(k), la = int(ldb), lb = int(lda), lc = int(ldc);
+  BlasTraits<T>::gemm(blas)(&ta, &tb, &mm, &nn, &kk, &alpha, b, &la, a, &lb, &beta, c, &lc);
+}
+
+}  // namespace ikdr

@@ -1,0 +1,78 @@
+// Threads for one call. Every parallel pass of the core is one call of
+// parallel_for: it starts n_threads - 1 std::threads, runs tasks on them and
+// on the calling thread, joins them and returns. No pool outlives the call,
+// so a process that forks after using ikdr gets a child that works (a
+// persistent OpenMP pool does not survive fork), and the core links no
+// OpenMP runtime of its own. Starting a thread costs tens of microseconds,
+// so small passes run on the calling thread alone.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ikdr/common.hpp"
+
+namespace ikdr {
+
+// Runs task(t, worker) for every t in [0, n_tasks), worker in [0, threads).
+// Tasks are taken in order from a shared counter (a busy core simply takes
+// fewer of them); what a task writes must depend on t only, which keeps
+// results independent of the thread count. The first exception thrown by any
+// task stops the others and is rethrown here, on the calling thread; the
+// calling thread polls cfg.check_interrupt between its tasks (at most every
+// 20 ms) and an interrupt stops the pass with `Interrupted`.
+template <class Task>
+void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task) {
+  if (n_tasks <= 0) return;
+  const int threads = static_cast<int>(std::max<Index>(1, std::min<Index>(cfg.n_threads, n_tasks)));
+  std::atomic<Index> next{0};
+  std::atomic<bool> stop{false};
+  bool interrupted = false;
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&](int worker) {
+    using clock = std::chrono::steady_clock;
+    auto last_poll = clock::now();
+    try {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const Index t = next.fetch_add(1, std::memory_order_relaxed);
+        if (t >= n_tasks) return;
+        task(t, worker);
+        if (worker == 0 && cfg.check_interrupt &&
+            clock::now() - last_poll > std::chrono::milliseconds(20)) {
+          last_poll = clock::now();
+          if (cfg.check_interrupt()) {
+            interrupted = true;
+            stop.store(true);
+            return;
+          }
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      stop.store(true);
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads - 1));
+  for (int w = 1; w < threads; ++w) {
+    try {
+      pool.emplace_back(work, w);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the started ones and this one do the work
+    }
+  }
+  work(0);
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+  if (interrupted) throw Interrupted();
+  // a final poll, so an interrupt during a pass too short to poll is not lost
+  if (cfg.check_interrupt && cfg.check_interrupt()) throw Interrupted();
+}
+
+}  // namespace ikdr

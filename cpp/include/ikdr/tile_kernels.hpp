@@ -1,0 +1,98 @@
+// The hot loops of every pass, compiled once per instruction set (baseline,
+// AVX2, AVX-512; see CMakeLists.txt) and chosen at run time (dispatch.cpp).
+//
+// A pass is cut into tasks of `task_rows` rows (fixed by the shapes, never by
+// the thread count, so every row's result is the same for any number of
+// threads). A task walks the columns in chunks of kTileCols; for each group
+// of kTileRows rows it forms the tile's Gram and Gamma entries by small
+// register-blocked products, turns them into Psi entries (distances, exp,
+// Gamma), and multiplies the tile into the right-hand side while it is in L1.
+// Only GEMM-shaped work too wide for that (a right-hand side of more than
+// kThinCols columns, points or Gamma factors wider than kThinWidth) goes
+// through the BLAS on row panels.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ikdr/blas.hpp"
+#include "ikdr/common.hpp"
+#include "ikdr/ism_products.hpp"
+
+namespace ikdr {
+
+constexpr Index kTileRows = 4;    // rows of a register tile
+constexpr Index kTileCols = 64;   // columns of an L1 tile (a multiple of 2 x the widest vector)
+constexpr Index kThinWidth = 64;  // points / Gamma factors up to this width: products in cache
+constexpr Index kThinCols = 64;   // right-hand sides up to this width: accumulated in registers
+
+inline Index round_up(Index x, Index to) { return (x + to - 1) / to * to; }
+
+// Everything the tasks of one pass read, prepared once by the driver.
+template <class T>
+struct PassPlan {
+  Index n = 0, m = 0, k = 0;
+  Index m_pad = 0;                   // m rounded up to kTileCols
+  const T* a = nullptr;              // row points, n x k
+  const T* b = nullptr;              // column points, m x k
+  const T* b_t = nullptr;            // column points transposed, k x m_pad, zero padded (thin points)
+  const T* sq_a = nullptr;           // squared norms of the rows (n)
+  const T* sq_b = nullptr;           // ... of the columns (m_pad, zero padded)
+  bool self = false;                 // a == b: the diagonal distances are exactly 0
+  bool needs_dot = false, needs_dist = false;
+  // Gamma: dense rows, or factor rows (already scaled by s) times factor columns
+  const T* g_dense = nullptr;        // n x m
+  const T* g_rows = nullptr;         // n x r, scaled by s
+  const T* g_cols = nullptr;         // m x r
+  const T* g_cols_t = nullptr;       // r x m_pad transposed, zero padded (thin factor)
+  Index rank = 0;
+  // kernel terms; per term 1 / scale_cols (m_pad, padded with 1) or null
+  const Term<T>* terms = nullptr;
+  int n_terms = 0;
+  const T* const* col_inv_scale = nullptr;
+  bool single_gaussian = false;      // one Gaussian member with a scalar bandwidth (fast path)
+  Mode mode = Mode::value;
+  // right-hand side (m x c); for thin ones a zero-padded copy with rows m_pad, columns c_pad
+  const T* rhs = nullptr;
+  Index c = 0;
+  const T* rhs_pad = nullptr;
+  Index c_pad = 0;
+  const T* rhs_rows = nullptr;       // n x c: what the Laplacian diagonal multiplies
+  bool thin_rhs = false;
+  // outputs (each may be null)
+  T* y = nullptr;                    // n x c
+  T* value_sums = nullptr;           // n
+  T* matrix_out = nullptr;           // n x m (kernel_matrix)
+  const Blas* blas = nullptr;
+  Index task_rows = 32;
+  Index col_block = 0;               // columns of a BLAS panel (multiple of kTileCols)
+};
+
+// Per-worker scratch, grown on first use and reused by the worker's tasks.
+template <class T>
+struct PassScratch {
+  std::vector<T> dot_panel, gamma_panel, m_panel;  // BLAS panels (task_rows x col_block)
+  std::vector<T> tile;                              // kTileRows x kTileCols x 6 work rows
+  std::vector<double> acc;                          // task_rows x c_pad (thin rhs)
+  std::vector<double> value_sum, lap_sum;           // task_rows
+};
+
+template <class T>
+struct TileKernels {
+  const char* isa;
+  Index simd_width;  // elements of T in one vector register of this instruction set
+  // Rows [task * task_rows, ...) of the pass described by the plan.
+  void (*pass_task)(const PassPlan<T>& plan, Index task, PassScratch<T>& scratch);
+  // SNE rows [r0, r1) (sq_b: squared norms of b's rows): with shift/scale null, computes them over all of b
+  // (shift_out, sums_out may be null) and, if out is given, writes the
+  // normalised rows; with shift/scale given, writes exp(-(d2 - shift) u) / scale.
+  void (*sne_rows)(const Blas& blas, const PointPair<T>& pts, const T* sq_b, T u, Index r0, Index r1,
+                   const T* shift, const T* scale, T* shift_out, T* sums_out, T* out,
+                   std::vector<T>& work);
+};
+
+const TileKernels<double>& tile_kernels_double();
+const TileKernels<float>& tile_kernels_float();
+template <class T>
+const TileKernels<T>& tile_kernels();
+
+}  // namespace ikdr

@@ -1,0 +1,186 @@
+// The driver of the ISM family's passes: prepares what every task reads
+// (norms, transposed thin operands, the padded right-hand side), then runs
+// the tasks (tile_kernels.cpp) on the call's threads (parallel.hpp).
+#include "ikdr/ism_products.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "ikdr/parallel.hpp"
+#include "ikdr/tile_kernels.hpp"
+
+namespace ikdr {
+namespace {
+
+// A pass below this many kernel entries runs on the calling thread: starting
+// threads would cost more than they save.
+constexpr Index kSerialEntries = Index(1) << 16;
+// Row tasks: small enough to balance two cores at n = 1,000, large enough
+// that a tile's column operands are reused by many rows.
+constexpr Index kTaskRows = 32;
+// A right-hand side wider than kThinCols goes through the BLAS on panels of
+// kWideTaskRows rows (tall enough for an efficient GEMM) and at most
+// kPanelElements entries.
+constexpr Index kWideTaskRows = 256;
+constexpr Index kPanelElements = Index(1) << 21;
+
+template <class T>
+std::vector<T> squared_norms(const T* z, Index n, Index k, Index n_pad) {
+  std::vector<T> out(static_cast<std::size_t>(n_pad), T(0));
+  for (Index i = 0; i < n; ++i) {
+    T s = 0;
+    for (Index c = 0; c < k; ++c) s += z[i * k + c] * z[i * k + c];
+    out[i] = s;
+  }
+  return out;
+}
+
+// a (rows x cols) transposed into cols x ld, zero padded.
+template <class T>
+std::vector<T> transposed(const T* a, Index rows, Index cols, Index ld) {
+  std::vector<T> t(static_cast<std::size_t>(cols * ld), T(0));
+  for (Index i = 0; i < rows; ++i)
+    for (Index c = 0; c < cols; ++c) t[c * ld + i] = a[i * cols + c];
+  return t;
+}
+
+template <class T>
+bool any_of_kind(const std::vector<Term<T>>& terms, std::initializer_list<TermKind> kinds) {
+  for (const auto& t : terms)
+    for (TermKind k : kinds)
+      if (t.kind == k) return true;
+  return false;
+}
+
+// What a pass needs that is not the points: the operands and outputs above,
+// plus the storage behind the plan's pointers.
+template <class T>
+struct PreparedPass {
+  PassPlan<T> plan;
+  std::vector<T> sq_a, sq_b, b_t, g_rows, g_cols_t, rhs_pad;
+  std::vector<std::vector<T>> inv_scales;
+  std::vector<const T*> inv_scale_ptrs;
+};
+
+template <class T>
+void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
+             const GammaView<T>& gamma, const std::vector<Term<T>>& terms, Mode mode,
+             const T* rhs, Index rhs_cols, const T* rhs_rows) {
+  PassPlan<T>& p = pp.plan;
+  p.blas = &blas;
+  p.n = pts.n;
+  p.m = pts.m;
+  p.k = pts.k;
+  p.m_pad = round_up(std::max<Index>(pts.m, 1), kTileCols);
+  p.a = pts.a;
+  p.b = pts.b;
+  p.self = pts.a == pts.b && pts.n == pts.m;
+  p.mode = mode;
+  p.terms = terms.data();
+  p.n_terms = static_cast<int>(terms.size());
+  p.needs_dist = any_of_kind(terms, {TermKind::gaussian, TermKind::squared, TermKind::multiquadric});
+  p.needs_dot = p.needs_dist || any_of_kind(terms, {TermKind::linear, TermKind::polynomial});
+  if (p.needs_dot && pts.k <= kThinWidth) {
+    pp.b_t = transposed(pts.b, pts.m, pts.k, p.m_pad);
+    p.b_t = pp.b_t.data();
+  }
+  pp.sq_a = squared_norms(pts.a, pts.n, pts.k, pts.n);
+  pp.sq_b = p.self ? squared_norms(pts.a, pts.n, pts.k, p.m_pad)
+                   : squared_norms(pts.b, pts.m, pts.k, p.m_pad);
+  p.sq_a = pp.sq_a.data();
+  p.sq_b = pp.sq_b.data();
+  // Gamma: the scale s is folded into the row factor once, not per tile.
+  if (gamma.dense != nullptr) {
+    p.g_dense = gamma.dense;
+  } else if (gamma.g_rows != nullptr) {
+    p.rank = gamma.rank;
+    pp.g_rows.resize(static_cast<std::size_t>(pts.n * gamma.rank));
+    for (Index i = 0; i < pts.n; ++i)
+      for (Index c = 0; c < gamma.rank; ++c)
+        pp.g_rows[i * gamma.rank + c] = gamma.g_rows[i * gamma.rank + c] * (gamma.s ? gamma.s[c] : T(1));
+    p.g_rows = pp.g_rows.data();
+    p.g_cols = gamma.g_cols;
+    if (gamma.rank <= kThinWidth) {
+      pp.g_cols_t = transposed(gamma.g_cols, pts.m, gamma.rank, p.m_pad);
+      p.g_cols_t = pp.g_cols_t.data();
+    }
+  }
+  // Relative Gaussian: e_ij = (1 / (2 s_i)) (1 / s_j); store 1 / s_j, padded with 1.
+  pp.inv_scales.resize(terms.size());
+  pp.inv_scale_ptrs.assign(terms.size(), nullptr);
+  bool plain_gaussian = terms.size() == 1 && terms[0].kind == TermKind::gaussian;
+  for (std::size_t t = 0; t < terms.size(); ++t) {
+    if (terms[t].kind == TermKind::gaussian && terms[t].scale_cols != nullptr) {
+      pp.inv_scales[t].assign(static_cast<std::size_t>(p.m_pad), T(1));
+      for (Index j = 0; j < pts.m; ++j) pp.inv_scales[t][j] = T(1) / terms[t].scale_cols[j];
+      pp.inv_scale_ptrs[t] = pp.inv_scales[t].data();
+      plain_gaussian = false;
+    }
+  }
+  p.col_inv_scale = pp.inv_scale_ptrs.data();
+  p.single_gaussian = plain_gaussian;
+  // Right-hand side: thin ones are accumulated tile by tile from a padded copy.
+  p.rhs = rhs;
+  p.c = rhs != nullptr ? rhs_cols : 0;
+  p.rhs_rows = rhs_rows;
+  p.thin_rhs = rhs != nullptr && rhs_cols > 0 && rhs_cols <= kThinCols;
+  if (p.thin_rhs) {
+    // whole vectors of the instruction set in use (10 columns: 12 with AVX2)
+    p.c_pad = round_up(rhs_cols, tile_kernels<T>().simd_width);
+    pp.rhs_pad.assign(static_cast<std::size_t>(p.m_pad * p.c_pad), T(0));
+    for (Index j = 0; j < pts.m; ++j)
+      std::copy(rhs + j * rhs_cols, rhs + (j + 1) * rhs_cols, pp.rhs_pad.data() + j * p.c_pad);
+    p.rhs_pad = pp.rhs_pad.data();
+  }
+  const bool wide = rhs != nullptr && rhs_cols > kThinCols;
+  p.task_rows = wide ? kWideTaskRows : kTaskRows;
+  p.col_block = std::min(p.m_pad, round_up(std::max<Index>(kPanelElements / p.task_rows, kTileCols),
+                                           kTileCols));
+}
+
+template <class T>
+void run(const PreparedPass<T>& pp, const RunConfig& cfg) {
+  const PassPlan<T>& p = pp.plan;
+  const Index tasks = (p.n + p.task_rows - 1) / p.task_rows;
+  RunConfig run_cfg = cfg;
+  if (p.n * p.m < kSerialEntries) run_cfg.n_threads = 1;
+  const int threads = std::max(1, std::min<int>(run_cfg.n_threads, static_cast<int>(std::max<Index>(tasks, 1))));
+  std::vector<PassScratch<T>> scratch(static_cast<std::size_t>(threads));
+  const TileKernels<T>& kernels = tile_kernels<T>();
+  parallel_for(tasks, run_cfg,
+               [&](Index t, int worker) { kernels.pass_task(p, t, scratch[static_cast<std::size_t>(worker)]); });
+}
+
+}  // namespace
+
+template <class T>
+void kernel_matrix(const Blas& blas, const PointPair<T>& pts, const std::vector<Term<T>>& terms,
+                   T* out, const RunConfig& cfg) {
+  PreparedPass<T> pp;
+  prepare(pp, blas, pts, GammaView<T>{}, terms, Mode::value, static_cast<const T*>(nullptr), 0,
+          static_cast<const T*>(nullptr));
+  pp.plan.matrix_out = out;
+  run(pp, cfg);
+}
+
+template <class T>
+void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>& gamma,
+                   const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
+                   const T* rhs_rows, T* y, T* value_sums, const RunConfig& cfg) {
+  PreparedPass<T> pp;
+  prepare(pp, blas, pts, gamma, terms, mode, rhs, rhs_cols, rhs_rows);
+  pp.plan.y = rhs != nullptr ? y : nullptr;
+  pp.plan.value_sums = value_sums;
+  run(pp, cfg);
+}
+
+#define IKDR_INSTANTIATE(T)                                                                     \
+  template void kernel_matrix<T>(const Blas&, const PointPair<T>&, const std::vector<Term<T>>&, \
+                                 T*, const RunConfig&);                                         \
+  template void fused_product<T>(const Blas&, const PointPair<T>&, const GammaView<T>&,         \
+                                 const std::vector<Term<T>>&, Mode, const T*, Index, const T*,  \
+                                 T*, T*, const RunConfig&);
+IKDR_INSTANTIATE(double)
+IKDR_INSTANTIATE(float)
+
+}  // namespace ikdr

@@ -1,0 +1,546 @@
+// The hot loops of every pass (see tile_kernels.hpp). This file is compiled
+// once per instruction set; IKDR_ARCH_NAME names the namespace of each copy.
+// The small products and reductions use GCC/Clang vector extensions sized to
+// the instruction set's registers; the element-wise loops (exp, sqrt, powers)
+// are written branch-free so the compiler vectorises them, exp included
+// (libm's exp is a scalar call).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "ikdr/tile_kernels.hpp"
+
+#ifndef IKDR_ARCH_NAME
+#define IKDR_ARCH_NAME baseline
+#endif
+#define IKDR_CAT2(a, b) a##b
+#define IKDR_CAT(a, b) IKDR_CAT2(a, b)
+#define IKDR_STR2(a) #a
+#define IKDR_STR(a) IKDR_STR2(a)
+
+#if defined(__AVX512F__)
+#define IKDR_VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define IKDR_VECTOR_BYTES 32
+#else
+#define IKDR_VECTOR_BYTES 16
+#endif
+
+namespace ikdr {
+namespace IKDR_CAT(arch_, IKDR_ARCH_NAME) {
+namespace {
+
+// Unaligned, aliasing vectors of one register's width.
+typedef double vdouble __attribute__((vector_size(IKDR_VECTOR_BYTES), aligned(8), __may_alias__));
+typedef float vfloat __attribute__((vector_size(IKDR_VECTOR_BYTES), aligned(4), __may_alias__));
+
+template <class T>
+struct Simd;
+template <>
+struct Simd<double> {
+  using vec = vdouble;
+  static constexpr Index width = IKDR_VECTOR_BYTES / 8;
+};
+template <>
+struct Simd<float> {
+  using vec = vfloat;
+  static constexpr Index width = IKDR_VECTOR_BYTES / 4;
+};
+
+template <class T>
+inline typename Simd<T>::vec load(const T* p) {
+  return *reinterpret_cast<const typename Simd<T>::vec*>(p);
+}
+template <class T>
+inline void store(T* p, typename Simd<T>::vec v) {
+  *reinterpret_cast<typename Simd<T>::vec*>(p) = v;
+}
+
+static_assert(kTileCols % (2 * (IKDR_VECTOR_BYTES / 4)) == 0, "tile width must hold whole vectors");
+
+template <class To, class From>
+inline To bit_cast(From v) {
+  To out;
+  std::memcpy(&out, &v, sizeof(To));
+  return out;
+}
+
+// exp(x) to about 1 ulp for results in the normal range: x = n ln2 + r,
+// |r| <= ln2/2, a degree-11 polynomial for e^r (near-minimax on that interval,
+// relative error 1e-17; evaluated by Estrin's scheme so the dependency chain
+// is short), and 2^n assembled in the exponent bits. The integer n is read
+// from the mantissa of (y + 1.5*2^52), so no float->int conversion is needed
+// and the loop vectorises with plain integer adds and shifts. Results that
+// would be subnormal (x < -708, exp(x) < 3.3e-308) are flushed to 0: they
+// cannot change a sum of kernel values.
+inline double exp_kernel(double x) {
+  const double shifter = 0x1.8p52;
+  const std::int64_t shifter_bits = bit_cast<std::int64_t>(shifter);
+  const double lo = x < -708.0 ? -708.0 : x;
+  const double xc = lo > 709.7 ? 709.7 : lo;
+  const double t = xc * 1.4426950408889634 + shifter;
+  const double nf = t - shifter;
+  const double r = (xc - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
+  const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+  const double p01 = 1.0 + r;
+  const double p23 = 0.5000000000000012 + r * 0.16666666666666222;
+  const double p45 = 0.04166666666651782 + r * 0.008333333333547997;
+  const double p67 = 0.0013888888946349174 + r * 0.00019841269439748474;
+  const double p89 = 2.4801490644821428e-05 + r * 2.755762442891869e-06;
+  const double p1011 = 2.763102993654247e-07 + r * 2.4992073079940984e-08;
+  const double p = ((p01 + r2 * p23) + r4 * (p45 + r2 * p67)) + r8 * (p89 + r2 * p1011);
+  const std::int64_t n = bit_cast<std::int64_t>(t) - shifter_bits;
+  const double scale = bit_cast<double>(static_cast<std::uint64_t>(n + 1023) << 52);
+  const double v = p * scale;
+  return x < -708.0 ? 0.0 : v;
+}
+
+// The float32 version: degree-7 Taylor polynomial (relative error 5e-9 on
+// |r| <= ln2/2), results below the normal range (x < -87) flushed to 0.
+inline float exp_kernel(float x) {
+  const float shifter = 0x1.8p23f;
+  const std::int32_t shifter_bits = bit_cast<std::int32_t>(shifter);
+  const float lo = x < -87.0f ? -87.0f : x;
+  const float xc = lo > 88.7f ? 88.7f : lo;
+  const float t = xc * 1.44269504f + shifter;
+  const float nf = t - shifter;
+  const float r = (xc - nf * 0.693145752f) - nf * 1.42860677e-06f;
+  const float r2 = r * r, r4 = r2 * r2;
+  const float p = ((1.0f + r) + r2 * (0.5f + r * (1.0f / 6.0f))) +
+                  r4 * ((1.0f / 24.0f + r * (1.0f / 120.0f)) + r2 * (1.0f / 720.0f + r * (1.0f / 5040.0f)));
+  const std::int32_t n = bit_cast<std::int32_t>(t) - shifter_bits;
+  const float scale = bit_cast<float>(static_cast<std::uint32_t>(n + 127) << 23);
+  const float v = p * scale;
+  return x < -87.0f ? 0.0f : v;
+}
+
+// Sum of a tile row (kTileCols entries) in vector registers; accumulated in T
+// over one tile (64 entries), then in double across tiles by the caller.
+template <class T>
+inline double tile_sum(const T* x) {
+  using vec = typename Simd<T>::vec;
+  constexpr Index W = Simd<T>::width;
+  vec s0 = {}, s1 = {};
+  for (Index j = 0; j < kTileCols; j += 2 * W) {
+    s0 += load(x + j);
+    s1 += load(x + j + W);
+  }
+  s0 += s1;
+  double total = 0;
+  for (Index l = 0; l < W; ++l) total += s0[l];
+  return total;
+}
+
+// out[r][j] = sum_c rows[r][c] cols_t[c * ld + j] for a kTileRows x kTileCols
+// tile: the Gram entries of thin points, or the Gamma entries of a thin factor.
+// Each column vector loaded is used by every row of the tile.
+template <class T>
+inline void product_tile(const T* const* rows, Index width, const T* cols_t, Index ld, T* out) {
+  using vec = typename Simd<T>::vec;
+  constexpr Index W = Simd<T>::width;
+  for (Index j = 0; j < kTileCols; j += 2 * W) {
+    vec acc[kTileRows][2] = {};
+    for (Index c = 0; c < width; ++c) {
+      const T* col = cols_t + c * ld + j;
+      const vec b0 = load(col), b1 = load(col + W);
+      for (Index r = 0; r < kTileRows; ++r) {
+        const T s = rows[r][c];
+        acc[r][0] += s * b0;
+        acc[r][1] += s * b1;
+      }
+    }
+    for (Index r = 0; r < kTileRows; ++r) {
+      store(out + r * kTileCols + j, acc[r][0]);
+      store(out + r * kTileCols + j + W, acc[r][1]);
+    }
+  }
+}
+
+// acc[r][c] += sum_j m[r][j] rhs[j][c] for the tile's rows and G vectors of
+// right-hand-side columns starting at column cv: the tile of Psi is used
+// while it is in L1, and nothing n x n is stored.
+template <class T, int G>
+inline void accumulate_tile(const T* m, const T* rhs, Index ldr, Index cv, double* acc,
+                            Index ldacc) {
+  using vec = typename Simd<T>::vec;
+  constexpr Index W = Simd<T>::width;
+  vec a[kTileRows][G] = {};
+  for (Index j = 0; j < kTileCols; ++j) {
+    vec rv[G];
+    for (int g = 0; g < G; ++g) rv[g] = load(rhs + j * ldr + cv + g * W);
+    for (Index r = 0; r < kTileRows; ++r) {
+      const T s = m[r * kTileCols + j];
+      for (int g = 0; g < G; ++g) a[r][g] += s * rv[g];
+    }
+  }
+  for (Index r = 0; r < kTileRows; ++r)
+    for (int g = 0; g < G; ++g)
+      for (Index l = 0; l < W; ++l) acc[r * ldacc + cv + g * W + l] += a[r][g][l];
+}
+
+template <class T>
+inline void accumulate_rhs(const T* m, const T* rhs, Index c_pad, double* acc) {
+  constexpr Index W = Simd<T>::width;
+  constexpr int G = 3;  // kTileRows x 3 accumulators + 3 loads + 1 broadcast fit 16 registers
+  Index cv = 0;
+  for (; cv + G * W <= c_pad; cv += G * W) accumulate_tile<T, G>(m, rhs, c_pad, cv, acc, c_pad);
+  for (; cv + 2 * W <= c_pad; cv += 2 * W) accumulate_tile<T, 2>(m, rhs, c_pad, cv, acc, c_pad);
+  for (; cv < c_pad; cv += W) accumulate_tile<T, 1>(m, rhs, c_pad, cv, acc, c_pad);
+}
+
+// Work rows of one tile row (each kTileCols long).
+template <class T>
+struct RowBuffers {
+  T* dist;
+  T* val;  // kernel values (then Gamma o K, for the row sums)
+  T* da;   // inner-product derivative weights a
+  T* db;   // distance derivative weights b (then 2 Gamma o b, for the row sums)
+};
+
+// One row of a tile: Psi entries into mrow (zero past len) and the row sums of
+// Gamma o K (value_sum) and 2 Gamma o b (lap_sum).
+template <class T>
+inline void tile_row(const PassPlan<T>& p, Index ig, Index j0, Index len, const T* dot,
+                     const T* g, T* mrow, const RowBuffers<T>& buf, double& value_sum,
+                     double& lap_sum) {
+  const bool gradient = p.mode == Mode::gradient;
+  T* const dist = buf.dist;
+  if (p.single_gaussian) {
+    // The common ISM case in one loop: k = exp(-u d); value M = w g k,
+    // gradient M = 2 w u g k (b = -w u k); both row sums are multiples of
+    // sum_j g k = (sum_j M) / coef, so nothing else is stored.
+    const Term<T>& t = p.terms[0];
+    const T u = T(0.5 / (t.sigma * t.sigma));
+    const T w = T(t.weight);
+    const T coef = gradient ? T(2) * w * u : w;
+    const T sa = p.sq_a[ig];
+    const T* sqb = p.sq_b + j0;
+    if (g != nullptr) {
+      for (Index j = 0; j < kTileCols; ++j) {
+        const T d = sa + sqb[j] - T(2) * dot[j];
+        mrow[j] = coef * g[j] * exp_kernel(-u * (d > T(0) ? d : T(0)));
+      }
+    } else {
+      for (Index j = 0; j < kTileCols; ++j) {
+        const T d = sa + sqb[j] - T(2) * dot[j];
+        mrow[j] = coef * exp_kernel(-u * (d > T(0) ? d : T(0)));
+      }
+    }
+    if (p.self && ig >= j0 && ig < j0 + len)  // k_ii = 1 exactly, whatever the rounding of d
+      mrow[ig - j0] = coef * (g != nullptr ? g[ig - j0] : T(1));
+    for (Index j = len; j < kTileCols; ++j) mrow[j] = T(0);
+    const double s = tile_sum(mrow) / double(coef);
+    value_sum += double(w) * s;
+    if (gradient) lap_sum -= 2.0 * double(w) * double(u) * s;
+    return;
+  }
+  if (p.needs_dist) {
+    const T sa = p.sq_a[ig];
+    const T* sqb = p.sq_b + j0;
+    for (Index j = 0; j < kTileCols; ++j) {
+      const T d = sa + sqb[j] - T(2) * dot[j];
+      dist[j] = d > T(0) ? d : T(0);
+    }
+    if (p.self && ig >= j0 && ig < j0 + len) dist[ig - j0] = T(0);
+  }
+  T* const val = buf.val;
+  T* const da = buf.da;
+  T* const db = buf.db;
+  std::fill(val, val + kTileCols, T(0));
+  if (gradient) {
+    std::fill(da, da + kTileCols, T(0));
+    std::fill(db, db + kTileCols, T(0));
+  }
+  for (int ti = 0; ti < p.n_terms; ++ti) {
+    const Term<T>& t = p.terms[ti];
+    const T w = T(t.weight);
+    switch (t.kind) {
+      case TermKind::linear:
+        for (Index j = 0; j < kTileCols; ++j) val[j] += w * dot[j];
+        if (gradient)
+          for (Index j = 0; j < kTileCols; ++j) da[j] += w;
+        break;
+      case TermKind::polynomial: {
+        // (dot + c)^(p-1) by squaring with the bit loop outside, so the inner loops vectorise
+        const T c = T(t.c);
+        T base[kTileCols], pw[kTileCols];
+        for (Index j = 0; j < kTileCols; ++j) {
+          base[j] = dot[j] + c;
+          pw[j] = T(1);
+        }
+        T sq[kTileCols];
+        std::copy(base, base + kTileCols, sq);
+        for (int e = t.degree - 1; e > 0; e >>= 1) {
+          if (e & 1)
+            for (Index j = 0; j < kTileCols; ++j) pw[j] *= sq[j];
+          if (e > 1)
+            for (Index j = 0; j < kTileCols; ++j) sq[j] *= sq[j];
+        }
+        for (Index j = 0; j < kTileCols; ++j) val[j] += w * pw[j] * base[j];
+        if (gradient) {
+          const T wp = w * T(t.degree);
+          for (Index j = 0; j < kTileCols; ++j) da[j] += wp * pw[j];
+        }
+        break;
+      }
+      case TermKind::gaussian: {
+        // k = exp(-d e_ij), e_ij = 1 / (2 s_i s_j) (or 1 / 2 sigma^2); f'(beta) = -e_ij k
+        const T* inv = p.col_inv_scale[ti];
+        if (inv == nullptr) {
+          const T u = T(0.5 / (t.sigma * t.sigma));
+          for (Index j = 0; j < kTileCols; ++j) {
+            const T k = exp_kernel(-u * dist[j]);
+            val[j] += w * k;
+            if (gradient) db[j] -= w * u * k;
+          }
+        } else {
+          const T ui = T(0.5) / t.scale_rows[ig];
+          const T* v = inv + j0;
+          for (Index j = 0; j < kTileCols; ++j) {
+            const T e = ui * v[j];
+            const T k = exp_kernel(-dist[j] * e);
+            val[j] += w * k;
+            if (gradient) db[j] -= w * e * k;
+          }
+        }
+        break;
+      }
+      case TermKind::squared:
+        for (Index j = 0; j < kTileCols; ++j) val[j] -= w * dist[j];
+        if (gradient)
+          for (Index j = 0; j < kTileCols; ++j) db[j] -= w;
+        break;
+      case TermKind::multiquadric: {
+        const T c2 = T(t.c * t.c);
+        for (Index j = 0; j < kTileCols; ++j) {
+          const T s = std::sqrt(dist[j] + c2);
+          val[j] -= w * s;
+          if (gradient) db[j] -= w / (T(2) * s);
+        }
+        break;
+      }
+    }
+  }
+  // M = g (a - 2 b) (gradient) or g k (value); the row sums come from g k and 2 g b.
+  for (Index j = 0; j < kTileCols; ++j) {
+    const T gj = g != nullptr ? g[j] : T(1);
+    const T gv = gj * val[j];
+    if (gradient) {
+      const T gb = gj * db[j];
+      mrow[j] = gj * da[j] - T(2) * gb;
+      db[j] = T(2) * gb;
+    } else {
+      mrow[j] = gv;
+    }
+    val[j] = gv;
+  }
+  for (Index j = len; j < kTileCols; ++j) val[j] = mrow[j] = T(0);
+  value_sum += tile_sum(val);
+  if (gradient) {
+    for (Index j = len; j < kTileCols; ++j) db[j] = T(0);
+    lap_sum += tile_sum(db);
+  }
+}
+
+// Copies len entries of each tile row from a panel (ld) and zeroes the tail.
+template <class T>
+inline void copy_tile(const T* src, Index ld, Index rows, Index len, T* out) {
+  for (Index r = 0; r < kTileRows; ++r) {
+    T* o = out + r * kTileCols;
+    if (r < rows) {
+      std::copy(src + r * ld, src + r * ld + len, o);
+      std::fill(o + len, o + kTileCols, T(0));
+    } else {
+      std::fill(o, o + kTileCols, T(0));
+    }
+  }
+}
+
+template <class T>
+void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
+  const Index r0 = task * p.task_rows, r1 = std::min(p.n, r0 + p.task_rows);
+  const Index rows = r1 - r0, rows_pad = round_up(rows, kTileRows);
+  const bool wide_points = p.needs_dot && p.b_t == nullptr;
+  const bool wide_gamma = p.g_rows != nullptr && p.g_cols_t == nullptr;
+  const bool panel_rhs = p.rhs != nullptr && !p.thin_rhs && p.c > 0;
+  const Index cbmax = p.col_block;
+  if (wide_points) s.dot_panel.resize(static_cast<std::size_t>(rows * cbmax));
+  if (wide_gamma) s.gamma_panel.resize(static_cast<std::size_t>(rows * cbmax));
+  if (panel_rhs) s.m_panel.resize(static_cast<std::size_t>(rows * cbmax));
+  s.tile.resize(static_cast<std::size_t>(16 * kTileCols));
+  T* const dot_t = s.tile.data();
+  T* const gam_t = dot_t + kTileRows * kTileCols;
+  T* const m_t = gam_t + kTileRows * kTileCols;
+  const RowBuffers<T> buf{m_t + kTileRows * kTileCols, m_t + (kTileRows + 1) * kTileCols,
+                          m_t + (kTileRows + 2) * kTileCols, m_t + (kTileRows + 3) * kTileCols};
+  if (p.thin_rhs) s.acc.assign(static_cast<std::size_t>(rows_pad * p.c_pad), 0.0);
+  s.value_sum.assign(static_cast<std::size_t>(rows_pad), 0.0);
+  s.lap_sum.assign(static_cast<std::size_t>(rows_pad), 0.0);
+  if (!p.needs_dot) std::fill(dot_t, dot_t + kTileRows * kTileCols, T(0));
+
+  for (Index c0 = 0; c0 < p.m; c0 += cbmax) {
+    const Index cb = std::min(cbmax, p.m - c0);
+    if (wide_points)
+      gemm_row_major<T>(*p.blas, false, true, rows, cb, p.k, T(1), p.a + r0 * p.k, p.k,
+                        p.b + c0 * p.k, p.k, T(0), s.dot_panel.data(), cbmax);
+    if (wide_gamma)
+      gemm_row_major<T>(*p.blas, false, true, rows, cb, p.rank, T(1), p.g_rows + r0 * p.rank,
+                        p.rank, p.g_cols + c0 * p.rank, p.rank, T(0), s.gamma_panel.data(), cbmax);
+    for (Index j0 = c0; j0 < c0 + cb; j0 += kTileCols) {
+      const Index len = std::min(kTileCols, c0 + cb - j0);
+      for (Index i0 = r0; i0 < r1; i0 += kTileRows) {
+        const Index mr = std::min(kTileRows, r1 - i0);
+        const Index li = i0 - r0;  // row of the task
+        if (p.needs_dot) {
+          if (wide_points) {
+            copy_tile(s.dot_panel.data() + li * cbmax + (j0 - c0), cbmax, mr, len, dot_t);
+          } else {
+            const T* rp[kTileRows];
+            for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
+            product_tile(rp, p.k, p.b_t + j0, p.m_pad, dot_t);
+          }
+        }
+        bool has_gamma = true;
+        if (p.g_dense != nullptr) {
+          copy_tile(p.g_dense + i0 * p.m + j0, p.m, mr, len, gam_t);
+        } else if (wide_gamma) {
+          copy_tile(s.gamma_panel.data() + li * cbmax + (j0 - c0), cbmax, mr, len, gam_t);
+        } else if (p.g_rows != nullptr) {
+          const T* rp[kTileRows];
+          for (Index r = 0; r < kTileRows; ++r)
+            rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
+          product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
+        } else {
+          has_gamma = false;
+        }
+        for (Index r = 0; r < mr; ++r)
+          tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
+                   has_gamma ? gam_t + r * kTileCols : nullptr, m_t + r * kTileCols, buf,
+                   s.value_sum[li + r], s.lap_sum[li + r]);
+        for (Index r = mr; r < kTileRows; ++r)
+          std::fill(m_t + r * kTileCols, m_t + (r + 1) * kTileCols, T(0));
+        if (p.thin_rhs) {
+          accumulate_rhs(m_t, p.rhs_pad + j0 * p.c_pad, p.c_pad, s.acc.data() + li * p.c_pad);
+        } else if (panel_rhs) {
+          for (Index r = 0; r < mr; ++r)
+            std::copy(m_t + r * kTileCols, m_t + r * kTileCols + len,
+                      s.m_panel.data() + (li + r) * cbmax + (j0 - c0));
+        } else if (p.matrix_out != nullptr) {
+          for (Index r = 0; r < mr; ++r)
+            std::copy(m_t + r * kTileCols, m_t + r * kTileCols + len,
+                      p.matrix_out + (i0 + r) * p.m + j0);
+        }
+      }
+    }
+    if (panel_rhs)
+      gemm_row_major<T>(*p.blas, false, false, rows, p.c, cb, T(1), s.m_panel.data(), cbmax,
+                        p.rhs + c0 * p.c, p.c, c0 == 0 ? T(0) : T(1), p.y + r0 * p.c, p.c);
+  }
+  if (p.y != nullptr && p.c > 0) {
+    if (p.thin_rhs) {
+      for (Index i = 0; i < rows; ++i)
+        for (Index c = 0; c < p.c; ++c) p.y[(r0 + i) * p.c + c] = T(s.acc[i * p.c_pad + c]);
+    }
+    if (p.m == 0 && !p.thin_rhs)
+      std::fill(p.y + r0 * p.c, p.y + r1 * p.c, T(0));
+    if (p.mode == Mode::gradient && p.rhs_rows != nullptr) {
+      // Laplacian diagonal: diag(2 (Gamma o b) 1) times the rows' own right-hand side
+      for (Index i = 0; i < rows; ++i) {
+        const T d = T(s.lap_sum[i]);
+        if (d == T(0)) continue;
+        const T* rr = p.rhs_rows + (r0 + i) * p.c;
+        T* yr = p.y + (r0 + i) * p.c;
+        for (Index c = 0; c < p.c; ++c) yr[c] += d * rr[c];
+      }
+    }
+  }
+  if (p.value_sums != nullptr)
+    for (Index i = 0; i < rows; ++i) p.value_sums[r0 + i] = T(s.value_sum[i]);
+}
+
+// SNE rows: squared distances of rows [r0, r1) to all of b (one GEMM), the
+// row minimum (log-sum-exp shift), exp and the row sums, with the rows kept
+// in cache between the sweeps.
+template <class T>
+void sne_rows(const Blas& blas, const PointPair<T>& pts, const T* sq_b, T u, Index r0, Index r1,
+              const T* shift,
+              const T* scale, T* shift_out, T* sums_out, T* out, std::vector<T>& work) {
+  using vec = typename Simd<T>::vec;
+  constexpr Index W = Simd<T>::width;
+  const Index rows = r1 - r0, m = pts.m, k = pts.k;
+  // the distance rows live in the output when there is one, else in work
+  if (out == nullptr && work.size() < static_cast<std::size_t>(rows * m))
+    work.resize(static_cast<std::size_t>(rows * m));
+  T* const D = out != nullptr ? out + r0 * m : work.data();
+  gemm_row_major<T>(blas, false, true, rows, m, k, T(1), pts.a + r0 * k, k, pts.b, k, T(0), D, m);
+  const bool self = pts.a == pts.b && pts.n == pts.m;
+  for (Index i = 0; i < rows; ++i) {
+    const Index ig = r0 + i;
+    T* d = D + i * m;
+    T sa = 0;
+    for (Index c = 0; c < k; ++c) sa += pts.a[ig * k + c] * pts.a[ig * k + c];
+    for (Index j = 0; j < m; ++j) {
+      const T v = sa + sq_b[j] - T(2) * d[j];
+      d[j] = v > T(0) ? v : T(0);
+    }
+    if (self) d[ig] = T(0);
+    T lo;
+    if (shift != nullptr) {
+      lo = shift[ig];
+    } else {
+      Index j = 0;
+      if (m >= W) {
+        vec vmin = load(d);
+        for (j = W; j + W <= m; j += W) {
+          const vec x = load(d + j);
+          vmin = x < vmin ? x : vmin;
+        }
+        lo = vmin[0];
+        for (Index l = 1; l < W; ++l) lo = std::min(lo, T(vmin[l]));
+      } else {
+        lo = m > 0 ? d[0] : T(0);
+        j = 1;
+      }
+      for (; j < m; ++j) lo = std::min(lo, d[j]);
+    }
+    for (Index j = 0; j < m; ++j) d[j] = exp_kernel(-(d[j] - lo) * u);
+    vec acc = {};
+    Index j = 0;
+    for (; j + W <= m; j += W) acc += load(d + j);
+    double total = 0;
+    for (Index l = 0; l < W; ++l) total += acc[l];
+    for (; j < m; ++j) total += d[j];
+    const T sum = T(total);
+    if (shift_out != nullptr) shift_out[ig] = lo;
+    if (sums_out != nullptr) sums_out[ig] = sum;
+    if (out != nullptr) {
+      const T inv = T(1) / (scale != nullptr ? scale[ig] : sum);
+      for (Index jj = 0; jj < m; ++jj) d[jj] *= inv;
+    }
+  }
+}
+
+template <class T>
+TileKernels<T> make_kernels() {
+  TileKernels<T> k;
+  k.isa = IKDR_STR(IKDR_ARCH_NAME);
+  k.simd_width = Simd<T>::width;
+  k.pass_task = &pass_task<T>;
+  k.sne_rows = &sne_rows<T>;
+  return k;
+}
+
+}  // namespace
+
+const TileKernels<double>& kernels_double() {
+  static const TileKernels<double> k = make_kernels<double>();
+  return k;
+}
+const TileKernels<float>& kernels_float() {
+  static const TileKernels<float> k = make_kernels<float>();
+  return k;
+}
+
+}  // namespace IKDR_CAT(arch_, IKDR_ARCH_NAME)
+}  // namespace ikdr
