@@ -292,3 +292,9 @@ def test_wide_and_thin_paths_agree(rng):
     thin = np.hstack([fused(Z, [term(GAUSS)], 1, gamma_factor=G, rhs=np.ascontiguousarray(R[:, i:i + 50]),
                             n_threads=2)[0] for i in range(0, 130, 50)])
     np.testing.assert_allclose(wide, thin, rtol=1e-12, atol=1e-12 * np.abs(wide).max())
+
+
+def test_rank_zero_gamma_is_the_zero_matrix(rng):
+    Z = rng.standard_normal((150, 3))
+    y, sums = fused(Z, [term(GAUSS)], 1, gamma_factor=np.zeros((150, 0)), rhs=Z, n_threads=2)
+    assert np.all(y == 0) and np.all(sums == 0)

@@ -10,25 +10,37 @@ from ikdr.kernels import Gaussian
 from .common import mixture
 
 
-class FusedProduct:
-    """One fused Phi product (Gaussian, factored Gamma) and one kernel matvec."""
+class CorePasses:
+    """The native passes of benchmarks/bench_core_rate.py through the public kernel API:
+    the dense Phi pass (n x n weights times X), a thin pass with 10 right-hand
+    sides, the objective, the kernel product K R and the SNE block."""
 
-    params = [[2000, 5000], [10, 784]]
-    param_names = ["n", "rhs_cols"]
+    params = [[2000, 5000], [64, 784], ["float64", "float32"]]
+    param_names = ["n", "d", "dtype"]
 
-    def setup(self, n, rhs_cols):
-        X, y = mixture(n, 64)
+    def setup(self, n, d, dtype):
+        X, y = mixture(n, d)
+        self.X = np.ascontiguousarray(X, dtype=dtype)
         self.gamma, _ = ikdr.supervised_gamma(y)
-        self.kernel = Gaussian(sigma=8.0)
-        rng = np.random.default_rng(0)
-        self.Z = np.ascontiguousarray(X[:, :10])
-        self.R = rng.standard_normal((n, rhs_cols))
+        self.kernel = Gaussian(sigma=ikdr.median_sigma(X, random_state=0))
+        W = np.linalg.qr(np.random.default_rng(0).standard_normal((d, 10)))[0]
+        self.Z = np.ascontiguousarray(self.X @ W.astype(dtype))
+        self.R = np.ascontiguousarray(self.Z[:, :10])
 
-    def time_fused_gradient(self, n, rhs_cols):
-        ikdr.kernels._fused(self.Z, self.kernel._terms(self.Z), 1, self.gamma, rhs=self.R)
+    def time_dense_phi_pass(self, n, d, dtype):
+        self.kernel.gradient_product(self.Z, self.X, self.gamma)
 
-    def time_kernel_matvec(self, n, rhs_cols):
-        ikdr.kernels._fused(self.Z, self.kernel._terms(self.Z), 0, None, rhs=self.R)
+    def time_thin_pass(self, n, d, dtype):
+        self.kernel.gradient_product(self.Z, self.R, self.gamma)
+
+    def time_objective(self, n, d, dtype):
+        self.kernel.product(self.Z, None, self.gamma)
+
+    def time_kernel_product(self, n, d, dtype):
+        self.kernel.product(self.Z, self.R)
+
+    def time_sne_block(self, n, d, dtype):
+        ikdr.kernels.sne_matrix(self.X[: n // 2, :64], self.X[n // 2:, :64], 8.0)
 
 
 # float32 mode (issue 6): benchmarked only when the estimators have a ``dtype`` parameter.

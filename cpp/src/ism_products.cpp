@@ -94,7 +94,8 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
     p.g_dense = gamma.dense;
   } else if (gamma.g_rows != nullptr) {
     p.rank = gamma.rank;
-    pp.g_rows.resize(static_cast<std::size_t>(pts.n * gamma.rank));
+    // at least one element: a rank-0 factor (Gamma = 0) must still read as factored
+    pp.g_rows.resize(static_cast<std::size_t>(std::max<Index>(1, pts.n * gamma.rank)));
     for (Index i = 0; i < pts.n; ++i)
       for (Index c = 0; c < gamma.rank; ++c)
         pp.g_rows[i * gamma.rank + c] = gamma.g_rows[i * gamma.rank + c] * (gamma.s ? gamma.s[c] : T(1));
