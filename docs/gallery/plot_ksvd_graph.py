@@ -39,6 +39,7 @@ for ax, (title, E) in zip(axes, [("source role (row embedding)", exact.row_embed
     ax.set_title(title)
     ax.set_xlabel("component 2")
     ax.set_ylabel("component 3")
+    ax.ticklabel_format(style="sci", scilimits=(-2, 2))
 axes[0].legend(frameon=False, fontsize=8)
 fig.tight_layout()
 plt.show()
