@@ -6,7 +6,8 @@ Supervised ISM's cost is dominated by passes over the :math:`n \\times n` kernel
 so its time grows like :math:`n^2` once those passes dominate the fixed
 :math:`O(nd^2 + d^3)` work. This example times ``ikdr.ISM`` on a 10-class
 Gaussian mixture for a few small n (so the pages build quickly) on the machine
-that builds the documentation, and fits the log-log slope. The measured tables
+that builds the documentation (wall-clock, best of two: a busy build machine
+distorts them), and fits the log-log slope. The measured tables
 at larger n are on the benchmark pages (``bench_scaling.py``).
 """
 import time
@@ -29,10 +30,13 @@ times = []
 ikdr.ISM(n_components=5).fit(*mixture(200))          # warm-up, not timed
 for n in sizes:
     X, y = mixture(n)
-    t0 = time.perf_counter()
-    ikdr.ISM(n_components=5).fit(X, y)
-    times.append(time.perf_counter() - t0)
-    print(f"n = {n:5d}: {times[-1]:.3f} s")
+    best = np.inf
+    for _ in range(2):                                # best of two wall-clock times
+        t0 = time.perf_counter()
+        ikdr.ISM(n_components=5).fit(X, y)
+        best = min(best, time.perf_counter() - t0)
+    times.append(best)
+    print(f"n = {n:5d}: {best:.3f} s")
 slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
 print(f"log-log slope {slope:.2f} (2 = quadratic)")
 
