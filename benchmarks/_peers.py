@@ -257,3 +257,45 @@ def run_pymanopt(solver, X, gamma, kernel, q, W0, min_gradient_norm, max_time, t
             "iterations": int(res.iterations), "products": products,
             "converged": "min grad norm" in reason, "rel_grad": g / abs(f),
             "reason": reason, "reached": reached}
+
+
+# --- results files: every table the docs quote is written by the script that measures it ------
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def run_conditions(script, argv):
+    """Machine, date, command and load of a measurement, as a dict (for the JSON files)."""
+    import datetime
+
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover - not on every platform
+        load = None
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return {"command": " ".join(["python", f"benchmarks/{script}", *argv]),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine_summary(), "load_average": load}
+
+
+def write_results(stem, title, conditions, body, records=None, out_dir=None):
+    """Write ``results/<stem>.md`` (title, command, date, machine, then ``body`` lines)
+    and, with ``records``, ``results/<stem>.json`` (the conditions and the records), the
+    file other scripts read. Returns the markdown path."""
+    import json
+
+    out_dir = Path(out_dir or RESULTS)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    load = conditions["load_average"]
+    head = [f"# {title}", "",
+            f"- command: `{conditions['command']}`",
+            f"- date: {conditions['date']}",
+            f"- machine: {conditions['machine']}",
+            f"- load average at the start: {', '.join(map(str, load)) if load else 'n/a'}", ""]
+    md = out_dir / f"{stem}.md"
+    md.write_text("\n".join(head + list(body)) + "\n", encoding="utf-8")
+    if records is not None:
+        with open(out_dir / f"{stem}.json", "w", encoding="utf-8") as fh:
+            json.dump({**conditions, "title": title, "records": records}, fh, indent=2,
+                      default=float)
+    return md

@@ -5,8 +5,13 @@ only. Wine (scikit-learn, q = 3) and, when ../shared/data is present, the
 papers' Cancer 683 x 9 (q = 2), for every ISM kernel and Gaussian + polynomial.
 
     python benchmarks/bench_accuracy.py
+
+Writes ``benchmarks/results/accuracy.md`` (machine, date, command, table) and
+``accuracy.json``.
 """
+import argparse
 import os
+import sys
 import time
 import warnings
 
@@ -19,6 +24,8 @@ from sklearn.svm import SVC
 
 import ikdr
 from ikdr.kernels import Gaussian, Polynomial
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadratic", "relative_gaussian",
            "gaussian+polynomial"]
@@ -36,9 +43,21 @@ def datasets():
                np.loadtxt(os.path.join(data, "cancer_683x9_label.csv"), delimiter=","), 2)
 
 
-def main():
+HEADER = ("| data | kernel | q | 10-fold accuracy | std | time per fold (s) | paper (ISM19 Tables 4-5) |\n"
+          "|---|---|---|---|---|---|---|")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None, help="results directory (default benchmarks/results)")
+    parser.add_argument("--name", default="accuracy", help="results file stem (default accuracy)")
+    args = parser.parse_args(argv)
+    from _peers import run_conditions, write_results
+
+    conditions = run_conditions("bench_accuracy.py", argv)
     cv = StratifiedKFold(n_splits=10, shuffle=True, random_state=0)
-    print(f"{'data':8s} {'kernel':22s} {'accuracy':>9s} {'std':>6s} {'time/fold':>9s}  paper")
+    print(conditions["machine"] + "\n\n" + HEADER, flush=True)
+    rows, records = [], []
     for name, X, y, q in datasets():
         for kname in KERNELS:
             kernel = Gaussian() + Polynomial() if kname == "gaussian+polynomial" else kname
@@ -48,8 +67,18 @@ def main():
                 warnings.simplefilter("ignore")
                 acc = cross_val_score(model, X, y, cv=cv)
             per_fold = (time.perf_counter() - t0) / 10
-            print(f"{name:8s} {kname:22s} {acc.mean():9.4f} {acc.std():6.3f} {per_fold:8.3f}s  "
-                  f"{PAPER[name]}", flush=True)
+            records.append({"data": name, "kernel": kname, "q": q, "accuracy": float(acc.mean()),
+                            "std": float(acc.std()), "time_per_fold": per_fold,
+                            "paper": PAPER[name]})
+            rows.append(f"| {name} | {kname} | {q} | {acc.mean():.4f} | {acc.std():.3f} | "
+                        f"{per_fold:.3f} | {PAPER[name]} |")
+            print(rows[-1], flush=True)
+    body = ["Stratified 10-fold cross-validation (shuffled, seed 0); StandardScaler, ISM and "
+            "SVC() fit on the training folds only. Time per fold includes scaling, ISM and SVC.",
+            "", HEADER, *rows]
+    path = write_results(args.name, "Supervised ISM accuracy, the papers' protocol", conditions,
+                         body, records, out_dir=args.out)
+    print(f"table: {path}")
 
 
 if __name__ == "__main__":

@@ -102,13 +102,16 @@ def main(argv=None):
         return
 
     import ikdr
-    from _peers import machine_summary, mixture
+    from _peers import mixture
 
     sizes = args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
     d = args.d or (64 if args.quick else 784)
     if len(sizes) < 2:
         parser.error("need at least two sizes to fit a slope")
-    print(machine_summary())
+    from _peers import run_conditions
+
+    conditions = run_conditions("bench_scaling.py", argv)
+    print(conditions["machine"])
     print(f"supervised ISM, Gaussian (median sigma), q = {args.q}, 10-class mixture, d = {d}\n")
     header = "| n | d | time (s) | iterations | fused products | s / product | peak MB | HSIC |"
     print(header + "\n|---|---|---|---|---|---|---|---|", flush=True)
@@ -136,22 +139,26 @@ def main(argv=None):
     n = [r["n"] for r in rows]
     slope = loglog_slope(n, [r["time"] for r in rows])
     lines = [f"\nlog-log slope of time vs n ({n[0]}..{n[-1]}): {slope:.2f}"]
+    per_slope = None
     if all(r["products"] for r in rows):
         per_slope = loglog_slope(n, [r["time"] / r["products"] for r in rows])
         lines.append(f"log-log slope of time per fused product: {per_slope:.2f}")
     print("\n".join(lines))
 
-    os.makedirs(args.out, exist_ok=True)
+    from _peers import write_results
+
+    body = [f"Supervised ISM, Gaussian (median sigma), q = {args.q}, 10-class mixture, d = {d}; "
+            "each n fitted in its own process.", "", header,
+            "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        per = r["time"] / r["products"] if r["products"] else float("nan")
+        body.append(f"| {r['n']} | {d} | {r['time']:.2f} | {r['n_iter']} | {r['products']} | "
+                    f"{per:.3g} | {r['peak_mb']:.0f} | {r['hsic']:.6g} |")
+    body += lines + ["", f"![time against n](scaling_d{d}.png)"]
     stem = os.path.join(args.out, f"scaling_d{d}")
-    with open(stem + ".md", "w") as fh:
-        fh.write(f"# Supervised ISM run time against n (d = {d}, q = {args.q})\n\n")
-        fh.write(f"`{' '.join(['python', 'benchmarks/bench_scaling.py'] + (argv or sys.argv[1:]))}`\n\n")
-        fh.write(machine_summary() + "\n\n" + header + "\n|---|---|---|---|---|---|---|---|\n")
-        for r in rows:
-            per = r["time"] / r["products"] if r["products"] else float("nan")
-            fh.write(f"| {r['n']} | {d} | {r['time']:.2f} | {r['n_iter']} | {r['products']} | "
-                     f"{per:.3g} | {r['peak_mb']:.0f} | {r['hsic']:.6g} |\n")
-        fh.write("\n".join(lines) + "\n")
+    conditions["slope"], conditions["slope_per_product"] = slope, per_slope
+    write_results(f"scaling_d{d}", f"Supervised ISM run time against n (d = {d}, q = {args.q})",
+                  conditions, body, rows, out_dir=args.out)
     print(f"table: {stem}.md")
     png = plot(rows, slope, stem + ".png", d, args.q)
     if png:

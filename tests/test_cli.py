@@ -100,3 +100,72 @@ def test_reduce_unsupervised_clusters(tmp_path):
     assert labels.shape == (178,) and set(np.unique(labels)) <= {0, 1, 2}
     assert nmi(load_wine().target, labels) > 0.8
     assert json.loads((out / "summary.json").read_text())["n_clusters"] == 3
+
+
+# -- exit codes: input errors (2) versus unexpected failures inside the library (1) ----------
+
+def _failing_fit(exc):
+    def fit(self, *args, **kwargs):
+        raise exc
+    return fit
+
+
+@pytest.mark.parametrize("exc", [
+    RuntimeError("boom"),
+    ZeroDivisionError("float division by zero"),
+    np.linalg.LinAlgError("eigh did not converge"),   # a ValueError, but not an input check
+    ValueError("operands could not be broadcast"),    # raised outside ikdr's checks
+    MemoryError(),                                      # the allocator, not the memory budget
+])
+def test_unexpected_failure_exits_1_with_one_line(tmp_path, monkeypatch, capsys, exc):
+    import ikdr
+    from ikdr._cli import main
+
+    monkeypatch.setattr(ikdr.ISM, "fit", _failing_fit(exc))
+    code = main(["reduce", "wine", "-k", "2", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.startswith(f"ikdr reduce: unexpected failure: {type(exc).__name__}")
+    assert "--verbose shows the traceback" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_unexpected_failure_verbose_shows_the_traceback(tmp_path, monkeypatch, capsys):
+    import ikdr
+    from ikdr._cli import main
+
+    monkeypatch.setattr(ikdr.ISM, "fit", _failing_fit(RuntimeError("boom")))
+    code = main(["reduce", "wine", "-k", "2", "--out", str(tmp_path / "o"), "--verbose"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "unexpected failure: RuntimeError: boom" in err
+    assert "Traceback (most recent call last)" in err
+    assert "raise exc" in err
+
+
+def test_input_error_classification():
+    from sklearn.utils import check_array
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from ikdr import ISM
+    from ikdr._cli import is_input_error
+    from ikdr._validation import check_positive
+
+    def caught(fn, *args, **kwargs):
+        try:
+            fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001
+            return exc
+        raise AssertionError("no exception")
+
+    # ikdr's and scikit-learn's own checks: input errors
+    assert is_input_error(caught(check_positive, -1.0, "sigma"))
+    assert is_input_error(caught(check_array, [[1.0, np.nan]]))
+    bad_param = caught(ISM(n_components="two").fit, np.eye(3), [0, 1, 1])
+    assert isinstance(bad_param, (InvalidParameterError, TypeError))
+    assert is_input_error(bad_param)
+    # the same types raised by NumPy (compiled code or its Python layer): failures
+    assert not is_input_error(caught(np.matmul, np.ones((2, 3)), np.ones((2, 3))))
+    assert not is_input_error(caught(np.linalg.cholesky, -np.eye(2)))
+    assert not is_input_error(caught(lambda: 1 / 0))
+    assert not is_input_error(ValueError("never raised"))

@@ -1,4 +1,6 @@
-"""`ikdr reproduce`: the quick ISM and KDAC reports end to end, --list, errors, no matplotlib."""
+"""benchmarks/reproduce.py (the papers' reproduction harness, run from a checkout): the quick
+ISM and KDAC reports end to end, --list, errors, no matplotlib."""
+import importlib.util
 import json
 import os
 import re
@@ -9,19 +11,43 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ikdr import _cli, _reproduce
+import ikdr
 from ikdr.datasets import read_png
 
 from .conftest import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "reproduce.py"
 HAVE_SHARED = (SHARED_DATA / "face_624x20.csv").exists()
+if not SCRIPT.exists():  # pragma: no cover - tests run from a checkout
+    pytest.skip("benchmarks/reproduce.py is not in this tree", allow_module_level=True)
 
 
-def ikdr_cli(*args, env=None, timeout=900):
-    environment = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "ikdr", *args], capture_output=True, text=True,
+def _load_script():
+    spec = importlib.util.spec_from_file_location("ikdr_benchmarks_reproduce", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+_reproduce = _load_script()
+
+
+def reproduce_script(*args, env=None, timeout=900):
+    # the child imports the same ikdr as this process (installed or PYTHONPATH=src)
+    package_parent = str(Path(ikdr.__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
+    environment = dict(os.environ, PYTHONPATH=path, **(env or {}))
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
                           cwd=ROOT, env=environment, timeout=timeout)
+
+
+def test_the_library_does_not_carry_the_harness():
+    from ikdr import _cli
+
+    assert not (Path(ikdr.__file__).parent / "_reproduce.py").exists()
+    assert "reproduce" not in _cli.build_parser().format_help()
 
 
 def table_rows(report, first_cell):
@@ -45,7 +71,7 @@ def assert_png(path):
 def quick_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")
     env = {"IKDR_SHARED_DATA": str(SHARED_DATA)}
-    proc = ikdr_cli("reproduce", "ism-supervised", "ism-unsupervised", "kdac", "--quick",
+    proc = reproduce_script("ism-supervised", "ism-unsupervised", "kdac", "--quick",
                     "--out", str(out), env=env)
     assert proc.returncode == 0, proc.stderr
     return out, (out / "report.md").read_text(), json.loads(proc.stdout)
@@ -102,7 +128,7 @@ def test_quick_report_kdac_rows_and_figures(quick_report):
 
 
 def test_list_names_every_experiment():
-    proc = ikdr_cli("reproduce", "--list")
+    proc = reproduce_script("--list")
     assert proc.returncode == 0, proc.stderr
     for name, exp in _reproduce.EXPERIMENTS.items():
         line = next(l for l in proc.stdout.splitlines() if l.startswith(name + " "))
@@ -118,7 +144,7 @@ def test_list_names_every_experiment():
     (["kdac", "--out", "OUT", "--data-dir", "/no/such/folder"], "not a directory"),
 ])
 def test_usage_errors_exit_2_with_one_line(tmp_path, args, message):
-    proc = ikdr_cli("reproduce", *[str(tmp_path / "o") if a == "OUT" else a for a in args])
+    proc = reproduce_script(*[str(tmp_path / "o") if a == "OUT" else a for a in args])
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert message in proc.stderr
@@ -153,7 +179,7 @@ def test_without_matplotlib_report_says_figures_skipped(tmp_path, monkeypatch):
                         _reproduce.Experiment("tiny", "test", "none", _tiny_experiment))
     monkeypatch.setitem(sys.modules, "matplotlib", None)        # import matplotlib fails
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    code = _cli.main(["reproduce", "tiny", "--out", str(tmp_path), "--quiet"])
+    code = _reproduce.main(["tiny", "--out", str(tmp_path), "--quiet"])
     assert code == 0
     report = (tmp_path / "report.md").read_text()
     assert "figures: skipped, matplotlib is not installed" in report
@@ -178,7 +204,7 @@ def test_failed_experiment_is_reported_and_exits_1(tmp_path, monkeypatch):
 
     monkeypatch.setitem(_reproduce.EXPERIMENTS, "broken",
                         _reproduce.Experiment("broken", "test", "none", broken))
-    assert _cli.main(["reproduce", "broken", "--out", str(tmp_path), "--quiet"]) == 1
+    assert _reproduce.main(["broken", "--out", str(tmp_path), "--quiet"]) == 1
     report = (tmp_path / "report.md").read_text()
     assert "**Failed:** RuntimeError: boom" in report and re.search(r"## Failed\s+- broken", report)
 

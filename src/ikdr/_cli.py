@@ -6,24 +6,28 @@ Subcommands: ``reduce`` (supervised / unsupervised ISM), ``altcluster``
 writes its arrays (.npy or .csv) and ``summary.json`` into ``--out`` and prints
 the summary.
 
-Exit codes: 0 success, 2 usage or input error (one-line message, no
-traceback), 1 unexpected failure.
+Exit codes: 0 success; 2 usage or input error (one-line message, no
+traceback): a bad option, a missing or malformed file, or data and parameters
+that ikdr's or scikit-learn's validation rejects; 1 unexpected failure inside
+the library (a one-line message; ``--verbose`` prints the traceback); 130
+interrupted.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import linecache
 import logging
 import os
 import sys
 import time
+import traceback
 import warnings
 
 import numpy as np
 
 from ._io import InputError, load_data, load_labels, save_array
-from ._reproduce import add_parser as _add_reproduce_parser
 
 log = logging.getLogger("ikdr")
 
@@ -409,11 +413,51 @@ def build_parser():
     _common(p)
     p.set_defaults(func=cmd_knet)
 
-    _add_reproduce_parser(sub, _common)
-
     p = sub.add_parser("info", help="version, build and thread configuration")
     p.set_defaults(func=cmd_info, threads=None, verbose=False, quiet=False, seed=0)
     return parser
+
+
+# Where a deliberate ``raise ValueError/TypeError/MemoryError`` is a check of the caller's
+# input: ikdr itself (its validation of data, parameters and the memory budget) and
+# scikit-learn's parameter and array validation.
+_CHECKING_CODE = (os.path.dirname(os.path.abspath(__file__)),)
+_SKLEARN_CHECKS = ("validation.py", "_param_validation.py")
+
+
+def is_input_error(exc):
+    """True when ``exc`` reports bad input or usage, False for an unexpected failure.
+
+    Input errors are the command line's own (:class:`UsageError`, unreadable or
+    malformed files) and the ``ValueError``, ``TypeError`` or ``MemoryError`` (the
+    memory budget) that ikdr or scikit-learn's validation raises on purpose with a
+    ``raise`` statement. The same types raised elsewhere, such as by NumPy, SciPy,
+    LAPACK or the C++ core below ikdr's own checks, or any other exception type,
+    are failures of the library (exit 1).
+    """
+    if isinstance(exc, (InputError, UsageError, FileNotFoundError, PermissionError,
+                        IsADirectoryError)):
+        return True
+    if not isinstance(exc, (ValueError, TypeError, MemoryError)):
+        return False
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    ours = os.path.dirname(filename) in _CHECKING_CODE
+    sklearn_check = (os.sep + "sklearn" + os.sep in filename
+                     and os.path.basename(filename) in _SKLEARN_CHECKS)
+    if not (ours or sklearn_check):
+        return False
+    # a raise statement, not a call into compiled code that failed on that line
+    return linecache.getline(filename, tb.tb_lineno).lstrip().startswith("raise")
+
+
+def _first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):
@@ -445,18 +489,18 @@ def main(argv=None):
             if args.quiet:
                 warnings.simplefilter("ignore")
             summary = args.func(args)
-    except (InputError, UsageError, ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"ikdr {args.command}: error: {msg}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print(f"ikdr {args.command}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
-        print(f"ikdr {args.command}: unexpected failure: {type(exc).__name__}: {exc}",
+    except Exception as exc:  # noqa: BLE001 - sorted below: input error (2) or failure (1)
+        if is_input_error(exc):
+            print(f"ikdr {args.command}: error: {_first_line(exc)}", file=sys.stderr)
+            return 2
+        print(f"ikdr {args.command}: unexpected failure: {type(exc).__name__}: "
+              f"{_first_line(exc)}" + ("" if args.verbose else " (--verbose shows the traceback)"),
               file=sys.stderr)
         if args.verbose:
-            raise
+            traceback.print_exc()
         return 1
     if summary is not None and not args.quiet:
         print(json.dumps(summary, indent=2, default=_jsonable))

@@ -78,7 +78,7 @@ def reconstruction_score(A, embedding, *, batch_size=2048):
     Returns
     -------
     scores : dict
-        ``"l1"`` = sum |A - R|, ``"l2"`` = ||A - R||_F (the paper's norms, lower
+        ``"l1"`` = ``sum |A - R|``, ``"l2"`` = ``||A - R||_F`` (the paper's norms, lower
         is better), ``"precision"`` = fraction of reconstructed edges that are
         edges of A (higher is better).
 

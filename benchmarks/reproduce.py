@@ -1,4 +1,10 @@
-"""``ikdr reproduce``: rerun the papers' experiments and write a side-by-side report.
+"""Rerun the papers' experiments and write a side-by-side report.
+
+Run from a checkout, with ikdr installed (or ``PYTHONPATH=src``)::
+
+    python benchmarks/reproduce.py --list
+    python benchmarks/reproduce.py ism-supervised kdac --quick --out report/
+    python benchmarks/reproduce.py --out report/ --data-dir ../shared/data
 
 Every experiment is a function of a :class:`Context` returning a
 :class:`Result` (tables of "paper vs ikdr" rows, figures, notes and what was
@@ -16,13 +22,16 @@ The sources, abbreviated in the tables:
 * Thesis: C. Wu, PhD dissertation, Northeastern University, 2020 (Table 3.1
   and 3.2: KDAC; Tables 4.2 and 4.3: KNet; Table 6.1: Kernel Dependence
   Networks).
-* KSVD24: He et al., "Learning in Feature Spaces via Coupled Covariances:
+* KSVD24: Tao et al., "Learning in Feature Spaces via Coupled Covariances:
   Asymmetric Kernel SVD and Nystrom method", ICML 2024 (Table 4 / Table 6,
   Figure 5).
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
 import datetime
+import json
 import os
 import platform
 import sys
@@ -34,7 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["EXPERIMENTS", "Context", "Result", "Table", "run", "add_parser"]
+__all__ = ["EXPERIMENTS", "Context", "Result", "Table", "run", "main"]
 
 
 # -- report structures ----------------------------------------------------------
@@ -76,6 +85,10 @@ class Experiment:
 
 
 EXPERIMENTS: dict = {}
+
+
+class UsageError(ValueError):
+    """A bad command line: exit code 2, one line on stderr."""
 
 
 def _experiment(name, description, needs):
@@ -169,7 +182,7 @@ def _standardise(X):
 
 
 def _kernel(name):
-    from .kernels import Gaussian, Polynomial
+    from ikdr.kernels import Gaussian, Polynomial
 
     return Gaussian() + Polynomial() if name == "gaussian+polynomial" else name
 
@@ -250,7 +263,7 @@ def ism_supervised(ctx):
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
-    from ._ism import ISM
+    from ikdr import ISM
 
     result = Result()
     folds = 3 if ctx.quick else 10
@@ -317,8 +330,8 @@ UNSUPERVISED_Q = {"wine": 3, "cancer": 2, "face": 10, "digits": 10}
              "ISM clustering (dimension reduction for spectral clustering), NMI (ISM19 Tables 4-5)",
              "scikit-learn wine and digits; cancer_683x9 and face_624x20 from the shared data")
 def ism_unsupervised(ctx):
-    from ._clustering import ISMClustering
-    from .metrics import nmi
+    from ikdr import ISMClustering
+    from ikdr.metrics import nmi
 
     result = Result()
     table = Table("Unsupervised ISM (ISMClustering): NMI to the labels and fit time",
@@ -361,7 +374,7 @@ PAPER_KDAC = {
 
 def _kdac_cases(ctx, result):
     """(name, X, y_original, y_alternative or None, sigma, lam, q, extra) per Table 3.1 row."""
-    from .datasets import make_gaussian_views, make_moon_gaussians
+    from ikdr.datasets import make_gaussian_views, make_moon_gaussians
 
     X, yo, ya = make_gaussian_views("small", random_state=ctx.seed)
     yield "Small Gaussian (SG)", _standardise(X), yo, ya, PAPER_KDAC["Small Gaussian (SG)"][1], {}
@@ -386,7 +399,7 @@ def _kdac_cases(ctx, result):
     if path is None:
         result.skipped.append("KDAC Flower row and figure: " + ctx.missing("flower.png"))
     else:
-        from .datasets import load_image_colors
+        from ikdr.datasets import load_image_colors
 
         colors, index = load_image_colors(path)
         yield "Flower", _standardise(colors), None, None, PAPER_KDAC["Flower"][1], \
@@ -411,9 +424,9 @@ def _kdac_cases(ctx, result):
              "generated data; moon_400x4 (else generated), flower.png and face_624x20 from "
              "the shared data")
 def kdac(ctx):
-    from ._clustering import ISMClustering
-    from ._kdac import KDAC
-    from .metrics import nmi
+    from ikdr import ISMClustering
+    from ikdr import KDAC
+    from ikdr.metrics import nmi
 
     result = Result()
     table = Table("KDAC: alternative clustering given the original clustering",
@@ -460,7 +473,7 @@ def kdac(ctx):
 
 
 def _flower_figure(ctx, result, extra, original, alternative):
-    from .datasets import read_png, segmentation_image
+    from ikdr.datasets import read_png, segmentation_image
 
     image = read_png(extra["path"])
     panels = [("Flower image", image),
@@ -521,7 +534,7 @@ def _face_figure(ctx, result, X, pose, labels):
 def ism_runtime(ctx):
     from sklearn.datasets import make_blobs
 
-    from ._ism import ISM
+    from ikdr import ISM
 
     result = Result()
     sizes = [250, 500, 1000, 2000] if ctx.quick else [500, 1000, 2000, 4000, 8000, 16000]
@@ -617,9 +630,9 @@ def ksvd_nystrom(ctx):
     from scipy.sparse.linalg import svds
     from sklearn.utils.extmath import randomized_svd
 
-    from ._ksvd import KernelSVD, asymmetric_nystrom
-    from .graph import directed_sbm
-    from .metrics import singular_alignment
+    from ikdr import KernelSVD, asymmetric_nystrom
+    from ikdr.graph import directed_sbm
+    from ikdr.metrics import singular_alignment
 
     result = Result()
     graphs = ["cora"] if ctx.quick else ["cora", "citeseer"]
@@ -741,8 +754,8 @@ def _labelled(ctx, result, name, what):
              "scikit-learn wine; moon_1000x2, spiral, cancer_683x9 and face_624x20 from the "
              "shared data")
 def knet(ctx):
-    from ._knet import KNetClustering
-    from .metrics import nmi
+    from ikdr import KNetClustering
+    from ikdr.metrics import nmi
 
     result = Result()
     table = Table("KNet clustering (EIG U-update): NMI in percent and fit time",
@@ -788,7 +801,7 @@ def kdn(ctx):
     from sklearn.model_selection import StratifiedKFold
     from sklearn.preprocessing import StandardScaler
 
-    from ._kdn import KernelDependenceNetwork
+    from ikdr import KernelDependenceNetwork
 
     result = Result()
     folds = 3 if ctx.quick else 10
@@ -847,8 +860,8 @@ def list_experiments():
 
 
 def _environment(ctx, argv):
-    from . import __version__
-    from ._config import get_num_threads
+    from ikdr import __version__
+    from ikdr import get_num_threads
 
     try:
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -860,7 +873,7 @@ def _environment(ctx, argv):
             f"{platform.machine()} ({os.cpu_count()} CPUs), {get_num_threads()} ikdr thread(s), "
             f"load average {load}",
             f"- {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-            f"command: `ikdr {' '.join(argv)}`",
+            f"command: `python benchmarks/reproduce.py {' '.join(argv)}`",
             f"- mode: {'--quick (reduced data sets, folds and sizes)' if ctx.quick else 'full'}; "
             f"seed {ctx.seed}; shared data: {data}",
             "- figures: " + ("PNG files beside this report" if ctx.plotting else
@@ -878,7 +891,7 @@ def run(names, out, *, quick=False, data_dir=None, seed=0, progress=None, detail
     """
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown:
-        raise ValueError(f"unknown experiment {unknown[0]!r}; choose from "
+        raise UsageError(f"unknown experiment {unknown[0]!r}; choose from "
                          + ", ".join(EXPERIMENTS) + " (see --list)")
     names = list(dict.fromkeys(names)) or list(EXPERIMENTS)
     out = Path(out)
@@ -936,36 +949,12 @@ def run(names, out, *, quick=False, data_dir=None, seed=0, progress=None, detail
     return summary
 
 
-def cmd_reproduce(args):
-    if args.list:
-        print(list_experiments())
-        return None
-    if args.out is None:
-        raise ValueError("reproduce needs --out DIR (or --list)")
-    if args.data_dir is not None:
-        data_dir = Path(args.data_dir)
-        if not data_dir.is_dir():
-            raise ValueError(f"--data-dir {args.data_dir}: not a directory")
-    else:
-        data_dir = default_data_dir()
-
-    def say(message):
-        print(f"ikdr reproduce: {message}", file=sys.stderr, flush=True)
-
-    command = ["reproduce", *args.names, "--out", str(args.out)]
-    command += ["--quick"] if args.quick else []
-    return run(args.names, args.out, quick=args.quick, data_dir=data_dir, seed=args.seed,
-               progress=None if args.quiet else say,
-               detail=say if args.verbose and not args.quiet else None, argv=command)
-
-
-def add_parser(subparsers, common):
-    """Register ``ikdr reproduce`` on the command line's subparsers."""
-    p = subparsers.add_parser(
-        "reproduce", help="rerun the papers' experiments; write DIR/report.md and figures",
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="python benchmarks/reproduce.py",
         description="Rerun the papers' experiments that can run here and write DIR/report.md "
                     "with paper-vs-ikdr tables and PNG figures (matplotlib: pip install "
-                    "ikdr[plot]).")
+                    "ikdr[plot]). Run from a checkout of ikdr, with ikdr installed.")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="experiments to run (default: all; see --list)")
     p.add_argument("--out", help="output directory for report.md and the figures")
@@ -975,6 +964,69 @@ def add_parser(subparsers, common):
     p.add_argument("--data-dir", default=None,
                    help="the papers' data files (default: $IKDR_SHARED_DATA, else "
                         "../shared/data when present)")
-    common(p)
-    p.set_defaults(func=cmd_reproduce)
+    p.add_argument("--threads", type=int, default=None, help="C++/BLAS threads")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="report every step inside an experiment (on stderr)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     return p
+
+
+def _reproduce(args):
+    if args.list:
+        print(list_experiments())
+        return None
+    if args.out is None:
+        raise UsageError("reproduce needs --out DIR (or --list)")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError("--threads must be >= 1")
+    if args.data_dir is not None:
+        data_dir = Path(args.data_dir)
+        if not data_dir.is_dir():
+            raise UsageError(f"--data-dir {args.data_dir}: not a directory")
+    else:
+        data_dir = default_data_dir()
+
+    def say(message):
+        print(f"reproduce: {message}", file=sys.stderr, flush=True)
+
+    command = [*args.names, "--out", str(args.out)]
+    command += ["--quick"] if args.quick else []
+    command += [f"--data-dir {args.data_dir}"] if args.data_dir else []
+    return run(args.names, args.out, quick=args.quick, data_dir=data_dir, seed=args.seed,
+               progress=None if args.quiet else say,
+               detail=say if args.verbose and not args.quiet else None, argv=command)
+
+
+def main(argv=None):
+    """Exit codes: 0 success, 2 usage error (one line on stderr), 1 a failed
+    experiment (named in the report) or an unexpected error; 130 interrupted."""
+    args = build_parser().parse_args(argv)
+    import ikdr
+
+    threads = ikdr.num_threads(args.threads) if args.threads else contextlib.nullcontext()
+    try:
+        with threads, warnings.catch_warnings():
+            if args.quiet:
+                warnings.simplefilter("ignore")
+            summary = _reproduce(args)
+    except UsageError as exc:  # unknown experiment, --out missing, bad --data-dir
+        print(f"reproduce: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("reproduce: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - failed experiments are named in the report
+        print(f"reproduce: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if args.verbose:
+            import traceback
+
+            traceback.print_exc()
+        return 1
+    if summary is not None and not args.quiet:
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

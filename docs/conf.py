@@ -1,0 +1,218 @@
+"""Sphinx configuration of the ikdr documentation.
+
+Build: ``python -m sphinx -W -b html docs docs/_build/html`` (needs ``pip install "ikdr[docs]"``).
+
+Generated at build time, so the site follows the code and the measurements:
+
+* ``api/`` -- one autosummary page per public object, listed from each public
+  module's ``__all__`` (a new public object gets its page without editing here);
+* ``benchmarks/`` -- one page per ``benchmarks/results/*.md`` file, which the
+  benchmark scripts write (the docs include them, they never copy numbers);
+* ``auto_examples/`` -- the gallery, run by sphinx-gallery from ``gallery/``.
+"""
+from __future__ import annotations
+
+import datetime
+import inspect
+import os
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+
+try:
+    import ikdr
+except ImportError:  # a source checkout with the core built in place (devbuild)
+    sys.path.insert(0, str(ROOT / "src"))
+    import ikdr
+
+project = "ikdr"
+author = "ikdr developers"
+copyright = f"{datetime.date.today().year}, {author}"
+release = ikdr.__version__
+version = ".".join(release.split(".")[:2])
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "gallery/*.md", "Thumbs.db", ".DS_Store"]
+templates_path = ["_templates"]
+html_static_path = []
+
+html_theme = "furo"
+html_title = f"ikdr {release}"
+
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+autosummary_generate = True
+autodoc_default_options = {"members": True, "inherited-members": False}
+autodoc_typehints = "none"
+numpydoc_show_class_members = False
+numpydoc_xref_param_type = False
+numpydoc_attributes_as_param_list = True
+
+# no intersphinx: the build must not depend on the network (CI builds offline)
+
+sphinx_gallery_conf = {
+    "examples_dirs": str(DOCS / "gallery"),
+    "gallery_dirs": str(DOCS / "auto_examples"),
+    "filename_pattern": r"/plot_",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "image_scrapers": ("matplotlib",),
+    "matplotlib_animations": False,
+    "default_thumb_file": None,
+    "show_memory": False,
+    "run_stale_examples": False,
+}
+
+
+# -- generated pages ---------------------------------------------------------------------------
+
+def _write(path: Path, text: str):
+    """Write only when the content changes (keeps incremental builds incremental)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _public(module):
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n, obj in vars(module).items()
+                 if not n.startswith("_") and getattr(obj, "__module__", None) == module.__name__
+                 and (inspect.isclass(obj) or inspect.isfunction(obj))]
+    return [n for n in names if not n.startswith("_")]
+
+
+SUBMODULES = {
+    "ikdr.kernels": "Kernels: the ISM family, conic combinations, the median heuristic and "
+                    "the SNE helpers of the asymmetric kernel SVD.",
+    "ikdr.gamma": "Gamma builders: the paradigm's matrix Gamma, kept factored where it can be.",
+    "ikdr.metrics": "Clustering and decomposition metrics.",
+    "ikdr.datasets": "Generated data sets of the papers and image helpers.",
+    "ikdr.graph": "Directed graphs: a stochastic block model, node embeddings and their score.",
+}
+CONFIG_MODULE = "ikdr._config"
+
+
+def _section(title, text, names, module="ikdr", template=None):
+    rule = "-" * len(title)
+    lines = [title, rule, "", text, "", f".. currentmodule:: {module}", "",
+             ".. autosummary::", "   :toctree: generated/", "   :nosignatures:"]
+    if template:
+        lines.append(f"   :template: {template}")
+    lines += [""] + [f"   {n}" for n in names] + [""]
+    return "\n".join(lines)
+
+
+def generate_api():
+    """docs/api/index.rst from the package's ``__all__`` lists."""
+    from sklearn.base import BaseEstimator
+
+    import ikdr._config as config
+
+    submodules = {name: sys.modules[name] for name in SUBMODULES if __import__(name)}
+    documented_elsewhere = set()
+    for name, module in submodules.items():
+        for n in _public(module):
+            documented_elsewhere.add(id(getattr(module, n)))
+    estimators, configuration, functions = [], [], []
+    config_names = set(_public(config)) | {"build_info"}
+    for name in sorted(set(ikdr.__all__) | {"build_info"}):
+        obj = getattr(ikdr, name, None)
+        if obj is None or inspect.ismodule(obj) or name.startswith("__"):
+            continue
+        if id(obj) in documented_elsewhere:
+            continue
+        if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
+            estimators.append(name)
+        elif getattr(obj, "__module__", "") == CONFIG_MODULE or name in config_names:
+            configuration.append(name)
+        else:
+            functions.append(name)
+    parts = [
+        ".. This file is generated by docs/conf.py from the package's __all__ lists.", "",
+        "API reference", "=============", "",
+        "Every public object of ikdr, generated from its numpydoc docstring. The "
+        "estimators follow scikit-learn's conventions (``fit``, ``transform`` / "
+        "``predict``, fitted attributes ending in ``_``); each estimator's page gives "
+        "the paper equation it implements and its references.", "",
+        ".. contents:: On this page", "   :local:", "   :depth: 1", "",
+        _section("Estimators", "scikit-learn estimators for end users.", estimators,
+                 template="class.rst"),
+        _section("Solver, results and functions",
+                 "The one ISM solver, its result and certificate, HSIC and the functional "
+                 "forms of the methods, for use inside other libraries.", functions,
+                 template=None),
+        _section("Configuration", "Threads of the compiled core, the memory budget and the "
+                 "build.", configuration),
+    ]
+    for name, module in submodules.items():
+        parts.append(_section(f"``{name}``", SUBMODULES[name], _public(module), module=name))
+    _write(DOCS / "api" / "index.rst", "\n".join(parts))
+
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def generate_benchmark_pages():
+    """One page per results file the benchmark scripts wrote, included verbatim."""
+    out = DOCS / "benchmarks"
+    out.mkdir(exist_ok=True)
+    files = sorted(RESULTS.glob("*.md")) if RESULTS.is_dir() else []
+    report = RESULTS / "reproduce" / "report.md"
+    if report.exists():
+        files.append(report)
+    stems = []
+    for path in files:
+        stem = "reproduce_report" if path == report else path.stem
+        rel = os.path.relpath(path, out).replace(os.sep, "/")
+        first = next((line for line in path.read_text(encoding="utf-8").splitlines()
+                      if line.strip()), "")
+        title = "" if first.startswith("# ") else f"# Results: `{path.name}`\n\n"
+        _write(out / f"{stem}.md",
+               f"<!-- generated by docs/conf.py: includes {rel} -->\n\n{title}"
+               f"```{{include}} {rel}\n:relative-images:\n:relative-docs: ../\n```\n")
+        stems.append(stem)
+    for stale in out.glob("*.md"):
+        if stale.stem not in stems and stale.name != "index.md":
+            stale.unlink()
+    listing = "\n".join(stems) if stems else ""
+    none = ("" if stems else
+            "No results file yet: run the benchmark scripts (see `benchmarks/README.md`).\n")
+    _write(out / "index.md",
+           "<!-- generated by docs/conf.py from benchmarks/results/*.md -->\n\n"
+           "# Benchmark results\n\n"
+           "Each page below is a file the benchmark script that measured it wrote into "
+           "`benchmarks/results/`, included here unchanged: it names the machine, the date and "
+           "the exact command. Numbers measured on a loaded or different machine differ; rerun "
+           "the command to measure yours. How the scripts measure and what they compare is in "
+           "{doc}`../guide/performance`.\n\n" + none +
+           "```{toctree}\n:maxdepth: 1\n\n" + listing + "\n```\n")
+
+
+def skip_member(app, what, name, obj, skip, options):
+    """Leave out scikit-learn's generated metadata-routing methods (set_*_request)."""
+    if name == "get_metadata_routing" or (name.startswith("set_") and name.endswith("_request")):
+        return True
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-skip-member", skip_member)
+
+
+generate_api()
+generate_benchmark_pages()
