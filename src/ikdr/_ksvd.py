@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import kernels as _kernels
 from ._config import fits_memory, require_memory
-from ._ksvd_metrics import singular_alignment
+from ._ksvd_metrics import singular_alignment, svd_accuracy
 from ._progress import IterationReport, check_verbose
 from ._validation import check_bandwidth, check_finite_result, check_positive, check_scale
 from ._validation import keep_state_on_error
@@ -456,32 +456,38 @@ def _landmark_pair(n_landmarks, N, M, r):
     return n, m
 
 
-def _split_half_eta(first, second, s):
-    """Normalised-eta estimate from two approximations on disjoint samples.
+def _split_half_error(first, second, s_full):
+    """Estimated per-component error of the approximation on both halves.
 
-    With independent errors, u~_A = u + e_A and u~_B = u + e_B give
-    1 - |cos(u~_A, u~_B)| ~ (|e_A|^2 + |e_B|^2) / 2 = twice the expected
-    1 - |cos(u, u~)|, hence the factor 1/2. Vectors of near-equal singular
-    values, which are ill-determined, differ between the samples and count
-    as errors, as they do in eta.
+    ``first`` and ``second`` are (U, s, V) from disjoint halves of the
+    landmarks, ``s_full`` the singular values from both. With independent
+    sampling errors of size e per half, the halves differ by about
+    sqrt(2) e and the approximation on all 2h landmarks errs by about
+    e / sqrt(2): half their disagreement. The estimate is
+    ``max(d_value / 2, (d_sine / 2)^2)`` with d_value the largest relative
+    difference of a singular value and d_sine the largest sine between the
+    halves' left or right subspaces (clusters of nearly equal values compared
+    as subspaces, :func:`ikdr.metrics.svd_accuracy`), the scale of
+    ``svd_accuracy(...).error()``. A component that the landmarks cannot
+    resolve (a zero singular value of a landmark block) makes it infinite.
     """
-    (Ua, Va), (Ub, Vb) = first, second
-    cos_u = np.abs(np.einsum("ij,ij->j", Ua, Ub))
-    cos_v = np.abs(np.einsum("ij,ij->j", Va, Vb))
-    w = s / s.sum()
-    r = len(s)
-    return float(0.5 * ((w * (1 - np.minimum(cos_u, 1))).sum() + (w * (1 - np.minimum(cos_v, 1))).sum()) / r)
+    (Ua, sa, Va), (Ub, sb, Vb) = first, second
+    floor = np.finfo(float).eps * max(float(s_full[0]), np.finfo(float).tiny) * 16
+    if min(sa[-1], sb[-1], s_full[-1]) <= floor:
+        return np.inf
+    acc = svd_accuracy(Ua, sa, Va, Ub, sb, Vb)
+    return float(max(0.5 * acc["max_value_error"], (0.5 * acc["max_sine"]) ** 2))
 
 
 def _nystrom_auto(blocks, r, tol, rng, start=None, max_landmarks=None, report=None):
-    """Automatic landmarks: held-out halves, doubled until they agree.
+    """Automatic landmarks: two disjoint halves, doubled until they agree within ``tol``.
 
     At each step two approximations come from disjoint samples of h rows and
-    h columns each (the second half is held out from the first); their
-    disagreement estimates the normalised eta of one of them
-    (:func:`_split_half_eta`). The returned approximation uses both halves
-    (2h landmarks), so it is at least as accurate as the estimate says. The
-    next step reuses every sampled block and draws 2h fresh ones.
+    h columns each; their disagreement estimates the per-component error of
+    the approximation on all 2h landmarks (:func:`_split_half_error`), which
+    is the one returned. The next step keeps every sampled block and draws 2h
+    fresh ones. When all rows and columns are landmarks the result is the
+    exact SVD (estimate 0). Returns ``(U, s, V, landmarks, history, estimate)``.
     """
     N, M = blocks.n, blocks.m
     cap = AUTO_MAX_LANDMARKS if max_landmarks is None else max_landmarks
@@ -493,27 +499,80 @@ def _nystrom_auto(blocks, r, tol, rng, start=None, max_landmarks=None, report=No
     R = np.empty((0, M))
     history = []
     while True:
-        hn, hm = max(min(hn, cap_n // 2), 1), max(min(hm, cap_m // 2), 1)
-        if C.shape[1] < 2 * hm:
-            C = np.hstack([C, blocks.block(None, perm_c[C.shape[1]:2 * hm])])
-        if R.shape[0] < 2 * hn:
-            R = np.vstack([R, blocks.block(perm_r[R.shape[0]:2 * hn], None)])
-        I, J = perm_r[:2 * hn], perm_c[:2 * hm]
-        k = min(r, hn, hm)
-        U, s, V = _nystrom_from_blocks(C[:, :2 * hm], R[:2 * hn], I, J, r, N, M)
-        if k < r:  # halves too small to hold r components: cannot estimate yet
-            eta = np.inf
+        last = 2 * hn >= cap_n - 1 and 2 * hm >= cap_m - 1
+        if last:  # the budget: take all of it (all rows / columns when they fit)
+            hn, hm = cap_n / 2, cap_m / 2
+        nn, nm = int(round(2 * hn)), int(round(2 * hm))
+        h_n, h_m = nn // 2, nm // 2
+        if C.shape[1] < nm:
+            C = np.hstack([C, blocks.block(None, perm_c[C.shape[1]:nm])])
+        if R.shape[0] < nn:
+            R = np.vstack([R, blocks.block(perm_r[R.shape[0]:nn], None)])
+        I, J = perm_r[:nn], perm_c[:nm]
+        U, s, V = _nystrom_from_blocks(C[:, :nm], R[:nn], I, J, r, N, M)
+        if nn == N and nm == M:
+            estimate = 0.0  # every row and column is a landmark: the exact SVD
+        elif min(h_n, h_m) < r:  # halves too small to hold r components: cannot estimate yet
+            estimate = np.inf
         else:
-            Ua, _, Va = _nystrom_from_blocks(C[:, :hm], R[:hn], I[:hn], J[:hm], r, N, M)
-            Ub, _, Vb = _nystrom_from_blocks(C[:, hm:2 * hm], R[hn:2 * hn], I[hn:], J[hm:],
-                                             r, N, M)
-            eta = _split_half_eta((Ua, Va), (Ub, Vb), s)
-        history.append(((2 * hn, 2 * hm), eta))
+            first = _nystrom_from_blocks(C[:, :h_m], R[:h_n], I[:h_n], J[:h_m], r, N, M)
+            second = _nystrom_from_blocks(C[:, h_m:2 * h_m], R[h_n:2 * h_n], I[h_n:2 * h_n],
+                                          J[h_m:2 * h_m], r, N, M)
+            estimate = _split_half_error(first, second, s)
+        history.append(((nn, nm), estimate))
         if report is not None:
-            report(len(history), change=eta, landmarks=f"{2 * hn}x{2 * hm}")
-        if eta < tol or (2 * hn >= cap_n - 1 and 2 * hm >= cap_m - 1):
-            return U, s, V, (np.sort(I), np.sort(J)), history
+            report(len(history), change=estimate, landmarks=f"{nn}x{nm}")
+        if estimate <= tol or last:
+            return U, s, V, (np.sort(I), np.sort(J)), history, estimate
         hn, hm = 2 * hn, 2 * hm
+
+
+def _budget_exhausted(blocks, r, U, s, V, history, tol, rng):
+    """Automatic landmarks ran out of budget: warn with the estimate, and never
+    return zero singular values that the landmarks could not resolve (those
+    are recomputed exactly by ARPACK on a matrix-free operator)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    (n, m), estimate = history[-1]
+    msg = (f"automatic landmarks stopped at the budget of {n} x {m} landmarks with an "
+           f"estimated per-component error of {estimate:.3g} > tol={tol:g}")
+    floor = 16 * np.finfo(float).eps * max(float(s[0]), np.finfo(float).tiny)
+    if s[-1] <= floor:
+        msg += (f"; {int(np.sum(s <= floor))} of the {r} singular values were not resolved by "
+                "the landmarks (0), so the exact matrix-free solver (ARPACK) was used instead")
+        if r < min(blocks.n, blocks.m):
+            U, s, V = _svd_arpack(_operator(blocks), r, None, rng)
+        else:
+            U, s, V = _svd_dense(blocks.block(), r)
+    else:
+        msg += "; pass a larger tol, or n_landmarks explicitly"
+    warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+    return U, s, V
+
+
+def _operator(blocks, chunk_elements=4_000_000):
+    """G as a LinearOperator: the blocks' own, or products by row chunks of G."""
+    if blocks.operator is not None:
+        return blocks.operator
+    n, m = blocks.n, blocks.m
+    step = max(1, chunk_elements // m)
+
+    def mm(B):
+        B = np.asarray(B, dtype=np.float64).reshape(m, -1)
+        return np.vstack([blocks.block(np.arange(a, min(n, a + step)), None) @ B
+                          for a in range(0, n, step)])
+
+    def rm(B):
+        B = np.asarray(B, dtype=np.float64).reshape(n, -1)
+        out = np.zeros((m, B.shape[1]))
+        for a in range(0, n, step):
+            out += blocks.block(np.arange(a, min(n, a + step)), None).T @ B[a:a + step]
+        return out
+
+    return LinearOperator((n, m), matvec=lambda x: mm(x).ravel(), rmatvec=lambda x: rm(x).ravel(),
+                          matmat=mm, rmatmat=rm, dtype=np.float64)
 
 
 # ---------------------------------------------------------------- compatibility maps
@@ -596,23 +655,34 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         ``"nystrom"``: the asymmetric Nystrom method (Eq. 9). ``"auto"``:
         dense up to 4e6 entries of G, ARPACK up to 1e8, Nystrom beyond.
     n_landmarks : int, (int, int), "auto" or None, default=None
-        Rows and columns sampled by Nystrom. None means "auto": start at 4r
-        (at least r + 10) and double until the probe estimate of the
-        normalised eta (200 held-out rows and columns, see ``tol``) is below
-        ``tol``, or half of the rows / columns (at most 4096) are used. The
-        estimate bounds each vector's angle by its probe residual over the gap
-        to the neighbouring singular values (Wedin), so it is conservative and
-        counts the vectors of near-equal singular values as unresolved.
+        Rows and columns sampled by Nystrom. None means "auto": landmarks in
+        two disjoint halves of h rows and h columns each, starting at
+        h = 2r (at least r + 5) and doubling. At each step the two halves give
+        two independent approximations; half their disagreement estimates the
+        per-component error of the approximation on all 2h landmarks (the one
+        kept): ``max(d_value / 2, (d_sine / 2)^2)`` with d_value the largest
+        relative difference of a singular value and d_sine the largest sine
+        of the principal angles between their left or right subspaces
+        (clusters of nearly equal singular values compared as subspaces, as
+        in :func:`ikdr.metrics.svd_accuracy`). A zero singular value of a
+        landmark block (the landmarks do not resolve r components) counts as
+        an infinite error. Growth stops when the estimate is at most ``tol``
+        or at the budget: all rows and columns up to 4096 of each (with all
+        of them the result is the exact SVD). If the budget ends first, a
+        ``ConvergenceWarning`` gives the estimate; components the landmarks
+        could not resolve are then recomputed exactly (ARPACK, matrix-free),
+        so a zero singular value is never returned for a non-zero one.
     tol : float or None, default=None
         ``"arpack"``: svds tolerance (None: machine precision).
-        ``"nystrom"`` with automatic landmarks: target normalised eta
-        (None: 1e-2).
+        ``"nystrom"`` with automatic landmarks: target per-component error
+        (None: 1e-2, i.e. singular values within about 1% and subspace sines
+        within about 0.1; see :meth:`ikdr.metrics.SVDAccuracy.meets`).
     random_state : int, RandomState instance or None, default=None
         Landmarks, ARPACK start vector, randomized range, random compat map,
         median-heuristic sample.
     verbose : int, default=0
         >= 1 prints each step of automatic Nystrom landmarks (landmark counts
-        and the estimated normalised eta, as ``change``); the other solvers
+        and the estimated per-component error, as ``change``); the other solvers
         are single decompositions and print nothing.
 
     Attributes
@@ -629,7 +699,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     landmarks_ : tuple of ndarray or None
         Sampled (rows, columns) of the Nystrom solver.
     landmark_history_ : list
-        ((n, m), estimated eta) per step of automatic landmarks.
+        ((n, m), estimated per-component error) per step of automatic landmarks.
+    accuracy_estimate_ : float or None
+        The last estimate of automatic landmarks (0 when every row and column
+        was a landmark), None for the other solvers.
     solver_ : str
 
     Notes
@@ -815,6 +888,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         self.solver_ = solver
         self.landmarks_ = None
         self.landmark_history_ = []
+        self.accuracy_estimate_ = None
         if solver == "nystrom":
             landmarks = "auto" if self.n_landmarks is None else self.n_landmarks
             if isinstance(landmarks, str):
@@ -822,8 +896,12 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                     raise ValueError(f'n_landmarks must be an int, a pair or "auto", got {landmarks!r}')
                 tol = 1e-2 if self.tol is None else float(self.tol)
                 with IterationReport("KernelSVD", self.verbose) as report:
-                    U, s, V, lm, hist = _nystrom_auto(blocks, r, tol, rng, report=report)
+                    U, s, V, lm, hist, estimate = _nystrom_auto(blocks, r, tol, rng,
+                                                                report=report)
                 self.landmark_history_ = hist
+                self.accuracy_estimate_ = estimate
+                if estimate > tol:
+                    U, s, V = _budget_exhausted(blocks, r, U, s, V, hist, tol, rng)
             else:
                 U, s, V, lm = asymmetric_nystrom(blocks, r, landmarks, random_state=rng)
             self.landmarks_ = lm
