@@ -539,9 +539,10 @@ def _budget_exhausted(blocks, r, U, s, V, history, tol, rng):
     msg = (f"automatic landmarks stopped at the budget of {n} x {m} landmarks with an "
            f"estimated per-component error of {estimate:.3g} > tol={tol:g}")
     floor = 16 * np.finfo(float).eps * max(float(s[0]), np.finfo(float).tiny)
-    if s[-1] <= floor:
-        msg += (f"; {int(np.sum(s <= floor))} of the {r} singular values were not resolved by "
-                "the landmarks (0), so the exact matrix-free solver (ARPACK) was used instead")
+    if s[-1] <= floor or not np.isfinite(estimate):
+        msg += (f"; the landmarks do not resolve all {r} components ({int(np.sum(s <= floor))} "
+                "singular values 0, or 0 in a half sample), so the exact matrix-free solver "
+                "(ARPACK) was used instead")
         if r < min(blocks.n, blocks.m):
             U, s, V = _svd_arpack(_operator(blocks), r, None, rng)
         else:
