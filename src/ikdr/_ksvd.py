@@ -27,13 +27,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import kernels as _kernels
 from ._config import fits_memory, require_memory
+from ._ksvd_compat import compat_points, learn_map
 from ._ksvd_metrics import singular_alignment, svd_accuracy
 from ._progress import IterationReport, check_verbose
 from ._validation import check_bandwidth, check_finite_result, check_positive, check_scale
 from ._validation import keep_state_on_error
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
-COMPAT = ("pinv", "pca", "random")
+COMPAT = ("pinv", "pca", "random", "learned")
 SOLVERS = ("auto", "dense", "arpack", "randomized", "nystrom")
 #: G with at most this many entries is decomposed densely by ``solver="auto"``.
 AUTO_DENSE_MAX = 4_000_000
@@ -41,7 +42,9 @@ AUTO_DENSE_MAX = 4_000_000
 AUTO_ARPACK_MAX = 100_000_000
 #: ``n_landmarks="auto"`` stops growing at this many rows / columns (or half of them).
 AUTO_MAX_LANDMARKS = 4096
-_MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
+_MEDIAN_PAIRS = 1000
+#: kernel blocks below this many n * m * d are computed on one thread
+SMALL_BLOCK_FLOPS = 1_000_000  # rows and columns sampled for the median heuristic
 
 
 # ---------------------------------------------------------------- kernel blocks
@@ -80,11 +83,13 @@ class _DenseBlocks:
         """SNE (shift, sum) of the rows ``rows`` of X over all columns."""
         if rows is None:
             if self._shift is None:
-                self._shift, self._sums = _kernels.sne_row_normalisers(self.X, self.Z, self.sigma)
+                self._shift, self._sums = _kernels.sne_row_normalisers(
+                    self.X, self.Z, self.sigma, n_threads=_threads_for(self.X, self.Z))
             return self._shift, self._sums
         if self._shift is not None:
             return self._shift[rows], self._sums[rows]
-        return _kernels.sne_row_normalisers(self.X[rows], self.Z, self.sigma)
+        return _kernels.sne_row_normalisers(self.X[rows], self.Z, self.sigma,
+                                            n_threads=_threads_for(self.X[rows], self.Z))
 
     def block(self, rows=None, cols=None):
         Xr = np.ascontiguousarray(_take(self.X, rows))
@@ -93,11 +98,14 @@ class _DenseBlocks:
                        f"a dense {Xr.shape[0]} x {Zc.shape[0]} block of G")
         if self.callable_kernel is not None:
             return _call_kernel(self.callable_kernel, Xr, Zc)
+        # small blocks: thread start-up costs more than the work (measured: a 178 x 13
+        # Gaussian block 3.7 ms on one thread, 51 ms threaded on a loaded machine)
+        nt = _threads_for(Xr, Zc)
         if self.kernel == "sne":
             shift, sums = self.normalisers(rows)
-            G = _kernels.sne_matrix(Xr, Zc, self.sigma, shift, sums)
+            G = _kernels.sne_matrix(Xr, Zc, self.sigma, shift, sums, n_threads=nt)
         else:
-            G = self._ism_kernel().matrix(Xr, Zc)
+            G = self._ism_kernel().matrix(Xr, Zc, n_threads=nt)
         return check_finite_result(G, f"the {self.kernel} kernel matrix G")
 
     def new_rows(self, Xnew):
@@ -115,6 +123,11 @@ class _DenseBlocks:
 
 
     operator = None  # dense points: products with G cost a full kernel pass; build G instead
+
+
+def _threads_for(X, Z):
+    """One thread for small kernel blocks (n m d below SMALL_BLOCK_FLOPS), else the default."""
+    return 1 if X.shape[0] * Z.shape[0] * max(X.shape[1], 1) < SMALL_BLOCK_FLOPS else None
 
 
 def _call_kernel(fn, X, Z):
@@ -576,34 +589,6 @@ def _operator(blocks, chunk_elements=4_000_000):
                           matmat=mm, rmatmat=rm, dtype=np.float64)
 
 
-# ---------------------------------------------------------------- compatibility maps
-def _compat_points(A, compat, rng):
-    """Points (X, Z) of equal dimension from a rectangular A (paper Algorithm 1).
-
-    The larger side is mapped: M > N maps the rows x_i (R^M) to R^N with
-    C_x (M x N), N > M maps the columns z_j (R^N) to R^M with C_z (N x M).
-    """
-    if sp.issparse(A):
-        require_memory(8 * A.shape[0] * A.shape[1], f"densifying the {A.shape[0]} x {A.shape[1]} "
-                       f"sparse X for compat={compat!r}")
-        A = A.toarray()
-    N, M = A.shape
-    rows_mapped = M > N
-    D = A if rows_mapped else np.ascontiguousarray(A.T)  # the side to map: (k x big)
-    k, big = D.shape
-    if compat == "pinv":  # a0: C = ((D D^T)^+ D)^T
-        C = (scipy.linalg.pinvh(D @ D.T) @ D).T
-    elif compat == "pca":  # a1: argmin ||D - D C C^T||_F = top-k right singular vectors
-        C = scipy.linalg.svd(D, full_matrices=False)[2][:k].T
-        if C.shape[1] < k:
-            C = np.hstack([C, np.zeros((big, k - C.shape[1]))])
-    else:  # a2: Gaussian random projection, scaled to keep squared norms in expectation
-        C = rng.standard_normal((big, k)) / np.sqrt(k)
-    mapped = np.ascontiguousarray(D @ C)
-    other = np.ascontiguousarray(A.T if rows_mapped else A)
-    return (mapped, other, C, rows_mapped) if rows_mapped else (other, mapped, C, rows_mapped)
-
-
 # ---------------------------------------------------------------- estimator
 class KernelSVD(TransformerMixin, BaseEstimator):
     r"""Asymmetric kernel SVD (KSVD) between two point sets.
@@ -634,7 +619,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     center : bool, default=False
         Decompose :math:`H_n G H_m` (double centring with exact row and column
         means of G).
-    compat : {"pinv", "pca", "random"} or None, default=None
+    compat : {"pinv", "pca", "random", "learned"} or None, default=None
         Compatibility map of Algorithm 1 for ``fit(A)`` with a rectangular A
         (N x M): the longer side is mapped to the dimension of the other.
         ``"pinv"`` (a0) :math:`C = ((DD^T)^+ D)^T`, with D the mapped side
@@ -647,7 +632,13 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         ``"pca"`` (a1) projects on the top right singular vectors of D
         (uncentred). ``"random"`` (a2) is a Gaussian matrix scaled by
         :math:`1/\sqrt{k}` so squared norms are kept in expectation (the paper
-        writes randn(M, N) unscaled). Sparse A is densified by a map.
+        writes randn(M, N) unscaled). ``"learned"`` (a3) starts from a1 and
+        optimises C on a downstream loss (needs ``fit(X, y)``; RBF and SNE
+        kernels): the softmax cross-entropy of a linear head on the standardised
+        row embeddings GV, alternating an SVD of G (V then held fixed, as the
+        paper's App. C.3) with an Adam step on C and the head, backpropagated
+        through the kernel in numpy (``ikdr._ksvd_compat.learned_objective``).
+        Sparse A is densified by a map.
     solver : {"auto", "dense", "arpack", "randomized", "nystrom"}, default="auto"
         ``"dense"``: LAPACK on the built G (n m doubles). ``"arpack"``:
         :func:`scipy.sparse.linalg.svds`, on a matrix-free operator for sparse
@@ -817,6 +808,43 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             med = float(np.median(pos))
         return med
 
+    def _check_learned_target(self, A, Z, y):
+        if Z is not None:
+            raise ValueError("compat='learned' maps the rows or columns of one data matrix; "
+                             "it cannot be used with fit(X, Z)")
+        if not (isinstance(self.kernel, str) and self.kernel in ("rbf", "sne")):
+            raise ValueError(f"compat='learned' backpropagates through the RBF or SNE kernel; "
+                             f"got kernel={self.kernel!r}")
+        if y is None:
+            raise ValueError("compat='learned' optimises C on a downstream classification loss "
+                             "and needs the target: fit(X, y) with one label per row of X")
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"compat='learned' needs a 1-D target y, got shape {y.shape}")
+        if y.shape[0] != A.shape[0]:
+            raise ValueError(f"compat='learned': y has {y.shape[0]} entries but X has "
+                             f"{A.shape[0]} rows (a wrong-length target; one label per row)")
+        if np.unique(y).size < 2:
+            raise ValueError("compat='learned' needs at least 2 classes in y")
+        return y
+
+    def _learn_map(self, D, other, rows_mapped, C0, y, rng, out):
+        """a3: optimise C from the a1 start (:func:`ikdr._ksvd_compat.learn_map`)."""
+        X0 = np.ascontiguousarray(D @ C0)
+        X0, Z0 = (X0, other) if rows_mapped else (other, X0)
+        gamma = float(self.gamma) if self.gamma is not None else self._median_gamma(X0, Z0, rng)
+        kind = self.kernel
+        degree = self.degree
+
+        def kernel_matrix(X, Z):
+            return _DenseBlocks(np.ascontiguousarray(X), np.ascontiguousarray(Z), kind, gamma,
+                                degree).block()
+
+        r = min(int(self.n_components), *X0.shape[:1], *Z0.shape[:1])
+        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma, kernel_matrix)
+        out.update(history=history, gamma=gamma)
+        return C
+
     # -- fitting
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -834,8 +862,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             first point set when Z is given.
         Z : {array-like, sparse matrix} of shape (m, d) or None
             The second point set. In a Pipeline this slot receives the target
-            y: a 1-D array here is taken for y and ignored (a point set is 2-D).
-        y : ignored
+            y: a 1-D array here is taken for y (a point set is 2-D).
+        y : array-like of shape (n,) or None
+            Labels of the rows; used only by ``compat="learned"``, which needs
+            them (one per row of X), ignored otherwise.
 
         Returns
         -------
@@ -845,8 +875,12 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         A = self._check_points(X, "X")
         self._compat_map = None
+        self.compat_history_ = None
         if Z is not None and not sp.issparse(Z) and np.asarray(Z).ndim == 1:
-            Z = None  # a target passed by Pipeline / GridSearchCV
+            y = Z if y is None else y  # a target passed by Pipeline / GridSearchCV
+            Z = None
+        if self.compat == "learned":
+            y = self._check_learned_target(A, Z, y)
         if Z is None:
             N, M = A.shape
             if N != M:
@@ -855,8 +889,11 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                         f"X has {N} rows and {M} columns: its rows live in R^{M} and its columns "
                         f"in R^{N}, so they cannot be compared; pass compat='pinv', 'pca' or "
                         "'random' (mismatched dimensions)")
-                Xp, Zp, C, rows_mapped = _compat_points(A, self.compat, rng)
+                learned = {}
+                Xp, Zp, C, rows_mapped = compat_points(
+                    A, self.compat, rng, learn=lambda *a: self._learn_map(*a, y, rng, learned))
                 self._compat_map = (C, rows_mapped)
+                self.compat_history_ = learned.get("history")
             elif sp.issparse(A):
                 Xp, Zp = A, A.T.tocsr()
             else:
@@ -872,8 +909,11 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         if r > min(n, m):
             raise ValueError(f"n_components={r} is larger than min(n, m) = {min(n, m)}")
         needs_gamma = isinstance(self.kernel, str) and self.kernel in ("rbf", "sne")
-        self.gamma_ = (float(self.gamma) if self.gamma is not None
-                       else self._median_gamma(Xp, Zp, rng)) if needs_gamma else None
+        if self.compat_history_ is not None:
+            self.gamma_ = learned["gamma"]  # the bandwidth C was learned with
+        else:
+            self.gamma_ = (float(self.gamma) if self.gamma is not None
+                           else self._median_gamma(Xp, Zp, rng)) if needs_gamma else None
         blocks = self._make_blocks(Xp, Zp)
         if self.center:
             blocks = _Centered(blocks)
@@ -937,7 +977,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
 
     def fit_transform(self, X, Z=None, y=None):
         """Fit and return ``row_embedding_`` (n x r)."""
-        return self.fit(X, Z).row_embedding_
+        return self.fit(X, Z, y).row_embedding_
 
     # -- new points
     def _base(self):
