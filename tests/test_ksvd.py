@@ -485,3 +485,74 @@ def test_sklearn_estimator_checks():
                 "check_fit_score_takes_y": "fit(X, Z): the second argument is the column point "
                                            "set; y is accepted as the third (and a 1-D Z is "
                                            "taken for y), so Pipeline and GridSearchCV work"})
+
+
+# ------------------------------------------------------------------ learned compatibility map (a3)
+@pytest.mark.parametrize("kind", ["rbf", "sne"])
+@pytest.mark.parametrize("shape", [(40, 7), (6, 30)])  # columns mapped; rows mapped
+def test_learned_map_gradient_matches_finite_differences(rng, kind, shape):
+    from ikdr._ksvd import _DenseBlocks
+    from ikdr._ksvd_compat import _sides, fixed_map, learned_objective
+
+    A = rng.normal(size=shape)
+    D, other, rows_mapped = _sides(A)
+    C = fixed_map(D, "random", rng)
+    gamma = 2.5
+    km = lambda X, Z: _DenseBlocks(np.ascontiguousarray(X), np.ascontiguousarray(Z), kind,  # noqa
+                                   gamma, 2).block()
+    r, K = 3, 3
+    X0, Z0 = (D @ C, other) if rows_mapped else (other, D @ C)
+    V = np.linalg.svd(km(X0, Z0))[2][:r].T
+    F = km(X0, Z0) @ V
+    kw = dict(D=D, other=other, rows_mapped=rows_mapped, V=V, mu=F.mean(0), sd=F.std(0),
+              Y=np.eye(K)[rng.integers(0, K, A.shape[0])], kernel_matrix=km, kind=kind,
+              gamma=gamma, alpha=0.1)
+    W, b = rng.normal(size=(r, K)), rng.normal(size=K)
+    loss, gC, gW, gb = learned_objective(C, W, b, **kw)
+    h = 1e-6
+    for P, grad, name in ((C, gC, "C"), (W, gW, "W"), (b, gb, "b")):
+        num = np.zeros_like(P)
+        for idx in np.ndindex(P.shape):
+            old = P[idx]
+            P[idx] = old + h
+            up = learned_objective(C, W, b, **kw)[0]
+            P[idx] = old - h
+            down = learned_objective(C, W, b, **kw)[0]
+            P[idx] = old
+            num[idx] = (up - down) / (2 * h)
+        np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-8, err_msg=name)
+    assert np.abs(gC).max() > 1e-6  # the map does receive a gradient
+
+
+def test_learned_map_lowers_the_loss_and_classifies():
+    from sklearn.datasets import load_wine
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    m = KernelSVD(4, kernel="rbf", compat="learned", random_state=0).fit(X, y)
+    assert m.compat_history_[-1] < 0.5 * m.compat_history_[0]
+    fixed = KernelSVD(4, kernel="rbf", compat="pca", random_state=0).fit(X)
+    acc = {}
+    for name, model in (("learned", m), ("pca", fixed)):
+        F = StandardScaler().fit_transform(model.row_embedding_)
+        acc[name] = LogisticRegression(max_iter=3000).fit(F, y).score(F, y)
+    assert acc["learned"] > acc["pca"] and acc["learned"] > 0.95, acc
+    # transform applies the learned map to new rows
+    np.testing.assert_allclose(m.transform(X[:5]), m.row_embedding_[:5], atol=1e-9)
+    # in a Pipeline the target reaches the map
+    from sklearn.pipeline import make_pipeline
+    pipe = make_pipeline(KernelSVD(4, kernel="sne", compat="learned", random_state=0),
+                         StandardScaler(), LogisticRegression(max_iter=3000)).fit(X, y)
+    assert pipe.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("y, match", [(None, "needs the target"),
+                                      (np.zeros(10), "y has 10 entries but X has 30 rows"),
+                                      (np.zeros((30, 2)), "1-D target")])
+def test_learned_map_bad_target(rng, y, match):
+    with pytest.raises(ValueError, match=match):
+        KernelSVD(3, compat="learned").fit(rng.random((30, 5)), y=y)
+    with pytest.raises(ValueError, match="RBF or SNE"):
+        KernelSVD(3, kernel="linear", compat="learned").fit(rng.random((30, 5)), y=np.arange(30) % 2)
