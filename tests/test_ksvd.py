@@ -7,7 +7,7 @@ from sklearn.metrics import normalized_mutual_info_score as nmi
 
 import ikdr
 from ikdr import KernelSVD, asymmetric_nystrom, ksvd_bicluster
-from ikdr._ksvd import _SparseBlocks
+from ikdr._ksvd_blocks import _SparseBlocks
 from ikdr.metrics import singular_alignment, svd_accuracy
 
 KERNELS = ["rbf", "sne", "polynomial", "linear"]
@@ -401,7 +401,7 @@ def test_auto_landmarks_warn_at_the_budget(monkeypatch):
 
     from ikdr.graph import directed_sbm
 
-    ksvd_module = __import__(type(KernelSVD()).__module__, fromlist=["x"])
+    import ikdr._ksvd_solvers as ksvd_module
     A, _ = directed_sbm(800, 1600, 5, random_state=0)
     exact = KernelSVD(10, kernel="sne", solver="arpack", random_state=0).fit(A)
     monkeypatch.setattr(ksvd_module, "AUTO_MAX_LANDMARKS", 120)
@@ -491,7 +491,7 @@ def test_sklearn_estimator_checks():
 @pytest.mark.parametrize("kind", ["rbf", "sne"])
 @pytest.mark.parametrize("shape", [(40, 7), (6, 30)])  # columns mapped; rows mapped
 def test_learned_map_gradient_matches_finite_differences(rng, kind, shape):
-    from ikdr._ksvd import _DenseBlocks
+    from ikdr._ksvd_blocks import _DenseBlocks
     from ikdr._ksvd_compat import _sides, fixed_map, learned_objective
 
     A = rng.normal(size=shape)
