@@ -556,3 +556,34 @@ def test_learned_map_bad_target(rng, y, match):
         KernelSVD(3, compat="learned").fit(rng.random((30, 5)), y=y)
     with pytest.raises(ValueError, match="RBF or SNE"):
         KernelSVD(3, kernel="linear", compat="learned").fit(rng.random((30, 5)), y=np.arange(30) % 2)
+
+
+def test_kernels_of_the_kernel_layer(graph, rng):
+    """One kernel vocabulary: Gaussian(sigma) / SNE(sigma) are the paper's rbf / sne with
+    gamma = sqrt(2) sigma; other kernel objects are evaluated by their matrix."""
+    from ikdr.kernels import SNE, Gaussian, Linear, Polynomial, RelativeGaussian
+
+    sigma = 1.1
+    for A in (graph, sp.csr_matrix(graph)):
+        for obj, name in ((Gaussian(sigma), "rbf"), (SNE(sigma), "sne")):
+            a = KernelSVD(4, kernel=obj, solver="dense").fit(A)
+            b = KernelSVD(4, kernel=name, gamma=np.sqrt(2) * sigma, solver="dense").fit(A)
+            assert a.gamma_ == pytest.approx(b.gamma_)
+            np.testing.assert_allclose(a.singular_values_, b.singular_values_, rtol=1e-12)
+    G = numpy_G(graph, graph.T, "sne", np.sqrt(2) * sigma)
+    np.testing.assert_allclose(SNE(sigma).matrix(graph, graph.T), G, atol=1e-13)
+    for obj, name in ((Linear(), "linear"), (Polynomial(2, c=1.0), "polynomial")):
+        a = KernelSVD(3, kernel=obj, solver="dense").fit(graph)
+        b = KernelSVD(3, kernel=name, solver="dense").fit(graph)
+        np.testing.assert_allclose(a.singular_values_, b.singular_values_, rtol=1e-12)
+    # sigma="median" leaves the bandwidth to gamma / the median rule
+    assert KernelSVD(3, kernel=SNE(), solver="dense").fit(graph).gamma_ == \
+        KernelSVD(3, kernel="sne", solver="dense").fit(graph).gamma_
+    X, Z = rng.normal(size=(30, 3)), rng.normal(size=(20, 3))
+    k = RelativeGaussian(5)
+    m = KernelSVD(3, kernel=k, solver="dense").fit(X, Z)
+    K = k.fit(np.vstack([X, Z])).matrix(X, Z)
+    np.testing.assert_allclose(m.singular_values_, np.linalg.svd(K, compute_uv=False)[:3],
+                               rtol=1e-10)
+    with pytest.raises(TypeError, match="dense"):
+        KernelSVD(3, kernel=Polynomial(2, c=3.0)).fit(sp.csr_matrix(graph))

@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from . import kernels as _kernels
 from ._config import fits_memory, require_memory
 from ._eig import _fix_signs
 from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks, _squared_distances
@@ -58,15 +59,25 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     ----------
     n_components : int, default=8
         Rank r, at most min(n, m).
-    kernel : {"rbf", "sne", "polynomial", "linear"} or callable, default="rbf"
-        RBF :math:`\exp(-\|x - z\|^2/\gamma^2)` (no factor 2); SNE, the RBF
-        normalised over the columns, :math:`\kappa(x_i, z_j) = e_{ij} / \sum_{j'} e_{ij'}`
-        (rows of G sum to 1); polynomial :math:`(x^T z + 1)^p`; linear
-        :math:`x^T z`; or ``kappa(X, Z) -> G`` (dense inputs only).
+    kernel : {"rbf", "sne", "polynomial", "linear"}, a kernel of :mod:`ikdr.kernels`, or callable, default="rbf"
+        RBF :math:`\exp(-\|x - z\|^2/\gamma^2)` (the paper's form, no factor 2);
+        SNE, the RBF normalised over the columns,
+        :math:`\kappa(x_i, z_j) = e_{ij} / \sum_{j'} e_{ij'}` (rows of G sum
+        to 1); polynomial :math:`(x^T z + 1)^p`; linear :math:`x^T z`.
+        The same kernels as objects of the package's one kernel vocabulary:
+        ``Gaussian(sigma)`` is "rbf" and ``SNE(sigma)`` is "sne" with
+        :math:`\gamma = \sqrt{2}\sigma` (:math:`e^{-\|x-z\|^2/\gamma^2} =
+        e^{-\|x-z\|^2/2\sigma^2}`; ``sigma="median"`` leaves the bandwidth to
+        ``gamma``), ``Linear()``, ``Polynomial(p, c=1)``; any other kernel
+        object (e.g. ``RelativeGaussian``) and ``kappa(X, Z) -> G`` callables
+        are evaluated by their matrix (dense inputs only).
     gamma : float or None, default=None
-        RBF / SNE bandwidth. None: the median of :math:`\|x_i - z_j\|` over
-        (up to 1000 x 1000 seeded) pairs; the median of the positive distances
-        if more than half are 0.
+        RBF / SNE bandwidth in the paper's parametrisation,
+        :math:`\exp(-\|x - z\|^2/\gamma^2)`: ``gamma = sqrt(2) * sigma`` of
+        :class:`ikdr.kernels.Gaussian` (and neither scikit-learn's ``gamma``
+        nor the ISM paradigm matrix Gamma). None: the median of
+        :math:`\|x_i - z_j\|` over (up to 1000 x 1000 seeded) pairs; the
+        median of the positive distances if more than half are 0.
     degree : int, default=2
         Polynomial degree p.
     center : bool, default=False
@@ -202,11 +213,40 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     # -- validation
+    def _kernel_spec(self):
+        """(kind, gamma, degree, callable) of the kernel parameter.
+
+        kind is one of KERNELS or "callable"; gamma is the paper's bandwidth
+        (exp(-d2 / gamma^2)) when the kernel fixes it, else ``self.gamma``.
+        Kernels of :mod:`ikdr.kernels`: Gaussian(sigma) is "rbf" with
+        gamma = sqrt(2) sigma, SNE(sigma) "sne" likewise, Linear "linear",
+        Polynomial(p, c=1) "polynomial"; any other kernel object is used
+        through its ``matrix`` (dense inputs only).
+        """
+        k = self.kernel
+        if isinstance(k, str):
+            if k not in KERNELS:
+                raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
+                                 f"callable, got {k!r}")
+            return k, self.gamma, self.degree, None
+        if isinstance(k, _kernels.Kernel):
+            if isinstance(k, (_kernels.Gaussian, _kernels.SNE)):
+                kind = "rbf" if isinstance(k, _kernels.Gaussian) else "sne"
+                sigma = k.sigma
+                gamma = self.gamma if isinstance(sigma, str) else float(sigma) * np.sqrt(2.0)
+                return kind, gamma, self.degree, None
+            if isinstance(k, _kernels.Linear):
+                return "linear", None, self.degree, None
+            if isinstance(k, _kernels.Polynomial) and float(k.c) == 1.0:
+                return "polynomial", None, int(k.degree), None
+            return "callable", None, self.degree, k
+        if callable(k):
+            return "callable", None, self.degree, k
+        raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
+                         f"callable, got {k!r}")
+
     def _check_params(self):
-        if callable(self.kernel):
-            pass
-        elif not (isinstance(self.kernel, str) and self.kernel in KERNELS):
-            raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {self.kernel!r}")
+        self._kernel_spec()
         if self.gamma is not None:
             check_bandwidth(self.gamma, "gamma")
         if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or self.degree < 1:
@@ -237,16 +277,19 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         return X
 
     def _make_blocks(self, X, Z):
-        kernel = "callable" if callable(self.kernel) else self.kernel
+        kernel, _, degree, fn = self._kernel_spec()
         if sp.issparse(X) != sp.issparse(Z):
             X = X if sp.issparse(X) else sp.csr_matrix(X)
             Z = Z if sp.issparse(Z) else sp.csr_matrix(Z)
         if sp.issparse(X):
             if kernel == "callable":
-                raise TypeError("a kernel callable needs dense inputs; pass dense arrays")
-            return _SparseBlocks(X, Z, kernel, self.gamma_, self.degree)
-        return _DenseBlocks(X, Z, kernel, self.gamma_, self.degree,
-                            callable_kernel=self.kernel if kernel == "callable" else None)
+                raise TypeError("a kernel callable (or this kernel object) needs dense inputs; "
+                                "pass dense arrays")
+            return _SparseBlocks(X, Z, kernel, self.gamma_, degree)
+        if isinstance(fn, _kernels.Kernel):
+            resolved = fn.fit(np.vstack([X, Z]))  # data-dependent parameters fixed once
+            fn = resolved.matrix
+        return _DenseBlocks(X, Z, kernel, self.gamma_, degree, callable_kernel=fn)
 
     def _median_gamma(self, X, Z, rng):
         rows = np.sort(rng.choice(X.shape[0], min(X.shape[0], _MEDIAN_PAIRS), replace=False))
@@ -265,7 +308,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         if Z is not None:
             raise ValueError("compat='learned' maps the rows or columns of one data matrix; "
                              "it cannot be used with fit(X, Z)")
-        if not (isinstance(self.kernel, str) and self.kernel in ("rbf", "sne")):
+        if self._kernel_spec()[0] not in ("rbf", "sne"):
             raise ValueError(f"compat='learned' backpropagates through the RBF or SNE kernel; "
                              f"got kernel={self.kernel!r}")
         if y is None:
@@ -285,9 +328,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         """a3: optimise C from the a1 start (:func:`ikdr._ksvd_compat.learn_map`)."""
         X0 = np.ascontiguousarray(D @ C0)
         X0, Z0 = (X0, other) if rows_mapped else (other, X0)
-        gamma = float(self.gamma) if self.gamma is not None else self._median_gamma(X0, Z0, rng)
-        kind = self.kernel
-        degree = self.degree
+        kind, gamma, degree, _ = self._kernel_spec()
+        gamma = float(gamma) if gamma is not None else self._median_gamma(X0, Z0, rng)
 
         def kernel_matrix(X, Z):
             return _DenseBlocks(np.ascontiguousarray(X), np.ascontiguousarray(Z), kind, gamma,
@@ -361,12 +403,12 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         r = int(self.n_components)
         if r > min(n, m):
             raise ValueError(f"n_components={r} is larger than min(n, m) = {min(n, m)}")
-        needs_gamma = isinstance(self.kernel, str) and self.kernel in ("rbf", "sne")
+        kind, gamma, _, _ = self._kernel_spec()
         if self.compat_history_ is not None:
             self.gamma_ = learned["gamma"]  # the bandwidth C was learned with
         else:
-            self.gamma_ = (float(self.gamma) if self.gamma is not None
-                           else self._median_gamma(Xp, Zp, rng)) if needs_gamma else None
+            self.gamma_ = (float(gamma) if gamma is not None
+                           else self._median_gamma(Xp, Zp, rng)) if kind in ("rbf", "sne") else None
         blocks = self._make_blocks(Xp, Zp)
         if self.center:
             blocks = _Centered(blocks)

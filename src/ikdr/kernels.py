@@ -41,7 +41,7 @@ from ._validation import check_bandwidth, check_finite_result, check_positive
 
 __all__ = [
     "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
-    "Multiquadratic", "ConicKernel", "make_kernel", "median_sigma", "sne_row_normalisers",
+    "Multiquadratic", "ConicKernel", "SNE", "make_kernel", "median_sigma", "sne_row_normalisers",
     "sne_matrix", "lowrank_plus_sparse",
 ]
 
@@ -585,6 +585,62 @@ class ConicKernel(Kernel):
         return " + ".join(f"{w!r} * {k!r}" for w, k in self.members())
 
 
+class SNE(Kernel):
+    r"""SNE kernel of the asymmetric kernel SVD: a Gaussian normalised over the columns.
+
+    :math:`k(a_i, b_j) = e^{-\|a_i - b_j\|^2 / 2\sigma^2} / \sum_{j'} e^{-\|a_i - b_{j'}\|^2 / 2\sigma^2}`,
+    so every row of ``matrix(A, B)`` sums to 1 (KSVD paper, Section 4.1).
+    The paper writes :math:`e^{-\|x - z\|^2/\gamma^2}`: :math:`\gamma = \sqrt{2}\,\sigma`,
+    i.e. ``SNE(sigma=gamma / sqrt(2))``, as for :class:`Gaussian`. It is
+    asymmetric and not of the ISM family (no surrogate Phi): use it with
+    :class:`ikdr.KernelSVD` (``KernelSVD(kernel=SNE(sigma))``).
+
+    Parameters
+    ----------
+    sigma : float or "median", default="median"
+    """
+
+    def __init__(self, sigma="median"):
+        self.sigma = sigma
+        if not (isinstance(sigma, str) and sigma == "median"):
+            check_bandwidth(sigma, "sigma")
+
+    def fit(self, X, random_state=None):
+        out = copy.copy(self)
+        if isinstance(self.sigma, str):
+            out.sigma = median_sigma(X, random_state=random_state)
+        return out
+
+    def _is_resolved_member(self):
+        return not isinstance(self.sigma, str)
+
+    def _check_fitted(self):
+        raise TypeError("the SNE kernel is row-normalised and has no ISM surrogate; it gives "
+                        "kernel matrices (matrix) for ikdr.KernelSVD only")
+
+    def matrix(self, A, B=None, *, n_threads=None):
+        """Row-normalised kernel matrix between the rows of A and of B (rows sum to 1)."""
+        from ._validation import check_matrix
+
+        A = check_matrix(A, "A", min_samples=1, dtype=FLOATS)
+        kernel = self if self._is_resolved() else self.fit(A)
+        B = A if B is None else check_matrix(B, "B", min_samples=1, dtype=A.dtype)
+        if B.shape[1] != A.shape[1]:
+            raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}")
+        require_memory(A.shape[0] * B.shape[0] * A.dtype.itemsize,
+                       f"a {A.shape[0]} x {B.shape[0]} kernel matrix")
+        sigma = float(kernel.sigma)
+        shift, sums = sne_row_normalisers(A, B, sigma, n_threads=n_threads)
+        return check_finite_result(sne_matrix(A, B, sigma, shift, sums, n_threads=n_threads),
+                                   "the SNE kernel matrix")
+
+    def _term(self, weight, rows, cols):
+        self._check_fitted()
+
+    def _phi0_parts(self, weight, X):
+        self._check_fitted()
+
+
 _NAMES = {
     "linear": Linear,
     "polynomial": Polynomial,
@@ -595,6 +651,7 @@ _NAMES = {
     "multiquadratic": Multiquadratic,
     "multiquadric": Multiquadratic,
     "relative_gaussian": RelativeGaussian,
+    "sne": SNE,
 }
 
 
@@ -611,7 +668,7 @@ def make_kernel(kernel, *, sigma="median"):
             raise ValueError(f"unknown kernel {kernel!r}; expected one of {sorted(set(_NAMES))} "
                              "or an ikdr.kernels.Kernel")
         cls = _NAMES[key]
-        return cls(sigma=sigma) if cls is Gaussian else cls()
+        return cls(sigma=sigma) if cls in (Gaussian, SNE) else cls()
     raise TypeError(f"kernel must be a name or an ikdr.kernels.Kernel, got {type(kernel).__name__}")
 
 
