@@ -4,7 +4,7 @@ Table 4 (ICML 2024 asymmetric Nystrom paper): directed graphs generated with
 the sizes of Cora (2,708), Citeseer (3,312) and PubMed (19,717)
 (``ikdr.graph.directed_sbm``), SNE kernel between adjacency rows (out-links)
 and columns (in-links), r = 20, gamma = k sqrt(M var(A)) (the paper's App. C.2
-rule, k = 1, 1, 0.5). A solution is accurate at level eps when, against the
+rule, k = 1, 1, 0.5: ``ikdr.graph.paper_gamma``). A solution is accurate at level eps when, against the
 exact SVD (ikdr ARPACK on the matrix-free sparse operator, machine precision),
 every one of the 20 singular values is within eps (relative) and the sine of
 the largest principal angle between the exact and approximate left and right
@@ -53,7 +53,7 @@ from scipy.sparse.linalg import eigsh, svds
 
 import ikdr
 from ikdr import KernelSVD, asymmetric_nystrom
-from ikdr.graph import directed_sbm
+from ikdr.graph import directed_sbm, paper_gamma
 from ikdr.metrics import svd_accuracy
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -166,8 +166,7 @@ def table4(name, nodes=None):
         A, _ = directed_sbm(name, random_state=0)
         k = K_FACTOR[name]
     N = A.shape[0]
-    dens = A.nnz / N ** 2
-    gamma = k * np.sqrt(N * dens * (1 - dens))
+    gamma = paper_gamma(A, k)
     say(f"\n### {name}: N = {N}, edges = {A.nnz}, SNE gamma = {gamma:.3f}, r = {R}")
     exact_fit = lambda: KernelSVD(R, kernel="sne", gamma=gamma, solver="arpack",  # noqa: E731
                                   random_state=0).fit(A)
