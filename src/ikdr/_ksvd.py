@@ -26,7 +26,7 @@ from ._config import fits_memory, require_memory
 from ._eig import _fix_signs
 from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks, _squared_distances
 from ._ksvd_compat import compat_points, learn_map
-from ._ksvd_metrics import singular_alignment
+from ._ksvd_metrics import svd_accuracy
 from ._ksvd_solvers import (_budget_exhausted, _dense_svd_bytes, _nystrom_auto, _svd_arpack,
                             _svd_dense, _svd_randomized, asymmetric_nystrom)
 from ._progress import IterationReport, check_verbose
@@ -529,9 +529,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             G = G - self._blocks.row_mean[:, None]
         return G.T @ self.left_vectors_
 
-    def accuracy(self, U, s, V, *, normalize=True):
-        """``eta`` of this fit against a reference SVD (U, s, V), see
-        :func:`ikdr.metrics.singular_alignment`."""
+    def accuracy(self, U, s, V):
+        """Per-component accuracy of this fit against a reference SVD (U, s, V):
+        :func:`ikdr.metrics.svd_accuracy` (relative singular value errors,
+        subspace sines, and the paper's eta beside)."""
         check_is_fitted(self)
-        return singular_alignment(U, V, s, self.left_vectors_, self.right_vectors_,
-                                  normalize=normalize)
+        return svd_accuracy(U, s, V, self.left_vectors_, self.singular_values_,
+                            self.right_vectors_)
