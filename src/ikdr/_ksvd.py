@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import kernels as _kernels
 from ._config import fits_memory, require_memory
 from ._eig import _fix_signs
-from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks, _squared_distances
+from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks
 from ._ksvd_compat import compat_points, learn_map
 from ._ksvd_metrics import svd_accuracy
 from ._ksvd_solvers import (_budget_exhausted, _dense_svd_bytes, _nystrom_auto, _svd_arpack,
@@ -292,17 +292,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         return _DenseBlocks(X, Z, kernel, self.gamma_, degree, callable_kernel=fn)
 
     def _median_gamma(self, X, Z, rng):
-        rows = np.sort(rng.choice(X.shape[0], min(X.shape[0], _MEDIAN_PAIRS), replace=False))
-        cols = np.sort(rng.choice(Z.shape[0], min(Z.shape[0], _MEDIAN_PAIRS), replace=False))
-        d = np.sqrt(_squared_distances(X[rows], Z[cols])).ravel()
-        med = float(np.median(d))
-        if med <= 0:
-            pos = d[d > 0]
-            if pos.size == 0:
-                raise ValueError("gamma=None: all sampled distances between rows and columns "
-                                 "are 0; pass gamma explicitly")
-            med = float(np.median(pos))
-        return med
+        """The median rule between the two sets (:func:`ikdr.kernels.median_sigma` with Z)."""
+        return _kernels.median_sigma(X, Z, max_samples=_MEDIAN_PAIRS, random_state=rng)
 
     def _check_learned_target(self, A, Z, y):
         if Z is not None:

@@ -117,15 +117,6 @@ def _call_kernel(fn, X, Z):
     return G
 
 
-def _squared_distances(X, Z):
-    """Dense ||x_i - z_j||^2 (clamped at 0) for small samples; sparse products for sparse X."""
-    if sp.issparse(X):
-        P = (X @ Z.T).toarray()
-        d2 = _row_norms_sq(X)[:, None] + _row_norms_sq(Z)[None, :] - 2.0 * P
-        return np.maximum(d2, 0.0)
-    return -_kernels.Squared().matrix(X, Z)
-
-
 def _row_norms_sq(X):
     return np.asarray(X.multiply(X).sum(axis=1)).ravel()
 

@@ -48,16 +48,22 @@ __all__ = [
 _MEDIAN_SUBSAMPLE = 3000
 
 
-def median_sigma(X, *, max_samples=_MEDIAN_SUBSAMPLE, random_state=None):
+def median_sigma(X, Z=None, *, max_samples=_MEDIAN_SUBSAMPLE, random_state=None):
     r"""Median heuristic bandwidth: the median of :math:`\|x_i - x_j\|` over ``i < j``.
 
     Above ``max_samples`` rows (default 3,000, i.e. 4.5 million pairs) the median
     is taken over a seeded random subsample of that many rows. If more than
     half of the pairs coincide, the median of the positive distances is used.
 
+    With a second point set Z (two sets, as the asymmetric kernel SVD), the
+    median of the distances :math:`\|x_i - z_j\|` between the sets, each set
+    subsampled to ``max_samples`` rows; X and Z may then be sparse (the
+    distances come from :math:`\|x\|^2 + \|z\|^2 - 2 x^T z`).
+
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
+    Z : array-like or sparse matrix of shape (m_samples, n_features), optional
     max_samples : int, default=3000
     random_state : int, RandomState instance or None
 
@@ -71,24 +77,57 @@ def median_sigma(X, *, max_samples=_MEDIAN_SUBSAMPLE, random_state=None):
     >>> from ikdr import median_sigma
     >>> median_sigma(np.array([[0.0], [1.0], [3.0]]))
     2.0
+    >>> median_sigma(np.array([[0.0], [1.0]]), np.array([[3.0]]))
+    2.5
     """
     from scipy.spatial.distance import pdist
     from sklearn.utils import check_random_state
 
     from ._validation import check_matrix
 
-    X = check_matrix(X, min_samples=2)
-    if X.shape[0] > max_samples:
-        rng = check_random_state(random_state)
-        X = X[rng.choice(X.shape[0], max_samples, replace=False)]
-    dist = pdist(X)
+    rng = check_random_state(random_state)
+    if Z is None:
+        X = check_matrix(X, min_samples=2)
+        if X.shape[0] > max_samples:
+            X = X[rng.choice(X.shape[0], max_samples, replace=False)]
+        dist = pdist(X)
+    else:
+        X, Z = (_sample_rows(A, max_samples, rng) for A in (X, Z))
+        if X.shape[1] != Z.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
+        dist = np.sqrt(_cross_squared_distances(X, Z)).ravel()
     sigma = float(np.median(dist))
     if sigma <= 0:
         positive = dist[dist > 0]
         if positive.size == 0:
-            raise ValueError("median_sigma: all rows of X are identical, the bandwidth is zero")
+            if Z is None:
+                raise ValueError("median_sigma: all rows of X are identical, the bandwidth is "
+                                 "zero")
+            raise ValueError("median_sigma: all sampled distances between the rows of X and "
+                             "Z are 0, the bandwidth is zero; pass it explicitly")
         sigma = float(np.median(positive))
     return sigma
+
+
+def _sample_rows(A, max_samples, rng):
+    import scipy.sparse as sp
+
+    if A.shape[0] > max_samples:
+        A = A[np.sort(rng.choice(A.shape[0], max_samples, replace=False))]
+    return A.tocsr() if sp.issparse(A) else np.asarray(A, dtype=np.float64)
+
+
+def _cross_squared_distances(X, Z):
+    """Dense ||x_i - z_j||^2 (clamped at 0) between the rows of X and Z, dense or sparse."""
+    import scipy.sparse as sp
+
+    if sp.issparse(X) or sp.issparse(Z):
+        X, Z = sp.csr_matrix(X), sp.csr_matrix(Z)
+        r = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        c = np.asarray(Z.multiply(Z).sum(axis=1)).ravel()
+        d2 = r[:, None] + c[None, :] - 2.0 * (X @ Z.T).toarray()
+        return np.maximum(d2, 0.0)
+    return np.maximum(-Squared().matrix(X, Z), 0.0)
 
 
 class Kernel:
