@@ -414,7 +414,25 @@ class Polynomial(Kernel):
         return weight * p * float(self.c) ** (p - 1), 0.0, None
 
 
-class Gaussian(Kernel):
+class _MedianBandwidth:
+    """A bandwidth ``sigma``: a positive float, or "median" fixed from the data by :meth:`fit`."""
+
+    def __init__(self, sigma="median"):
+        self.sigma = sigma
+        if not (isinstance(sigma, str) and sigma == "median"):
+            check_bandwidth(sigma, "sigma")
+
+    def fit(self, X, random_state=None):
+        out = copy.copy(self)
+        if isinstance(self.sigma, str):
+            out.sigma = median_sigma(X, random_state=random_state)
+        return out
+
+    def _is_resolved_member(self):
+        return not isinstance(self.sigma, str)
+
+
+class Gaussian(_MedianBandwidth, Kernel):
     r"""Gaussian kernel :math:`k = \exp(-\|W^T(x_i - x_j)\|^2 / 2\sigma^2)`.
 
     :math:`\Phi = -\sigma^{-2} X^T L(\Gamma \circ K_{XW}) X`,
@@ -427,21 +445,10 @@ class Gaussian(Kernel):
         data (:func:`median_sigma`), fixed for the whole run.
     """
 
-    def __init__(self, sigma="median"):
-        self.sigma = sigma
-        if not (isinstance(sigma, str) and sigma == "median"):
-            check_bandwidth(sigma, "sigma")
-
     def fit(self, X, random_state=None):
-        out = copy.copy(self)
-        if isinstance(self.sigma, str):
-            out.sigma = median_sigma(X, random_state=random_state)
-        else:
+        if not isinstance(self.sigma, str):
             _warn_if_kernel_vanishes(X, float(self.sigma))
-        return out
-
-    def _is_resolved_member(self):
-        return not isinstance(self.sigma, str)
+        return _MedianBandwidth.fit(self, X, random_state)
 
     def _check_fitted(self):
         if isinstance(self.sigma, str):
@@ -624,7 +631,7 @@ class ConicKernel(Kernel):
         return " + ".join(f"{w!r} * {k!r}" for w, k in self.members())
 
 
-class SNE(Kernel):
+class SNE(_MedianBandwidth, Kernel):
     r"""SNE kernel of the asymmetric kernel SVD: a Gaussian normalised over the columns.
 
     :math:`k(a_i, b_j) = e^{-\|a_i - b_j\|^2 / 2\sigma^2} / \sum_{j'} e^{-\|a_i - b_{j'}\|^2 / 2\sigma^2}`,
@@ -638,20 +645,6 @@ class SNE(Kernel):
     ----------
     sigma : float or "median", default="median"
     """
-
-    def __init__(self, sigma="median"):
-        self.sigma = sigma
-        if not (isinstance(sigma, str) and sigma == "median"):
-            check_bandwidth(sigma, "sigma")
-
-    def fit(self, X, random_state=None):
-        out = copy.copy(self)
-        if isinstance(self.sigma, str):
-            out.sigma = median_sigma(X, random_state=random_state)
-        return out
-
-    def _is_resolved_member(self):
-        return not isinstance(self.sigma, str)
 
     def _check_fitted(self):
         raise TypeError("the SNE kernel is row-normalised and has no ISM surrogate; it gives "
