@@ -109,7 +109,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         inputs (O(nnz(A A)) per product), else on the built G. ``"randomized"``:
         Halko et al. range finder, 10 oversamples, 4 power iterations.
         ``"nystrom"``: the asymmetric Nystrom method (Eq. 9). ``"auto"``:
-        dense up to 4e6 entries of G, ARPACK up to 1e8, Nystrom beyond.
+        dense up to 4e6 entries of G, ARPACK up to 1e8 (and at any size for
+        sparse input, whose products are matrix-free), Nystrom beyond.
     n_landmarks : int, (int, int), "auto" or None, default=None
         Rows and columns sampled by Nystrom. None means "auto": landmarks in
         two disjoint halves of h rows and h columns each, starting at
@@ -408,8 +409,13 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         if solver == "auto":
             size = n * m
             dense_ok = size <= AUTO_DENSE_MAX and fits_memory(_dense_svd_bytes(n, m))
+            # sparse input: the matrix-free ARPACK costs O(nnz(P)) per product and is
+            # exact; on graphs' SNE matrices (flat spectrum after the first value)
+            # Nystrom needs nearly every row and column to get r components right
+            matrix_free = blocks.operator is not None
             solver = ("dense" if dense_ok
-                      else "arpack" if size <= AUTO_ARPACK_MAX and r < min(n, m) else "nystrom")
+                      else "arpack" if r < min(n, m) and (size <= AUTO_ARPACK_MAX or matrix_free)
+                      else "nystrom")
         if solver == "arpack" and r >= min(n, m):
             raise ValueError(f"solver='arpack' needs n_components < min(n, m) = {min(n, m)}")
         self.solver_ = solver
