@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ikdr.graph import PRESETS, directed_sbm, node_embeddings, reconstruction_score
+from ikdr.graph import PRESETS, directed_sbm, node_embeddings, paper_gamma, reconstruction_score
 
 
 @pytest.mark.parametrize("name", ["cora", "citeseer"])
@@ -64,3 +64,31 @@ def test_node_embeddings_beat_random_embeddings():
     from sklearn.model_selection import cross_val_score
     acc = cross_val_score(LogisticRegression(max_iter=2000), emb / emb.std(0), labels, cv=3).mean()
     assert acc > 0.85  # random 16-d embeddings: about 0.4
+
+
+def test_block_model_recovered():
+    """The planted communities of a directed block model are recovered from the KSVD
+    (SNE, the paper's bandwidth) source + target embeddings by a linear classifier, as
+    well as from the SVD of A and far better than from random embeddings."""
+    from scipy.sparse.linalg import svds
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_score
+
+    A, labels = directed_sbm(600, 3000, 3, p_within=0.9, random_state=0)
+    gamma = paper_gamma(A)
+    emb, model = node_embeddings(A, 8, kernel="sne", gamma=gamma, solver="arpack",
+                                 random_state=0, return_model=True)
+    s = model.singular_values_
+    assert s[1] / s[0] > 0.2  # the SNE matrix is far from constant at this bandwidth
+    U, sv, Vt = svds(A, 8)
+    svd_emb = np.hstack([U * sv, Vt.T * sv])
+    rand = np.random.default_rng(0).normal(size=emb.shape)
+
+    def accuracy(E):
+        return cross_val_score(LogisticRegression(max_iter=3000), E / E.std(0), labels,
+                               cv=3).mean()
+
+    ours, svd, chance = accuracy(emb), accuracy(svd_emb), accuracy(rand)
+    assert ours > 0.9 and ours >= svd - 0.02 and chance < 0.5, (ours, svd, chance)
+    prec = reconstruction_score(A, emb)["precision"]
+    assert prec > 1.1 * reconstruction_score(A, rand)["precision"]

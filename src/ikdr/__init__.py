@@ -14,7 +14,9 @@ from ._ism import ISM
 from ._kdac import KDAC, select_sigma_lambda
 from ._kdn import KernelDependenceNetwork
 from ._knet import KNetClustering
-from ._ksvd import KernelSVD, asymmetric_nystrom, ksvd_bicluster
+from ._ksvd import KernelSVD
+from ._ksvd_bicluster import ksvd_bicluster
+from ._ksvd_solvers import asymmetric_nystrom
 from ._solver import ISMConvergence, ISMResult, choose_n_components, ism, principal_angle
 from .gamma import Gamma, supervised_gamma
 from .kernels import median_sigma

@@ -5,543 +5,42 @@ data matrix A, the source and target roles of a directed graph's nodes, or two
 given sets X and Z. KSVD is the rank-r truncated SVD G = U Lambda V^T (the
 coupled covariance eigenproblem reduces to it, Prop. 2.4-2.5 of the paper).
 
-Two ways to evaluate blocks of G without storing it:
-
-* ``_DenseBlocks``: dense points, kernel blocks from :mod:`ikdr.kernels`.
-* ``_SparseBlocks``: sparse points (a graph's adjacency). Every built-in kernel
-  is a function of ``d2_ij = r_i + c_j - 2 P_ij`` with ``P = X Z^T`` sparse, so
-  G = diag(dl) (u v^T + S) with S sparse on the pattern of P: exact products
-  and blocks in O(nnz(P)) work, never a dense n x m array unless asked for.
+The rooms: this module holds the estimator; ``_ksvd_blocks`` evaluates blocks
+of G (dense points, sparse graphs, double centring); ``_ksvd_solvers`` the
+truncated SVDs (dense, ARPACK, randomized, asymmetric Nystrom with automatic
+landmarks); ``_ksvd_compat`` the compatibility maps a0-a3; ``_ksvd_metrics``
+the accuracy measures; ``_ksvd_bicluster`` biclustering.
 """
 from __future__ import annotations
 
 import numbers
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator, svds
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import kernels as _kernels
 from ._config import fits_memory, require_memory
-from ._ksvd_metrics import singular_alignment
+from ._eig import _fix_signs
+from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks
+from ._ksvd_compat import compat_points, learn_map
+from ._ksvd_metrics import svd_accuracy
+from ._ksvd_solvers import (_budget_exhausted, _dense_svd_bytes, _nystrom_auto, _svd_arpack,
+                            _svd_dense, _svd_randomized, asymmetric_nystrom)
 from ._progress import IterationReport, check_verbose
-from ._validation import check_bandwidth, check_finite_result, check_positive, check_scale
+from ._validation import check_bandwidth, check_positive, check_scale
 from ._validation import keep_state_on_error
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
-COMPAT = ("pinv", "pca", "random")
+COMPAT = ("pinv", "pca", "random", "learned")
 SOLVERS = ("auto", "dense", "arpack", "randomized", "nystrom")
 #: G with at most this many entries is decomposed densely by ``solver="auto"``.
 AUTO_DENSE_MAX = 4_000_000
 #: ... and up to this many by ARPACK; beyond it ``"auto"`` uses Nystrom.
 AUTO_ARPACK_MAX = 100_000_000
-#: ``n_landmarks="auto"`` stops growing at this many rows / columns (or half of them).
-AUTO_MAX_LANDMARKS = 4096
 _MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
-
-
-# ---------------------------------------------------------------- kernel blocks
-def _take(a, idx):
-    return a if idx is None else a[idx]
-
-
-class _DenseBlocks:
-    """Blocks of G between dense points X (n x d) and Z (m x d), by the C++ core.
-
-    SNE rows are normalised over all m columns; their log-sum-exp shift and
-    sum come from one tiled C++ pass (O(n m d) time, O(n) memory) the first
-    time a block needs them.
-    """
-
-    def __init__(self, X, Z, kernel, gamma, degree, callable_kernel=None):
-        self.X, self.Z = X, Z
-        self.n, self.m = X.shape[0], Z.shape[0]
-        self.kernel, self.gamma, self.degree = kernel, gamma, degree
-        self.callable_kernel = callable_kernel
-        self._shift = self._sums = None
-
-    @property
-    def sigma(self):
-        return self.gamma / np.sqrt(2.0)  # exp(-d2 / gamma^2) = exp(-d2 / (2 sigma^2))
-
-    def _ism_kernel(self):
-        """The kernel of ikdr.kernels that evaluates G (all but SNE)."""
-        if self.kernel == "linear":
-            return _kernels.Linear()
-        if self.kernel == "polynomial":
-            return _kernels.Polynomial(degree=int(self.degree), c=1.0)
-        return _kernels.Gaussian(sigma=self.sigma)
-
-    def normalisers(self, rows=None):
-        """SNE (shift, sum) of the rows ``rows`` of X over all columns."""
-        if rows is None:
-            if self._shift is None:
-                self._shift, self._sums = _kernels.sne_row_normalisers(self.X, self.Z, self.sigma)
-            return self._shift, self._sums
-        if self._shift is not None:
-            return self._shift[rows], self._sums[rows]
-        return _kernels.sne_row_normalisers(self.X[rows], self.Z, self.sigma)
-
-    def block(self, rows=None, cols=None):
-        Xr = np.ascontiguousarray(_take(self.X, rows))
-        Zc = np.ascontiguousarray(_take(self.Z, cols))
-        require_memory(8 * Xr.shape[0] * Zc.shape[0],
-                       f"a dense {Xr.shape[0]} x {Zc.shape[0]} block of G")
-        if self.callable_kernel is not None:
-            return _call_kernel(self.callable_kernel, Xr, Zc)
-        if self.kernel == "sne":
-            shift, sums = self.normalisers(rows)
-            G = _kernels.sne_matrix(Xr, Zc, self.sigma, shift, sums)
-        else:
-            G = self._ism_kernel().matrix(Xr, Zc)
-        return check_finite_result(G, f"the {self.kernel} kernel matrix G")
-
-    def new_rows(self, Xnew):
-        """G between new rows and the training columns (SNE: normalised over them)."""
-        return _DenseBlocks(Xnew, self.Z, self.kernel, self.gamma, self.degree,
-                            self.callable_kernel).block()
-
-    def new_columns(self, Znew):
-        """G between the training rows and new columns (SNE: training normalisers)."""
-        other = _DenseBlocks(self.X, Znew, self.kernel, self.gamma, self.degree,
-                             self.callable_kernel)
-        if self.kernel == "sne":
-            other._shift, other._sums = self.normalisers()
-        return other.block()
-
-
-    operator = None  # dense points: products with G cost a full kernel pass; build G instead
-
-
-def _call_kernel(fn, X, Z):
-    G = np.asarray(fn(X, Z), dtype=np.float64)
-    if G.shape != (X.shape[0], Z.shape[0]):
-        raise ValueError(f"the kernel callable returned shape {G.shape}, expected "
-                         f"{(X.shape[0], Z.shape[0])}")
-    if not np.all(np.isfinite(G)):
-        raise ValueError("the kernel callable returned NaN or infinite values")
-    return G
-
-
-def _squared_distances(X, Z):
-    """Dense ||x_i - z_j||^2 (clamped at 0) for small samples; sparse products for sparse X."""
-    if sp.issparse(X):
-        P = (X @ Z.T).toarray()
-        d2 = _row_norms_sq(X)[:, None] + _row_norms_sq(Z)[None, :] - 2.0 * P
-        return np.maximum(d2, 0.0)
-    return -_kernels.Squared().matrix(X, Z)
-
-
-def _row_norms_sq(X):
-    return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-
-
-def _complement_min(P, c):
-    """min_{j not in pattern(P_i)} c_j for every row i (inf if the row is full)."""
-    n, m = P.shape
-    counts = np.diff(P.indptr)
-    K = int(min(m, counts.max(initial=0) + 1))
-    order = np.argsort(c, kind="stable")[:K]
-    rank = np.full(m, K, dtype=np.int64)
-    rank[order] = np.arange(K)
-    out = np.empty(n)
-    step = max(1, 8_000_000 // max(K, 1))
-    row_of = np.repeat(np.arange(n), counts)
-    for r0 in range(0, n, step):
-        r1 = min(n, r0 + step)
-        seen = np.zeros((r1 - r0, K + 1), dtype=bool)
-        lo, hi = P.indptr[r0], P.indptr[r1]
-        seen[row_of[lo:hi] - r0, rank[P.indices[lo:hi]]] = True
-        first = np.argmin(seen[:, :K], axis=1)
-        missing = ~seen[np.arange(r1 - r0), first]
-        out[r0:r1] = np.where(missing, c[order[first]], np.inf)
-    return out
-
-
-class _SparseBlocks:
-    """Blocks of G between sparse points, as diag(dl) (u v^T + S).
-
-    With P = X Z^T (sparse), r_i = ||x_i||^2, c_j = ||z_j||^2 and
-    d2_ij = r_i + c_j - 2 P_ij, off the pattern of P every kernel is separable:
-    linear 0, polynomial 1, RBF exp(-r_i/g^2) exp(-c_j/g^2). S holds the
-    difference on the pattern. SNE rows are shifted by their exact minimum
-    squared distance (log-sum-exp) and divided by their exact sums, both in
-    O(nnz(P) + n log m).
-    """
-
-    def __init__(self, X, Z, kernel, gamma, degree, *, row_stats=None):
-        self.X, self.Z = X, Z
-        self.n, self.m = X.shape[0], Z.shape[0]
-        self.kernel, self.gamma, self.degree = kernel, gamma, degree
-        P = (X @ Z.T).tocsr()
-        P.sum_duplicates()
-        P.sort_indices()
-        self.r, self.c = _row_norms_sq(X), _row_norms_sq(Z)
-        rows = np.repeat(np.arange(self.n), np.diff(P.indptr))
-        cols = P.indices
-        n, m = self.n, self.m
-        if kernel == "linear":
-            self.dl, self.u, self.v = np.ones(n), np.zeros(n), np.zeros(m)
-            data = P.data.copy()
-        elif kernel == "polynomial":
-            self.dl, self.u, self.v = np.ones(n), np.ones(n), np.ones(m)
-            data = (P.data + 1.0) ** int(degree) - 1.0
-        else:
-            inv_g2 = 1.0 / gamma ** 2
-            d2 = np.maximum(self.r[rows] + self.c[cols] - 2.0 * P.data, 0.0)
-            if kernel == "rbf":
-                self.dl = np.ones(n)
-                self.u, self.v = np.exp(-self.r * inv_g2), np.exp(-self.c * inv_g2)
-                data = np.exp(-d2 * inv_g2) - self.u[rows] * self.v[cols]
-            else:  # sne
-                if row_stats is None:
-                    shift, cmin = self._sne_shift(P, rows, d2)
-                else:
-                    shift, cmin = row_stats[0], row_stats[2]
-                self.cmin = cmin
-                self.u = np.exp(-(self.r + cmin - shift) * inv_g2)
-                self.v = np.exp(-(self.c - cmin) * inv_g2)
-                data = np.exp(-(d2 - shift[rows]) * inv_g2) - self.u[rows] * self.v[cols]
-                if row_stats is None:
-                    S = sp.csr_matrix((data, cols, P.indptr), shape=(n, m))
-                    sums = self.u * self.v.sum() + np.asarray(S.sum(axis=1)).ravel()
-                else:
-                    sums = row_stats[1]
-                self.shift, self.sums = shift, sums
-                self.dl = 1.0 / sums
-        self.S = sp.csr_matrix((data, cols, P.indptr), shape=(n, m))
-        self._St = None
-
-    def _sne_shift(self, P, rows, d2):
-        # Exact row minimum of d2: on the pattern from d2, off it r_i + min c_j.
-        cmin = float(self.c.min())
-        off = self.r + _complement_min(P, self.c)
-        on = np.full(self.n, np.inf)
-        np.minimum.at(on, rows, d2)
-        return np.minimum(on, off), cmin
-
-    @property
-    def St(self):
-        if self._St is None:
-            self._St = self.S.T.tocsr()
-        return self._St
-
-    def block(self, rows=None, cols=None):
-        u, v, dl = _take(self.u, rows), _take(self.v, cols), _take(self.dl, rows)
-        require_memory(8 * u.shape[0] * v.shape[0], f"a dense {u.shape[0]} x {v.shape[0]} block of G")
-        S = self.S if rows is None else self.S[rows]
-        if cols is not None:
-            S = S[:, cols]
-        if rows is None or S.shape[0] * S.shape[1] > 1_000_000:
-            # large blocks: one parallel C++ pass instead of three numpy passes
-            return _kernels.lowrank_plus_sparse(dl, u, v, S)
-        out = np.multiply.outer(u, v)
-        S = S.tocoo()
-        out[S.row, S.col] += S.data
-        out *= dl[:, None]
-        return out
-
-    def matmat(self, B):
-        B = np.asarray(B, dtype=np.float64).reshape(self.m, -1)
-        return self.dl[:, None] * (np.multiply.outer(self.u, self.v @ B) + self.S @ B)
-
-    def rmatmat(self, B):
-        B = self.dl[:, None] * np.asarray(B, dtype=np.float64).reshape(self.n, -1)
-        return np.multiply.outer(self.v, self.u @ B) + self.St @ B
-
-    @property
-    def operator(self):
-        mv = lambda x: self.matmat(x).ravel()  # noqa: E731
-        rmv = lambda x: self.rmatmat(x).ravel()  # noqa: E731
-        return LinearOperator((self.n, self.m), matvec=mv, rmatvec=rmv,
-                              matmat=self.matmat, rmatmat=self.rmatmat, dtype=np.float64)
-
-    def new_rows(self, Xnew):
-        return _SparseBlocks(Xnew, self.Z, self.kernel, self.gamma, self.degree).block()
-
-    def new_columns(self, Znew):
-        stats = (self.shift, self.sums, self.cmin) if self.kernel == "sne" else None
-        return _SparseBlocks(self.X, Znew, self.kernel, self.gamma, self.degree,
-                             row_stats=stats).block()
-
-
-
-class _Centered:
-    """H_n G H_m from the blocks of G and its exact row / column means."""
-
-    def __init__(self, base):
-        self.base, self.n, self.m = base, base.n, base.m
-        self.row_mean, self.col_mean = _row_col_means(base)
-        self.grand_mean = float(self.row_mean.mean())
-
-    def block(self, rows=None, cols=None):
-        B = self.base.block(rows, cols)
-        return (B - _take(self.row_mean, rows)[:, None] - _take(self.col_mean, cols)[None, :]
-                + self.grand_mean)
-
-    @property
-    def operator(self):
-        op = self.base.operator
-        if op is None:
-            return None
-        H = lambda B: B - B.mean(axis=0, keepdims=True)  # noqa: E731  (H B, B with 2-D columns)
-        mm = lambda B: H(op.matmat(H(np.asarray(B).reshape(self.m, -1))))  # noqa: E731
-        rm = lambda B: H(op.rmatmat(H(np.asarray(B).reshape(self.n, -1))))  # noqa: E731
-        return LinearOperator((self.n, self.m), matvec=lambda x: mm(x).ravel(),
-                              rmatvec=lambda x: rm(x).ravel(), matmat=mm, rmatmat=rm,
-                              dtype=np.float64)
-
-
-def _row_col_means(blocks, chunk_elements=4_000_000):
-    """Exact row and column means of G: O(n m) time, O(chunk) memory."""
-    if blocks.operator is not None:
-        op = blocks.operator
-        return (op.matvec(np.ones(blocks.m)).ravel() / blocks.m,
-                op.rmatvec(np.ones(blocks.n)).ravel() / blocks.n)
-    rows = np.empty(blocks.n)
-    cols = np.zeros(blocks.m)
-    step = max(1, chunk_elements // blocks.m)
-    for r0 in range(0, blocks.n, step):
-        B = blocks.block(np.arange(r0, min(blocks.n, r0 + step)), None)
-        rows[r0:r0 + B.shape[0]] = B.mean(axis=1)
-        cols += B.sum(axis=0)
-    return rows, cols / blocks.n
-
-
-# ---------------------------------------------------------------- solvers
-def _flip_signs(U, V):
-    """Deterministic signs: the largest |entry| of each left vector is positive."""
-    idx = np.argmax(np.abs(U), axis=0)
-    signs = np.sign(U[idx, np.arange(U.shape[1])])
-    signs[signs == 0] = 1.0
-    return U * signs, V * signs
-
-
-def _dense_svd_bytes(n, m):
-    """Peak bytes of the dense SVD: G, its LAPACK copy, U, V^T and gesdd's workspace."""
-    k = min(n, m)
-    return 8 * (2 * n * m + n * k + k * m + 4 * k * k)
-
-
-def _svd_dense(G, r):
-    U, s, Vt = scipy.linalg.svd(G, full_matrices=False, lapack_driver="gesdd")
-    return U[:, :r], s[:r], Vt[:r].T
-
-
-def _svd_arpack(G, r, tol, random_state):
-    rng = check_random_state(random_state)
-    v0 = rng.uniform(-1, 1, min(G.shape))
-    U, s, Vt = svds(G, k=r, tol=0.0 if tol is None else tol, v0=v0)
-    order = np.argsort(s)[::-1]
-    return U[:, order], s[order], Vt[order].T
-
-
-def _svd_randomized(G, r, n_oversamples, n_iter, random_state):
-    """Halko-Martinsson-Tropp range finder with power iterations (dense G or operator)."""
-    rng = check_random_state(random_state)
-    n, m = G.shape
-    k = min(r + n_oversamples, n, m)
-    mm = (lambda B: G @ B) if isinstance(G, np.ndarray) else G.matmat
-    rm = (lambda B: G.T @ B) if isinstance(G, np.ndarray) else G.rmatmat
-    Q = np.linalg.qr(mm(rng.standard_normal((m, k))))[0]
-    for _ in range(n_iter):
-        Q = np.linalg.qr(rm(Q))[0]
-        Q = np.linalg.qr(mm(Q))[0]
-    B = rm(Q).T  # k x m
-    Ub, s, Vt = scipy.linalg.svd(B, full_matrices=False)
-    return (Q @ Ub)[:, :r], s[:r], Vt[:r].T
-
-
-def _normalise_columns(A):
-    norms = np.linalg.norm(A, axis=0)
-    return A / np.where(norms > 0, norms, 1.0)
-
-
-def _top_svd(W, k, random_state=0):
-    """Top-k SVD of the landmark block W: LAPACK when W is tiny, else ARPACK to
-    machine precision (only k of min(W.shape) triplets are needed)."""
-    import contextlib
-
-    from threadpoolctl import threadpool_limits
-
-    # Small problems gain nothing from BLAS threads and lose a lot when the
-    # cores are oversubscribed (measured: a 160 x 160 gesdd took 2.3 s).
-    limit = (threadpool_limits(limits=1, user_api="blas") if W.size <= 4_000_000
-             else contextlib.nullcontext())
-    with limit:
-        if min(W.shape) <= max(4 * k, 200) or k >= min(W.shape):
-            u, s, vt = scipy.linalg.svd(W, full_matrices=False)
-            return u[:, :k], s[:k], vt[:k].T
-        return _svd_arpack(W, k, None, random_state)
-
-
-def _nystrom_from_blocks(C, R, I, J, r, N, M):
-    """Eq. (9) from G[:, J] (C, N x m) and G[I, :] (R, n x M); W = G[I, J] = C[I]."""
-    W = C[I]
-    n, m = W.shape
-    u, lam, v = _top_svd(W, r)
-    safe = np.where(lam > 0, lam, 1.0)
-    U = _normalise_columns((C @ v) / safe)
-    V = _normalise_columns((R.T @ u) / safe)
-    return U, lam * np.sqrt(N * M / (n * m)), V
-
-
-def asymmetric_nystrom(G_blocks, n_components, n_landmarks, *, random_state=None):
-    """Asymmetric Nystrom approximation of the rank-r SVD of G (paper Eq. 9).
-
-    Samples n rows I and m columns J uniformly without replacement (for a
-    square G and n = m the same indices, J = I, so that a symmetric G gets the
-    standard Nystrom approximation of Williams and Seeger), takes the
-    rank-r SVD ``G[I, J] = u diag(lambda) v^T`` and extends it:
-    ``U~ = G[:, J] v / lambda``, ``V~ = G[I, :]^T u / lambda`` (columns then
-    normalised), ``lambda~ = sqrt(N M / (n m)) lambda``. Needs only the
-    blocks G[:, J] and G[I, :]: O((N m + n M)) kernel entries.
-
-    Parameters
-    ----------
-    G_blocks : ndarray of shape (N, M) or object with ``block(rows, cols)``, ``n``, ``m``
-    n_components : int
-    n_landmarks : int or (int, int)
-    random_state : int, RandomState instance or None
-
-    Returns
-    -------
-    U : ndarray (N, r), s : ndarray (r,), V : ndarray (M, r), (I, J) : sampled indices
-    """
-    blocks = _ArrayBlocks(G_blocks) if isinstance(G_blocks, np.ndarray) else G_blocks
-    N, M = blocks.n, blocks.m
-    n, m = _landmark_pair(n_landmarks, N, M, n_components)
-    rng = check_random_state(random_state)
-    I = np.sort(rng.choice(N, n, replace=False))
-    # Square G (a graph's nodes in two roles): sample landmark nodes, J = I, so
-    # a symmetric G gets the standard Nystrom approximation (paper eq. 13).
-    J = I.copy() if (N == M and n == m) else np.sort(rng.choice(M, m, replace=False))
-    U, s, V = _nystrom_from_blocks(blocks.block(None, J), blocks.block(I, None),
-                                   I, J, n_components, N, M)
-    return U, s, V, (I, J)
-
-
-class _ArrayBlocks:
-    def __init__(self, G):
-        self.G, (self.n, self.m) = G, G.shape
-
-    def block(self, rows=None, cols=None):
-        B = self.G if rows is None else self.G[rows]
-        return B if cols is None else B[:, cols]
-
-
-def _landmark_pair(n_landmarks, N, M, r):
-    if isinstance(n_landmarks, (numbers.Integral, np.integer)) and not isinstance(n_landmarks, bool):
-        pair = (int(n_landmarks), int(n_landmarks))
-    elif isinstance(n_landmarks, (tuple, list)) and len(n_landmarks) == 2 and all(
-            isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, bool)
-            for x in n_landmarks):
-        pair = (int(n_landmarks[0]), int(n_landmarks[1]))
-    else:
-        raise ValueError(f'n_landmarks must be an int, a pair (n, m) of ints or "auto", '
-                         f"got {n_landmarks!r}")
-    n, m = pair
-    if n > N:
-        raise ValueError(f"n_landmarks asks for {n} rows but G has only {N} rows "
-                         "(more landmarks than rows)")
-    if m > M:
-        raise ValueError(f"n_landmarks asks for {m} columns but G has only {M} columns "
-                         "(more landmarks than columns)")
-    if min(n, m) < r:
-        raise ValueError(f"n_landmarks={pair} must be at least n_components={r} on both sides")
-    return n, m
-
-
-def _split_half_eta(first, second, s):
-    """Normalised-eta estimate from two approximations on disjoint samples.
-
-    With independent errors, u~_A = u + e_A and u~_B = u + e_B give
-    1 - |cos(u~_A, u~_B)| ~ (|e_A|^2 + |e_B|^2) / 2 = twice the expected
-    1 - |cos(u, u~)|, hence the factor 1/2. Vectors of near-equal singular
-    values, which are ill-determined, differ between the samples and count
-    as errors, as they do in eta.
-    """
-    (Ua, Va), (Ub, Vb) = first, second
-    cos_u = np.abs(np.einsum("ij,ij->j", Ua, Ub))
-    cos_v = np.abs(np.einsum("ij,ij->j", Va, Vb))
-    w = s / s.sum()
-    r = len(s)
-    return float(0.5 * ((w * (1 - np.minimum(cos_u, 1))).sum() + (w * (1 - np.minimum(cos_v, 1))).sum()) / r)
-
-
-def _nystrom_auto(blocks, r, tol, rng, start=None, max_landmarks=None, report=None):
-    """Automatic landmarks: held-out halves, doubled until they agree.
-
-    At each step two approximations come from disjoint samples of h rows and
-    h columns each (the second half is held out from the first); their
-    disagreement estimates the normalised eta of one of them
-    (:func:`_split_half_eta`). The returned approximation uses both halves
-    (2h landmarks), so it is at least as accurate as the estimate says. The
-    next step reuses every sampled block and draws 2h fresh ones.
-    """
-    N, M = blocks.n, blocks.m
-    cap = AUTO_MAX_LANDMARKS if max_landmarks is None else max_landmarks
-    cap_n, cap_m = min(N, cap), min(M, cap)
-    perm_r = rng.permutation(N)
-    perm_c = perm_r if N == M else rng.permutation(M)  # square G: landmark nodes
-    hn = hm = max(start or 2 * r, r + 5)
-    C = np.empty((N, 0))
-    R = np.empty((0, M))
-    history = []
-    while True:
-        hn, hm = max(min(hn, cap_n // 2), 1), max(min(hm, cap_m // 2), 1)
-        if C.shape[1] < 2 * hm:
-            C = np.hstack([C, blocks.block(None, perm_c[C.shape[1]:2 * hm])])
-        if R.shape[0] < 2 * hn:
-            R = np.vstack([R, blocks.block(perm_r[R.shape[0]:2 * hn], None)])
-        I, J = perm_r[:2 * hn], perm_c[:2 * hm]
-        k = min(r, hn, hm)
-        U, s, V = _nystrom_from_blocks(C[:, :2 * hm], R[:2 * hn], I, J, r, N, M)
-        if k < r:  # halves too small to hold r components: cannot estimate yet
-            eta = np.inf
-        else:
-            Ua, _, Va = _nystrom_from_blocks(C[:, :hm], R[:hn], I[:hn], J[:hm], r, N, M)
-            Ub, _, Vb = _nystrom_from_blocks(C[:, hm:2 * hm], R[hn:2 * hn], I[hn:], J[hm:],
-                                             r, N, M)
-            eta = _split_half_eta((Ua, Va), (Ub, Vb), s)
-        history.append(((2 * hn, 2 * hm), eta))
-        if report is not None:
-            report(len(history), change=eta, landmarks=f"{2 * hn}x{2 * hm}")
-        if eta < tol or (2 * hn >= cap_n - 1 and 2 * hm >= cap_m - 1):
-            return U, s, V, (np.sort(I), np.sort(J)), history
-        hn, hm = 2 * hn, 2 * hm
-
-
-# ---------------------------------------------------------------- compatibility maps
-def _compat_points(A, compat, rng):
-    """Points (X, Z) of equal dimension from a rectangular A (paper Algorithm 1).
-
-    The larger side is mapped: M > N maps the rows x_i (R^M) to R^N with
-    C_x (M x N), N > M maps the columns z_j (R^N) to R^M with C_z (N x M).
-    """
-    if sp.issparse(A):
-        require_memory(8 * A.shape[0] * A.shape[1], f"densifying the {A.shape[0]} x {A.shape[1]} "
-                       f"sparse X for compat={compat!r}")
-        A = A.toarray()
-    N, M = A.shape
-    rows_mapped = M > N
-    D = A if rows_mapped else np.ascontiguousarray(A.T)  # the side to map: (k x big)
-    k, big = D.shape
-    if compat == "pinv":  # a0: C = ((D D^T)^+ D)^T
-        C = (scipy.linalg.pinvh(D @ D.T) @ D).T
-    elif compat == "pca":  # a1: argmin ||D - D C C^T||_F = top-k right singular vectors
-        C = scipy.linalg.svd(D, full_matrices=False)[2][:k].T
-        if C.shape[1] < k:
-            C = np.hstack([C, np.zeros((big, k - C.shape[1]))])
-    else:  # a2: Gaussian random projection, scaled to keep squared norms in expectation
-        C = rng.standard_normal((big, k)) / np.sqrt(k)
-    mapped = np.ascontiguousarray(D @ C)
-    other = np.ascontiguousarray(A.T if rows_mapped else A)
-    return (mapped, other, C, rows_mapped) if rows_mapped else (other, mapped, C, rows_mapped)
 
 
 # ---------------------------------------------------------------- estimator
@@ -560,21 +59,31 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     ----------
     n_components : int, default=8
         Rank r, at most min(n, m).
-    kernel : {"rbf", "sne", "polynomial", "linear"} or callable, default="rbf"
-        RBF :math:`\exp(-\|x - z\|^2/\gamma^2)` (no factor 2); SNE, the RBF
-        normalised over the columns, :math:`\kappa(x_i, z_j) = e_{ij} / \sum_{j'} e_{ij'}`
-        (rows of G sum to 1); polynomial :math:`(x^T z + 1)^p`; linear
-        :math:`x^T z`; or ``kappa(X, Z) -> G`` (dense inputs only).
+    kernel : {"rbf", "sne", "polynomial", "linear"}, a kernel of :mod:`ikdr.kernels`, or callable, default="rbf"
+        RBF :math:`\exp(-\|x - z\|^2/\gamma^2)` (the paper's form, no factor 2);
+        SNE, the RBF normalised over the columns,
+        :math:`\kappa(x_i, z_j) = e_{ij} / \sum_{j'} e_{ij'}` (rows of G sum
+        to 1); polynomial :math:`(x^T z + 1)^p`; linear :math:`x^T z`.
+        The same kernels as objects of the package's one kernel vocabulary:
+        ``Gaussian(sigma)`` is "rbf" and ``SNE(sigma)`` is "sne" with
+        :math:`\gamma = \sqrt{2}\sigma` (:math:`e^{-\|x-z\|^2/\gamma^2} =
+        e^{-\|x-z\|^2/2\sigma^2}`; ``sigma="median"`` leaves the bandwidth to
+        ``gamma``), ``Linear()``, ``Polynomial(p, c=1)``; any other kernel
+        object (e.g. ``RelativeGaussian``) and ``kappa(X, Z) -> G`` callables
+        are evaluated by their matrix (dense inputs only).
     gamma : float or None, default=None
-        RBF / SNE bandwidth. None: the median of :math:`\|x_i - z_j\|` over
-        (up to 1000 x 1000 seeded) pairs; the median of the positive distances
-        if more than half are 0.
+        RBF / SNE bandwidth in the paper's parametrisation,
+        :math:`\exp(-\|x - z\|^2/\gamma^2)`: ``gamma = sqrt(2) * sigma`` of
+        :class:`ikdr.kernels.Gaussian` (and neither scikit-learn's ``gamma``
+        nor the ISM paradigm matrix Gamma). None: the median of
+        :math:`\|x_i - z_j\|` over (up to 1000 x 1000 seeded) pairs; the
+        median of the positive distances if more than half are 0.
     degree : int, default=2
         Polynomial degree p.
     center : bool, default=False
         Decompose :math:`H_n G H_m` (double centring with exact row and column
         means of G).
-    compat : {"pinv", "pca", "random"} or None, default=None
+    compat : {"pinv", "pca", "random", "learned"} or None, default=None
         Compatibility map of Algorithm 1 for ``fit(A)`` with a rectangular A
         (N x M): the longer side is mapped to the dimension of the other.
         ``"pinv"`` (a0) :math:`C = ((DD^T)^+ D)^T`, with D the mapped side
@@ -587,32 +96,50 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         ``"pca"`` (a1) projects on the top right singular vectors of D
         (uncentred). ``"random"`` (a2) is a Gaussian matrix scaled by
         :math:`1/\sqrt{k}` so squared norms are kept in expectation (the paper
-        writes randn(M, N) unscaled). Sparse A is densified by a map.
+        writes randn(M, N) unscaled). ``"learned"`` (a3) starts from a1 and
+        optimises C on a downstream loss (needs ``fit(X, y)``; RBF and SNE
+        kernels): the softmax cross-entropy of a linear head on the standardised
+        row embeddings GV, alternating an SVD of G (V then held fixed, as the
+        paper's App. C.3) with an Adam step on C and the head, backpropagated
+        through the kernel in numpy (``ikdr._ksvd_compat.learned_objective``).
+        Sparse A is densified by a map.
     solver : {"auto", "dense", "arpack", "randomized", "nystrom"}, default="auto"
         ``"dense"``: LAPACK on the built G (n m doubles). ``"arpack"``:
         :func:`scipy.sparse.linalg.svds`, on a matrix-free operator for sparse
         inputs (O(nnz(A A)) per product), else on the built G. ``"randomized"``:
         Halko et al. range finder, 10 oversamples, 4 power iterations.
         ``"nystrom"``: the asymmetric Nystrom method (Eq. 9). ``"auto"``:
-        dense up to 4e6 entries of G, ARPACK up to 1e8, Nystrom beyond.
+        dense up to 4e6 entries of G, ARPACK up to 1e8 (and at any size for
+        sparse input, whose products are matrix-free), Nystrom beyond.
     n_landmarks : int, (int, int), "auto" or None, default=None
-        Rows and columns sampled by Nystrom. None means "auto": start at 4r
-        (at least r + 10) and double until the probe estimate of the
-        normalised eta (200 held-out rows and columns, see ``tol``) is below
-        ``tol``, or half of the rows / columns (at most 4096) are used. The
-        estimate bounds each vector's angle by its probe residual over the gap
-        to the neighbouring singular values (Wedin), so it is conservative and
-        counts the vectors of near-equal singular values as unresolved.
+        Rows and columns sampled by Nystrom. None means "auto": landmarks in
+        two disjoint halves of h rows and h columns each, starting at
+        h = 2r (at least r + 5) and doubling. At each step the two halves give
+        two independent approximations; half their disagreement estimates the
+        per-component error of the approximation on all 2h landmarks (the one
+        kept): ``max(d_value / 2, (d_sine / 2)^2)`` with d_value the largest
+        relative difference of a singular value and d_sine the largest sine
+        of the principal angles between their left or right subspaces
+        (clusters of nearly equal singular values compared as subspaces, as
+        in :func:`ikdr.metrics.svd_accuracy`). A zero singular value of a
+        landmark block (the landmarks do not resolve r components) counts as
+        an infinite error. Growth stops when the estimate is at most ``tol``
+        or at the budget: all rows and columns up to 4096 of each (with all
+        of them the result is the exact SVD). If the budget ends first, a
+        ``ConvergenceWarning`` gives the estimate; components the landmarks
+        could not resolve are then recomputed exactly (ARPACK, matrix-free),
+        so a zero singular value is never returned for a non-zero one.
     tol : float or None, default=None
         ``"arpack"``: svds tolerance (None: machine precision).
-        ``"nystrom"`` with automatic landmarks: target normalised eta
-        (None: 1e-2).
+        ``"nystrom"`` with automatic landmarks: target per-component error
+        (None: 1e-2, i.e. singular values within about 1% and subspace sines
+        within about 0.1; see :meth:`ikdr.metrics.SVDAccuracy.meets`).
     random_state : int, RandomState instance or None, default=None
         Landmarks, ARPACK start vector, randomized range, random compat map,
         median-heuristic sample.
     verbose : int, default=0
         >= 1 prints each step of automatic Nystrom landmarks (landmark counts
-        and the estimated normalised eta, as ``change``); the other solvers
+        and the estimated per-component error, as ``change``); the other solvers
         are single decompositions and print nothing.
 
     Attributes
@@ -629,7 +156,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     landmarks_ : tuple of ndarray or None
         Sampled (rows, columns) of the Nystrom solver.
     landmark_history_ : list
-        ((n, m), estimated eta) per step of automatic landmarks.
+        ((n, m), estimated per-component error) per step of automatic landmarks.
+    accuracy_estimate_ : float or None
+        The last estimate of automatic landmarks (0 when every row and column
+        was a landmark), None for the other solvers.
     solver_ : str
 
     Notes
@@ -684,11 +214,40 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     # -- validation
+    def _kernel_spec(self):
+        """(kind, gamma, degree, callable) of the kernel parameter.
+
+        kind is one of KERNELS or "callable"; gamma is the paper's bandwidth
+        (exp(-d2 / gamma^2)) when the kernel fixes it, else ``self.gamma``.
+        Kernels of :mod:`ikdr.kernels`: Gaussian(sigma) is "rbf" with
+        gamma = sqrt(2) sigma, SNE(sigma) "sne" likewise, Linear "linear",
+        Polynomial(p, c=1) "polynomial"; any other kernel object is used
+        through its ``matrix`` (dense inputs only).
+        """
+        k = self.kernel
+        if isinstance(k, str):
+            if k not in KERNELS:
+                raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
+                                 f"callable, got {k!r}")
+            return k, self.gamma, self.degree, None
+        if isinstance(k, _kernels.Kernel):
+            if isinstance(k, (_kernels.Gaussian, _kernels.SNE)):
+                kind = "rbf" if isinstance(k, _kernels.Gaussian) else "sne"
+                sigma = k.sigma
+                gamma = self.gamma if isinstance(sigma, str) else float(sigma) * np.sqrt(2.0)
+                return kind, gamma, self.degree, None
+            if isinstance(k, _kernels.Linear):
+                return "linear", None, self.degree, None
+            if isinstance(k, _kernels.Polynomial) and float(k.c) == 1.0:
+                return "polynomial", None, int(k.degree), None
+            return "callable", None, self.degree, k
+        if callable(k):
+            return "callable", None, self.degree, k
+        raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
+                         f"callable, got {k!r}")
+
     def _check_params(self):
-        if callable(self.kernel):
-            pass
-        elif not (isinstance(self.kernel, str) and self.kernel in KERNELS):
-            raise ValueError(f"kernel must be one of {KERNELS} or a callable, got {self.kernel!r}")
+        self._kernel_spec()
         if self.gamma is not None:
             check_bandwidth(self.gamma, "gamma")
         if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or self.degree < 1:
@@ -719,29 +278,59 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         return X
 
     def _make_blocks(self, X, Z):
-        kernel = "callable" if callable(self.kernel) else self.kernel
+        kernel, _, degree, fn = self._kernel_spec()
         if sp.issparse(X) != sp.issparse(Z):
             X = X if sp.issparse(X) else sp.csr_matrix(X)
             Z = Z if sp.issparse(Z) else sp.csr_matrix(Z)
         if sp.issparse(X):
             if kernel == "callable":
-                raise TypeError("a kernel callable needs dense inputs; pass dense arrays")
-            return _SparseBlocks(X, Z, kernel, self.gamma_, self.degree)
-        return _DenseBlocks(X, Z, kernel, self.gamma_, self.degree,
-                            callable_kernel=self.kernel if kernel == "callable" else None)
+                raise TypeError("a kernel callable (or this kernel object) needs dense inputs; "
+                                "pass dense arrays")
+            return _SparseBlocks(X, Z, kernel, self.gamma_, degree)
+        if isinstance(fn, _kernels.Kernel):
+            resolved = fn.fit(np.vstack([X, Z]))  # data-dependent parameters fixed once
+            fn = resolved.matrix
+        return _DenseBlocks(X, Z, kernel, self.gamma_, degree, callable_kernel=fn)
 
     def _median_gamma(self, X, Z, rng):
-        rows = np.sort(rng.choice(X.shape[0], min(X.shape[0], _MEDIAN_PAIRS), replace=False))
-        cols = np.sort(rng.choice(Z.shape[0], min(Z.shape[0], _MEDIAN_PAIRS), replace=False))
-        d = np.sqrt(_squared_distances(X[rows], Z[cols])).ravel()
-        med = float(np.median(d))
-        if med <= 0:
-            pos = d[d > 0]
-            if pos.size == 0:
-                raise ValueError("gamma=None: all sampled distances between rows and columns "
-                                 "are 0; pass gamma explicitly")
-            med = float(np.median(pos))
-        return med
+        """The median rule between the two sets (:func:`ikdr.kernels.median_sigma` with Z)."""
+        return _kernels.median_sigma(X, Z, max_samples=_MEDIAN_PAIRS, random_state=rng)
+
+    def _check_learned_target(self, A, Z, y):
+        if Z is not None:
+            raise ValueError("compat='learned' maps the rows or columns of one data matrix; "
+                             "it cannot be used with fit(X, Z)")
+        if self._kernel_spec()[0] not in ("rbf", "sne"):
+            raise ValueError(f"compat='learned' backpropagates through the RBF or SNE kernel; "
+                             f"got kernel={self.kernel!r}")
+        if y is None:
+            raise ValueError("compat='learned' optimises C on a downstream classification loss "
+                             "and needs the target: fit(X, y) with one label per row of X")
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"compat='learned' needs a 1-D target y, got shape {y.shape}")
+        if y.shape[0] != A.shape[0]:
+            raise ValueError(f"compat='learned': y has {y.shape[0]} entries but X has "
+                             f"{A.shape[0]} rows (a wrong-length target; one label per row)")
+        if np.unique(y).size < 2:
+            raise ValueError("compat='learned' needs at least 2 classes in y")
+        return y
+
+    def _learn_map(self, D, other, rows_mapped, C0, y, rng, out):
+        """a3: optimise C from the a1 start (:func:`ikdr._ksvd_compat.learn_map`)."""
+        X0 = np.ascontiguousarray(D @ C0)
+        X0, Z0 = (X0, other) if rows_mapped else (other, X0)
+        kind, gamma, degree, _ = self._kernel_spec()
+        gamma = float(gamma) if gamma is not None else self._median_gamma(X0, Z0, rng)
+
+        def kernel_matrix(X, Z):
+            return _DenseBlocks(np.ascontiguousarray(X), np.ascontiguousarray(Z), kind, gamma,
+                                degree).block()
+
+        r = min(int(self.n_components), *X0.shape[:1], *Z0.shape[:1])
+        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma, kernel_matrix)
+        out.update(history=history, gamma=gamma)
+        return C
 
     # -- fitting
     def __sklearn_tags__(self):
@@ -760,8 +349,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             first point set when Z is given.
         Z : {array-like, sparse matrix} of shape (m, d) or None
             The second point set. In a Pipeline this slot receives the target
-            y: a 1-D array here is taken for y and ignored (a point set is 2-D).
-        y : ignored
+            y: a 1-D array here is taken for y (a point set is 2-D).
+        y : array-like of shape (n,) or None
+            Labels of the rows; used only by ``compat="learned"``, which needs
+            them (one per row of X), ignored otherwise.
 
         Returns
         -------
@@ -771,8 +362,12 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         A = self._check_points(X, "X")
         self._compat_map = None
+        self.compat_history_ = None
         if Z is not None and not sp.issparse(Z) and np.asarray(Z).ndim == 1:
-            Z = None  # a target passed by Pipeline / GridSearchCV
+            y = Z if y is None else y  # a target passed by Pipeline / GridSearchCV
+            Z = None
+        if self.compat == "learned":
+            y = self._check_learned_target(A, Z, y)
         if Z is None:
             N, M = A.shape
             if N != M:
@@ -781,8 +376,11 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                         f"X has {N} rows and {M} columns: its rows live in R^{M} and its columns "
                         f"in R^{N}, so they cannot be compared; pass compat='pinv', 'pca' or "
                         "'random' (mismatched dimensions)")
-                Xp, Zp, C, rows_mapped = _compat_points(A, self.compat, rng)
+                learned = {}
+                Xp, Zp, C, rows_mapped = compat_points(
+                    A, self.compat, rng, learn=lambda *a: self._learn_map(*a, y, rng, learned))
                 self._compat_map = (C, rows_mapped)
+                self.compat_history_ = learned.get("history")
             elif sp.issparse(A):
                 Xp, Zp = A, A.T.tocsr()
             else:
@@ -797,9 +395,12 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         r = int(self.n_components)
         if r > min(n, m):
             raise ValueError(f"n_components={r} is larger than min(n, m) = {min(n, m)}")
-        needs_gamma = isinstance(self.kernel, str) and self.kernel in ("rbf", "sne")
-        self.gamma_ = (float(self.gamma) if self.gamma is not None
-                       else self._median_gamma(Xp, Zp, rng)) if needs_gamma else None
+        kind, gamma, _, _ = self._kernel_spec()
+        if self.compat_history_ is not None:
+            self.gamma_ = learned["gamma"]  # the bandwidth C was learned with
+        else:
+            self.gamma_ = (float(gamma) if gamma is not None
+                           else self._median_gamma(Xp, Zp, rng)) if kind in ("rbf", "sne") else None
         blocks = self._make_blocks(Xp, Zp)
         if self.center:
             blocks = _Centered(blocks)
@@ -808,13 +409,19 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         if solver == "auto":
             size = n * m
             dense_ok = size <= AUTO_DENSE_MAX and fits_memory(_dense_svd_bytes(n, m))
+            # sparse input: the matrix-free ARPACK costs O(nnz(P)) per product and is
+            # exact; on graphs' SNE matrices (flat spectrum after the first value)
+            # Nystrom needs nearly every row and column to get r components right
+            matrix_free = blocks.operator is not None
             solver = ("dense" if dense_ok
-                      else "arpack" if size <= AUTO_ARPACK_MAX and r < min(n, m) else "nystrom")
+                      else "arpack" if r < min(n, m) and (size <= AUTO_ARPACK_MAX or matrix_free)
+                      else "nystrom")
         if solver == "arpack" and r >= min(n, m):
             raise ValueError(f"solver='arpack' needs n_components < min(n, m) = {min(n, m)}")
         self.solver_ = solver
         self.landmarks_ = None
         self.landmark_history_ = []
+        self.accuracy_estimate_ = None
         if solver == "nystrom":
             landmarks = "auto" if self.n_landmarks is None else self.n_landmarks
             if isinstance(landmarks, str):
@@ -822,8 +429,12 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                     raise ValueError(f'n_landmarks must be an int, a pair or "auto", got {landmarks!r}')
                 tol = 1e-2 if self.tol is None else float(self.tol)
                 with IterationReport("KernelSVD", self.verbose) as report:
-                    U, s, V, lm, hist = _nystrom_auto(blocks, r, tol, rng, report=report)
+                    U, s, V, lm, hist, estimate = _nystrom_auto(blocks, r, tol, rng,
+                                                                report=report)
                 self.landmark_history_ = hist
+                self.accuracy_estimate_ = estimate
+                if estimate > tol:
+                    U, s, V = _budget_exhausted(blocks, r, U, s, V, hist, tol, rng)
             else:
                 U, s, V, lm = asymmetric_nystrom(blocks, r, landmarks, random_state=rng)
             self.landmarks_ = lm
@@ -843,7 +454,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                 U, s, V = _svd_arpack(G, r, self.tol, rng)
             else:
                 U, s, V = _svd_randomized(G if isinstance(G, np.ndarray) else op, r, 10, 4, rng)
-        U, V = _flip_signs(U, V)
+        UV = _fix_signs(np.vstack([U, V]))  # one orientation rule for both sides
+        U, V = UV[:U.shape[0]], UV[U.shape[0]:]
         self.singular_values_ = s
         self.left_vectors_ = U
         self.right_vectors_ = V
@@ -858,7 +470,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
 
     def fit_transform(self, X, Z=None, y=None):
         """Fit and return ``row_embedding_`` (n x r)."""
-        return self.fit(X, Z).row_embedding_
+        return self.fit(X, Z, y).row_embedding_
 
     # -- new points
     def _base(self):
@@ -914,70 +526,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             G = G - self._blocks.row_mean[:, None]
         return G.T @ self.left_vectors_
 
-    def accuracy(self, U, s, V, *, normalize=True):
-        """``eta`` of this fit against a reference SVD (U, s, V), see
-        :func:`ikdr.metrics.singular_alignment`."""
+    def accuracy(self, U, s, V):
+        """Per-component accuracy of this fit against a reference SVD (U, s, V):
+        :func:`ikdr.metrics.svd_accuracy` (relative singular value errors,
+        subspace sines, and the paper's eta beside)."""
         check_is_fitted(self)
-        return singular_alignment(U, V, s, self.left_vectors_, self.right_vectors_,
-                                  normalize=normalize)
-
-
-def ksvd_bicluster(A, n_row_clusters, n_column_clusters=None, *, n_components=None,
-                   kernel="rbf", gamma=None, center=True, compat="pca", solver="auto",
-                   random_state=None):
-    """Bicluster a data matrix: k-means on KSVD's left and right singular vectors.
-
-    The rows (e.g. documents) are clustered on the left vectors U, the columns
-    (e.g. terms) on the right vectors V (paper Section 4.2, App. C.1), each
-    row of U and V scaled to unit length first. G is double-centred by
-    default: an all-positive kernel's first singular pair is otherwise the
-    near-constant mean direction, which carries no cluster information and
-    leaves k - 1 useful vectors for k clusters (measured on make_biclusters /
-    make_checkerboard: minimum NMI 0.74 without centring, 0.98 with).
-
-    Parameters
-    ----------
-    A : {array-like, sparse matrix} of shape (N, M)
-    n_row_clusters : int
-    n_column_clusters : int or None
-        Defaults to ``n_row_clusters``.
-    n_components : int or None
-        Rank r; None uses ``max(n_row_clusters, n_column_clusters)``.
-    kernel, gamma, center, compat, solver, random_state
-        As in :class:`KernelSVD` (``compat`` only used when N != M).
-
-    Returns
-    -------
-    row_labels : ndarray of shape (N,)
-    column_labels : ndarray of shape (M,)
-    model : KernelSVD
-        The fitted model.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import make_biclusters
-    >>> from ikdr import ksvd_bicluster
-    >>> A, rows, cols = make_biclusters((60, 40), 3, noise=1, random_state=0)
-    >>> r, c, _ = ksvd_bicluster(A, 3, random_state=0)
-    >>> r.shape, c.shape
-    ((60,), (40,))
-    """
-    from sklearn.cluster import KMeans
-
-    kc = n_row_clusters if n_column_clusters is None else n_column_clusters
-    for name, k in (("n_row_clusters", n_row_clusters), ("n_column_clusters", kc)):
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 2:
-            raise ValueError(f"{name} must be an int >= 2, got {k!r}")
-    shape = A.shape
-    r = n_components or max(n_row_clusters, kc)
-    r = min(r, min(shape))
-    model = KernelSVD(n_components=r, kernel=kernel, gamma=gamma, center=center,
-                      compat=compat if shape[0] != shape[1] else None, solver=solver,
-                      random_state=random_state).fit(A)
-    rng = check_random_state(random_state)
-
-    def labels(vectors, k):
-        Y = _normalise_columns(vectors.T).T
-        return KMeans(k, n_init=10, random_state=rng.randint(2**31 - 1)).fit_predict(Y)
-
-    return labels(model.left_vectors_, n_row_clusters), labels(model.right_vectors_, kc), model
+        return svd_accuracy(U, s, V, self.left_vectors_, self.singular_values_,
+                            self.right_vectors_)

@@ -41,23 +41,29 @@ from ._validation import check_bandwidth, check_finite_result, check_positive
 
 __all__ = [
     "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
-    "Multiquadratic", "ConicKernel", "make_kernel", "median_sigma", "sne_row_normalisers",
+    "Multiquadratic", "ConicKernel", "SNE", "make_kernel", "median_sigma", "sne_row_normalisers",
     "sne_matrix", "lowrank_plus_sparse",
 ]
 
 _MEDIAN_SUBSAMPLE = 3000
 
 
-def median_sigma(X, *, max_samples=_MEDIAN_SUBSAMPLE, random_state=None):
+def median_sigma(X, Z=None, *, max_samples=_MEDIAN_SUBSAMPLE, random_state=None):
     r"""Median heuristic bandwidth: the median of :math:`\|x_i - x_j\|` over ``i < j``.
 
     Above ``max_samples`` rows (default 3,000, i.e. 4.5 million pairs) the median
     is taken over a seeded random subsample of that many rows. If more than
     half of the pairs coincide, the median of the positive distances is used.
 
+    With a second point set Z (two sets, as the asymmetric kernel SVD), the
+    median of the distances :math:`\|x_i - z_j\|` between the sets, each set
+    subsampled to ``max_samples`` rows; X and Z may then be sparse (the
+    distances come from :math:`\|x\|^2 + \|z\|^2 - 2 x^T z`).
+
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
+    Z : array-like or sparse matrix of shape (m_samples, n_features), optional
     max_samples : int, default=3000
     random_state : int, RandomState instance or None
 
@@ -71,24 +77,57 @@ def median_sigma(X, *, max_samples=_MEDIAN_SUBSAMPLE, random_state=None):
     >>> from ikdr import median_sigma
     >>> median_sigma(np.array([[0.0], [1.0], [3.0]]))
     2.0
+    >>> median_sigma(np.array([[0.0], [1.0]]), np.array([[3.0]]))
+    2.5
     """
     from scipy.spatial.distance import pdist
     from sklearn.utils import check_random_state
 
     from ._validation import check_matrix
 
-    X = check_matrix(X, min_samples=2)
-    if X.shape[0] > max_samples:
-        rng = check_random_state(random_state)
-        X = X[rng.choice(X.shape[0], max_samples, replace=False)]
-    dist = pdist(X)
+    rng = check_random_state(random_state)
+    if Z is None:
+        X = check_matrix(X, min_samples=2)
+        if X.shape[0] > max_samples:
+            X = X[rng.choice(X.shape[0], max_samples, replace=False)]
+        dist = pdist(X)
+    else:
+        X, Z = (_sample_rows(A, max_samples, rng) for A in (X, Z))
+        if X.shape[1] != Z.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but Z has {Z.shape[1]}")
+        dist = np.sqrt(_cross_squared_distances(X, Z)).ravel()
     sigma = float(np.median(dist))
     if sigma <= 0:
         positive = dist[dist > 0]
         if positive.size == 0:
-            raise ValueError("median_sigma: all rows of X are identical, the bandwidth is zero")
+            if Z is None:
+                raise ValueError("median_sigma: all rows of X are identical, the bandwidth is "
+                                 "zero")
+            raise ValueError("median_sigma: all sampled distances between the rows of X and "
+                             "Z are 0, the bandwidth is zero; pass it explicitly")
         sigma = float(np.median(positive))
     return sigma
+
+
+def _sample_rows(A, max_samples, rng):
+    import scipy.sparse as sp
+
+    if A.shape[0] > max_samples:
+        A = A[np.sort(rng.choice(A.shape[0], max_samples, replace=False))]
+    return A.tocsr() if sp.issparse(A) else np.asarray(A, dtype=np.float64)
+
+
+def _cross_squared_distances(X, Z):
+    """Dense ||x_i - z_j||^2 (clamped at 0) between the rows of X and Z, dense or sparse."""
+    import scipy.sparse as sp
+
+    if sp.issparse(X) or sp.issparse(Z):
+        X, Z = sp.csr_matrix(X), sp.csr_matrix(Z)
+        r = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        c = np.asarray(Z.multiply(Z).sum(axis=1)).ravel()
+        d2 = r[:, None] + c[None, :] - 2.0 * (X @ Z.T).toarray()
+        return np.maximum(d2, 0.0)
+    return np.maximum(-Squared().matrix(X, Z), 0.0)
 
 
 class Kernel:
@@ -375,7 +414,25 @@ class Polynomial(Kernel):
         return weight * p * float(self.c) ** (p - 1), 0.0, None
 
 
-class Gaussian(Kernel):
+class _MedianBandwidth:
+    """A bandwidth ``sigma``: a positive float, or "median" fixed from the data by :meth:`fit`."""
+
+    def __init__(self, sigma="median"):
+        self.sigma = sigma
+        if not (isinstance(sigma, str) and sigma == "median"):
+            check_bandwidth(sigma, "sigma")
+
+    def fit(self, X, random_state=None):
+        out = copy.copy(self)
+        if isinstance(self.sigma, str):
+            out.sigma = median_sigma(X, random_state=random_state)
+        return out
+
+    def _is_resolved_member(self):
+        return not isinstance(self.sigma, str)
+
+
+class Gaussian(_MedianBandwidth, Kernel):
     r"""Gaussian kernel :math:`k = \exp(-\|W^T(x_i - x_j)\|^2 / 2\sigma^2)`.
 
     :math:`\Phi = -\sigma^{-2} X^T L(\Gamma \circ K_{XW}) X`,
@@ -388,21 +445,10 @@ class Gaussian(Kernel):
         data (:func:`median_sigma`), fixed for the whole run.
     """
 
-    def __init__(self, sigma="median"):
-        self.sigma = sigma
-        if not (isinstance(sigma, str) and sigma == "median"):
-            check_bandwidth(sigma, "sigma")
-
     def fit(self, X, random_state=None):
-        out = copy.copy(self)
-        if isinstance(self.sigma, str):
-            out.sigma = median_sigma(X, random_state=random_state)
-        else:
+        if not isinstance(self.sigma, str):
             _warn_if_kernel_vanishes(X, float(self.sigma))
-        return out
-
-    def _is_resolved_member(self):
-        return not isinstance(self.sigma, str)
+        return _MedianBandwidth.fit(self, X, random_state)
 
     def _check_fitted(self):
         if isinstance(self.sigma, str):
@@ -585,6 +631,48 @@ class ConicKernel(Kernel):
         return " + ".join(f"{w!r} * {k!r}" for w, k in self.members())
 
 
+class SNE(_MedianBandwidth, Kernel):
+    r"""SNE kernel of the asymmetric kernel SVD: a Gaussian normalised over the columns.
+
+    :math:`k(a_i, b_j) = e^{-\|a_i - b_j\|^2 / 2\sigma^2} / \sum_{j'} e^{-\|a_i - b_{j'}\|^2 / 2\sigma^2}`,
+    so every row of ``matrix(A, B)`` sums to 1 (KSVD paper, Section 4.1).
+    The paper writes :math:`e^{-\|x - z\|^2/\gamma^2}`: :math:`\gamma = \sqrt{2}\,\sigma`,
+    i.e. ``SNE(sigma=gamma / sqrt(2))``, as for :class:`Gaussian`. It is
+    asymmetric and not of the ISM family (no surrogate Phi): use it with
+    :class:`ikdr.KernelSVD` (``KernelSVD(kernel=SNE(sigma))``).
+
+    Parameters
+    ----------
+    sigma : float or "median", default="median"
+    """
+
+    def _check_fitted(self):
+        raise TypeError("the SNE kernel is row-normalised and has no ISM surrogate; it gives "
+                        "kernel matrices (matrix) for ikdr.KernelSVD only")
+
+    def matrix(self, A, B=None, *, n_threads=None):
+        """Row-normalised kernel matrix between the rows of A and of B (rows sum to 1)."""
+        from ._validation import check_matrix
+
+        A = check_matrix(A, "A", min_samples=1, dtype=FLOATS)
+        kernel = self if self._is_resolved() else self.fit(A)
+        B = A if B is None else check_matrix(B, "B", min_samples=1, dtype=A.dtype)
+        if B.shape[1] != A.shape[1]:
+            raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}")
+        require_memory(A.shape[0] * B.shape[0] * A.dtype.itemsize,
+                       f"a {A.shape[0]} x {B.shape[0]} kernel matrix")
+        sigma = float(kernel.sigma)
+        shift, sums = sne_row_normalisers(A, B, sigma, n_threads=n_threads)
+        return check_finite_result(sne_matrix(A, B, sigma, shift, sums, n_threads=n_threads),
+                                   "the SNE kernel matrix")
+
+    def _term(self, weight, rows, cols):
+        self._check_fitted()
+
+    def _phi0_parts(self, weight, X):
+        self._check_fitted()
+
+
 _NAMES = {
     "linear": Linear,
     "polynomial": Polynomial,
@@ -595,6 +683,7 @@ _NAMES = {
     "multiquadratic": Multiquadratic,
     "multiquadric": Multiquadratic,
     "relative_gaussian": RelativeGaussian,
+    "sne": SNE,
 }
 
 
@@ -611,7 +700,7 @@ def make_kernel(kernel, *, sigma="median"):
             raise ValueError(f"unknown kernel {kernel!r}; expected one of {sorted(set(_NAMES))} "
                              "or an ikdr.kernels.Kernel")
         cls = _NAMES[key]
-        return cls(sigma=sigma) if cls is Gaussian else cls()
+        return cls(sigma=sigma) if cls in (Gaussian, SNE) else cls()
     raise TypeError(f"kernel must be a name or an ikdr.kernels.Kernel, got {type(kernel).__name__}")
 
 

@@ -1,5 +1,6 @@
 r"""Evaluation measures: clustering (dissertation section 3.5, Table 3.1) and the
-singular-subspace alignment eta of the asymmetric kernel SVD paper."""
+per-component accuracy of a truncated SVD (:func:`svd_accuracy`) with the
+asymmetric kernel SVD paper's eta beside it."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +10,10 @@ from sklearn.utils.validation import column_or_1d
 from ._validation import check_matrix
 from .gamma import centered, one_hot
 
-from ._ksvd_metrics import singular_alignment
+from ._ksvd_metrics import SVDAccuracy, singular_alignment, singular_value_clusters, svd_accuracy
 
-__all__ = ["nmi", "novelty", "clustering_quality", "singular_alignment"]
+__all__ = ["nmi", "novelty", "clustering_quality", "singular_alignment", "svd_accuracy",
+           "SVDAccuracy", "singular_value_clusters"]
 
 
 def _labels(y, name):
