@@ -21,10 +21,6 @@ from . import kernels as _kernels
 from ._config import require_memory
 from ._validation import check_finite_result
 
-#: kernel blocks below this many n * m * d are computed on one thread
-SMALL_BLOCK_FLOPS = 1_000_000
-
-
 def _take(a, idx):
     return a if idx is None else a[idx]
 
@@ -61,12 +57,11 @@ class _DenseBlocks:
         if rows is None:
             if self._shift is None:
                 self._shift, self._sums = _kernels.sne_row_normalisers(
-                    self.X, self.Z, self.sigma, n_threads=_threads_for(self.X, self.Z))
+                    self.X, self.Z, self.sigma)
             return self._shift, self._sums
         if self._shift is not None:
             return self._shift[rows], self._sums[rows]
-        return _kernels.sne_row_normalisers(self.X[rows], self.Z, self.sigma,
-                                            n_threads=_threads_for(self.X[rows], self.Z))
+        return _kernels.sne_row_normalisers(self.X[rows], self.Z, self.sigma)
 
     def block(self, rows=None, cols=None):
         Xr = np.ascontiguousarray(_take(self.X, rows))
@@ -77,12 +72,11 @@ class _DenseBlocks:
             return _call_kernel(self.callable_kernel, Xr, Zc)
         # small blocks: thread start-up costs more than the work (measured: a 178 x 13
         # Gaussian block 3.7 ms on one thread, 51 ms threaded on a loaded machine)
-        nt = _threads_for(Xr, Zc)
         if self.kernel == "sne":
             shift, sums = self.normalisers(rows)
-            G = _kernels.sne_matrix(Xr, Zc, self.sigma, shift, sums, n_threads=nt)
+            G = _kernels.sne_matrix(Xr, Zc, self.sigma, shift, sums)
         else:
-            G = self._ism_kernel().matrix(Xr, Zc, n_threads=nt)
+            G = self._ism_kernel().matrix(Xr, Zc)
         return check_finite_result(G, f"the {self.kernel} kernel matrix G")
 
     def new_rows(self, Xnew):
@@ -100,11 +94,6 @@ class _DenseBlocks:
 
 
     operator = None  # dense points: products with G cost a full kernel pass; build G instead
-
-
-def _threads_for(X, Z):
-    """One thread for small kernel blocks (n m d below SMALL_BLOCK_FLOPS), else the default."""
-    return 1 if X.shape[0] * Z.shape[0] * max(X.shape[1], 1) < SMALL_BLOCK_FLOPS else None
 
 
 def _call_kernel(fn, X, Z):
