@@ -11,7 +11,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import ikdr
 from ikdr._solver import principal_angle
-from ikdr._spectral import spectral_embedding
+from ikdr.spectral import spectral_embedding
 from ikdr.gamma import semi_supervised_gamma
 from ikdr.kernels import Gaussian
 from ikdr.metrics import nmi
@@ -116,7 +116,7 @@ def test_warm_started_u_step_matches_dense(rng):
 
 def test_lanczos_u_step_inside_estimator(rng, monkeypatch):
     # The estimators reach the matrix-free path through the shared U-step.
-    import ikdr._spectral as spectral
+    import ikdr.spectral as spectral
 
     X = np.vstack([c + 0.5 * rng.standard_normal((150, 2)) for c in [(-4, 0), (4, 0)]])
     X = np.column_stack([X, rng.uniform(-1, 1, 300)])

@@ -8,7 +8,8 @@ from sklearn.preprocessing import StandardScaler
 import ikdr
 from ikdr._knet import KNetClustering, _u_gradient, cayley_step, knet_objective_and_gradient
 from ikdr._mlp import MLP
-from ikdr._spectral import clustering_gamma, kernel_degrees, spectral_embedding
+from ikdr.gamma import clustering_gamma
+from ikdr.spectral import kernel_degrees, spectral_embedding
 from ikdr.gamma import Gamma
 from ikdr.kernels import Gaussian
 

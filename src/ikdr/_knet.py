@@ -12,7 +12,8 @@ from threadpoolctl import threadpool_limits
 
 from ._mlp import MLP, Adam, pretrain_identity
 from ._progress import IterationReport, check_verbose
-from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
+from .gamma import clustering_gamma
+from .spectral import kernel_degrees, spectral_embedding
 from ._validation import check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered
