@@ -23,7 +23,7 @@ def test_wine_unsupervised():
     # ISM paper Table 4 (Gaussian, q = 3): NMI 0.86; data standardised, sigma = median.
     X, y = load_wine(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    model = ikdr.ISMClustering(n_clusters=3, n_components=3, random_state=0)
+    model = ikdr.ISMClustering(n_clusters=3, n_components=3, sigma="median", random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         labels = model.fit_predict(X)
