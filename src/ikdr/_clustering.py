@@ -38,7 +38,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._ism import _sigma_of, check_dtype
 from ._progress import IterationReport
 from ._solver import choose_n_components, ism
-from ._validation import TargetRequiredMixin, check_scale, keep_state_on_error
+from ._validation import TargetRequiredMixin, check_n_components, check_scale
+from ._validation import keep_state_on_error
 from .gamma import Gamma, centered, clustering_gamma, kernel_factor, semi_supervised_gamma
 from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
 from .spectral import auto_kernel, njw_labels, spectral_embedding
@@ -284,9 +285,7 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         if n <= k:
             raise ValueError(f"n_samples={n} must be larger than n_clusters={k} "
                              "(fewer samples than clusters)")
-        if self.n_components is not None and self.n_components > d:
-            raise ValueError(f"n_components={self.n_components} must be <= n_features={d}")
-        q = None if self.n_components is None else int(self.n_components)
+        q = None if self.n_components is None else check_n_components(self.n_components, d)
         auto = isinstance(self.sigma, str) and self.sigma == "auto"
         if auto and isinstance(self.kernel, str) and self.kernel.lower() == "gaussian":
             kernel = auto_kernel(X, k)
