@@ -33,7 +33,8 @@ import numpy as np
 
 import ikdr
 from _peers import load_datasets, run_ikdr, run_pymanopt
-from ikdr._spectral import clustering_gamma, spectral_embedding
+from ikdr.gamma import clustering_gamma
+from ikdr.spectral import spectral_embedding
 from ikdr.kernels import Gaussian, Polynomial
 
 

@@ -16,6 +16,7 @@ EXPECTED = {
                                        0.95, "min"),
     "ksvd_directed_graph.py": (r"Nystrom normalised eta: +([0-9.]+)", 0.05, "max"),
     "knet_wine.py": (r"NMI to the wine classes: ([0-9.]+)", 0.8, "min"),
+    "knet_moons_embedding.py": (r"NMI to the moons: ([0-9.]+)", 0.95, "min"),
     "kdn_wine.py": (r"test accuracy: +([0-9.]+)", 0.9, "min"),
 }
 

@@ -6,9 +6,11 @@ from sklearn.metrics import normalized_mutual_info_score
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
-from ikdr._knet import KNetClustering, _u_gradient, cayley_step, knet_objective_and_gradient
+from ikdr._knet import KNetClustering, _batch_objective, _sma_step, _u_gradient, cayley_step
+from ikdr._knet import knet_objective_and_gradient
 from ikdr._mlp import MLP
-from ikdr._spectral import clustering_gamma, kernel_degrees, spectral_embedding
+from ikdr.gamma import clustering_gamma
+from ikdr.spectral import kernel_degrees, spectral_embedding
 from ikdr.gamma import Gamma
 from ikdr.kernels import Gaussian
 
@@ -44,7 +46,7 @@ def test_backward_pass_matches_finite_differences(lam, rng):
     enc = MLP((3, 7, 3), gen)
     dec = MLP((3, 5, 3), gen) if lam else None
     spread0 = 1.7
-    _, grads = KNetClustering._objective(X, gamma, kernel, enc, dec, lam, spread0, keep=True)
+    _, grads = _batch_objective(X, gamma, kernel, enc, dec, lam, spread0, keep=True)
     params = enc.params + (dec.params if dec else [])
     num, ana = [], []
     eps = 1e-6
@@ -52,9 +54,9 @@ def test_backward_pass_matches_finite_differences(lam, rng):
         for idx in np.ndindex(p.shape):
             old = p[idx]
             p[idx] = old + eps
-            fp, _ = KNetClustering._objective(X, gamma, kernel, enc, dec, lam, spread0)
+            fp, _ = _batch_objective(X, gamma, kernel, enc, dec, lam, spread0)
             p[idx] = old - eps
-            fm, _ = KNetClustering._objective(X, gamma, kernel, enc, dec, lam, spread0)
+            fm, _ = _batch_objective(X, gamma, kernel, enc, dec, lam, spread0)
             p[idx] = old
             num.append((fp - fm) / (2 * eps))
             ana.append(g[idx])
@@ -87,7 +89,7 @@ def test_sma_keeps_u_orthonormal(rng):
     values = []
     tau = 1.0
     for _ in range(15):
-        U, tau = KNetClustering._sma_step(X, kernel, U, deg, tau)
+        U, tau = _sma_step(X, kernel, U, deg, tau)
         assert np.abs(U.T @ U - np.eye(3)).max() < 1e-10
         values.append(_u_gradient(X, kernel, U, deg)[1])
     assert np.all(np.diff(values) >= -1e-12)  # ascent

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 import ikdr
 from ikdr import kernels
 from ikdr._config import _parse_bytes
-from ikdr._spectral import spectral_embedding
+from ikdr.spectral import spectral_embedding
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 import ikdr
 from ikdr import kernels
 from ikdr._eig import lapack_top, top_eigenvectors
-from ikdr._spectral import spectral_embedding
+from ikdr.spectral import spectral_embedding
 
 _rng = np.random.default_rng(3)
 Y = np.repeat([0, 1], 20)

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from ikdr._solver import principal_angle
-from ikdr._spectral import clustering_gamma, njw_labels, spectral_embedding
+from ikdr.gamma import clustering_gamma
+from ikdr.spectral import njw_labels, spectral_embedding
 from ikdr.kernels import Gaussian
 
 
@@ -42,7 +43,7 @@ def test_lanczos_with_stored_kernel_matches_fused_and_dense(rng, normalize):
     """Wide points take the stored-K Lanczos products; with a budget too small for
     K they take the fused products; both equal the dense eigendecomposition."""
     import ikdr
-    from ikdr._spectral import STORED_KERNEL_MIN_D
+    from ikdr.spectral import STORED_KERNEL_MIN_D
 
     n, d, k = 240, STORED_KERNEL_MIN_D + 36, 3
     Z = rng.standard_normal((n, d)) + np.repeat(3.0 * rng.standard_normal((k, d)), n // k, axis=0)

@@ -1,7 +1,7 @@
 r"""Clustering paradigms of ISM: W and a spectral embedding U learned together.
 
 Every paradigm here is a Gamma builder plus the shared U-step
-(:func:`ikdr._spectral.spectral_embedding`); the W-step is always the one
+(:func:`ikdr.spectral.spectral_embedding`); the W-step is always the one
 ISM solver (:func:`ikdr.ism`) with D held fixed inside the step
 (DESIGN.md sections 1 and 3). The alternation:
 
@@ -12,7 +12,7 @@ ISM solver (:func:`ikdr.ism`) with D held fixed inside the step
    outer iteration (spectral initialisation), warm-started from the previous
    W afterwards.
 3. U-step on XW: U = top-k eigenvectors of :math:`H D^{-1/2} K_{XW} D^{-1/2} H`, new D
-   (dense below ``ikdr._spectral.DENSE_MAX_N`` samples; above, matrix-free
+   (dense below ``ikdr.spectral.DENSE_MAX_N`` samples; above, matrix-free
    over the fused C++ kernel product, warm-started from the previous U).
 4. Stop when the relative changes of the subspaces of U and W,
    :math:`\|AA^T - BB^T\|_F / \|AA^T\|_F`, are both below ``tol``, or after
@@ -27,22 +27,25 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._ism import _sigma_of, check_dtype, check_kernel_params
-from ._progress import IterationReport, check_verbose
+from ._ism import _sigma_of, check_dtype
+from ._progress import IterationReport
 from ._solver import choose_n_components, ism
-from ._spectral import clustering_gamma, njw_labels, spectral_embedding
-from ._validation import TargetRequiredMixin, check_n_components, check_positive
-from ._validation import check_scale, keep_state_on_error
-from .gamma import Gamma, centered, kernel_factor, semi_supervised_gamma
+from ._validation import TargetRequiredMixin, check_n_components, check_scale
+from ._validation import keep_state_on_error
+from .gamma import Gamma, centered, clustering_gamma, kernel_factor, semi_supervised_gamma
 from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
+from .spectral import auto_kernel, njw_labels, spectral_embedding
 
-__all__ = ["ISMClustering", "SemiSupervisedISM"]
+__all__ = ["AlternationResult", "ISMClustering", "SemiSupervisedISM", "alternate",
+           "default_n_components"]
 
 #: cap on the ISM iterations of one W-step (the authors' code uses 10-20);
 #: warm-started steps usually converge in 1-3, the outer loop does the rest
@@ -75,62 +78,134 @@ def is_affinity(kernel):
     return True
 
 
-def resolve_normalize(normalize, kernel):
-    if isinstance(normalize, str):
-        if normalize != "auto":
-            raise ValueError(f'normalize must be "auto", True or False, got {normalize!r}')
-        return is_affinity(kernel)
-    if not isinstance(normalize, (bool, np.bool_)):
-        raise TypeError(f'normalize must be "auto", True or False, got {normalize!r}')
-    return bool(normalize)
-
-
-def check_n_clusters(n_clusters, n_samples):
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
-        raise TypeError(f"n_clusters must be an int, got {type(n_clusters).__name__}")
-    if n_clusters < 2:
-        raise ValueError(f"n_clusters must be >= 2, got {n_clusters}")
-    if n_samples <= n_clusters:
-        raise ValueError(f"n_samples={n_samples} must be larger than n_clusters={n_clusters} "
-                         "(fewer samples than clusters)")
-    return int(n_clusters)
-
-
-def check_max_iter(max_iter):
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
-    return int(max_iter)
-
-
 def quadratic_trace(Z, kernel, factor, *, n_threads=None):
     r""":math:`\mathrm{Tr}(F^T K_Z F)` by one fused pass (F is n x r, never K)."""
     return kernel.objective(Z, None, Gamma(factor), n_threads=n_threads)
 
 
-def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, normalize, max_iter,
-              tol, random_state, measure=None, n_threads=None, report=None):
-    """The shared U/W alternation (module docstring). Returns a dict.
+def default_n_components(phi0_eigenvalues, n_clusters, n_features):
+    r"""The default q of the clustering paradigms.
 
-    ``kernel`` is the ISM kernel of the W-step, ``affinity`` the kernel of the
-    U-step (the same object unless the user asked for another).
+    The largest eigengap of :math:`\Phi_0` (dissertation Eq. 3.11), but at
+    least ``min(n_features, n_clusters)``: the eigengap alone picked q = 1 on
+    two-dimensional data (circles, moons, blobs), and a line cannot hold two
+    nested rings or k clusters in general position (NMI 0.0-0.45 against 1.0
+    with q = 2; issue 15).
+    """
+    q = choose_n_components(np.asarray(phi0_eigenvalues), minimum=1)
+    return int(min(n_features, max(q, n_clusters)))
 
-    ``build_gamma(U, degrees)`` gives the paradigm's Gamma; ``measure(Z, U,
-    eigenvalues, degrees)`` returns extra per-iteration numbers (a dict with
-    at least ``objective``). ``report`` (an :class:`ikdr._progress.IterationReport`)
-    receives every outer iteration; at verbose >= 2 the W-steps' ISM
-    iterations are printed too.
+
+@dataclass
+class AlternationResult:
+    """Result of :func:`alternate` (the U/W alternation of the clustering paradigms).
+
+    Attributes
+    ----------
+    components : ndarray (d, q)
+        W of the best iterate (orthonormal columns).
+    embedding : ndarray (n, k)
+        U of the best iterate.
+    eigenvalues : ndarray (k,)
+        Eigenvalues belonging to U.
+    degrees : ndarray (n,)
+        Diagonal of D at the best iterate (ones when not normalised).
+    best_iteration : int
+        1-based outer iteration returned: the highest ``objective`` seen.
+    n_iter : int
+        Outer iterations run.
+    converged : bool
+        Whether the U and W changes both fell below ``tol``.
+    history : list of dict
+        Per outer iteration: ``objective``, ``cost``, ``quality``,
+        ``u_change``, ``w_change``, ``ism_iterations``, ``ism_converged``,
+        ``time`` and the paradigm's own terms.
+    n_components : int
+        q.
+    kernel, affinity : Kernel
+        The W-step kernel and the U-step kernel.
+    time : float
+        Seconds.
+    """
+
+    components: np.ndarray = field(repr=False)
+    embedding: np.ndarray = field(repr=False)
+    eigenvalues: np.ndarray = field(repr=False)
+    degrees: np.ndarray = field(repr=False)
+    best_iteration: int = 0
+    n_iter: int = 0
+    converged: bool = False
+    history: list = field(default_factory=list, repr=False)
+    n_components: int = 0
+    kernel: Kernel = field(default=None, repr=False)
+    affinity: Kernel = field(default=None, repr=False)
+    time: float = 0.0
+
+    @property
+    def objective(self):
+        """Objective of the returned (best) iterate."""
+        return self.history[self.best_iteration - 1]["objective"]
+
+
+def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=None,
+              n_components=None, normalize=True, max_iter=20, tol=1e-3, random_state=None,
+              measure=None, n_threads=None, report=None, warn=True):
+    r"""The U/W alternation shared by every clustering paradigm of ISM.
+
+    1. U-step at W = I: :math:`U_0`, :math:`D_0` (spectral clustering of X).
+    2. W-step: :func:`ikdr.ism` on ``build_gamma(U, degrees)`` (D held fixed),
+       from :math:`\Phi_0` in the first outer iteration, warm-started after.
+    3. U-step on XW: top-k eigenvectors of :math:`H D^{-1/2} K_{XW} D^{-1/2} H`.
+    4. Stop when the relative subspace changes of U and W are both below
+       ``tol``; otherwise after ``max_iter`` iterations with a
+       :class:`~sklearn.exceptions.ConvergenceWarning`.
+
+    The W-step holds D fixed while the objective's D moves with W, so the
+    alternation need not ascend: the iterate with the highest objective is
+    returned (``best_iteration``), converged or not, never the last one by
+    accident.
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+        Standardised data (float64 or float32).
+    kernel : Kernel
+        Fitted W-step kernel (e.g. :func:`ikdr.spectral.auto_kernel`).
+    n_clusters : int
+    build_gamma : callable, default=:func:`ikdr.gamma.clustering_gamma`
+        ``build_gamma(U, degrees) -> Gamma``: the paradigm.
+    affinity : Kernel or None
+        U-step kernel; None uses ``kernel``.
+    n_components : int or None
+        q; None: :func:`default_n_components` at the first W-step.
+    normalize : bool, default=True
+        Degree normalisation of the U-step.
+    max_iter : int, default=20
+    tol : float, default=1e-3
+    random_state : int, RandomState or None
+    measure : callable, optional
+        ``measure(Z, U, eigenvalues, degrees) -> dict`` with at least
+        ``objective``; default: the clustering quality (sum of eigenvalues).
+    n_threads : int or None
+    report : IterationReport, optional
+        Receives every outer iteration.
+    warn : bool, default=True
+        Emit the ConvergenceWarning.
+
+    Returns
+    -------
+    AlternationResult
     """
     t0 = time.perf_counter()
+    affinity = kernel if affinity is None else affinity
     d = X.shape[1]
     U, vals, deg = spectral_embedding(X, affinity, n_clusters, random_state=random_state,
                                       n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
     if n_components is None:
-        phi0 = kernel.phi0(X, gamma)
-        q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=1)
-        q = min(q, d)
+        q = default_n_components(np.linalg.eigvalsh(kernel.phi0(X, gamma)), n_clusters, d)
     else:
-        q = n_components
+        q = int(n_components)
     W = None
     history = []
     converged = False
@@ -162,67 +237,107 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
         if report is not None:
             report(it, entry["objective"], max(dU, dW), quality=entry["quality"],
                    ism_iter=result.n_iter)
-        # The W-step holds D fixed, so the true objective (D moves with W) need
-        # not rise monotonically: keep the best iterate seen.
         if best is None or entry["objective"] > best[0]:
             best = (entry["objective"], it, W, U, vals, deg)
         if dU < tol and dW < tol:
             converged = True
             break
         gamma = build_gamma(U, deg)
-    if not converged:
+    _, best_it, W, U, vals, deg = best
+    if not converged and warn:
         warnings.warn(f"the U/W alternation did not converge in max_iter={max_iter} outer "
                       f"iterations (last changes: U {history[-1]['u_change']:.3g}, "
-                      f"W {history[-1]['w_change']:.3g}, tol={tol})", ConvergenceWarning,
-                      stacklevel=3)
-    _, best_it, W, U, vals, deg = best
-    return {"W": W, "U": U, "eigenvalues": vals, "degrees": deg, "n_iter": len(history),
-            "best_iteration": best_it, "converged": converged, "history": history,
-            "n_components": q, "kernel": kernel, "affinity": affinity,
-            "time": time.perf_counter() - t0}
+                      f"W {history[-1]['w_change']:.3g}, tol={tol}); returning the iterate "
+                      f"with the highest objective (iteration {best_it})", ConvergenceWarning,
+                      stacklevel=2)
+    return AlternationResult(components=W, embedding=U, eigenvalues=vals, degrees=deg,
+                             best_iteration=best_it, n_iter=len(history), converged=converged,
+                             history=history, n_components=q, kernel=kernel, affinity=affinity,
+                             time=time.perf_counter() - t0)
 
 
 class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
-    """Shared parameter checks, fitted attributes and transform."""
+    """Shared parameter constraints, checks, fitted attributes and transform."""
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "kernel": [str, Kernel],
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither"),
+                  StrOptions({"auto", "median"})],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "affinity": [None, str, Kernel],
+        "normalize": [StrOptions({"auto"}), "boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "dtype": "no_validation",  # checked by check_dtype (float64 or float32 only)
+    }
 
     def _check_common(self, X):
+        """Validate the parameters (one place: ``_parameter_constraints``) and the
+        data-dependent ones; return (kernel, affinity, n_clusters, q, normalize)."""
+        self._validate_params()
         self._dtype = check_dtype(getattr(self, "dtype", np.float64))
-        check_positive(self.tol, "tol")
-        check_verbose(self.verbose)
-        self._max_iter = check_max_iter(self.max_iter)
-        kernel = check_kernel_params(self.kernel, self.sigma)
-        n_clusters = check_n_clusters(self.n_clusters, X.shape[0])
-        q = None if self.n_components is None else check_n_components(self.n_components, X.shape[1])
-        kernel = kernel.fit(X, random_state=self.random_state)
+        self._max_iter = int(self.max_iter)
+        n, d = X.shape
+        k = int(self.n_clusters)
+        if n <= k:
+            raise ValueError(f"n_samples={n} must be larger than n_clusters={k} "
+                             "(fewer samples than clusters)")
+        q = None if self.n_components is None else check_n_components(self.n_components, d)
+        auto = isinstance(self.sigma, str) and self.sigma == "auto"
+        if auto and isinstance(self.kernel, str) and self.kernel.lower() == "gaussian":
+            kernel = auto_kernel(X, k)
+        else:
+            sigma = "median" if auto else self.sigma
+            kernel = make_kernel(self.kernel, sigma=sigma).fit(X, random_state=self.random_state)
         if self.affinity is None:
             affinity = kernel
+        elif isinstance(self.affinity, str) and self.affinity.lower() == "gaussian" and auto:
+            affinity = auto_kernel(X, k)
         else:
-            if not isinstance(self.affinity, (str, Kernel)):
-                raise TypeError("affinity must be None, a kernel name or an ikdr.kernels.Kernel, "
-                                f"got {type(self.affinity).__name__}")
             affinity = make_kernel(self.affinity).fit(X, random_state=self.random_state)
-        normalize = resolve_normalize(self.normalize, affinity)
-        return kernel, affinity, n_clusters, q, normalize
+        if isinstance(self.normalize, str):
+            normalize = is_affinity(affinity)
+        else:
+            normalize = bool(self.normalize)
+        return kernel, affinity, k, q, normalize
 
-    def _report(self):
-        """The per-iteration report of ``verbose`` (a context manager)."""
-        return IterationReport(type(self).__name__, self.verbose, total=self._max_iter)
+    def _alternate(self, X, kernel, affinity, k, q, normalize, build_gamma=clustering_gamma,
+                   measure=None):
+        with IterationReport(type(self).__name__, self.verbose, total=self._max_iter) as report:
+            out = alternate(X.astype(self._dtype, copy=False), kernel, k, build_gamma,
+                            affinity=affinity, n_components=q, normalize=normalize,
+                            max_iter=self._max_iter, tol=self.tol,
+                            random_state=self.random_state, measure=measure, report=report,
+                            warn=False)
+        if not out.converged:
+            warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
+                          f"max_iter={self._max_iter} outer iterations (last changes: U "
+                          f"{out.history[-1]['u_change']:.3g}, W "
+                          f"{out.history[-1]['w_change']:.3g}, tol={self.tol}); the iterate "
+                          f"with the highest objective (iteration {out.best_iteration}) is "
+                          "kept", ConvergenceWarning, stacklevel=3)
+        self._store(out, normalize)
+        return out
 
-    def _store(self, out):
-        self.components_ = out["W"]
-        self.embedding_ = out["U"]
-        self.eigenvalues_ = out["eigenvalues"]
-        self.degrees_ = out["degrees"]
-        self.n_iter_ = out["n_iter"]
-        self.converged_ = out["converged"]
-        self.history_ = out["history"]
-        self.kernel_ = out["kernel"]
-        self.affinity_ = out["affinity"]
-        self.sigma_ = _sigma_of(out["kernel"])
-        self.normalize_ = out["normalize"]
-        self.labels_ = njw_labels(out["U"], self.n_clusters, random_state=self.random_state)
-        self.best_iteration_ = out["best_iteration"]
-        self.quality_ = out["history"][self.best_iteration_ - 1]["quality"]
+    def _store(self, out, normalize):
+        self.components_ = out.components
+        self.embedding_ = out.embedding
+        self.eigenvalues_ = out.eigenvalues
+        self.degrees_ = out.degrees
+        self.n_iter_ = out.n_iter
+        self.converged_ = out.converged
+        self.history_ = out.history
+        self.kernel_ = out.kernel
+        self.affinity_ = out.affinity
+        self.sigma_ = _sigma_of(out.kernel)
+        self.normalize_ = normalize
+        self.labels_ = njw_labels(out.embedding, self.n_clusters, random_state=self.random_state)
+        self.best_iteration_ = out.best_iteration
+        self.objective_ = out.objective
+        self.quality_ = out.history[self.best_iteration_ - 1]["quality"]
 
     def transform(self, X):
         """Project X onto the learned subspace: ``X @ components_``."""
@@ -237,12 +352,22 @@ _COMMON_PARAMS = r"""
     n_components : int or None, default=None
         q, the dimension of the learned subspace. ``None`` picks q by the
         largest eigengap of :math:`\Phi_0` at the first W-step (dissertation
-        Eq. 3.11: the gap between the q-th and (q+1)-th largest eigenvalues).
+        Eq. 3.11: the gap between the q-th and (q+1)-th largest eigenvalues),
+        but at least ``min(n_features, n_clusters)``
+        (:func:`ikdr.default_n_components`).
     kernel : str or Kernel, default="gaussian"
         Any ISM kernel or conic combination (:mod:`ikdr.kernels`).
-    sigma : float or "median", default="median"
-        Gaussian bandwidth when ``kernel="gaussian"``; "median" is the median
-        pairwise distance of the training X, fixed for the whole run.
+    sigma : float, "auto" or "median", default="auto"
+        Bandwidth of ``kernel="gaussian"``. "auto" (chosen from the data
+        alone, no labels): local scaling, the relative Gaussian
+        :math:`\exp(-\|W^T(x_i - x_j)\|^2 / 2\sigma_i\sigma_j)` with
+        :math:`\sigma_i` the distance of :math:`x_i` to its 7th nearest
+        neighbour in X, used by both the W-step kernel and the U-step affinity
+        (:func:`ikdr.spectral.auto_kernel`: rule, measurements and cost, one
+        k-NN query). It raises ValueError when every sample is identical or
+        n_samples < 3 x n_clusters. "median": a global Gaussian at the median
+        pairwise distance of X (the papers' choice). A float: that global
+        bandwidth. All are fixed for the whole run.
     max_iter : int, default=20
         Cap on the outer U/W iterations.
     tol : float, default=1e-3
@@ -293,6 +418,8 @@ _COMMON_ATTRS = r"""
         (dissertation Table 3.1; at most n_clusters when normalised).
     n_iter_ : int
         Outer U/W iterations.
+    objective_ : float
+        The paradigm's objective at ``best_iteration_``.
     best_iteration_ : int
         The (1-based) outer iteration whose W, U are returned: the one with
         the highest objective (D is held fixed in the W-step, so the true
@@ -348,7 +475,7 @@ class ISMClustering(_AlternatingClustering):
     True
     """
 
-    def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="median",
+    def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="auto",
                  max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
                  verbose=0, dtype=np.float64):
         self.n_clusters = n_clusters
@@ -370,16 +497,17 @@ class ISMClustering(_AlternatingClustering):
         check_scale(X)
         kernel, affinity, k, q, normalize = self._check_common(X)
 
-        with self._report() as report:
-            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, clustering_gamma, normalize=normalize,
-                            max_iter=self._max_iter, tol=self.tol,
-                            random_state=self.random_state, report=report)
-        out["normalize"] = normalize
-        self._store(out)
+        self._alternate(X, kernel, affinity, k, q, normalize)
         return self
 
 
 class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
+    _parameter_constraints: dict = {
+        **_AlternatingClustering._parameter_constraints,
+        "mu": [Interval(numbers.Real, 0, None, closed="left")],
+        "score_kernel": [str, Kernel],
+    }
+
     __doc__ = r"""Semi-supervised clustering guided by expert scores (ISM paper, Eq. 2-3).
 
     Maximises :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U) +
@@ -409,7 +537,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
     """
 
     def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
-                 sigma="median", score_kernel="gaussian", max_iter=20, tol=1e-3,
+                 sigma="auto", score_kernel="gaussian", max_iter=20, tol=1e-3,
                  affinity=None, normalize="auto", random_state=None, verbose=0,
                  dtype=np.float64):
         self.n_clusters = n_clusters
@@ -435,10 +563,8 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         X, scores = validate_data(self, X, scores, dtype=np.float64, ensure_min_samples=2,
                                   multi_output=True, y_numeric=True)
         check_scale(X)
-        mu = check_positive(self.mu, "mu", strict=False)
-        if not isinstance(self.score_kernel, (str, Kernel)):
-            raise TypeError("score_kernel must be a name or an ikdr.kernels.Kernel")
         kernel, affinity, k, q, normalize = self._check_common(X)
+        mu = float(self.mu)
         scores = np.asarray(scores, dtype=np.float64).reshape(X.shape[0], -1)
         if np.all(np.ptp(scores, axis=0) == 0):
             raise ValueError("scores are constant; they carry no guidance")
@@ -453,10 +579,5 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
             quality = float(np.sum(vals))
             return {"score_term": score_term, "objective": quality + mu * score_term}
 
-        with self._report() as report:
-            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, build, normalize=normalize,
-                            max_iter=self._max_iter, tol=self.tol,
-                            random_state=self.random_state, measure=measure, report=report)
-        out["normalize"] = normalize
-        self._store(out)
+        self._alternate(X, kernel, affinity, k, q, normalize, build, measure)
         return self

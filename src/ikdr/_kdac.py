@@ -7,8 +7,11 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import validate_data
 
-from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, alternate, \
-    quadratic_trace
+import numbers
+
+from sklearn.utils._param_validation import Interval
+
+from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, quadratic_trace
 from ._validation import TargetRequiredMixin, check_matrix, check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import alternative_gamma, centered, one_hot
@@ -55,6 +58,11 @@ def existing_clusterings(y_existing, n_samples):
 
 
 class KDAC(TargetRequiredMixin, _AlternatingClustering):
+    _parameter_constraints: dict = {
+        **_AlternatingClustering._parameter_constraints,
+        "lam": [Interval(numbers.Real, 0, None, closed="left")],
+    }
+
     __doc__ = r"""Kernel dimension alternative clustering, solved by ISM.
 
     Finds a clustering of high quality that differs from an existing one
@@ -118,7 +126,7 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
     1.0
     """
 
-    def __init__(self, n_clusters=2, n_components=None, sigma="median", lam=1.0,
+    def __init__(self, n_clusters=2, n_components=None, sigma="auto", lam=1.0,
                  kernel="gaussian", max_iter=20, tol=1e-3, affinity=None, normalize="auto",
                  random_state=None, verbose=0, dtype=np.float64):
         self.n_clusters = n_clusters
@@ -140,9 +148,9 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
         (a label vector, or a list of label vectors of earlier clusterings)."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         check_scale(X)
-        lam = check_positive(self.lam, "lam", strict=False)
-        Y, existing = existing_clusterings(y_existing, X.shape[0])
         kernel, affinity, k, q, normalize = self._check_common(X)
+        lam = float(self.lam)
+        Y, existing = existing_clusterings(y_existing, X.shape[0])
         Yc = centered(Y)
 
         def build(U, deg):
@@ -153,13 +161,8 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
             quality = float(np.sum(vals))
             return {"alternativeness": alt, "objective": quality - lam * alt}
 
-        with self._report() as report:
-            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, build, normalize=normalize,
-                            max_iter=self._max_iter, tol=self.tol,
-                            random_state=self.random_state, measure=measure, report=report)
-        out["normalize"] = normalize
-        self._store(out)
-        self.alternativeness_ = out["history"][self.best_iteration_ - 1]["alternativeness"]
+        out = self._alternate(X, kernel, affinity, k, q, normalize, build, measure)
+        self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
         self.novelty_ = max(nmi(y, self.labels_) for y in existing)
         return self
 

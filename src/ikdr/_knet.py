@@ -2,23 +2,54 @@
 from __future__ import annotations
 
 import numbers
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ._mlp import MLP, Adam, pretrain_identity
-from ._progress import IterationReport, check_verbose
-from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
-from ._validation import check_positive
+from ._progress import IterationReport
 from ._validation import check_scale, keep_state_on_error
-from .gamma import Gamma, centered
-from .kernels import Gaussian
+from .gamma import Gamma, centered, clustering_gamma
+from .kernels import Gaussian, RelativeGaussian
+from .spectral import AUTO_NEIGHBORS, kernel_degrees, spectral_embedding
 
-__all__ = ["KNetClustering", "knet_objective_and_gradient", "cayley_step"]
+__all__ = ["KNetClustering", "KNetTraining", "auto_sigma", "cayley_step",
+           "knet_objective_and_gradient", "train_knet"]
+
+
+def auto_sigma(X, n_clusters, *, n_neighbors=AUTO_NEIGHBORS):
+    r"""KNet's default bandwidth (``sigma="auto"``): the median over the samples
+    of the distance to the 7th nearest neighbour in X.
+
+    The global counterpart of the local scaling of the ISM estimators
+    (:func:`ikdr.spectral.auto_kernel`): KNet's kernel acts on the moving
+    embedding and on mini-batches, where per-sample bandwidths of X do not
+    apply, so one global sigma at the scale of the neighbourhoods is used.
+    On the standardised Moon, Spiral and circles it is 0.04-0.07 x the median
+    distance (the thesis used 0.1 x median there, Table 4.1); NMI 1.0 on all
+    three against 0.45-0.60 at the median (issue 15). Cost: one k-NN query.
+
+    Raises ValueError when n_samples < 3 x n_clusters or all samples coincide.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if n < 3 * int(n_clusters):
+        raise ValueError(f'sigma="auto" needs at least 3 x n_clusters = {3 * int(n_clusters)} '
+                         f"samples to estimate a bandwidth, got n_samples={n}; give a numeric "
+                         "sigma")
+    if not np.any(X != X[:1]):
+        raise ValueError('sigma="auto": every sample of X is identical, no bandwidth can be '
+                         "estimated from the data")
+    scales = RelativeGaussian.local_scales(X, min(int(n_neighbors), n - 1))
+    return float(np.median(scales))
 
 
 def knet_objective_and_gradient(Psi, gamma, kernel, *, with_value=True, n_threads=None):
@@ -97,14 +128,213 @@ def _spread(Psi):
     return float(np.sqrt(np.mean(np.sum(centered(Psi) ** 2, axis=1)))) or 1.0
 
 
-def _check_int(value, name, minimum=1, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+@dataclass
+class KNetTraining:
+    r"""Result of :func:`train_knet`.
+
+    Attributes
+    ----------
+    embedding : ndarray (n, d)
+        :math:`\psi_\theta(X)` after the last kept round.
+    U : ndarray (n, k)
+    degrees : ndarray (n,)
+    history : list of float
+        Objective after each round (entry 0: the start); non-decreasing.
+    n_iter : int
+        Rounds run.
+    n_rejected : int
+        Rounds undone because they lowered the objective.
+    converged : bool
+        True only when an accepted round changed :math:`UU^T` by less than
+        ``tol``; False when the step size ran out (every recent round undone)
+        or ``max_iter`` was reached.
+    stop_reason : str
+        "converged", "step size exhausted" or "max_iter".
+    spread : float
+        Spread of X the embedding is scaled to.
+    """
+
+    embedding: np.ndarray = field(repr=False)
+    U: np.ndarray = field(repr=False)
+    degrees: np.ndarray = field(repr=False)
+    history: list = field(default_factory=list)
+    n_iter: int = 0
+    n_rejected: int = 0
+    converged: bool = False
+    stop_reason: str = ""
+    spread: float = 1.0
+
+    @property
+    def n_accepted(self):
+        """Rounds kept."""
+        return self.n_iter - self.n_rejected
+
+
+def _embed(encoder, X, spread0):
+    """psi(X): the network output rescaled to the spread of the training data."""
+    out = encoder.forward(X)
+    return out * (spread0 / _spread(out))
+
+
+def _batch_objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=False,
+                     with_value=True):
+    r"""Objective (4.8a) on rows X (a batch) and the gradients of every
+    parameter, for gradient *ascent*.
+
+    The embedding is the network output scaled to a fixed spread,
+    :math:`\psi = c\,f_\theta(X)/s(f_\theta(X))` (s: root-mean-square
+    distance to the batch mean, c: that of the training X). With sigma fixed,
+    an unscaled network can raise (4.11) by shrinking everything, which
+    merges the clusters; the scaling removes that trivial direction and is
+    the identity at the start.
+    """
+    out = encoder.forward(X, keep=keep)
+    s = _spread(out)
+    Psi = out * (spread0 / s)
+    value, grad_z = knet_objective_and_gradient(
+        Psi, gamma, kernel, with_value=with_value,
+        n_threads=1 if Psi.shape[0] <= _SERIAL_ROWS else None)
+    if decoder is not None:
+        recon = decoder.forward(Psi, keep=keep)
+        diff = X - recon
+        value -= lam * float(np.sum(diff * diff))
+        if keep:
+            dec_grads, g_in = decoder.backward(2.0 * lam * diff)
+            grad_z = grad_z + g_in
+    else:
+        dec_grads = []
+    if not keep:
+        return value, []
+    # chain rule through Psi = c out / s(out)
+    Zc = centered(Psi)
+    m = Psi.shape[0]
+    grad_out = (spread0 / s) * (grad_z - (np.sum(grad_z * Psi) / (m * spread0 ** 2)) * Zc)
+    enc_grads = encoder.backward(grad_out)[0]
+    return value, enc_grads + dec_grads
+
+
+def _sma_step(Psi, kernel, U, degrees, tau):
+    """One Cayley step with backtracking (Armijo) on Tr(U^T M U); returns (U, next tau)."""
+    G, value = _u_gradient(Psi, kernel, U, degrees)
+    # Riemannian gradient norm^2 = 1/2 ||A||_F^2 for the canonical metric
+    slope = float(np.sum(G * G) - np.sum((U.T @ G) ** 2))
+    if slope <= 1e-300:
+        return U, tau
+    for _ in range(30):
+        U_new = cayley_step(U, G, tau)
+        _, new_value = _u_gradient(Psi, kernel, U_new, degrees)
+        if new_value >= value + 1e-4 * tau * slope:
+            return U_new, 2.0 * tau
+        tau *= 0.5
+    return U, tau
+
+
+def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, lam=0.0, learning_rate=1e-3,
+               batch_size=200, max_iter=100, epochs_per_iter=1, tol=1e-2, update="eig",
+               rng=None, report=None):
+    r"""KNet's rounds (dissertation Algorithm 3): epoch, D, U, until :math:`UU^T` settles.
+
+    Each round: ``epochs_per_iter`` epochs of Adam ascent on
+    :math:`\sum_{ij}\Gamma_{ij} k(\psi_i, \psi_j)` with
+    :math:`\Gamma = D^{-1/2}HUU^THD^{-1/2}` fixed (mini-batches use the
+    batch's rows of the factor), then D, then U (``"eig"``: top eigenvectors,
+    ``"sma"``: one Cayley step). A round whose epoch lowers Eq. 4.8a with D
+    recomputed (at the old U) is undone and the learning rate halved (see
+    :class:`KNetClustering`); after ten halvings the run stops
+    (``stop_reason="step size exhausted"``, ``converged=False``).
+
+    Parameters
+    ----------
+    X : ndarray (n, d), standardised
+    kernel : Gaussian
+        Fitted kernel on the embedding.
+    n_clusters : int
+    encoder, decoder : ikdr._mlp.MLP
+        Networks (the encoder starting at the identity); decoder None when lam = 0.
+    lam, learning_rate, batch_size, max_iter, epochs_per_iter, tol, update
+        As in :class:`KNetClustering`.
+    rng : RandomState
+    report : IterationReport, optional
+
+    Returns
+    -------
+    KNetTraining
+    """
+    rng = check_random_state(rng)
+    n = X.shape[0]
+    k = int(n_clusters)
+    params = encoder.params + (decoder.params if decoder is not None else [])
+    optimizer = Adam(params, learning_rate)
+    shuffle = np.random.default_rng(rng.randint(2**31 - 1))
+    spread0 = _spread(X)
+    Psi = _embed(encoder, X, spread0)
+    U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
+    gamma = clustering_gamma(U, degrees)
+    history = [kernel.objective(Psi, None, gamma)]
+    tau = 1.0
+    converged = False
+    stop_reason = "max_iter"
+    n_iter = 0
+    n_rejected = 0
+    halvings = 0
+    for n_iter in range(1, int(max_iter) + 1):
+        factor, scale = gamma.factor, gamma.scale
+        # F(theta, U) with D recomputed (Eq. 4.4), the quantity the round must not lower
+        value_before = history[-1]
+        saved = ([p.copy() for p in params], optimizer.state())
+        for _ in range(int(epochs_per_iter)):
+            order = shuffle.permutation(n)
+            for start in range(0, n, batch_size):
+                idx = order[start:start + batch_size]
+                if idx.shape[0] <= k and start > 0:  # fold a tiny tail into the last batch
+                    continue
+                _, grads = _batch_objective(X[idx], Gamma(factor[idx], scale), kernel, encoder,
+                                            decoder, lam, spread0, keep=True, with_value=False)
+                optimizer.step([-g for g in grads])
+        Psi_new = _embed(encoder, X, spread0)
+        # Judged at the old U with D recomputed. (Judging after the U-step instead kept
+        # most rounds on the moons and raised the objective, but tore a moon apart:
+        # NMI 1.0 -> 0.60 at n = 600; issue 15.)
+        degrees_new = kernel_degrees(Psi_new, kernel)
+        value_after = _u_gradient(Psi_new, kernel, U, degrees_new)[1]
+        if value_after < value_before:
+            # The epoch holds D fixed (a surrogate of Eq. 4.8a); when it lowers the true
+            # objective, undo it and halve the step, so the rounds ascend monotonically
+            # and cannot wander away from the spectral-clustering start.
+            for p, old in zip(params, saved[0]):
+                p[...] = old
+            optimizer.restore(saved[1])
+            optimizer.lr *= 0.5
+            n_rejected += 1
+            halvings += 1
+            history.append(history[-1])
+            if halvings >= _MAX_HALVINGS:
+                stop_reason = "step size exhausted"
+                break
+            continue
+        Psi, degrees = Psi_new, degrees_new
+        if update == "eig":
+            # dense up to DENSE_MAX_N; above, LOBPCG warm-started from the previous U.
+            U_new, vals, degrees = spectral_embedding(
+                Psi, kernel, k, random_state=rng.randint(2**31 - 1), U0=U)
+            value = float(np.sum(vals))  # Tr(U^T H D^-1/2 K D^-1/2 H U)
+        else:
+            U_new, tau = _sma_step(Psi, kernel, U, degrees, tau)
+            value = None
+        change = np.sqrt(max(2.0 * (k - np.sum((U.T @ U_new) ** 2)), 0.0) / k)
+        U = U_new
+        gamma = clustering_gamma(U, degrees)
+        history.append(kernel.objective(Psi, None, gamma) if value is None else value)
+        if report is not None:
+            report(n_iter, history[-1], change)
+        if change < tol:
+            converged = True
+            stop_reason = "converged"
+            break
+    return KNetTraining(embedding=Psi, U=U, degrees=degrees, history=history, n_iter=n_iter,
+                        n_rejected=n_rejected, converged=converged, stop_reason=stop_reason,
+                        spread=spread0)
+
 
 
 class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
@@ -125,9 +355,9 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     surrogate of (4.8a); on the Moon and the Spiral (sigma = 0.1 x median,
     Table 4.1) every such epoch *lowers* (4.8a) evaluated with D recomputed
     (it rewards making neighbourhoods denser), and repeated epochs tore the
-    clusters apart (NMI 0.44-0.66). A round whose epoch lowers (4.8a) is
-    therefore undone and the learning rate halved; after ten halvings the run
-    stops. The history is non-decreasing.
+    clusters apart (NMI 0.44-0.66). A round whose epoch lowers (4.8a) at the
+    old U is therefore undone and the learning rate halved; after ten halvings the run stops with ``converged_ = False``
+    and a ConvergenceWarning. The history is non-decreasing.
 
     Output. Two partitions are formed: k-means on :math:`\psi_\theta(X)`
     (Alg. 3) and the NJW rounding of U (k-means on the row-normalised
@@ -165,8 +395,11 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         starts as the exact identity (the paper used 3 layers of width d or 20).
     update : {"eig", "sma"}, default="eig"
         KNet_EIG or KNet_SMA.
-    sigma : float or "median", default="median"
-        Gaussian bandwidth, fixed for the whole run; "median" is the median
+    sigma : float, "auto" or "median", default="auto"
+        Gaussian bandwidth, fixed for the whole run. "auto": the median
+        distance of the samples to their 7th nearest neighbour
+        (:func:`auto_sigma`, chosen from X alone; raises ValueError when all
+        samples coincide or n_samples < 3 x n_clusters); "median": the median
         pairwise distance of the training X (dissertation Table 4.1).
     lam : float, default=0.0
         Weight of the autoencoder penalty; 0 (no decoder) in all of the
@@ -201,6 +434,11 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         HSIC objective :math:`\mathrm{Tr}(\Gamma K_\Psi)` after each round
         (entry 0: the spectral-clustering start).
     converged_ : bool
+        True only when an accepted round changed :math:`UU^T` by less than
+        ``tol`` (not when the rounds stopped because every step was undone;
+        a ConvergenceWarning is issued then).
+    stop_reason_ : str
+        "converged", "step size exhausted" or "max_iter".
     n_rejected_ : int
         Rounds undone because their epoch lowered (4.8a).
     rounding_ : {"kmeans", "spectral"}
@@ -224,7 +462,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     (300,)
     """
 
-    def __init__(self, n_clusters=2, hidden_layer_sizes=None, update="eig", sigma="median",
+    def __init__(self, n_clusters=2, hidden_layer_sizes=None, update="eig", sigma="auto",
                  lam=0.0, max_iter=100, epochs_per_iter=1, learning_rate=1e-3, batch_size=None,
                  tol=1e-2, random_state=None, verbose=0):
         self.n_clusters = n_clusters
@@ -240,26 +478,31 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],
+        "hidden_layer_sizes": [None, tuple, list],
+        "update": [StrOptions({"eig", "sma"})],
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither"),
+                  StrOptions({"auto", "median"})],
+        "lam": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "epochs_per_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
     # -- validation ----------------------------------------------------------
     def _check_params(self, n, d):
-        k = _check_int(self.n_clusters, "n_clusters", 1)
+        """Data-dependent checks (the rest: ``_parameter_constraints``)."""
+        self._validate_params()
+        k = int(self.n_clusters)
         if k >= n:
             raise ValueError(f"n_clusters={k} needs more samples than clusters; got "
                              f"n_samples={n}")
-        if self.update not in ("eig", "sma"):
-            raise ValueError(f"update must be 'eig' or 'sma', got {self.update!r}")
-        if isinstance(self.sigma, str):
-            if self.sigma != "median":
-                raise ValueError(f'sigma must be a positive float or "median", got {self.sigma!r}')
-        else:
-            check_positive(self.sigma, "sigma")
-        lam = check_positive(self.lam, "lam", strict=False)
-        _check_int(self.max_iter, "max_iter", 1)
-        _check_int(self.epochs_per_iter, "epochs_per_iter", 1)
-        check_positive(self.learning_rate, "learning_rate")
-        check_positive(self.tol, "tol")
-        check_verbose(self.verbose)
-        batch = _check_int(self.batch_size, "batch_size", 1, allow_none=True)
+        batch = self.batch_size
         if batch is None:
             batch = min(n, 200)
         elif batch > n:
@@ -271,8 +514,11 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         else:
             hidden = tuple(self.hidden_layer_sizes)
             for h in hidden:
-                _check_int(h, "hidden_layer_sizes entry", 1)
-        return k, lam, batch, hidden
+                if isinstance(h, bool) or not isinstance(h, numbers.Integral):
+                    raise TypeError(f"hidden_layer_sizes entries must be ints, got {h!r}")
+                if h < 1:
+                    raise ValueError(f"hidden_layer_sizes entries must be >= 1, got {h}")
+        return k, float(self.lam), int(batch), hidden
 
     # -- network ---------------------------------------------------------------
     def _build(self, X, hidden, lam, rng):
@@ -288,53 +534,10 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             pretrain_identity(nets, X, rng=seed)
         return encoder, decoder
 
-    @staticmethod
-    def _embed(encoder, X, spread0):
-        """psi(X): the network output rescaled to the spread of the training data."""
-        out = encoder.forward(X)
-        return out * (spread0 / _spread(out))
-
-    @staticmethod
-    def _objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=False,
-                   with_value=True):
-        r"""Objective (4.8a) on rows X (a batch) and the gradients of every
-        parameter, for gradient *ascent*.
-
-        The embedding is the network output scaled to a fixed spread,
-        :math:`\psi = c\,f_\theta(X)/s(f_\theta(X))` (s: root-mean-square
-        distance to the batch mean, c: that of the training X). With sigma fixed,
-        an unscaled network can raise (4.11) by shrinking everything, which
-        merges the clusters; the scaling removes that trivial direction and is
-        the identity at the start.
-        """
-        out = encoder.forward(X, keep=keep)
-        s = _spread(out)
-        Psi = out * (spread0 / s)
-        value, grad_z = knet_objective_and_gradient(
-            Psi, gamma, kernel, with_value=with_value,
-            n_threads=1 if Psi.shape[0] <= _SERIAL_ROWS else None)
-        if decoder is not None:
-            recon = decoder.forward(Psi, keep=keep)
-            diff = X - recon
-            value -= lam * float(np.sum(diff * diff))
-            if keep:
-                dec_grads, g_in = decoder.backward(2.0 * lam * diff)
-                grad_z = grad_z + g_in
-        else:
-            dec_grads = []
-        if not keep:
-            return value, []
-        # chain rule through Psi = c out / s(out)
-        Zc = centered(Psi)
-        m = Psi.shape[0]
-        grad_out = (spread0 / s) * (grad_z - (np.sum(grad_z * Psi) / (m * spread0 ** 2)) * Zc)
-        enc_grads = encoder.backward(grad_out)[0]
-        return value, enc_grads + dec_grads
-
     # -- fitting -----------------------------------------------------------------
     @keep_state_on_error
     def fit(self, X, y=None):
-        """Learn the embedding and cluster X.
+        """Learn the embedding and cluster X (:func:`train_knet` does the rounds).
 
         Parameters
         ----------
@@ -350,86 +553,36 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         n, d = X.shape
         k, lam, batch, hidden = self._check_params(n, d)
         rng = check_random_state(self.random_state)
-        kernel = Gaussian(self.sigma).fit(X, random_state=rng.randint(2**31 - 1))
+        seed = rng.randint(2**31 - 1)
+        if isinstance(self.sigma, str) and self.sigma == "auto":
+            kernel = Gaussian(auto_sigma(X, k))
+        else:
+            kernel = Gaussian(self.sigma).fit(X, random_state=seed)
         encoder, decoder = self._build(X, hidden, lam, rng)
-        params = encoder.params + (decoder.params if decoder is not None else [])
-        optimizer = Adam(params, self.learning_rate)
-        shuffle = np.random.default_rng(rng.randint(2**31 - 1))
-
-        spread0 = _spread(X)
-        Psi = self._embed(encoder, X, spread0)
-        U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
-        gamma = clustering_gamma(U, degrees)
-        history = [kernel.objective(Psi, None, gamma)]
-        tau = 1.0
-        converged = False
-        n_iter = 0
-        report = IterationReport("KNetClustering", self.verbose,
-                                 total=int(self.max_iter)).start()
-        n_rejected = 0
-        for n_iter in range(1, int(self.max_iter) + 1):
-            factor, scale = gamma.factor, gamma.scale
-            # F(theta, U) with D recomputed (Eq. 4.4), the quantity the round must not lower
-            value_before = history[-1]
-            saved = ([p.copy() for p in params], optimizer.state())
-            for _ in range(int(self.epochs_per_iter)):
-                order = shuffle.permutation(n)
-                for start in range(0, n, batch):
-                    idx = order[start:start + batch]
-                    if idx.shape[0] <= k and start > 0:  # fold a tiny tail into the last batch
-                        continue
-                    _, grads = self._objective(X[idx], Gamma(factor[idx], scale), kernel, encoder,
-                                               decoder, lam, spread0, keep=True,
-                                               with_value=False)
-                    optimizer.step([-g for g in grads])
-            Psi_new = self._embed(encoder, X, spread0)
-            value_after = _u_gradient(Psi_new, kernel, U, kernel_degrees(Psi_new, kernel))[1]
-            if value_after < value_before:
-                # The epoch holds D fixed (a surrogate of Eq. 4.8a); when it lowers the true
-                # objective, undo it and halve the step, so the rounds ascend monotonically
-                # and cannot wander away from the spectral-clustering start.
-                for p, old in zip(params, saved[0]):
-                    p[...] = old
-                optimizer.restore(saved[1])
-                optimizer.lr *= 0.5
-                n_rejected += 1
-                history.append(history[-1])
-                if n_rejected >= _MAX_HALVINGS:
-                    converged = True  # no ascent step of any useful length is left
-                    break
-                continue
-            Psi = Psi_new
-            if self.update == "eig":
-                # dense up to DENSE_MAX_N; above, LOBPCG warm-started from the previous U.
-                # (Warm LOBPCG at n = 3,000 was slower than dense on the Spiral: its top
-                # eigenvalues 0.9999, 0.9991, 0.990 are too close.)
-                U_new, vals, degrees = spectral_embedding(
-                    Psi, kernel, k, random_state=rng.randint(2**31 - 1), U0=U)
-                value = float(np.sum(vals))  # Tr(U^T H D^-1/2 K D^-1/2 H U)
-            else:
-                degrees = kernel_degrees(Psi, kernel)
-                U_new, tau = self._sma_step(Psi, kernel, U, degrees, tau)
-                value = None
-            change = np.sqrt(max(2.0 * (k - np.sum((U.T @ U_new) ** 2)), 0.0) / k)
-            U = U_new
-            gamma = clustering_gamma(U, degrees)
-            history.append(kernel.objective(Psi, None, gamma) if value is None else value)
-            report(n_iter, history[-1], change)
-            if change < self.tol:
-                converged = True
-                break
-        report.close()
-
+        report = IterationReport("KNetClustering", self.verbose, total=int(self.max_iter)).start()
+        try:
+            out = train_knet(X, kernel, k, encoder, decoder, lam=lam,
+                             learning_rate=self.learning_rate, batch_size=batch,
+                             max_iter=int(self.max_iter),
+                             epochs_per_iter=int(self.epochs_per_iter), tol=self.tol,
+                             update=self.update, rng=rng, report=report)
+        finally:
+            report.close()
+        if not out.converged:
+            warnings.warn(f"KNetClustering stopped without converging ({out.stop_reason}); "
+                          f"{out.n_accepted} of {out.n_iter} rounds were kept",
+                          ConvergenceWarning, stacklevel=2)
         self.encoder_, self.decoder_ = encoder, decoder
         self.kernel_ = kernel
         self.sigma_ = float(kernel.sigma)
-        self.embedding_ = Psi
-        self.scale_ = spread0 / _spread(encoder.forward(X))
-        self._round(Psi, kernel, k, U, degrees, rng)
-        self.n_iter_ = n_iter
-        self.n_rejected_ = n_rejected
-        self.converged_ = converged
-        self.history_ = history
+        self.embedding_ = out.embedding
+        self.scale_ = out.spread / _spread(encoder.forward(X))
+        self._round(out.embedding, kernel, k, out.U, out.degrees, rng)
+        self.n_iter_ = out.n_iter
+        self.n_rejected_ = out.n_rejected
+        self.converged_ = out.converged
+        self.stop_reason_ = out.stop_reason
+        self.history_ = out.history
         return self
 
     def _round(self, Psi, kernel, k, U, degrees, rng):
@@ -468,22 +621,6 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             self._nystrom_inverse = np.linalg.pinv(U.T @ MU)
             self._spectral_rows = SU
             self._spectral_centers = njw.cluster_centers_
-
-    @staticmethod
-    def _sma_step(Psi, kernel, U, degrees, tau):
-        """One Cayley step with backtracking (Armijo) on Tr(U^T M U); returns (U, next tau)."""
-        G, value = _u_gradient(Psi, kernel, U, degrees)
-        # Riemannian gradient norm^2 = 1/2 ||A||_F^2 for the canonical metric
-        slope = float(np.sum(G * G) - np.sum((U.T @ G) ** 2))
-        if slope <= 1e-300:
-            return U, tau
-        for _ in range(30):
-            U_new = cayley_step(U, G, tau)
-            _, new_value = _u_gradient(Psi, kernel, U_new, degrees)
-            if new_value >= value + 1e-4 * tau * slope:
-                return U_new, 2.0 * tau
-            tau *= 0.5
-        return U, tau
 
     def fit_predict(self, X, y=None):
         """Fit and return the cluster labels of X."""

@@ -13,7 +13,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import type_of_target
 
 __all__ = ["Gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky",
-           "kernel_factor", "alternative_gamma", "semi_supervised_gamma"]
+           "kernel_factor", "alternative_gamma", "semi_supervised_gamma", "clustering_gamma"]
 
 
 class Gamma:
@@ -320,3 +320,19 @@ def semi_supervised_gamma(U, degrees, score_factor, mu):
     factor = np.hstack([_degree_scaled_centered(U, degrees), centered(F)])
     scale = np.concatenate([np.ones(U.shape[1]), np.full(F.shape[1], mu)])
     return Gamma(factor, scale)
+
+
+def clustering_gamma(U, degrees):
+    r"""Unsupervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2}` as the factor
+    :math:`G = D^{-1/2} H U` (DESIGN.md section 1; ISM paper section 2, the
+    W-step of :class:`ikdr.ISMClustering` and of KNet's epochs).
+
+    Parameters
+    ----------
+    U : ndarray (n, k)
+        Spectral embedding (orthonormal columns).
+    degrees : ndarray (n,)
+        Diagonal of D (all ones for the unnormalised HSIC).
+    """
+    d = np.asarray(degrees, dtype=np.float64)
+    return Gamma(centered(U) / np.sqrt(d)[:, None])

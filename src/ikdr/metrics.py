@@ -80,7 +80,7 @@ def clustering_quality(X, clustering, *, components=None, kernel="gaussian", nor
     -------
     float
     """
-    from ._spectral import kernel_degrees
+    from .spectral import kernel_degrees
     from .gamma import Gamma
     from .kernels import make_kernel
 

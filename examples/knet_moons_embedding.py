@@ -1,0 +1,60 @@
+"""KNet on two moons with its defaults: the data, the learned embedding psi(X), and the clusters.
+
+KNetClustering(n_clusters=2) alone (sigma="auto": the median distance to the 7th
+nearest neighbour). The figure shows the standardised moons coloured by the
+found clusters beside the network's embedding psi(X) of the same points, and
+the HSIC objective per round. Saved as a PNG (path printed; pass another path
+as the first argument).
+"""
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from sklearn.datasets import make_moons  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+import ikdr  # noqa: E402
+
+
+def main():
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else \
+        Path(tempfile.gettempdir()) / "knet_moons_embedding.png"
+    X, y = make_moons(600, noise=0.07, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    t0 = time.perf_counter()
+    model = ikdr.KNetClustering(n_clusters=2, random_state=0).fit(X)
+    elapsed = time.perf_counter() - t0
+    Psi = model.embedding_
+    print("KNet on two moons (600 x 2, defaults: sigma='auto')")
+    print(f"  sigma:                   {model.sigma_:.4f} "
+          f"({model.sigma_ / ikdr.median_sigma(X):.3f} x median distance)")
+    print(f"  NMI to the moons: {ikdr.metrics.nmi(y, model.labels_):.4f}")
+    print(f"  HSIC objective:          {model.history_[0]:.5f} (spectral start) -> "
+          f"{model.history_[-1]:.5f}")
+    print(f"  rounds kept / run:       {model.n_iter_ - model.n_rejected_} / {model.n_iter_} "
+          f"({model.stop_reason_}); rounding: {model.rounding_}")
+    print(f"  fit time:                {elapsed:.2f} s")
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    axes[0].scatter(X[:, 0], X[:, 1], c=model.labels_, s=8, cmap="coolwarm")
+    axes[0].set_title("data X, coloured by KNet clusters")
+    axes[1].scatter(Psi[:, 0], Psi[:, 1], c=model.labels_, s=8, cmap="coolwarm")
+    axes[1].set_title(r"learned embedding $\psi_\theta(X)$")
+    axes[2].plot(range(len(model.history_)), model.history_, marker="o")
+    axes[2].set_xlabel("round")
+    axes[2].set_ylabel(r"Tr$(U^T H D^{-1/2} K_\psi D^{-1/2} H U)$")
+    axes[2].set_title("objective per round (undone rounds repeat)")
+    for ax in axes[:2]:
+        ax.set_aspect("equal")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+    print(f"  figure:                  {out}")
+
+
+if __name__ == "__main__":
+    main()

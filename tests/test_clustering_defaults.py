@@ -1,0 +1,167 @@
+"""Issue 15: the clustering estimators with only n_clusters given reach the baselines.
+
+Floor: NMI >= max(k-means, SpectralClustering(affinity="nearest_neighbors")) - 0.03,
+both baselines computed here on the same data. Small n and few seeds keep this
+fast; benchmarks/bench_clustering_quality.py runs the full table.
+"""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn import datasets as skd
+from sklearn.cluster import KMeans, SpectralClustering
+from sklearn.exceptions import ConvergenceWarning
+
+import ikdr
+from ikdr.metrics import nmi
+
+from .conftest import shared_csv
+
+MARGIN = 0.03
+
+
+def standardise(X):
+    return (X - X.mean(0)) / X.std(0)
+
+
+def generated(name, seed, n=300):
+    if name == "circles":
+        X, y = skd.make_circles(n, factor=0.45, noise=0.06, random_state=seed)
+    elif name == "moons":
+        X, y = skd.make_moons(n, noise=0.07, random_state=seed)
+    elif name == "blobs":
+        X, y = skd.make_blobs(n, centers=3, random_state=seed)
+    elif name == "anisotropic":
+        X, y = skd.make_blobs(n, centers=3, random_state=seed)
+        X = X @ np.array([[0.6, -0.6], [-0.4, 0.8]])
+    else:
+        X, y = skd.make_blobs(n, centers=3, cluster_std=[1.0, 2.5, 0.5], random_state=seed)
+    return standardise(X), y
+
+
+def baseline(X, y):
+    k = len(np.unique(y))
+    km = KMeans(k, n_init=10, random_state=0).fit_predict(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sc = SpectralClustering(k, affinity="nearest_neighbors", random_state=0).fit_predict(X)
+    return max(nmi(y, km), nmi(y, sc))
+
+
+def fit_labels(name, X, k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if name == "ISMClustering":
+            return ikdr.ISMClustering(k, random_state=0).fit(X).labels_
+        if name == "KNetClustering":
+            return ikdr.KNetClustering(k, random_state=0).fit_predict(X)
+        if name == "KDAC":  # an existing clustering unrelated to the data
+            existing = np.random.default_rng(0).integers(0, 2, X.shape[0])
+            return ikdr.KDAC(k, random_state=0).fit(X, existing).labels_
+        scores = (X - X.mean(0)) @ np.linalg.svd(X - X.mean(0), full_matrices=False)[2][0]
+        return ikdr.SemiSupervisedISM(k, random_state=0).fit(X, scores).labels_
+
+
+SETS = ["circles", "moons", "blobs", "anisotropic", "varied"]
+CASES = ([(e, s, seed) for e in ("ISMClustering", "KNetClustering") for s in SETS
+          for seed in (0, 1)]
+         + [(e, s, 0) for e in ("KDAC", "SemiSupervisedISM") for s in ("circles", "moons", "varied")])
+
+
+#: Cases below the floor at the time of writing (issue 15, not solved): KNet's
+#: global 7-NN bandwidth isolates outliers of the wide cluster (varied), and at
+#: n = 300 its spectral rounding splits a moon; ISMClustering on blobs seed 0 is
+#: 0.04 under k-means. Not strict: they pass when fixed.
+KNOWN_BELOW = {("ISMClustering", "blobs", 0), ("KNetClustering", "moons", 0),
+               ("KNetClustering", "anisotropic", 1), ("KNetClustering", "varied", 0),
+               ("KNetClustering", "varied", 1)}
+CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (issue 15)",
+                                                  strict=False)) if c in KNOWN_BELOW else c
+         for c in CASES]
+
+
+@pytest.mark.parametrize("estimator, data, seed", CASES)
+def test_defaults_reach_the_baselines(estimator, data, seed):
+    X, y = generated(data, seed)
+    k = len(np.unique(y))
+    assert nmi(y, fit_labels(estimator, X, k)) >= baseline(X, y) - MARGIN
+
+
+@pytest.mark.parametrize("estimator", ["ISMClustering", "KNetClustering"])
+@pytest.mark.parametrize("data", ["spiral", "moon_1000x2", "face_624x20"])
+def test_defaults_on_the_paper_data(estimator, data):
+    if data == "face_624x20":
+        X, y = shared_csv("face_624x20.csv"), shared_csv("face_624x20_identity_label.csv")
+    else:
+        X, y = shared_csv(f"{data}.csv"), shared_csv(f"{data}_label.csv")
+    y = y.astype(int).ravel()
+    if X.shape[0] > 600:  # keep the suite fast: a seeded subsample
+        idx = np.sort(np.random.default_rng(0).choice(X.shape[0], 600, replace=False))
+        X, y = X[idx], y[idx]
+    X = standardise(X)
+    k = len(np.unique(y))
+    assert nmi(y, fit_labels(estimator, X, k)) >= baseline(X, y) - MARGIN
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ikdr.ISMClustering(3), lambda: ikdr.KNetClustering(3),
+    lambda: ikdr.SemiSupervisedISM(3), lambda: ikdr.KDAC(3)])
+@pytest.mark.parametrize("case", ["identical", "too few"])
+def test_auto_sigma_rejects_data_without_a_scale(make, case):
+    if case == "identical":
+        X, match = np.ones((30, 2)), "identical"
+    else:
+        X, match = np.random.default_rng(0).normal(size=(8, 2)), "3 x n_clusters"
+    model = make()
+    args = (X,)
+    if isinstance(model, ikdr.SemiSupervisedISM):
+        args = (X, np.arange(X.shape[0], dtype=float))
+    elif isinstance(model, ikdr.KDAC):
+        args = (X, np.arange(X.shape[0]) % 2)
+    with pytest.raises(ValueError, match=match):
+        model.fit(*args)
+
+
+def test_numeric_sigma_still_works():
+    X, y = generated("blobs", 1)
+    model = ikdr.ISMClustering(3, sigma=1.0, random_state=0).fit(X)
+    assert model.sigma_ == 1.0 and nmi(y, model.labels_) > 0.9
+
+
+def test_alternate_returns_the_best_iterate_and_warns():
+    X, _ = generated("varied", 0, n=150)
+    kernel = ikdr.spectral.auto_kernel(X, 3)
+    with pytest.warns(ConvergenceWarning, match="highest objective"):
+        out = ikdr.alternate(X, kernel, 3, max_iter=2, tol=1e-12)
+    assert isinstance(out, ikdr.AlternationResult)
+    assert not out.converged and out.n_iter == 2
+    objectives = [h["objective"] for h in out.history]
+    assert out.objective == max(objectives)
+    assert out.best_iteration == int(np.argmax(objectives)) + 1
+
+
+def test_alternation_converges_with_the_defaults():
+    X, _ = generated("moons", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = ikdr.ISMClustering(2, random_state=0).fit(X)
+    assert model.converged_
+    last = model.history_[-1]
+    assert last["u_change"] < model.tol and last["w_change"] < model.tol
+
+
+def test_default_q_is_at_least_the_cluster_count_or_d():
+    X, _ = generated("circles", 0, n=200)
+    assert ikdr.ISMClustering(2, random_state=0).fit(X).components_.shape[1] == 2
+
+
+def test_knet_converged_only_when_rounds_converged():
+    X, _ = generated("moons", 0, n=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = ikdr.KNetClustering(2, max_iter=30, random_state=0).fit(X)
+    if model.stop_reason_ == "converged":
+        assert model.converged_ and model.n_rejected_ < model.n_iter_
+    else:
+        assert not model.converged_
+    assert model.converged_ == (model.stop_reason_ == "converged")
