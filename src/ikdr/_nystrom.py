@@ -793,6 +793,35 @@ def make_approximation(approximation, n_landmarks, n_samples, *, dtype=None, ran
     return approximation, m
 
 
+def landmark_data(estimator, X, y, kernel, *, multi_output=True):
+    """The estimators' input path with an approximation (ValueErrors before any long work).
+
+    Checks ``approximation``, ``n_landmarks`` and that the approximation can
+    serve ``kernel`` first, then X by row blocks (:func:`check_rows`: an
+    ``np.memmap`` is never loaded whole, NaN anywhere is found), then y
+    (in memory, same length); sets ``n_features_in_``. Returns (X, y).
+    """
+    from sklearn.utils import check_array, check_consistent_length
+
+    approximation = estimator.approximation
+    if approximation not in ("nystrom", "rff"):
+        raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {approximation!r}")
+    n_landmarks = check_n_landmarks(estimator.n_landmarks)
+    check_kernel_approximable(kernel, approximation)
+    n = np.shape(X)[0] if hasattr(X, "shape") else len(X)
+    if isinstance(n_landmarks, int) and approximation == "nystrom" and n_landmarks > n:
+        raise ValueError(f"n_landmarks={n_landmarks} is larger than the number of samples n={n}")
+    X = check_rows(X)
+    if y is not None:
+        y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=False,
+                        input_name="y")
+        if y.ndim == 2 and not multi_output:
+            y = y.ravel()
+        check_consistent_length(X, y)
+    estimator.n_features_in_ = X.shape[1]
+    return X, y
+
+
 def _fit_at(X, gamma, kernel, q, m, kind, W0, ism_kwargs, method, dtype, random_state,
             block_rows):
     approx = Approximation(kind, m, method=method, dtype=dtype, random_state=random_state,
