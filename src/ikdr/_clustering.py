@@ -40,7 +40,10 @@ from ._spectral import clustering_gamma, njw_labels, spectral_embedding
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered, kernel_factor, semi_supervised_gamma
-from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
+from .kernels import _MEDIAN_SUBSAMPLE, Gaussian, Kernel, Polynomial, RelativeGaussian
+from .kernels import make_kernel
+from ._bandwidth import feature_importances
+from ._nystrom import ClusteringLandmarks, landmark_data, sample_rows
 
 __all__ = ["ISMClustering", "SemiSupervisedISM"]
 
@@ -102,13 +105,16 @@ def check_max_iter(max_iter):
     return int(max_iter)
 
 
-def quadratic_trace(Z, kernel, factor, *, n_threads=None):
-    r""":math:`\mathrm{Tr}(F^T K_Z F)` by one fused pass (F is n x r, never K)."""
+def quadratic_trace(Z, kernel, factor, *, n_threads=None, landmarks=None):
+    r""":math:`\mathrm{Tr}(F^T K_Z F)` by one fused pass (F is n x r, never K); with
+    ``landmarks`` (an :class:`ikdr._nystrom.ClusteringLandmarks`) by its landmark pass."""
+    if landmarks is not None:
+        return landmarks.quadratic_trace(Z, kernel, factor)
     return kernel.objective(Z, None, Gamma(factor), n_threads=n_threads)
 
 
 def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, normalize, max_iter,
-              tol, random_state, measure=None, n_threads=None, report=None):
+              tol, random_state, measure=None, n_threads=None, report=None, landmarks=None):
     """The shared U/W alternation (module docstring). Returns a dict.
 
     ``kernel`` is the ISM kernel of the W-step, ``affinity`` the kernel of the
@@ -119,14 +125,20 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
     at least ``objective``). ``report`` (an :class:`ikdr._progress.IterationReport`)
     receives every outer iteration; at verbose >= 2 the W-steps' ISM
     iterations are printed too.
+
+    ``landmarks`` (an :class:`ikdr._nystrom.ClusteringLandmarks`, issue 20)
+    makes every U-step a Nystrom spectral embedding and every W-step a
+    landmark ISM: the alternation is then near-linear in n.
     """
     t0 = time.perf_counter()
     d = X.shape[1]
-    U, vals, deg = spectral_embedding(X, affinity, n_clusters, random_state=random_state,
-                                      n_threads=n_threads, normalize=normalize)
+    embed = spectral_embedding if landmarks is None else landmarks.embed
+    U, vals, deg = embed(X, affinity, n_clusters, random_state=random_state,
+                         n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
+    approx = {} if landmarks is None else landmarks.ism_options(X.shape[0])
     if n_components is None:
-        phi0 = kernel.phi0(X, gamma)
+        phi0 = kernel.phi0(X, gamma) if landmarks is None else landmarks.phi0(X, gamma, kernel)
         q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=1)
         q = min(q, d)
     else:
@@ -141,11 +153,12 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
     for it in range(1, max_iter + 1):
         # The inner W-steps skip the Hessian part of the certificate (not stored).
         result = ism(X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER, n_threads=n_threads,
-                     random_state=random_state, warn=False, certify=False, callback=inner)
+                     random_state=random_state, warn=False, certify=False, callback=inner,
+                     **approx)
         W_new = result.components
         Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
-        U_new, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
-                                              n_threads=n_threads, normalize=normalize, U0=U)
+        U_new, vals, deg = embed(Z, affinity, n_clusters, random_state=random_state,
+                                 n_threads=n_threads, normalize=normalize, U0=U)
         dU = subspace_change(U, U_new)
         dW = np.inf if W is None else subspace_change(W, W_new)
         U, W = U_new, W_new
@@ -179,13 +192,40 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
     return {"W": W, "U": U, "eigenvalues": vals, "degrees": deg, "n_iter": len(history),
             "best_iteration": best_it, "converged": converged, "history": history,
             "n_components": q, "kernel": kernel, "affinity": affinity,
-            "time": time.perf_counter() - t0}
+            "time": time.perf_counter() - t0,
+            "n_landmarks": None if landmarks is None else landmarks.n_landmarks}
 
 
 class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     """Shared parameter checks, fitted attributes and transform."""
 
-    def _check_common(self, X):
+    def _input(self, X, y=None, **kwargs):
+        """Validated (X, y): scikit-learn's path, or with ``approximation`` the
+        landmark path (row blocks, an ``np.memmap`` never loaded whole) and the
+        :class:`ikdr._nystrom.ClusteringLandmarks` (else None)."""
+        approximation = getattr(self, "approximation", None)
+        if approximation is None:
+            if y is None:
+                X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            else:
+                X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2, **kwargs)
+            check_scale(X)
+            return X, y, None
+        if approximation != "nystrom":
+            raise ValueError(f"approximation must be None or 'nystrom' for {type(self).__name__} "
+                             f"(random features serve supervised ISM only), got {approximation!r}")
+        kernel = check_kernel_params(self.kernel, self.sigma)
+        X, y = landmark_data(self, X, y, kernel)
+        self._dtype = check_dtype(getattr(self, "dtype", np.float64))
+        dtype = np.float32 if X.dtype == np.float32 or self._dtype == np.float32 else None
+        return X, y, ClusteringLandmarks(self.n_landmarks, dtype=dtype,
+                                         random_state=self.random_state)
+
+    def _work(self, X, landmarks):
+        """X in the working precision (the landmark passes cast block by block)."""
+        return X if landmarks is not None else X.astype(self._dtype, copy=False)
+
+    def _check_common(self, X, landmarks=None):
         self._dtype = check_dtype(getattr(self, "dtype", np.float64))
         check_positive(self.tol, "tol")
         check_verbose(self.verbose)
@@ -193,14 +233,15 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         kernel = check_kernel_params(self.kernel, self.sigma)
         n_clusters = check_n_clusters(self.n_clusters, X.shape[0])
         q = None if self.n_components is None else check_n_components(self.n_components, X.shape[1])
-        kernel = kernel.fit(X, random_state=self.random_state)
+        fit_on = X if landmarks is None else sample_rows(X, _MEDIAN_SUBSAMPLE, self.random_state)
+        kernel = kernel.fit(fit_on, random_state=self.random_state)
         if self.affinity is None:
             affinity = kernel
         else:
             if not isinstance(self.affinity, (str, Kernel)):
                 raise TypeError("affinity must be None, a kernel name or an ikdr.kernels.Kernel, "
                                 f"got {type(self.affinity).__name__}")
-            affinity = make_kernel(self.affinity).fit(X, random_state=self.random_state)
+            affinity = make_kernel(self.affinity).fit(fit_on, random_state=self.random_state)
         normalize = resolve_normalize(self.normalize, affinity)
         return kernel, affinity, n_clusters, q, normalize
 
@@ -223,6 +264,9 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.labels_ = njw_labels(out["U"], self.n_clusters, random_state=self.random_state)
         self.best_iteration_ = out["best_iteration"]
         self.quality_ = out["history"][self.best_iteration_ - 1]["quality"]
+        self.n_landmarks_ = out.get("n_landmarks")
+        # equal weights: the W-step's Phi eigenvalues are not kept by the alternation
+        self.feature_importances_ = feature_importances(out["W"])
 
     def transform(self, X):
         """Project X onto the learned subspace: ``X @ components_``."""
@@ -275,6 +319,16 @@ _COMMON_PARAMS = r"""
         runs the fused products (and their BLAS calls) in single precision,
         about twice as fast at large n, with HSIC agreeing to about 1e-4
         relative; the certificate and the fitted attributes stay float64.
+    approximation : {None, "nystrom"}, default=None
+        "nystrom": U-steps by Nystrom spectral embedding (Fowlkes et al.
+        2004: left singular vectors of :math:`HD^{-1/2}CK_{mm}^{+1/2}`,
+        :math:`O(nm^2)`) and W-steps by landmark passes (:mod:`ikdr._nystrom`),
+        so the whole alternation is near-linear in n; X may be an
+        ``np.memmap``. Serves the Gaussian, multiquadric and polynomial kernels.
+    n_landmarks : "auto" or int, default="auto"
+        m. "auto": doubled from 64 at the first U-step until the embedding
+        moves by less than 0.01 (``ConvergenceWarning`` at 2,048); the m
+        used is ``n_landmarks_``.
 """
 
 _COMMON_ATTRS = r"""
@@ -310,6 +364,11 @@ _COMMON_ATTRS = r"""
     sigma_ : float or None
     normalize_ : bool
         Whether D was the degree matrix (True) or the identity.
+    feature_importances_ : ndarray (n_features,)
+        Squared row norms of W divided by q (columns weighted equally; sums
+        to 1): the weight of each input feature in the learned subspace.
+    n_landmarks_ : int or None
+        Landmarks used with ``approximation="nystrom"`` (None otherwise).
     n_features_in_ : int
 """
 
@@ -350,7 +409,9 @@ class ISMClustering(_AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="median",
                  max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
-                 verbose=0, dtype=np.float64):
+                 verbose=0, dtype=np.float64, approximation=None, n_landmarks="auto"):
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.kernel = kernel
@@ -366,14 +427,13 @@ class ISMClustering(_AlternatingClustering):
     @keep_state_on_error
     def fit(self, X, y=None):
         """Learn W, U and the labels from X (n x d); y is ignored."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        check_scale(X)
-        kernel, affinity, k, q, normalize = self._check_common(X)
+        X, _, landmarks = self._input(X)
+        kernel, affinity, k, q, normalize = self._check_common(X, landmarks)
 
         with self._report() as report:
-            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, clustering_gamma, normalize=normalize,
+            out = alternate(self._work(X, landmarks), kernel, affinity, k, q, clustering_gamma, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
-                            random_state=self.random_state, report=report)
+                            random_state=self.random_state, report=report, landmarks=landmarks)
         out["normalize"] = normalize
         self._store(out)
         return self
@@ -411,7 +471,9 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
     def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
                  sigma="median", score_kernel="gaussian", max_iter=20, tol=1e-3,
                  affinity=None, normalize="auto", random_state=None, verbose=0,
-                 dtype=np.float64):
+                 dtype=np.float64, approximation=None, n_landmarks="auto"):
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.mu = mu
@@ -432,13 +494,11 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         if scores is None:
             raise ValueError("SemiSupervisedISM requires y to be passed, but the target y is "
                              "None: give the expert scores, fit(X, scores)")
-        X, scores = validate_data(self, X, scores, dtype=np.float64, ensure_min_samples=2,
-                                  multi_output=True, y_numeric=True)
-        check_scale(X)
+        X, scores, landmarks = self._input(X, scores, multi_output=True, y_numeric=True)
         mu = check_positive(self.mu, "mu", strict=False)
         if not isinstance(self.score_kernel, (str, Kernel)):
             raise TypeError("score_kernel must be a name or an ikdr.kernels.Kernel")
-        kernel, affinity, k, q, normalize = self._check_common(X)
+        kernel, affinity, k, q, normalize = self._check_common(X, landmarks)
         scores = np.asarray(scores, dtype=np.float64).reshape(X.shape[0], -1)
         if np.all(np.ptp(scores, axis=0) == 0):
             raise ValueError("scores are constant; they carry no guidance")
@@ -449,14 +509,15 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
             return semi_supervised_gamma(U, deg, F, mu)
 
         def measure(Z, U, vals, deg):
-            score_term = quadratic_trace(Z, affinity, Fc)
+            score_term = quadratic_trace(Z, affinity, Fc, landmarks=landmarks)
             quality = float(np.sum(vals))
             return {"score_term": score_term, "objective": quality + mu * score_term}
 
         with self._report() as report:
-            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, build, normalize=normalize,
+            out = alternate(self._work(X, landmarks), kernel, affinity, k, q, build, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
-                            random_state=self.random_state, measure=measure, report=report)
+                            random_state=self.random_state, measure=measure, report=report,
+                            landmarks=landmarks)
         out["normalize"] = normalize
         self._store(out)
         return self

@@ -120,7 +120,10 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, sigma="median", lam=1.0,
                  kernel="gaussian", max_iter=20, tol=1e-3, affinity=None, normalize="auto",
-                 random_state=None, verbose=0, dtype=np.float64):
+                 random_state=None, verbose=0, dtype=np.float64, approximation=None,
+                 n_landmarks="auto"):
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.sigma = sigma
@@ -138,25 +141,25 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
     def fit(self, X, y_existing):
         """Find an alternative clustering of X (n x d) to ``y_existing``
         (a label vector, or a list of label vectors of earlier clusterings)."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        check_scale(X)
+        X, _, landmarks = self._input(X)
         lam = check_positive(self.lam, "lam", strict=False)
         Y, existing = existing_clusterings(y_existing, X.shape[0])
-        kernel, affinity, k, q, normalize = self._check_common(X)
+        kernel, affinity, k, q, normalize = self._check_common(X, landmarks)
         Yc = centered(Y)
 
         def build(U, deg):
             return alternative_gamma(U, Y, deg, lam)
 
         def measure(Z, U, vals, deg):
-            alt = quadratic_trace(Z, affinity, Yc / np.sqrt(deg)[:, None])
+            alt = quadratic_trace(Z, affinity, Yc / np.sqrt(deg)[:, None], landmarks=landmarks)
             quality = float(np.sum(vals))
             return {"alternativeness": alt, "objective": quality - lam * alt}
 
         with self._report() as report:
-            out = alternate(X.astype(self._dtype, copy=False), kernel, affinity, k, q, build, normalize=normalize,
+            out = alternate(self._work(X, landmarks), kernel, affinity, k, q, build, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
-                            random_state=self.random_state, measure=measure, report=report)
+                            random_state=self.random_state, measure=measure, report=report,
+                            landmarks=landmarks)
         out["normalize"] = normalize
         self._store(out)
         self.alternativeness_ = out["history"][self.best_iteration_ - 1]["alternativeness"]

@@ -215,14 +215,14 @@ def _leverage(Z, m, rng, kernel):
     s = min(n, 2 * m)
     S = np.sort(rng.choice(n, s, replace=False))
     ZS = np.ascontiguousarray(Z[S])
-    KSS = np.asarray(kernel.matrix(ZS), dtype=np.float64)
+    KSS = np.asarray(_matrix(kernel, ZS), dtype=np.float64)
     ev = np.sort(np.abs(np.linalg.eigvalsh(KSS)))[::-1]
     lam = max(float(ev[min(len(ev) - 1, max(0, m // 4))]), 1e-12 * float(ev[0]), 1e-300)
     inv = np.linalg.inv(KSS + lam * np.eye(s))
     tau = np.empty(n)
     for sl in row_blocks(n, Z.shape[1], width=s):
         Zb = np.ascontiguousarray(Z[sl])
-        C = np.asarray(kernel.matrix(Zb, ZS), dtype=np.float64)
+        C = np.asarray(_matrix(kernel, Zb, ZS), dtype=np.float64)
         tau[sl] = np.maximum(_diagonal(kernel, Zb) - np.einsum("ij,jk,ik->i", C, inv, C),
                              0.0) / lam
     tau += 1e-12 * tau.max() if tau.max() > 0 else 1.0
@@ -237,7 +237,7 @@ def _diagonal(kernel, Zb, chunk=256):
     """:math:`k(z_i, z_i)` for the rows of Zb (small diagonal blocks of the kernel matrix)."""
     out = np.empty(Zb.shape[0])
     for s in range(0, Zb.shape[0], chunk):
-        out[s:s + chunk] = np.diag(np.asarray(kernel.matrix(Zb[s:s + chunk]), dtype=np.float64))
+        out[s:s + chunk] = np.diag(np.asarray(_matrix(kernel, Zb[s:s + chunk]), dtype=np.float64))
     return out
 
 
@@ -317,9 +317,25 @@ def _ones_factor(uses):
     return _Factor(lambda Zb: np.ones((Zb.shape[0], 1), dtype=Zb.dtype), np.ones((1, 1)), uses)
 
 
+#: kernel blocks with fewer entries than this run on one thread of the core:
+#: a thread team costs more than it saves there (178 x 50: 4 ms on one thread,
+#: 50 ms on two busy cores)
+_SMALL_BLOCK = 1 << 20
+
+
+def _threads(A, B):
+    nb = A.shape[0] if B is None else B.shape[0]
+    return 1 if A.shape[0] * nb < _SMALL_BLOCK else None
+
+
+def _matrix(kernel, A, B=None):
+    """``kernel.matrix(A, B)`` with the thread rule above."""
+    return kernel.matrix(A, B, n_threads=_threads(A, B))
+
+
 def _matrix_fn(kernel):
     def fn(A, B):
-        return kernel.matrix(A, B)
+        return _matrix(kernel, A, B)
     return fn
 
 
@@ -340,7 +356,7 @@ def kernel_factors(kernel, ZL, dtype, *, rff=None):
             factors.append(_landmark_factor(_matrix_fn(k), ZL, dtype, [("value", w)]))
 
             def imq(A, B, k=k):
-                return -1.0 / k.matrix(A, B)
+                return -1.0 / _matrix(k, A, B)
             factors.append(_landmark_factor(imq, ZL, dtype, [("laplacian", -w)]))
         elif isinstance(k, Polynomial) and int(k.degree) > 1:
             p = int(k.degree)
@@ -949,13 +965,23 @@ def nystrom_spectral_embedding(Z, kernel, n_clusters, n_landmarks, *, normalize=
     U : ndarray (n, n_clusters); eigenvalues : ndarray (n_clusters,); degrees : ndarray (n,);
     index : the landmark rows.
     """
+    n = Z.shape[0]
+    m = min(int(n_landmarks), n) if index is None else len(index)
+    big = min(n, _block_rows(Z.shape[1], block_rows, m)) * m * m > _THREADED_BLOCK_FLOPS
+    with threadpool_limits(limits=get_num_threads() if big else 1, user_api="blas"):
+        return _nystrom_embedding(Z, kernel, n_clusters, n_landmarks, normalize, method,
+                                  random_state, index, block_rows)
+
+
+def _nystrom_embedding(Z, kernel, n_clusters, n_landmarks, normalize, method, random_state,
+                       index, block_rows):
     n, qz = Z.shape
     k = int(n_clusters)
     if index is None:
         index = select_landmarks(Z, min(int(n_landmarks), n), method=method, kernel=kernel,
                                  random_state=random_state)
     ZL = np.ascontiguousarray(Z[index])
-    Kmm = np.asarray(kernel.matrix(ZL), dtype=np.float64)
+    Kmm = np.asarray(_matrix(kernel, ZL), dtype=np.float64)
     vals, vecs = scipy.linalg.eigh(0.5 * (Kmm + Kmm.T))
     keep = vals > 1e-10 * max(vals.max(), 0.0) if vals.max() > 0 else np.zeros_like(vals, bool)
     if not keep.any():
@@ -965,7 +991,7 @@ def nystrom_spectral_embedding(Z, kernel, n_clusters, n_landmarks, *, normalize=
     blocks = row_blocks(n, qz, block_rows, width=ZL.shape[0])
 
     def C_of(sl):
-        return np.asarray(kernel.matrix(np.ascontiguousarray(Z[sl]), ZL), dtype=np.float64)
+        return np.asarray(_matrix(kernel, np.ascontiguousarray(Z[sl]), ZL), dtype=np.float64)
 
     if normalize:
         colsum = np.zeros(ZL.shape[0])
@@ -1004,3 +1030,68 @@ def nystrom_spectral_embedding(Z, kernel, n_clusters, n_landmarks, *, normalize=
     U = U - U.mean(axis=0, keepdims=True)
     U, _ = np.linalg.qr(U)
     return U, ev, deg, index
+
+
+class ClusteringLandmarks:
+    """The landmark side of the clustering alternation (ISMClustering,
+    SemiSupervisedISM, KDAC): Nystrom U-steps (:func:`nystrom_spectral_embedding`),
+    Nystrom W-steps (the :func:`ikdr.ism` hook) and the paradigms' extra traces,
+    all with the same m. ``n_landmarks="auto"`` is resolved at the first U-step
+    (on X): m doubles from :data:`AUTO_START` until the embedding's subspace
+    moves by less than :data:`AUTO_TOL` (``ikdr._clustering.subspace_change``),
+    then stays fixed; the m used is ``n_landmarks``."""
+
+    def __init__(self, n_landmarks="auto", *, dtype=None, random_state=None,
+                 method=DEFAULT_LANDMARK_METHOD):
+        self.n_landmarks = check_n_landmarks(n_landmarks)
+        self.dtype = dtype
+        self.random_state = random_state
+        self.method = method
+        self.trail = []
+
+    def embed(self, Z, affinity, n_clusters, *, random_state=None, n_threads=None,
+              normalize=True, U0=None):
+        """Drop-in for :func:`ikdr._spectral.spectral_embedding`: (U, eigenvalues, degrees)."""
+        n = Z.shape[0]
+
+        def fit(m):
+            return nystrom_spectral_embedding(Z, affinity, n_clusters, m, normalize=normalize,
+                                              method=self.method, random_state=self.random_state)
+
+        if self.n_landmarks == "auto":
+            from ._clustering import subspace_change
+
+            cache = {}
+
+            def basis(m):
+                cache[m] = fit(m)
+                return cache[m][0]
+            _, m, self.trail = auto_landmarks(basis, n, change=subspace_change)
+            self.n_landmarks = m
+            U, vals, deg, _ = cache[m]
+        else:
+            U, vals, deg, _ = fit(min(self.n_landmarks, n))
+        return U, vals, deg
+
+    def approximation(self, n):
+        m = min(n, AUTO_START if self.n_landmarks == "auto" else self.n_landmarks)
+        return Approximation("nystrom", m, method=self.method, dtype=self.dtype,
+                             random_state=self.random_state)
+
+    def ism_options(self, n):
+        """Keyword arguments that make an :func:`ikdr.ism` W-step a landmark one."""
+        return {"approximation": self.approximation(n), "phi_solver": "dense"}
+
+    def phi0(self, X, gamma, kernel):
+        return self.approximation(X.shape[0]).problem(X, gamma, kernel, None, 1).phi0()
+
+    def quadratic_trace(self, Z, kernel, factor):
+        r""":math:`\mathrm{Tr}(F^T K_Z F) \approx \mathrm{Tr}(F^T C S C^T F)` with the landmarks."""
+        from .gamma import Gamma
+
+        n = Z.shape[0]
+        approx = self.approximation(n)
+        approx._q = Z.shape[1]
+        Zc = np.ascontiguousarray(Z)
+        problem = LandmarkProblem(Zc, Gamma(factor), kernel, None, approximation=approx)
+        return problem.objective(np.eye(Z.shape[1]))
