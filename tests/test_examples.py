@@ -17,6 +17,7 @@ EXPECTED = {
     "ksvd_directed_graph.py": (r"Nystrom normalised eta: +([0-9.]+)", 0.05, "max"),
     "knet_wine.py": (r"NMI to the wine classes: ([0-9.]+)", 0.8, "min"),
     "kdn_wine.py": (r"test accuracy: +([0-9.]+)", 0.9, "min"),
+    "feature_importances_wine.py": (r"share of the top 3 features: ([0-9.]+)", 0.3, "min"),
 }
 
 

@@ -61,7 +61,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._config import get_num_threads
 from ._eig import lapack_top
@@ -86,10 +86,23 @@ AUTO_START = 64
 AUTO_MAX = 2048
 #: ... until sin(largest principal angle) between successive fits is below this
 AUTO_TOL = 1e-2
+#: relative gradient at which the trust region stops on an approximate problem
+APPROX_GTOL = 1e-4
 #: rows of X per block: about this many bytes of X (float64) per block
 BLOCK_BYTES = 1 << 25
 #: a block product above this many flops runs on ikdr's threads (see LandmarkProblem._pass)
 _THREADED_BLOCK_FLOPS = 1e8
+_CONTROLLER = None
+
+
+def _blas_threads(big):
+    """Context: the BLAS on ikdr's thread count (``big``) or on one thread. One
+    cached controller: a fresh ``threadpool_limits`` scans the loaded libraries
+    (measured 56 ms a call)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=get_num_threads() if big else 1, user_api="blas")
 #: random Fourier features: their count is ``n_landmarks`` ("auto" starts at)
 RFF_DEFAULT = 500
 
@@ -283,7 +296,17 @@ class _Factor:
 
 
 def _pinv_symmetric(K, rcond):
+    """:math:`K^+` of a symmetric K: by Cholesky with a relative jitter ``rcond`` when K
+    is positive definite enough (a third of the eigensolver's flops), else by
+    eigenvalues with those below ``rcond`` (relative) dropped (indefinite kernels)."""
     K = 0.5 * (K + K.T)
+    scale = float(np.max(np.abs(np.diag(K)))) if K.size else 0.0
+    if scale > 0:
+        try:
+            factor = scipy.linalg.cho_factor(K + rcond * scale * np.eye(K.shape[0]), lower=True)
+            return scipy.linalg.cho_solve(factor, np.eye(K.shape[0]))
+        except np.linalg.LinAlgError:
+            pass
     vals, vecs = scipy.linalg.eigh(K)
     top = np.abs(vals).max() if vals.size else 0.0
     keep = np.abs(vals) > rcond * top
@@ -587,7 +610,7 @@ class LandmarkProblem(_Problem):
         n, d = self.X.shape
         m = self.approx.m if isinstance(self.approx.m, int) else 1
         big = min(n, _block_rows(d, self.approx.block_rows, m)) * d * m > _THREADED_BLOCK_FLOPS
-        with threadpool_limits(limits=get_num_threads() if big else 1, user_api="blas"):
+        with _blas_threads(big):
             return self._pass_blocks(W, V, dense)
 
     def _pass_blocks(self, W, V, dense):
@@ -842,7 +865,10 @@ def _fit_at(X, gamma, kernel, q, m, kind, W0, ism_kwargs, method, dtype, random_
             block_rows):
     approx = Approximation(kind, m, method=method, dtype=dtype, random_state=random_state,
                            block_rows=block_rows)
-    result = ism(X, gamma, kernel, q, W0=W0, approximation=approx, warn=False, **ism_kwargs)
+    n, d = X.shape
+    big = min(n, _block_rows(d, block_rows, m)) * d * m > _THREADED_BLOCK_FLOPS
+    with _blas_threads(big):     # the solver's small d x d algebra too
+        result = ism(X, gamma, kernel, q, W0=W0, approximation=approx, warn=False, **ism_kwargs)
     return result, approx
 
 
@@ -887,6 +913,10 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     # with W): the trust region's gradient tolerance can stall by design there.
     # The approximation's error is reported by the auto rule instead.
     warn = ism_kwargs.pop("warn", True)
+    # For the same reason the safeguard (trust region, needed only where a plain
+    # step lowers the approximate objective) stops at a relative gradient of
+    # APPROX_GTOL: below it the landmark error dominates.
+    ism_kwargs.setdefault("gtol", APPROX_GTOL)
     m = check_n_landmarks(n_landmarks, n if approximation == "nystrom" else None)
     trail = []
     if m != "auto":
@@ -973,7 +1003,7 @@ def nystrom_spectral_embedding(Z, kernel, n_clusters, n_landmarks, *, normalize=
     n = Z.shape[0]
     m = min(int(n_landmarks), n) if index is None else len(index)
     big = min(n, _block_rows(Z.shape[1], block_rows, m)) * m * m > _THREADED_BLOCK_FLOPS
-    with threadpool_limits(limits=get_num_threads() if big else 1, user_api="blas"):
+    with _blas_threads(big):
         return _nystrom_embedding(Z, kernel, n_clusters, n_landmarks, normalize, method,
                                   random_state, index, block_rows)
 
