@@ -86,6 +86,8 @@ AUTO_START = 64
 AUTO_MAX = 2048
 #: ... until sin(largest principal angle) between successive fits is below this
 AUTO_TOL = 1e-2
+#: relative squared Cholesky pivot below which K_mm is pseudo-inverted by eigenvalues
+_CHOLESKY_MIN_PIVOT = 1e-6
 #: relative gradient at which the trust region stops on an approximate problem
 APPROX_GTOL = 1e-4
 #: rows of X per block: about this many bytes of X (float64) per block
@@ -296,15 +298,18 @@ class _Factor:
 
 
 def _pinv_symmetric(K, rcond):
-    """:math:`K^+` of a symmetric K: by Cholesky with a relative jitter ``rcond`` when K
-    is positive definite enough (a third of the eigensolver's flops), else by
-    eigenvalues with those below ``rcond`` (relative) dropped (indefinite kernels)."""
+    """:math:`K^+` of a symmetric K: by Cholesky (a third of the eigensolver's
+    flops) when K is well conditioned (every squared pivot above
+    ``_CHOLESKY_MIN_PIVOT`` of the largest diagonal entry), else by eigenvalues
+    with those below ``rcond`` (relative) dropped: rank-deficient (polynomial,
+    many landmarks at a wide sigma) and indefinite (multiquadric) kernels."""
     K = 0.5 * (K + K.T)
     scale = float(np.max(np.abs(np.diag(K)))) if K.size else 0.0
     if scale > 0:
         try:
-            factor = scipy.linalg.cho_factor(K + rcond * scale * np.eye(K.shape[0]), lower=True)
-            return scipy.linalg.cho_solve(factor, np.eye(K.shape[0]))
+            factor = scipy.linalg.cho_factor(K, lower=True)
+            if float(np.min(np.diag(factor[0]))) ** 2 > _CHOLESKY_MIN_PIVOT * scale:
+                return scipy.linalg.cho_solve(factor, np.eye(K.shape[0]))
         except np.linalg.LinAlgError:
             pass
     vals, vecs = scipy.linalg.eigh(K)
