@@ -90,6 +90,8 @@ AUTO_TOL = 1e-2
 _CHOLESKY_MIN_PIVOT = 1e-6
 #: relative gradient at which the trust region stops on an approximate problem
 APPROX_GTOL = 1e-4
+#: k-means++ seeds from a uniform pool of this many rows per landmark (large n)
+_KMEANSPP_POOL = 20
 #: rows of X per block: about this many bytes of X (float64) per block
 BLOCK_BYTES = 1 << 25
 #: a block product above this many flops runs on ikdr's threads (see LandmarkProblem._pass)
@@ -273,7 +275,13 @@ def select_landmarks(Z, m, *, method=DEFAULT_LANDMARK_METHOD, kernel=None, rando
     if method == "uniform":
         idx = rng.choice(n, m, replace=False)
     elif method == "kmeans++":
-        idx = _kmeanspp(Z, m, rng)
+        if n > _KMEANSPP_POOL * m:
+            # seeding costs O(n m q): on a uniform pool of _KMEANSPP_POOL m rows
+            # it stays O(m^2 q) (n = 10^6, m = 2,048: a minute against seconds)
+            pool = np.sort(rng.choice(n, _KMEANSPP_POOL * m, replace=False))
+            idx = pool[_kmeanspp(np.asarray(Z[pool]), m, rng)]
+        else:
+            idx = _kmeanspp(Z, m, rng)
     elif method == "leverage":
         if kernel is None:
             raise ValueError("leverage-score landmarks need the kernel")
@@ -870,9 +878,10 @@ def _fit_at(X, gamma, kernel, q, m, kind, W0, ism_kwargs, method, dtype, random_
             block_rows):
     approx = Approximation(kind, m, method=method, dtype=dtype, random_state=random_state,
                            block_rows=block_rows)
-    n, d = X.shape
-    big = min(n, _block_rows(d, block_rows, m)) * d * m > _THREADED_BLOCK_FLOPS
-    with _blas_threads(big):     # the solver's small d x d algebra too
+    # The solver's d x d algebra (eigh, trust region) on one BLAS thread: OpenBLAS's
+    # threaded dsyevr collapses on busy cores (784 x 784: 7.9 s against about
+    # 0.3 s); the passes raise it again for their large block products.
+    with _blas_threads(False):
         result = ism(X, gamma, kernel, q, W0=W0, approximation=approx, warn=False, **ism_kwargs)
     return result, approx
 
