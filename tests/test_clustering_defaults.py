@@ -72,7 +72,11 @@ CASES = ([(e, s, seed) for e in ("ISMClustering", "KNetClustering") for s in SET
 #: global 7-NN bandwidth isolates outliers of the wide cluster (varied), and at
 #: n = 300 its spectral rounding splits a moon; ISMClustering on blobs seed 0 is
 #: 0.04 under k-means. Not strict: they pass when fixed.
-KNOWN_BELOW = {("ISMClustering", "blobs", 0), ("KNetClustering", "moons", 0),
+# KDAC keeps q below d (an alternative view must leave a direction out), so on
+# two-dimensional data its subspace is a line: circles, moons and varied blobs
+# cannot be separated there against a random existing partition.
+KNOWN_BELOW = {("KDAC", "circles", 0), ("KDAC", "moons", 0), ("KDAC", "varied", 0),
+               ("ISMClustering", "blobs", 0), ("KNetClustering", "moons", 0),
                ("KNetClustering", "anisotropic", 1), ("KNetClustering", "varied", 0),
                ("KNetClustering", "varied", 1)}
 CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (issue 15)",
@@ -130,6 +134,10 @@ def test_numeric_sigma_still_works():
 
 def test_alternate_returns_the_best_iterate_and_warns():
     X, _ = generated("varied", 0, n=150)
+    # two noise columns: with q < d the W-step has a subspace to move in (with
+    # q = d = 2 both steps can repeat to the last bit and "converge")
+    noise = np.random.default_rng(0).standard_normal((X.shape[0], 2))
+    X = np.hstack([X, noise])
     kernel = ikdr.spectral.auto_kernel(X, 3)
     with pytest.warns(ConvergenceWarning, match="highest objective"):
         out = ikdr.alternate(X, kernel, 3, max_iter=2, tol=1e-12)

@@ -18,6 +18,7 @@ EXPECTED = {
     "knet_wine.py": (r"NMI to the wine classes: ([0-9.]+)", 0.8, "min"),
     "knet_moons_embedding.py": (r"NMI to the moons: ([0-9.]+)", 0.95, "min"),
     "kdn_wine.py": (r"test accuracy: +([0-9.]+)", 0.9, "min"),
+    "feature_importances_wine.py": (r"share of the top 3 features: ([0-9.]+)", 0.3, "min"),
 }
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from typing import Optional
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +44,9 @@ from ._validation import keep_state_on_error
 from .gamma import Gamma, centered, clustering_gamma, kernel_factor, semi_supervised_gamma
 from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
 from .spectral import auto_kernel, njw_labels, spectral_embedding
+from ._bandwidth import feature_importances
+from ._nystrom import ClusteringLandmarks, landmark_data, sample_rows
+from .kernels import _MEDIAN_SUBSAMPLE
 
 __all__ = ["AlternationResult", "ISMClustering", "SemiSupervisedISM", "alternate",
            "default_n_components"]
@@ -78,21 +82,28 @@ def is_affinity(kernel):
     return True
 
 
-def quadratic_trace(Z, kernel, factor, *, n_threads=None):
-    r""":math:`\mathrm{Tr}(F^T K_Z F)` by one fused pass (F is n x r, never K)."""
+def quadratic_trace(Z, kernel, factor, *, n_threads=None, landmarks=None):
+    r""":math:`\mathrm{Tr}(F^T K_Z F)` by one fused pass (F is n x r, never K); with
+    ``landmarks`` (an :class:`ikdr._nystrom.ClusteringLandmarks`) by its landmark pass."""
+    if landmarks is not None:
+        return landmarks.quadratic_trace(Z, kernel, factor)
     return kernel.objective(Z, None, Gamma(factor), n_threads=n_threads)
 
 
-def default_n_components(phi0_eigenvalues, n_clusters, n_features):
+def default_n_components(phi0_eigenvalues, n_clusters, n_features, *, alternative=False):
     r"""The default q of the clustering paradigms.
 
     The largest eigengap of :math:`\Phi_0` (dissertation Eq. 3.11), but at
     least ``min(n_features, n_clusters)``: the eigengap alone picked q = 1 on
     two-dimensional data (circles, moons, blobs), and a line cannot hold two
     nested rings or k clusters in general position (NMI 0.0-0.45 against 1.0
-    with q = 2; issue 15).
+    with q = 2; issue 15). Alternative clustering (``alternative=True``, KDAC)
+    keeps the eigengap's q below d: a subspace that spans every direction
+    cannot leave out the existing clustering's view.
     """
     q = choose_n_components(np.asarray(phi0_eigenvalues), minimum=1)
+    if alternative:
+        return int(min(q, max(1, n_features - 1)))
     return int(min(n_features, max(q, n_clusters)))
 
 
@@ -140,6 +151,7 @@ class AlternationResult:
     kernel: Kernel = field(default=None, repr=False)
     affinity: Kernel = field(default=None, repr=False)
     time: float = 0.0
+    n_landmarks: Optional[int] = None
 
     @property
     def objective(self):
@@ -149,7 +161,8 @@ class AlternationResult:
 
 def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=None,
               n_components=None, normalize=True, max_iter=20, tol=1e-3, random_state=None,
-              measure=None, n_threads=None, report=None, warn=True):
+              measure=None, n_threads=None, report=None, warn=True, landmarks=None,
+              alternative=False):
     r"""The U/W alternation shared by every clustering paradigm of ISM.
 
     1. U-step at W = I: :math:`U_0`, :math:`D_0` (spectral clustering of X).
@@ -191,6 +204,13 @@ def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=N
         Receives every outer iteration.
     warn : bool, default=True
         Emit the ConvergenceWarning.
+    landmarks : ikdr._nystrom.ClusteringLandmarks or None
+        Nystrom landmarks (issue 20): every U-step is then a Nystrom spectral
+        embedding and every W-step a landmark ISM, so the alternation is
+        near-linear in n.
+    alternative : bool, default=False
+        The paradigm looks for an alternative clustering (KDAC): the default
+        q stays below d (:func:`default_n_components`).
 
     Returns
     -------
@@ -199,11 +219,14 @@ def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=N
     t0 = time.perf_counter()
     affinity = kernel if affinity is None else affinity
     d = X.shape[1]
-    U, vals, deg = spectral_embedding(X, affinity, n_clusters, random_state=random_state,
+    embed = spectral_embedding if landmarks is None else landmarks.embed
+    U, vals, deg = embed(X, affinity, n_clusters, random_state=random_state,
                                       n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
+    approx = {} if landmarks is None else landmarks.ism_options(X.shape[0])
     if n_components is None:
-        q = default_n_components(np.linalg.eigvalsh(kernel.phi0(X, gamma)), n_clusters, d)
+        phi0 = kernel.phi0(X, gamma) if landmarks is None else landmarks.phi0(X, gamma, kernel)
+        q = default_n_components(np.linalg.eigvalsh(phi0), n_clusters, d, alternative=alternative)
     else:
         q = int(n_components)
     W = None
@@ -216,10 +239,11 @@ def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=N
     for it in range(1, max_iter + 1):
         # The inner W-steps skip the Hessian part of the certificate (not stored).
         result = ism(X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER, n_threads=n_threads,
-                     random_state=random_state, warn=False, certify=False, callback=inner)
+                     random_state=random_state, warn=False, certify=False, callback=inner,
+                     **approx)
         W_new = result.components
         Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
-        U_new, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
+        U_new, vals, deg = embed(Z, affinity, n_clusters, random_state=random_state,
                                               n_threads=n_threads, normalize=normalize, U0=U)
         dU = subspace_change(U, U_new)
         dW = np.inf if W is None else subspace_change(W, W_new)
@@ -253,7 +277,8 @@ def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=N
     return AlternationResult(components=W, embedding=U, eigenvalues=vals, degrees=deg,
                              best_iteration=best_it, n_iter=len(history), converged=converged,
                              history=history, n_components=q, kernel=kernel, affinity=affinity,
-                             time=time.perf_counter() - t0)
+                             time=time.perf_counter() - t0,
+                             n_landmarks=None if landmarks is None else landmarks.n_landmarks)
 
 
 class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
@@ -272,12 +297,45 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "dtype": "no_validation",  # checked by check_dtype (float64 or float32 only)
+        # checked with the data by ikdr._nystrom.landmark_data (n_landmarks <= n)
+        "approximation": "no_validation",
+        "n_landmarks": "no_validation",
     }
 
-    def _check_common(self, X):
-        """Validate the parameters (one place: ``_parameter_constraints``) and the
-        data-dependent ones; return (kernel, affinity, n_clusters, q, normalize)."""
+    def _input(self, X, y=None, **kwargs):
+        """Validated (X, y, landmarks): scikit-learn's path, or with ``approximation``
+        the landmark path (row blocks: an ``np.memmap`` is never loaded whole) and
+        its :class:`ikdr._nystrom.ClusteringLandmarks` (else None)."""
+        approximation = getattr(self, "approximation", None)
+        if approximation is None:
+            # data first: scikit-learn's checks expect its own words for bad data
+            if y is None:
+                X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            else:
+                X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2, **kwargs)
+            check_scale(X)
+            self._validate_params()
+            return X, y, None
         self._validate_params()
+        if approximation != "nystrom":
+            raise ValueError(f"approximation must be None or 'nystrom' for {type(self).__name__} "
+                             f"(random features serve supervised ISM only), got {approximation!r}")
+        X, y = landmark_data(self, X, y, self._landmark_kernel())
+        self._dtype = check_dtype(getattr(self, "dtype", np.float64))
+        dtype = np.float32 if X.dtype == np.float32 or self._dtype == np.float32 else None
+        return X, y, ClusteringLandmarks(self.n_landmarks, dtype=dtype,
+                                         random_state=self.random_state)
+
+    def _landmark_kernel(self):
+        """The W-step kernel of the landmark path: local scaling has per-point
+        bandwidths of all n points, so ``sigma="auto"`` uses the median rule there."""
+        auto = isinstance(self.sigma, str) and self.sigma == "auto"
+        return make_kernel(self.kernel, sigma="median" if auto else self.sigma)
+
+    def _check_common(self, X, landmarks=None):
+        """Validate the data-dependent parameters (the others are checked by
+        ``_parameter_constraints`` in :meth:`_input`); return (kernel, affinity,
+        n_clusters, q, normalize)."""
         self._dtype = check_dtype(getattr(self, "dtype", np.float64))
         self._max_iter = int(self.max_iter)
         n, d = X.shape
@@ -286,32 +344,41 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"n_samples={n} must be larger than n_clusters={k} "
                              "(fewer samples than clusters)")
         q = None if self.n_components is None else check_n_components(self.n_components, d)
-        auto = isinstance(self.sigma, str) and self.sigma == "auto"
+        auto = isinstance(self.sigma, str) and self.sigma == "auto" and landmarks is None
+        # the landmark path fits bandwidths on a sample of rows (X may be a memmap)
+        fit_on = X if landmarks is None else sample_rows(X, _MEDIAN_SUBSAMPLE, self.random_state)
         if auto and isinstance(self.kernel, str) and self.kernel.lower() == "gaussian":
             kernel = auto_kernel(X, k)
+        elif landmarks is not None:
+            kernel = self._landmark_kernel().fit(fit_on, random_state=self.random_state)
         else:
-            sigma = "median" if auto else self.sigma
+            sigma = "median" if self.sigma == "auto" else self.sigma
             kernel = make_kernel(self.kernel, sigma=sigma).fit(X, random_state=self.random_state)
         if self.affinity is None:
             affinity = kernel
         elif isinstance(self.affinity, str) and self.affinity.lower() == "gaussian" and auto:
             affinity = auto_kernel(X, k)
         else:
-            affinity = make_kernel(self.affinity).fit(X, random_state=self.random_state)
+            affinity = make_kernel(self.affinity).fit(fit_on, random_state=self.random_state)
         if isinstance(self.normalize, str):
             normalize = is_affinity(affinity)
         else:
             normalize = bool(self.normalize)
         return kernel, affinity, k, q, normalize
 
+    #: whether the paradigm seeks an alternative clustering (see default_n_components)
+    _alternative = False
+
     def _alternate(self, X, kernel, affinity, k, q, normalize, build_gamma=clustering_gamma,
-                   measure=None):
+                   measure=None, landmarks=None):
+        # the landmark passes cast X block by block (a memmap is not copied)
+        work = X if landmarks is not None else X.astype(self._dtype, copy=False)
         with IterationReport(type(self).__name__, self.verbose, total=self._max_iter) as report:
-            out = alternate(X.astype(self._dtype, copy=False), kernel, k, build_gamma,
+            out = alternate(work, kernel, k, build_gamma,
                             affinity=affinity, n_components=q, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
                             random_state=self.random_state, measure=measure, report=report,
-                            warn=False)
+                            warn=False, landmarks=landmarks, alternative=self._alternative)
         if not out.converged:
             warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
                           f"max_iter={self._max_iter} outer iterations (last changes: U "
@@ -338,6 +405,9 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.best_iteration_ = out.best_iteration
         self.objective_ = out.objective
         self.quality_ = out.history[self.best_iteration_ - 1]["quality"]
+        self.n_landmarks_ = out.n_landmarks
+        # equal column weights: the alternation does not keep the W-step's Phi eigenvalues
+        self.feature_importances_ = feature_importances(out.components)
 
     def transform(self, X):
         """Project X onto the learned subspace: ``X @ components_``."""
@@ -400,6 +470,17 @@ _COMMON_PARAMS = r"""
         runs the fused products (and their BLAS calls) in single precision,
         about twice as fast at large n, with HSIC agreeing to about 1e-4
         relative; the certificate and the fitted attributes stay float64.
+    approximation : {None, "nystrom"}, default=None
+        "nystrom": U-steps by Nystrom spectral embedding (Fowlkes et al.
+        2004: left singular vectors of :math:`HD^{-1/2}CK_{mm}^{+1/2}`,
+        :math:`O(nm^2)`) and W-steps by landmark passes (:mod:`ikdr._nystrom`),
+        so the whole alternation is near-linear in n; X may be an
+        ``np.memmap``. Serves the Gaussian, multiquadric and polynomial
+        kernels; ``sigma="auto"`` uses the median rule on this path.
+    n_landmarks : "auto" or int, default="auto"
+        m. "auto": doubled from 64 at the first U-step until the embedding
+        moves by less than 0.01 (``ConvergenceWarning`` at 2,048); the m
+        used is ``n_landmarks_``.
 """
 
 _COMMON_ATTRS = r"""
@@ -437,6 +518,11 @@ _COMMON_ATTRS = r"""
     sigma_ : float or None
     normalize_ : bool
         Whether D was the degree matrix (True) or the identity.
+    feature_importances_ : ndarray (n_features,)
+        Squared row norms of W divided by q (columns weighted equally; sums
+        to 1): the weight of each input feature in the learned subspace.
+    n_landmarks_ : int or None
+        Landmarks used with ``approximation="nystrom"`` (None otherwise).
     n_features_in_ : int
 """
 
@@ -477,7 +563,10 @@ class ISMClustering(_AlternatingClustering):
 
     def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="auto",
                  max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
-                 verbose=0, dtype=np.float64):
+                 verbose=0, dtype=np.float64, approximation=None,
+                 n_landmarks="auto"):
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.kernel = kernel
@@ -493,11 +582,9 @@ class ISMClustering(_AlternatingClustering):
     @keep_state_on_error
     def fit(self, X, y=None):
         """Learn W, U and the labels from X (n x d); y is ignored."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        check_scale(X)
-        kernel, affinity, k, q, normalize = self._check_common(X)
-
-        self._alternate(X, kernel, affinity, k, q, normalize)
+        X, _, landmarks = self._input(X)
+        kernel, affinity, k, q, normalize = self._check_common(X, landmarks)
+        self._alternate(X, kernel, affinity, k, q, normalize, landmarks=landmarks)
         return self
 
 
@@ -539,7 +626,10 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
     def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
                  sigma="auto", score_kernel="gaussian", max_iter=20, tol=1e-3,
                  affinity=None, normalize="auto", random_state=None, verbose=0,
-                 dtype=np.float64):
+                 dtype=np.float64, approximation=None,
+                 n_landmarks="auto"):
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.mu = mu
@@ -560,10 +650,8 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         if scores is None:
             raise ValueError("SemiSupervisedISM requires y to be passed, but the target y is "
                              "None: give the expert scores, fit(X, scores)")
-        X, scores = validate_data(self, X, scores, dtype=np.float64, ensure_min_samples=2,
-                                  multi_output=True, y_numeric=True)
-        check_scale(X)
-        kernel, affinity, k, q, normalize = self._check_common(X)
+        X, scores, landmarks = self._input(X, scores, multi_output=True, y_numeric=True)
+        kernel, affinity, k, q, normalize = self._check_common(X, landmarks)
         mu = float(self.mu)
         scores = np.asarray(scores, dtype=np.float64).reshape(X.shape[0], -1)
         if np.all(np.ptp(scores, axis=0) == 0):
@@ -575,9 +663,9 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
             return semi_supervised_gamma(U, deg, F, mu)
 
         def measure(Z, U, vals, deg):
-            score_term = quadratic_trace(Z, affinity, Fc)
+            score_term = quadratic_trace(Z, affinity, Fc, landmarks=landmarks)
             quality = float(np.sum(vals))
             return {"score_term": score_term, "objective": quality + mu * score_term}
 
-        self._alternate(X, kernel, affinity, k, q, normalize, build, measure)
+        self._alternate(X, kernel, affinity, k, q, normalize, build, measure, landmarks=landmarks)
         return self

@@ -14,7 +14,25 @@ from ._solver import choose_n_components, ism
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import supervised_gamma
-from .kernels import Gaussian, Kernel, make_kernel
+from .kernels import _MEDIAN_SUBSAMPLE, Gaussian, Kernel, make_kernel
+from ._bandwidth import feature_importances, separation_sigma
+from ._nystrom import Approximation, approximate_ism, landmark_data, sample_rows
+
+
+def _sample_labels(y, n, random_state):
+    """The labels of the rows :func:`ikdr._nystrom.sample_rows` draws."""
+    from sklearn.utils import check_random_state
+
+    if n <= _MEDIAN_SUBSAMPLE:
+        return y
+    return y[check_random_state(random_state).choice(n, _MEDIAN_SUBSAMPLE, replace=False)]
+
+
+def _approx_dtype(X, dtype):
+    """Precision of the landmark passes: float32 when X or ``dtype`` asks for it."""
+    if X.dtype == np.float32 or np.dtype(check_dtype(dtype)) == np.float32:
+        return np.float32
+    return np.float64
 
 
 def _sigma_of(kernel):
@@ -33,11 +51,16 @@ def check_dtype(dtype):
     return out.type
 
 
-def check_kernel_params(kernel, sigma):
-    """Validate the (kernel, sigma) pair shared by the estimators."""
+def check_kernel_params(kernel, sigma, *, rules=("median",)):
+    """Validate the (kernel, sigma) pair shared by the estimators. ``rules``: the
+    named bandwidth rules the estimator accepts (ISM also takes "separation",
+    resolved in its ``fit``; the kernel is then built with the median rule)."""
+    if isinstance(sigma, str) and sigma in rules and sigma != "median":
+        sigma = "median"
     if not (isinstance(sigma, str) and sigma == "median"):
         if isinstance(sigma, str):
-            raise ValueError(f'sigma must be a positive float or "median", got {sigma!r}')
+            names = " or ".join(f'"{r}"' for r in rules)
+            raise ValueError(f'sigma must be a positive float or {names}, got {sigma!r}')
         check_positive(sigma, "sigma")
     if not isinstance(kernel, (str, Kernel)):
         raise TypeError(f"kernel must be a name or an ikdr.kernels.Kernel, got {type(kernel).__name__}")
@@ -67,10 +90,17 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         "linear", "polynomial", "gaussian", "squared", "multiquadratic",
         "relative_gaussian", or any :mod:`ikdr.kernels` object including conic
         combinations such as ``Gaussian() + Polynomial()``.
-    sigma : float or "median", default="median"
+    sigma : float, "median" or "separation", default="median"
         Gaussian bandwidth when ``kernel="gaussian"``; "median" is the median
         pairwise distance of the training X (:func:`ikdr.median_sigma`,
-        subsampled above 3,000 rows with ``random_state``). Ignored when
+        subsampled above 3,000 rows with ``random_state``). "separation"
+        maximises the mean within-class minus the mean between-class kernel
+        value (dissertation Appendix D.11, the authors' library's default;
+        :func:`ikdr._bandwidth.separation_sigma`: 1-D Brent search over
+        log sigma, fused kernel sums on at most 3,000 rows, class labels
+        only). The median stays the default: on wine, cancer, digits and the
+        face data the two gave the same 5-fold accuracy within 0.004 (issue
+        20; see ``benchmarks/results/nystrom_ism.md``). Ignored when
         ``kernel`` is an object (its own ``sigma`` is used).
     tol : float, default=0.01
         Relative eigenvalue change at which the plain fixed point stops (the
@@ -88,6 +118,29 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         runs the fused products (and their BLAS calls) in single precision,
         about twice as fast at large n, with HSIC agreeing to about 1e-4
         relative; the certificate and the fitted attributes stay float64.
+    approximation : {None, "nystrom", "rff"}, default=None
+        None: exact passes (:math:`O(n^2 d)` each). "nystrom": every kernel
+        matrix of a pass is replaced by its landmark factorisation
+        :math:`C K_{mm}^+ C^T` (:mod:`ikdr._nystrom`): a pass costs a few
+        n*d*m flops (two for the supervised Gamma whatever the number of
+        classes) plus n*d^2, memory :math:`O(nq + m d)` beyond X, and X may be
+        an ``np.memmap`` read in row blocks (never loaded whole). Serves the
+        Gaussian, multiquadric and polynomial kernels and conic combinations
+        with linear and squared members; the linear and squared kernels alone
+        need no approximation (ValueError). "rff": random Fourier features of
+        the Gaussian kernel (the authors' library's default; less accurate at
+        small sigma, see ``benchmarks/results/nystrom_ism.md``).
+    n_landmarks : "auto" or int, default="auto"
+        m, the number of landmarks (Nystrom) or features (rff). "auto" starts
+        at 64 landmarks (500 features) and doubles m, warm-starting each fit
+        from the last, until the fitted subspace moves by less than
+        sin = 0.01 (largest principal angle); at 2,048 landmarks (or n) it
+        stops and warns (``ConvergenceWarning``) with its last estimate. The
+        m used is ``n_landmarks_``.
+    polish : bool, default=False
+        With an approximation: continue from the approximate fixed point with
+        exact passes until the exact stopping rule holds (the exact answer,
+        in fewer exact passes than a cold exact fit).
 
     Attributes
     ----------
@@ -114,6 +167,13 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         (see :class:`ikdr.ISMConvergence`).
     classes_ : ndarray or None
         Class labels, or None for a continuous target.
+    feature_importances_ : ndarray of shape (n_features,)
+        Weight of each input feature in the learned subspace:
+        :math:`\sum_k |\lambda_k| W_{jk}^2 / \sum_k |\lambda_k|` with
+        :math:`\lambda_k` = ``eigenvalues_`` (non-negative, sums to 1; see
+        :func:`ikdr._bandwidth.feature_importances`).
+    n_landmarks_ : int or None
+        Landmarks (or random features) used; None without approximation.
     n_features_in_ : int
 
     See Also
@@ -138,7 +198,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=None, kernel="gaussian", sigma="median", tol=0.01,
-                 max_iter=100, random_state=None, verbose=0, dtype=np.float64):
+                 max_iter=100, random_state=None, verbose=0, dtype=np.float64,
+                 approximation=None, n_landmarks="auto", polish=False):
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
@@ -147,6 +208,9 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
         self.dtype = dtype
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
+        self.polish = polish
 
     def _validate_params_values(self):
         check_dtype(self.dtype)
@@ -160,10 +224,15 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y):
         """Learn W from training data X (n x d) and targets y (labels or continuous)."""
         self._validate_params_values()
-        kernel = check_kernel_params(self.kernel, self.sigma)
-        X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64,
-                             multi_output=True, y_numeric=False)
-        check_scale(X)
+        kernel = check_kernel_params(self.kernel, self.sigma, rules=("median", "separation"))
+        approx = self.approximation
+        if approx is None:
+            X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64,
+                                 multi_output=True, y_numeric=False)
+            check_scale(X)
+        else:
+            # issue 20: X (an ndarray or np.memmap) is validated and read in row blocks
+            X, y = landmark_data(self, X, y, kernel)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()
@@ -176,19 +245,38 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         gamma, classes = supervised_gamma(y, target="labels" if target in ("binary", "multiclass")
                                           else "continuous")
         d = X.shape[1]
-        kernel = kernel.fit(X, random_state=self.random_state)
+        sample = X if approx is None else sample_rows(X, _MEDIAN_SUBSAMPLE, self.random_state)
+        if isinstance(self.sigma, str) and self.sigma == "separation" and isinstance(self.kernel, str):
+            if classes is None:
+                raise ValueError('sigma="separation" needs class labels; y is continuous')
+            sigma = separation_sigma(X if approx is None else sample,
+                                     y if approx is None else _sample_labels(y, X.shape[0],
+                                                                             self.random_state),
+                                     random_state=self.random_state)
+            kernel = make_kernel(self.kernel, sigma=sigma)
+        kernel = kernel.fit(sample, random_state=self.random_state)
         if self.n_components is None:
-            phi0 = kernel.phi0(X, gamma)
+            phi0 = kernel.phi0(X, gamma) if approx is None else \
+                Approximation(approx, 1).problem(X, gamma, kernel, None, 1).phi0()
             vals = np.linalg.eigvalsh(phi0)
             minimum = max(1, classes.shape[0] - 1) if classes is not None else 1
             q = choose_n_components(vals, minimum=min(minimum, d))
         else:
             q = check_n_components(self.n_components, d)
-        work = X.astype(check_dtype(self.dtype), copy=False)
+        m_used = None
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
-            result = ism(work, gamma, kernel, q, tol=self.tol, max_iter=int(self.max_iter),
-                         random_state=self.random_state,
-                         callback=report.ism_step if report.active else None)
+            callback = report.ism_step if report.active else None
+            if approx is None:
+                work = X.astype(check_dtype(self.dtype), copy=False)
+                result = ism(work, gamma, kernel, q, tol=self.tol, max_iter=int(self.max_iter),
+                             random_state=self.random_state, callback=callback)
+            else:
+                result, info = approximate_ism(
+                    X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
+                    polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype),
+                    random_state=self.random_state, tol=self.tol, max_iter=int(self.max_iter),
+                    callback=callback)
+                m_used = info["n_landmarks"]
         n = X.shape[0]
         self.components_ = result.components
         self.eigenvalues_ = result.eigenvalues
@@ -200,6 +288,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         self.classes_ = classes
         self.converged_ = result.converged
         self.convergence_ = result.convergence
+        self.n_landmarks_ = m_used
+        self.feature_importances_ = feature_importances(result.components, result.eigenvalues)
         return self
 
     def transform(self, X):

@@ -126,9 +126,14 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
     1.0
     """
 
+    _alternative = True
+
     def __init__(self, n_clusters=2, n_components=None, sigma="auto", lam=1.0,
                  kernel="gaussian", max_iter=20, tol=1e-3, affinity=None, normalize="auto",
-                 random_state=None, verbose=0, dtype=np.float64):
+                 random_state=None, verbose=0, dtype=np.float64, approximation=None,
+                 n_landmarks="auto"):
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.sigma = sigma
@@ -146,9 +151,8 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
     def fit(self, X, y_existing):
         """Find an alternative clustering of X (n x d) to ``y_existing``
         (a label vector, or a list of label vectors of earlier clusterings)."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        check_scale(X)
-        kernel, affinity, k, q, normalize = self._check_common(X)
+        X, _, landmarks = self._input(X)
+        kernel, affinity, k, q, normalize = self._check_common(X, landmarks)
         lam = float(self.lam)
         Y, existing = existing_clusterings(y_existing, X.shape[0])
         Yc = centered(Y)
@@ -157,11 +161,12 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
             return alternative_gamma(U, Y, deg, lam)
 
         def measure(Z, U, vals, deg):
-            alt = quadratic_trace(Z, affinity, Yc / np.sqrt(deg)[:, None])
+            alt = quadratic_trace(Z, affinity, Yc / np.sqrt(deg)[:, None], landmarks=landmarks)
             quality = float(np.sum(vals))
             return {"alternativeness": alt, "objective": quality - lam * alt}
 
-        out = self._alternate(X, kernel, affinity, k, q, normalize, build, measure)
+        out = self._alternate(X, kernel, affinity, k, q, normalize, build, measure,
+                              landmarks=landmarks)
         self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
         self.novelty_ = max(nmi(y, self.labels_) for y in existing)
         return self

@@ -282,6 +282,10 @@ class _Problem:
         self.n_objective = 0
         self.n_hessian = 0
 
+    def phi0(self):
+        r""":math:`\Phi_0`, the W-free start (float64)."""
+        return self.kernel.phi0(self.X64, self.gamma)
+
     def objective(self, W, native=False):
         self.n_objective += 1
         X = self.X if native else self.X64
@@ -487,7 +491,7 @@ def _plain_stopping_rule(criterion, change, angle, tol):
 def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         criterion="eigenvalues", max_iter=100, eigen_solver="auto", n_threads=None,
         random_state=None, warn=True, gtol=1e-6, certify=True, callback=None,
-        phi_solver="auto", dtype=None):
+        phi_solver="auto", dtype=None, approximation=None):
     r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
 
     Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
@@ -578,6 +582,13 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         Precision of the plain steps' C++ products; None keeps X's own
         (float32 or float64). The safeguarded phase and the certificate
         always work in float64.
+    approximation : ikdr._nystrom.Approximation or None, default=None
+        Hook of the landmark passes (issue 20, :mod:`ikdr._nystrom`): every
+        Phi, Phi-product and objective of the run comes from its approximate
+        problem (Nystrom landmarks or random features, O(n d m) per pass, X
+        read in row blocks and never copied). Use
+        :func:`ikdr._nystrom.approximate_ism` or the estimators'
+        ``approximation`` parameter rather than building it by hand.
     phi_solver : {"auto", "dense", "matrix_free"}, default="auto"
         How a plain step finds the top-q eigenvectors of :math:`\Phi(W)`.
         ``"dense"`` forms the d x d :math:`\Phi = X^T L(\Psi) X` (one fused pass
@@ -616,8 +627,9 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     """
     if not isinstance(gamma, Gamma):
         raise TypeError(f"gamma must be an ikdr.gamma.Gamma, got {type(gamma).__name__}")
-    X = check_float_matrix(X, "X")
-    if dtype is not None:
+    # issue 20 hook: the approximate problem validates X by row blocks (no copy of a memmap)
+    X = check_float_matrix(X, "X") if approximation is None else approximation.check_data(X)
+    if dtype is not None and approximation is None:
         if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
             raise ValueError(f"dtype must be None, numpy.float64 or numpy.float32, got {dtype!r}")
         X = np.ascontiguousarray(X, dtype=dtype)
@@ -637,8 +649,10 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         raise ValueError(f"n_components={q} must be between 1 and d={d}")
     kernel = make_kernel(kernel)
     if not kernel._is_resolved():
-        kernel = kernel.fit(X, random_state=random_state)
-    problem = _Problem(X, gamma, kernel, n_threads)
+        kernel = (kernel.fit(X, random_state=random_state) if approximation is None else
+                  approximation.fit_kernel(kernel, X, random_state=random_state))
+    problem = (_Problem(X, gamma, kernel, n_threads) if approximation is None else
+               approximation.problem(X, gamma, kernel, n_threads, q))
     eps = np.finfo(X.dtype).eps
     matrix_free = _use_matrix_free(phi_solver, kernel, n, d, q)
     # Residual tolerance of the matrix-free eigensolves: float32 products
@@ -667,7 +681,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     extra = None            # extra Ritz vectors carried between matrix-free eigensolves
     PW = None               # Phi(W) W at the current W (matrix-free plain steps)
     if W0 is None:
-        phi = kernel.phi0(problem.X64, gamma)
+        phi = problem.phi0()
         lam, W, info = top_eigenvectors(phi, q, method="lapack" if eigen_solver == "auto" else eigen_solver)
     else:
         W = _check_orthonormal_start(W0, d, q)

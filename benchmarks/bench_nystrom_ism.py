@@ -1,0 +1,429 @@
+"""Landmark (Nystrom) ISM against exact ISM: accuracy tables and scale rows (issue 20).
+
+Writes benchmarks/results/nystrom_ism.md (or --out). Sections (--sections):
+
+* ``accuracy``: wine, breast cancer (scikit-learn), digits, face (../shared/data,
+  identity labels) supervised, moon and spiral (../shared/data) clustering; sigma
+  at the median and at 0.25 x median. Exact fit vs ``approximation="nystrom",
+  n_landmarks="auto"``: sin of the largest principal angle, objective relative
+  to exact, downstream accuracy (SVC, 3-fold CV on XW) or NMI, m chosen, times.
+* ``methods``: landmark selection at fixed m (uniform, k-means++, ridge
+  leverage): mean sin angle to the exact subspace over 3 seeds; the estimators'
+  default (``ikdr._nystrom.DEFAULT_LANDMARK_METHOD``) is the winner here.
+* ``rff``: Nystrom vs random Fourier features at equal m on digits.
+* ``polish``: exact polish from the Nystrom fixed point vs a cold exact fit,
+  both to the tight rule (largest principal angle between steps < 1e-8):
+  exact passes, sin, objective difference.
+* ``separation``: sigma="separation" vs the median rule, 5-fold accuracy.
+* ``scale``: supervised 1,000,000 x 784 float32 memmap (10 classes, q = 10):
+  time, peak anonymous memory beyond X, roofline; 70,000 x 784: Nystrom vs
+  exact (time and accuracy on a held-out 10,000); ISMClustering on 1,000,000
+  blobs and moons (NMI; exact at 20,000 for comparison).
+
+    python benchmarks/bench_nystrom_ism.py                       # everything (lead, quiet machine)
+    python benchmarks/bench_nystrom_ism.py --quick               # small sizes, to check it runs
+    python benchmarks/bench_nystrom_ism.py --sections scale --scale-n 1000000
+
+Only the public API is used (ikdr.ISM, ikdr.ISMClustering, ikdr.ism).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_blobs, make_moons
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ikdr  # noqa: E402
+from _peers import machine_summary  # noqa: E402
+
+DATA = Path(os.environ.get("IKDR_SHARED_DATA",
+                           Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+
+
+def _csv(name):
+    path = DATA / name
+    return np.loadtxt(path, delimiter=",") if path.exists() else None
+
+
+def supervised_sets(quick):
+    X, y = load_wine(return_X_y=True)
+    yield "wine", X, y, 3
+    X, y = load_breast_cancer(return_X_y=True)
+    yield "breast cancer", X, y, 2
+    if quick:
+        return
+    X, y = load_digits(return_X_y=True)
+    yield "digits", X, y, 9
+    X, y = _csv("face_624x20.csv"), _csv("face_624x20_identity_label.csv")
+    if X is not None:
+        yield "face (identity)", X, y.astype(int), 5
+
+
+def clustering_sets(quick):
+    X, y = _csv("moon_1000x2.csv"), _csv("moon_1000x2_label.csv")
+    if X is not None:
+        yield "moon", X, y.astype(int), 2
+    if quick:
+        return
+    X, y = _csv("spiral.csv"), _csv("spiral_label.csv")
+    if X is not None:
+        yield "spiral", X, y.astype(int), 3
+
+
+def sin_angle(A, B):
+    return float(np.sin(ikdr.principal_angle(A, B)))
+
+
+def svc_accuracy(Z, y):
+    cv = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
+    return float(np.mean(cross_val_score(SVC(), Z, y, cv=cv)))
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = fn()
+    return out, time.perf_counter() - t0
+
+
+def section_accuracy(quick, out):
+    out.append("## Accuracy: Nystrom (n_landmarks='auto') against the exact fit\n")
+    out.append("sin: largest principal angle between the subspaces; objective: (Nystrom - exact) / "
+               "|exact| of Tr(Gamma K_XW) at the returned W (exact kernel); accuracy: SVC, "
+               "3-fold CV on XW (supervised) or NMI (clustering).\n")
+    out.append("| data | n x d | q | sigma | sin | objective | exact acc/NMI | Nystrom acc/NMI "
+               "| m chosen | exact s | Nystrom s |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, X, y, q in supervised_sets(quick):
+        X = StandardScaler().fit_transform(X)
+        med = ikdr.median_sigma(X, random_state=0)
+        gamma, _ = ikdr.supervised_gamma(y)
+        for label, sigma in (("median", med), ("0.25 median", 0.25 * med)):
+            ex, te = timed(lambda: ikdr.ISM(n_components=q, sigma=sigma).fit(X, y))
+            ny, tn = timed(lambda: ikdr.ISM(n_components=q, sigma=sigma, approximation="nystrom",
+                                            random_state=0).fit(X, y))
+            k = ikdr.kernels.Gaussian(sigma)
+            fe = k.objective(X, ex.components_, gamma)
+            fn = k.objective(X, ny.components_, gamma)
+            out.append(f"| {name} | {X.shape[0]} x {X.shape[1]} | {q} | {label} ({sigma:.3g}) | "
+                       f"{sin_angle(ex.components_, ny.components_):.2e} | {(fn - fe) / abs(fe):+.1e} | "
+                       f"{svc_accuracy(X @ ex.components_, y):.3f} | "
+                       f"{svc_accuracy(X @ ny.components_, y):.3f} | {ny.n_landmarks_} | "
+                       f"{te:.2f} | {tn:.2f} |")
+            print(out[-1], flush=True)
+    for name, X, y, k in clustering_sets(quick):
+        X = StandardScaler().fit_transform(X)
+        q = X.shape[1]
+        med = ikdr.median_sigma(X, random_state=0)
+        for label, sigma in (("median", med), ("0.25 median", 0.25 * med)):
+            kw = dict(n_clusters=k, n_components=q, sigma=sigma, random_state=0)
+            ex, te = timed(lambda: ikdr.ISMClustering(**kw).fit(X))
+            ny, tn = timed(lambda: ikdr.ISMClustering(approximation="nystrom", **kw).fit(X))
+            out.append(f"| {name} (clustering) | {X.shape[0]} x {X.shape[1]} | {q} | {label} "
+                       f"({sigma:.3g}) | {sin_angle(ex.embedding_, ny.embedding_):.2e} (U) | - | "
+                       f"{ikdr.metrics.nmi(y, ex.labels_):.3f} | {ikdr.metrics.nmi(y, ny.labels_):.3f} "
+                       f"| {ny.n_landmarks_} | {te:.2f} | {tn:.2f} |")
+            print(out[-1], flush=True)
+    out.append("")
+
+
+def section_methods(quick, out):
+    from ikdr._nystrom import LANDMARK_METHODS, approximate_ism
+
+    out.append("## Landmark selection at fixed m (mean sin angle to the exact subspace, 3 seeds)\n")
+    ms = (25, 50) if quick else (50, 100, 200)
+    out.append("| data | sigma | m | " + " | ".join(LANDMARK_METHODS) + " |")
+    out.append("|---|---|---|" + "---|" * len(LANDMARK_METHODS))
+    for name, X, y, q in supervised_sets(quick):
+        X = StandardScaler().fit_transform(X)
+        med = ikdr.median_sigma(X, random_state=0)
+        gamma, _ = ikdr.supervised_gamma(y)
+        for label, sigma in (("median", med), ("0.25 median", 0.25 * med)):
+            k = ikdr.kernels.Gaussian(sigma)
+            exact, _ = timed(lambda: ikdr.ism(X, gamma, k, q, certify=False))
+            for m in ms:
+                if m >= X.shape[0]:
+                    continue
+                cells = []
+                for method in LANDMARK_METHODS:
+                    vals = []
+                    for seed in range(3):
+                        (res, _), _ = timed(lambda: approximate_ism(
+                            X, gamma, k, q, n_landmarks=m, method=method, random_state=seed))
+                        vals.append(sin_angle(exact.components, res.components))
+                    cells.append(f"{np.mean(vals):.2e}")
+                out.append(f"| {name} | {label} | {m} | " + " | ".join(cells) + " |")
+                print(out[-1], flush=True)
+    out.append("")
+
+
+def section_rff(quick, out):
+    out.append("## Nystrom against random Fourier features (digits, supervised, q = 9)\n")
+    X, y = (load_wine if quick else load_digits)(return_X_y=True)
+    q = 3 if quick else 9
+    X = StandardScaler().fit_transform(X)
+    med = ikdr.median_sigma(X, random_state=0)
+    out.append("| sigma | m | Nystrom sin | Nystrom acc | RFF sin | RFF acc | exact acc |")
+    out.append("|---|---|---|---|---|---|---|")
+    for label, sigma in (("median", med), ("0.25 median", 0.25 * med), ("0.1 median", 0.1 * med)):
+        ex, _ = timed(lambda: ikdr.ISM(n_components=q, sigma=sigma).fit(X, y))
+        acc = svc_accuracy(X @ ex.components_, y)
+        for m in ((50, 100) if quick else (100, 300, 1000)):
+            m = min(m, X.shape[0])
+            ny, _ = timed(lambda: ikdr.ISM(n_components=q, sigma=sigma, approximation="nystrom",
+                                           n_landmarks=m, random_state=0).fit(X, y))
+            rf, _ = timed(lambda: ikdr.ISM(n_components=q, sigma=sigma, approximation="rff",
+                                           n_landmarks=m, random_state=0).fit(X, y))
+            out.append(f"| {label} | {m} | {sin_angle(ex.components_, ny.components_):.2e} | "
+                       f"{svc_accuracy(X @ ny.components_, y):.3f} | "
+                       f"{sin_angle(ex.components_, rf.components_):.2e} | "
+                       f"{svc_accuracy(X @ rf.components_, y):.3f} | {acc:.3f} |")
+            print(out[-1], flush=True)
+    out.append("")
+
+
+def section_polish(quick, out):
+    from ikdr._nystrom import approximate_ism
+
+    out.append("## Exact polish from the Nystrom fixed point (tight rule: angle between steps < 1e-8)\n")
+    out.append("| data | sigma | m | cold exact passes | polish exact passes | sin(polish, exact) | "
+               "objective (polish - exact)/|exact| | cold s | Nystrom + polish s |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    kw = dict(criterion="angle", tol=1e-8, certify=False)
+    for name, X, y, q in supervised_sets(quick):
+        X = StandardScaler().fit_transform(X)
+        med = ikdr.median_sigma(X, random_state=0)
+        gamma, _ = ikdr.supervised_gamma(y)
+        for label, sigma in (("median", med), ("0.25 median", 0.25 * med)):
+            k = ikdr.kernels.Gaussian(sigma)
+            cold, tc = timed(lambda: ikdr.ism(X, gamma, k, q, **kw))
+            (pol, info), tp = timed(lambda: approximate_ism(X, gamma, k, q, n_landmarks=min(300, X.shape[0]),
+                                                            polish=True, polish_kwargs=kw,
+                                                            random_state=0))
+            passes = lambda r: r.convergence.phi_evaluations  # noqa: E731
+            out.append(f"| {name} | {label} | {info['n_landmarks']} | {passes(cold)} | {passes(pol)} | "
+                       f"{sin_angle(cold.components, pol.components):.1e} | "
+                       f"{(pol.objective - cold.objective) / abs(cold.objective):+.1e} | {tc:.2f} | {tp:.2f} |")
+            print(out[-1], flush=True)
+    out.append("")
+
+
+def section_separation(quick, out):
+    out.append("## sigma='separation' (Appendix D.11) against the median rule (5-fold SVC accuracy)\n")
+    out.append("| data | median sigma | acc | separation sigma | acc |")
+    out.append("|---|---|---|---|---|")
+    cv = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
+    for name, X, y, q in supervised_sets(quick):
+        accs, sig = [], []
+        for rule in ("median", "separation"):
+            model = make_pipeline(StandardScaler(), ikdr.ISM(n_components=q, sigma=rule), SVC())
+            acc, _ = timed(lambda: cross_val_score(model, X, y, cv=cv))
+            accs.append(float(np.mean(acc)))
+            fitted, _ = timed(lambda: ikdr.ISM(n_components=q, sigma=rule).fit(
+                StandardScaler().fit_transform(X), y))
+            sig.append(fitted.sigma_)
+        out.append(f"| {name} | {sig[0]:.3g} | {accs[0]:.3f} | {sig[1]:.3g} | {accs[1]:.3f} |")
+        print(out[-1], flush=True)
+    out.append("")
+
+
+# --------------------------------------------------------------------------
+# scale rows
+# --------------------------------------------------------------------------
+class AnonPeak:
+    """Peak anonymous resident memory (RssAnon, MB) while the block runs: pages
+    of a memmap are file-backed and not counted, so this is memory beyond X."""
+
+    def __init__(self, interval=0.05):
+        self.interval = interval
+
+    @staticmethod
+    def now():
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024.0
+        return float("nan")
+
+    def __enter__(self):
+        self.base = self.now()
+        self.peak = self.base
+        self._stop = threading.Event()
+
+        def poll():
+            while not self._stop.is_set():
+                self.peak = max(self.peak, self.now())
+                time.sleep(self.interval)
+        self._thread = threading.Thread(target=poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.now())
+
+    @property
+    def beyond(self):
+        return self.peak - self.base
+
+
+def write_mixture_memmap(path, n, d, n_classes=10, seed=0, chunk=50_000):
+    """A standardised n x d float32 mixture (as benchmarks/_peers.mixture) written
+    to a memmap chunk by chunk (two passes: moments, then standardised rows)."""
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((n_classes, d)) * 1.5
+    y = rng.integers(0, n_classes, n)
+    X = np.memmap(path, dtype=np.float32, mode="w+", shape=(n, d))
+    s1 = np.zeros(d)
+    s2 = np.zeros(d)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        block = centers[y[start:stop]] + 3.0 * np.random.default_rng(seed + 1 + start).standard_normal(
+            (stop - start, d))
+        X[start:stop] = block
+        s1 += block.sum(0)
+        s2 += (block * block).sum(0)
+    mean = s1 / n
+    std = np.sqrt(np.maximum(s2 / n - mean * mean, 1e-12))
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        X[start:stop] = (X[start:stop] - mean) / std
+    X.flush()
+    return np.memmap(path, dtype=np.float32, mode="r", shape=(n, d)), y
+
+
+def gemm_rate(d=784, m=512, rows=4096, repeat=5):
+    """float32 GEMM rate (flop/s) of the pass's main product shape, measured now."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((rows, d)).astype(np.float32)
+    B = rng.standard_normal((rows, m)).astype(np.float32)
+    A.T @ B
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        A.T @ B
+    return 2.0 * rows * d * m * repeat / (time.perf_counter() - t0)
+
+
+def pass_flops(n, d, m, q):
+    """Flops of one dense supervised landmark pass (module docstring of ikdr._nystrom):
+    B_c and E (2 n d m each, multiply-add), the degree term (2 n d^2), Z twice
+    (4 n d q) and C twice (about 4 n m q)."""
+    return 4.0 * n * d * m + 2.0 * n * d * d + 4.0 * n * d * q + 4.0 * n * m * q
+
+
+def section_scale(quick, out, n_big, n_mid, n_clu, n_clu_exact):
+    out.append("## Scale\n")
+    out.append("| row | n x d | result | time s | target | peak memory beyond X | passes (last m) | "
+               "roofline s (those passes x flops / GEMM rate) |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    rate = gemm_rate()
+    out.append(f"<!-- float32 GEMM rate measured in this run: {rate / 1e9:.1f} GFLOP/s -->")
+    d, q = 784, 10
+    with tempfile.TemporaryDirectory() as tmp:
+        X, y = write_mixture_memmap(os.path.join(tmp, "x.dat"), n_big, d)
+        x_mb = X.nbytes / 2**20
+        with AnonPeak() as mem:
+            model, t = timed(lambda: ikdr.ISM(n_components=q, approximation="nystrom",
+                                              dtype=np.float32, random_state=0).fit(X, y))
+        m = model.n_landmarks_
+        passes = model.convergence_.phi_evaluations
+        roof = passes * pass_flops(n_big, d, m, q) / rate
+        out.append(f"| supervised, float32 memmap, 10 classes, q = 10 | {n_big:,} x {d} | "
+                   f"m = {m}, HSIC {model.hsic_:.4g} | {t:.1f} | <= 300 s | {mem.beyond:.0f} MB "
+                   f"(X: {x_mb:.0f} MB; target <= {x_mb / 2:.0f}) | {passes} | {roof:.1f} |")
+        print(out[-1], flush=True)
+        del X
+
+    # n_mid x 784: Nystrom against exact, same run
+    from _peers import mixture
+
+    Xall, yall = mixture(n_mid, d, 10, seed=1)
+    n_test = max(1000, n_mid // 7)
+    Xtr, ytr, Xte, yte = Xall[:-n_test], yall[:-n_test], Xall[-n_test:], yall[-n_test:]
+
+    def acc(model):
+        clf = KNeighborsClassifier(5).fit(Xtr @ model.components_, ytr)
+        return float(clf.score(Xte @ model.components_, yte))
+
+    ny, tn = timed(lambda: ikdr.ISM(n_components=q, approximation="nystrom", dtype=np.float32,
+                                    random_state=0).fit(Xtr.astype(np.float32), ytr))
+    ex, te = timed(lambda: ikdr.ISM(n_components=q, dtype=np.float32, random_state=0).fit(Xtr, ytr))
+    out.append(f"| supervised, exact vs Nystrom (float32) | {Xtr.shape[0]:,} x {d} | acc exact "
+               f"{acc(ex):.4f}, Nystrom {acc(ny):.4f} (5-NN on XW, {n_test:,} held out); sin "
+               f"{sin_angle(ex.components_, ny.components_):.2e}; m = {ny.n_landmarks_} | "
+               f"{tn:.1f} (exact {te:.1f}, x{te / tn:.1f}) | >= 20x, acc within 0.005 | - | "
+               f"{ny.convergence_.phi_evaluations} | {ny.convergence_.phi_evaluations * pass_flops(Xtr.shape[0], d, ny.n_landmarks_, q) / rate:.1f} |")
+    print(out[-1], flush=True)
+
+    for name, maker in (("blobs", lambda n: make_blobs(n, centers=4, n_features=2, random_state=0)),
+                        ("moons", lambda n: make_moons(n, noise=0.05, random_state=0))):
+        X, y = maker(n_clu)
+        X = StandardScaler().fit_transform(X).astype(np.float32)
+        k = 4 if name == "blobs" else 2
+        kw = dict(n_clusters=k, n_components=2, random_state=0, dtype=np.float32)
+        if name == "moons":
+            kw["sigma"] = 0.3
+        with AnonPeak() as mem:
+            ny, tn = timed(lambda: ikdr.ISMClustering(approximation="nystrom", **kw).fit(X))
+        Xs, ys = maker(min(n_clu, n_clu_exact))
+        Xs = StandardScaler().fit_transform(Xs).astype(np.float32)
+        ex_small, ts = timed(lambda: ikdr.ISMClustering(**kw).fit(Xs))
+        ny_small, _ = timed(lambda: ikdr.ISMClustering(approximation="nystrom", **kw).fit(Xs))
+        out.append(f"| ISMClustering {name} | {n_clu:,} x 2 | NMI {ikdr.metrics.nmi(y, ny.labels_):.3f}, "
+                   f"m = {ny.n_landmarks_}; at {Xs.shape[0]:,}: exact NMI "
+                   f"{ikdr.metrics.nmi(ys, ex_small.labels_):.3f} ({ts:.1f} s), Nystrom "
+                   f"{ikdr.metrics.nmi(ys, ny_small.labels_):.3f} | {tn:.1f} | <= 600 s, NMI within 0.02 "
+                   f"| {mem.beyond:.0f} MB | - | - |")
+        print(out[-1], flush=True)
+    out.append("")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (check that it runs)")
+    ap.add_argument("--sections", default="accuracy,methods,rff,polish,separation,scale")
+    ap.add_argument("--scale-n", type=int, default=1_000_000)
+    ap.add_argument("--mid-n", type=int, default=70_000)
+    ap.add_argument("--cluster-n", type=int, default=1_000_000)
+    ap.add_argument("--cluster-exact-n", type=int, default=20_000,
+                    help="size at which the exact clustering is compared")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "nystrom_ism.md"))
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.scale_n, args.mid_n, args.cluster_n, args.cluster_exact_n = 20_000, 3_000, 20_000, 2_000
+    out = ["# Nystrom ISM against exact ISM (issue 20)\n",
+           f"- machine: {machine_summary()}",
+           f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
+           f"- command: `python benchmarks/{Path(__file__).name} {' '.join(argv or sys.argv[1:])}`",
+           f"- ikdr {ikdr.__version__}\n"]
+    sections = args.sections.split(",")
+    for name, fn in (("accuracy", section_accuracy), ("methods", section_methods),
+                     ("rff", section_rff), ("polish", section_polish),
+                     ("separation", section_separation)):
+        if name in sections:
+            fn(args.quick, out)
+    if "scale" in sections:
+        section_scale(args.quick, out, args.scale_n, args.mid_n, args.cluster_n, args.cluster_exact_n)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(out) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

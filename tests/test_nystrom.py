@@ -1,0 +1,261 @@
+"""Landmark (Nystrom) and random-feature ISM (issue 20)."""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_wine, make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+
+import ikdr
+from ikdr import Gamma, ism, principal_angle, supervised_gamma
+from ikdr._bandwidth import feature_importances, separation, separation_sigma
+from ikdr._clustering import quadratic_trace
+from ikdr._nystrom import (Approximation, ClusteringLandmarks, approximate_ism, check_rows,
+                           nystrom_spectral_embedding, select_landmarks)
+from ikdr._solver import _Problem
+from ikdr.spectral import spectral_embedding
+from ikdr.kernels import Gaussian, Linear, Multiquadratic, Polynomial, Squared
+
+
+@pytest.fixture(scope="module")
+def wine():
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _all_landmarks(X, gamma, kernel, q):
+    a = Approximation("nystrom", X.shape[0])
+    a.index = np.arange(X.shape[0])
+    return a.problem(X, gamma, kernel, None, q)
+
+
+KERNELS = [Gaussian(3.0), Multiquadratic(1.0), Polynomial(3, 1.0),
+           0.5 * Gaussian(2.0) + Squared() + Linear()]
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
+@pytest.mark.parametrize("paradigm", ["classes", "signed"])
+def test_factored_pass_equals_dense_formula(wine, kernel, paradigm, rng):
+    """Every landmark a landmark: the factored objective, dense Phi, Phi V and
+    Phi_0 equal the exact fused passes (supervised class form and a general
+    signed factor, as KDAC's)."""
+    X, y = wine
+    gamma = supervised_gamma(y)[0] if paradigm == "classes" else \
+        Gamma(rng.standard_normal((X.shape[0], 3)), [1.0, -0.5, 2.0])
+    W = np.linalg.qr(rng.standard_normal((13, 3)))[0]
+    V = rng.standard_normal((13, 2))
+    exact = _Problem(X, gamma, kernel, None)
+    approx = _all_landmarks(X, gamma, kernel, 3)
+    assert approx.structure.classes == (paradigm == "classes")
+    rel = lambda a, b: np.abs(a - b).max() / np.abs(b).max()  # noqa: E731
+    assert rel(np.float64(approx.objective(W)), np.float64(exact.objective(W))) < 1e-6
+    assert rel(approx.phi(W), exact.phi(W)) < 1e-6
+    assert rel(approx.phi_products(W, V)[0], exact.phi_products(W, V)[0]) < 1e-6
+    assert rel(approx.phi0(), exact.phi0()) < 1e-12
+
+
+def test_class_structure_formula_matches_dense_gamma(rng):
+    """The class-indicator identity Gamma_ij = [c_i = c_j] - a_i - a_j + s."""
+    y = rng.integers(0, 4, 60)
+    gamma, _ = supervised_gamma(y)
+    p = np.bincount(y) / 60.0
+    a = p[y]
+    dense = (y[:, None] == y[None, :]) - a[:, None] - a[None, :] + p @ p
+    np.testing.assert_allclose(gamma.toarray(), dense, atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "polynomial"])
+def test_every_point_a_landmark_equals_exact(wine, kernel):
+    X, y = wine
+    g, _ = supervised_gamma(y)
+    exact = ism(X, g, kernel, 3, criterion="angle", tol=1e-9, certify=False)
+    approx, info = approximate_ism(X, g, kernel, 3, n_landmarks=X.shape[0], criterion="angle",
+                                   tol=1e-9)
+    assert info["n_landmarks"] == X.shape[0]
+    assert np.sin(principal_angle(exact.components, approx.components)) < 1e-5
+    assert abs(approx.objective - exact.objective) <= 1e-6 * abs(exact.objective)
+
+
+def test_polish_equals_exact_in_fewer_passes(wine):
+    X, y = wine
+    g, _ = supervised_gamma(y)
+    kw = dict(criterion="angle", tol=1e-8, certify=False)
+    exact = ism(X, g, "gaussian", 3, **kw)
+    polished, info = approximate_ism(X, g, "gaussian", 3, n_landmarks=40, polish=True,
+                                     polish_kwargs=kw, random_state=0)
+    assert np.sin(principal_angle(exact.components, polished.components)) < 1e-6
+    assert abs(polished.objective - exact.objective) <= 1e-8 * abs(exact.objective)
+    assert polished.convergence.phi_evaluations < exact.convergence.phi_evaluations
+
+
+def test_auto_meets_tolerance_or_warns(wine):
+    X, y = wine
+    g, _ = supervised_gamma(y)
+    # Met: the returned subspace moved by less than the tolerance at the last doubling.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res, info = approximate_ism(X, g, Gaussian(5.0), 3, random_state=0, auto_max=178)
+    assert info["auto"][-1][1] < 1e-2 or info["n_landmarks"] == X.shape[0]
+    # Flat spectrum (tiny sigma: K close to I, no low-rank structure) and a small
+    # budget: the rule cannot meet its tolerance and must say so.
+    rng = np.random.default_rng(0)
+    Xf = rng.standard_normal((400, 6))
+    gf, _ = supervised_gamma(rng.integers(0, 3, 400))
+    with pytest.warns(ConvergenceWarning, match="budget of 128"):
+        res, info = approximate_ism(Xf, gf, Gaussian(0.3), 2, random_state=0, auto_max=128,
+                                    auto_tol=1e-6)
+    assert info["n_landmarks"] == 128
+
+
+def test_memmap_gives_in_memory_answer(wine, tmp_path):
+    X, y = wine
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float64, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    ro = np.memmap(tmp_path / "x.dat", dtype=np.float64, mode="r", shape=X.shape)
+    kw = dict(n_components=3, approximation="nystrom", n_landmarks=60, random_state=0)
+    a = ikdr.ISM(**kw).fit(X, y)
+    b = ikdr.ISM(**kw).fit(ro, y)
+    np.testing.assert_allclose(a.components_, b.components_, atol=1e-12)
+    assert b.n_features_in_ == 13
+
+
+def test_nan_in_memmap_named_before_work(tmp_path):
+    X = np.random.default_rng(0).standard_normal((5000, 4)).astype(np.float32)
+    X[4321, 2] = np.nan
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float32, mode="w+", shape=X.shape)
+    mm[:] = X
+    with pytest.raises(ValueError, match="NaN or infinite values.*row 4321"):
+        ikdr.ISM(approximation="nystrom").fit(mm, np.arange(5000) % 2)
+    with pytest.raises(ValueError, match="row 4321"):
+        check_rows(mm, block_rows=1000)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(n_landmarks=0), "zero or negative"),
+    (dict(n_landmarks=-5), "zero or negative"),
+    (dict(n_landmarks=500), "larger than the number of samples"),
+    (dict(n_landmarks="many"), "auto"),
+    (dict(kernel="linear"), "nothing to approximate"),
+    (dict(kernel="squared"), "nothing to approximate"),
+    (dict(kernel="relative_gaussian"), "per-point bandwidths"),
+    (dict(approximation="rff", kernel="polynomial"), "Gaussian kernel only"),
+    (dict(approximation="exact"), "approximation must be"),
+])
+def test_bad_input_named(wine, bad, match):
+    X, y = wine
+    params = dict(approximation="nystrom") | bad
+    with pytest.raises(ValueError, match=match):
+        ikdr.ISM(**params).fit(X, y)
+
+
+def test_clustering_bad_input(wine):
+    X, _ = wine
+    with pytest.raises(ValueError, match="zero or negative"):
+        ikdr.ISMClustering(n_clusters=3, approximation="nystrom", n_landmarks=0).fit(X)
+    with pytest.raises(ValueError, match="supervised ISM only"):
+        ikdr.ISMClustering(n_clusters=3, approximation="rff").fit(X)
+
+
+def test_float32_pass_agrees(wine, rng):
+    X, y = wine
+    g, _ = supervised_gamma(y)
+    W = np.linalg.qr(rng.standard_normal((13, 3)))[0]
+    p64 = _all_landmarks(X, g, Gaussian(4.0), 3)
+    a = Approximation("nystrom", 60, dtype=np.float32, random_state=0)
+    a.index = np.arange(0, 178, 3)
+    b = Approximation("nystrom", 60, random_state=0)
+    b.index = a.index
+    p32 = a.problem(X.astype(np.float32), g, Gaussian(4.0), None, 3)
+    p64 = b.problem(X, g, Gaussian(4.0), None, 3)
+    assert p32.phi(W).dtype == np.float64
+    np.testing.assert_allclose(p32.phi(W), p64.phi(W), rtol=0, atol=1e-3 * np.abs(p64.phi(W)).max())
+
+
+@pytest.mark.parametrize("method", ["uniform", "kmeans++", "leverage"])
+def test_landmark_methods(method, rng):
+    Z = rng.standard_normal((300, 3))
+    idx = select_landmarks(Z, 40, method=method, kernel=Gaussian(1.0), random_state=0)
+    assert idx.shape == (40,) and np.unique(idx).shape == (40,)
+    assert np.all(np.diff(idx) > 0) and idx.max() < 300
+
+
+def test_kmeanspp_covers_clusters():
+    Z, labels = make_blobs(600, centers=6, cluster_std=0.05, random_state=0)
+    idx = select_landmarks(Z, 6, method="kmeans++", random_state=0)
+    assert len(set(labels[idx])) >= 5
+
+
+def test_nystrom_embedding_with_all_landmarks_equals_dense(wine):
+    X, _ = wine
+    k = Gaussian(4.0)
+    U, vals, deg = spectral_embedding(X, k, 3, method="dense")
+    Un, valsn, degn, _ = nystrom_spectral_embedding(X, k, 3, X.shape[0])
+    np.testing.assert_allclose(degn, deg, rtol=1e-6)
+    np.testing.assert_allclose(valsn, vals, rtol=1e-6, atol=1e-8)
+    assert np.linalg.norm(U @ U.T - Un @ Un.T) < 1e-5
+
+
+def test_landmark_quadratic_trace(wine, rng):
+    X, _ = wine
+    F = rng.standard_normal((X.shape[0], 2))
+    lm = ClusteringLandmarks(X.shape[0], random_state=0)
+    exact = quadratic_trace(X[:, :4], Gaussian(2.0), F)
+    approx = quadratic_trace(X[:, :4], Gaussian(2.0), F, landmarks=lm)
+    assert abs(approx - exact) < 1e-6 * abs(exact)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_clustering_estimators_with_landmarks(wine):
+    X, y = wine
+    exact = ikdr.ISMClustering(n_clusters=3, n_components=3, random_state=0, max_iter=5).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        approx = ikdr.ISMClustering(n_clusters=3, n_components=3, random_state=0, max_iter=5,
+                                    approximation="nystrom", n_landmarks=100).fit(X)
+    assert approx.n_landmarks_ == 100
+    assert abs(ikdr.metrics.nmi(y, approx.labels_) - ikdr.metrics.nmi(y, exact.labels_)) < 0.05
+    assert approx.feature_importances_.shape == (13,)
+
+
+def test_rff_supervised(wine):
+    X, y = wine
+    exact = ikdr.ISM(n_components=3).fit(X, y)
+    rff = ikdr.ISM(n_components=3, approximation="rff", n_landmarks=2000, random_state=0).fit(X, y)
+    assert rff.n_landmarks_ == 2000
+    assert np.sin(principal_angle(exact.components_, rff.components_)) < 0.1
+
+
+def test_feature_importances(wine):
+    X, y = wine
+    model = ikdr.ISM(n_components=3).fit(X, y)
+    imp = model.feature_importances_
+    assert imp.shape == (13,) and np.all(imp >= 0)
+    np.testing.assert_allclose(imp.sum(), 1.0)
+    W, lam = model.components_, np.abs(model.eigenvalues_)
+    np.testing.assert_allclose(imp, (W ** 2) @ lam / lam.sum())
+    # one direction: the squared loadings of that direction
+    e = np.zeros((4, 1))
+    e[2] = 1.0
+    np.testing.assert_allclose(feature_importances(e), [0, 0, 1, 0])
+
+
+def test_separation_sigma(wine):
+    X, y = wine
+    s = separation_sigma(X, y)
+    Y = np.eye(3)[y]
+    best = separation(X, Y, s)
+    for other in (0.5 * s, 2.0 * s, ikdr.median_sigma(X)):
+        assert best >= separation(X, Y, other) - 1e-9
+    # direct check of J on a tiny case by the dense formula
+    Xs, Ys = X[::6][:30], Y[::6][:30]
+    K = Gaussian(2.0).matrix(Xs)
+    same = Ys @ Ys.T
+    off = ~np.eye(30, dtype=bool)
+    J = K[(same == 1) & off].mean() - K[same == 0].mean()
+    assert abs(separation(Xs, Ys, 2.0) - J) < 1e-12
+    model = ikdr.ISM(n_components=3, sigma="separation").fit(X, y)
+    assert abs(model.sigma_ - s) < 1e-12
+    with pytest.raises(ValueError, match="class labels"):
+        ikdr.ISM(sigma="separation").fit(X, X[:, 0])
