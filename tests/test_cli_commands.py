@@ -171,7 +171,7 @@ def test_verbose_logs_iterations_on_stderr(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["altcluster", "wine", "--out", "o"], "required: --clusters"),
     (["altcluster", "wine", "--clusters", "two", "--out", "o"], "invalid int value"),
-    (["altcluster", "wine", "--clusters", "1", "--out", "o"], "n_clusters must be >= 2"),
+    (["altcluster", "wine", "--clusters", "1", "--out", "o"], "'n_clusters' parameter of KDAC must be an int in the range [2, inf)"),
     (["altcluster", "wine", "--clusters", "2", "--lam", "-1", "--out", "o"], "--lam"),
     (["altcluster", "wine", "--clusters", "2", "--existing", "nothere.csv", "--out", "o"],
      "no such label file"),

@@ -129,8 +129,13 @@ def test_sklearn_estimator_checks():
 
     from ikdr import KNetClustering
 
-    for est in [KernelDependenceNetwork(max_layers=2, n_fourier=50, random_state=0),
-                KNetClustering(2, max_iter=2, random_state=0)]:
+    # These checks set n_clusters=1, which the clustering estimators refuse with a
+    # ValueError (one cluster has no spectral embedding to learn from), as in
+    # tests/test_clustering.py; every other check must pass.
+    one_cluster = {"check_dont_overwrite_parameters", "check_methods_subset_invariance",
+                   "check_fit2d_1feature", "check_fit2d_predict1d"}
+    for est, allowed in [(KernelDependenceNetwork(max_layers=2, n_fourier=50, random_state=0), set()),
+                         (KNetClustering(2, max_iter=2, random_state=0), one_cluster)]:
         results = check_estimator(est, on_fail=None)
         failed = [r["check_name"] for r in results if r["status"] == "failed"]
-        assert not failed, failed
+        assert set(failed) <= allowed, failed
