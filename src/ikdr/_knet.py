@@ -308,6 +308,8 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, lam=0.0, learnin
             n_rejected += 1
             halvings += 1
             history.append(history[-1])
+            if report is not None:  # one line per round, kept or undone
+                report(n_iter, history[-1], 0.0, round="undone")
             if halvings >= _MAX_HALVINGS:
                 stop_reason = "step size exhausted"
                 break
