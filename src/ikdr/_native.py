@@ -3,9 +3,9 @@
 Everything above it (the kernel layer in :mod:`ikdr.kernels`) hands NumPy
 arrays and :class:`KernelTerm` records to the functions here. This module picks
 the float32 or float64 entry point from the points' dtype, casts the other
-arrays to it (once), checks shapes, and holds the BLAS at one thread while the
-core runs: the core splits its GEMMs over threads of its own, and a threaded
-BLAS underneath would oversubscribe the cores.
+arrays to it (once), checks shapes, and holds the BLAS at one thread while a
+pass that calls it runs: the core splits its GEMMs over threads of its own,
+and a threaded BLAS underneath would oversubscribe the cores.
 
 The C++ core (``cpp/``) has no Python in it; ``cpp/src/bindings.cpp`` converts,
 releases the GIL, calls and returns.
