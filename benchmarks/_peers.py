@@ -191,10 +191,10 @@ def run_pymanopt(solver, X, gamma, kernel, q, W0, min_gradient_norm, max_time, t
     from pymanopt.manifolds import Grassmann, Stiefel
     from pymanopt.optimizers import ConjugateGradient, SteepestDescent, TrustRegions
 
-    from ikdr._solver import _FD_STEP, _Problem, _riemannian_gradient
+    from ikdr._ism_problem import FD_STEP, KernelProblem, riemannian_gradient
 
     d = X.shape[1]
-    problem = _Problem(X, gamma, kernel, None)
+    problem = KernelProblem(X, gamma, kernel, None)
     manifold = Grassmann(d, q) if solver == "grassmann-tr" else Stiefel(d, q)
     cache = {}
     targets = dict(targets or {})
@@ -206,7 +206,7 @@ def run_pymanopt(solver, X, gamma, kernel, q, W0, min_gradient_norm, max_time, t
         key = W.tobytes()
         if key not in cache:
             cache.clear()
-            cache[key] = problem.phi(W)
+            cache[key] = problem.phi(W)[0]
         return cache[key]
 
     @pymanopt.function.numpy(manifold)
@@ -226,10 +226,11 @@ def run_pymanopt(solver, X, gamma, kernel, q, W0, min_gradient_norm, max_time, t
     @pymanopt.function.numpy(manifold)
     def euclidean_hessian(W, Z):
         # Euclidean Hessian of -f along Z: -(2 Phi Z + 2 DPhi[Z] W), with DPhi[Z] W by the same
-        # forward difference ikdr's trust region uses.
+        # forward difference ikdr's trust region uses (the Riemannian product without its
+        # projection terms: pymanopt's Grassmann manifold adds its own).
         phi = phi_at(W)
-        t = _FD_STEP / max(np.linalg.norm(Z), 1e-300)
-        dphi_w = (problem.phi_times_w(W + t * Z, W) - phi @ W) / t
+        t = FD_STEP / max(np.linalg.norm(Z), 1e-300)
+        dphi_w = (problem.phi_product(W + t * Z, W)[0] - phi @ W) / t
         return -2.0 * (phi @ Z + dphi_w)
 
     kwargs = {"euclidean_gradient": euclidean_gradient}
@@ -250,7 +251,7 @@ def run_pymanopt(solver, X, gamma, kernel, q, W0, min_gradient_norm, max_time, t
     elapsed = time.perf_counter() - t0
     W = res.point
     f = -float(res.cost)
-    g = np.linalg.norm(_riemannian_gradient(problem.kernel.phi(problem.X64, W, problem.gamma), W))
+    g = np.linalg.norm(riemannian_gradient(problem.kernel.phi(problem.X64, W, problem.gamma) @ W, W))
     reason = str(res.stopping_criterion)
     products = problem.n_phi + problem.n_objective
     return {"objective": f, "best_objective": max(best["f"], f), "time": elapsed,

@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 import ikdr
 from ikdr._eig import top_eigenvectors
-from ikdr._solver import _exp
+from ikdr._trust_region import exp_map as _exp
 from ikdr.kernels import Gaussian, Polynomial
 
 from .conftest import shared_csv

@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._ism import _sigma_of, check_dtype, check_kernel_params
 from ._progress import IterationReport, check_verbose
-from ._solver import choose_n_components, ism
+from ._solver import ism
 from ._spectral import clustering_gamma, njw_labels, spectral_embedding
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from ._validation import check_scale, keep_state_on_error
@@ -121,16 +121,10 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
     iterations are printed too.
     """
     t0 = time.perf_counter()
-    d = X.shape[1]
     U, vals, deg = spectral_embedding(X, affinity, n_clusters, random_state=random_state,
                                       n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
-    if n_components is None:
-        phi0 = kernel.phi0(X, gamma)
-        q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=1)
-        q = min(q, d)
-    else:
-        q = n_components
+    q = n_components            # None: the first W-step picks q by the eigengap of Phi_0
     W = None
     history = []
     converged = False
@@ -143,6 +137,7 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
         result = ism(X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER, n_threads=n_threads,
                      random_state=random_state, warn=False, certify=False, callback=inner)
         W_new = result.components
+        q = W_new.shape[1]
         Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
         U_new, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
                                               n_threads=n_threads, normalize=normalize, U0=U)

@@ -1,16 +1,16 @@
 """Supervised interpretable kernel dimension reduction (ISM estimator)."""
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._eig import lapack_top
 from ._progress import IterationReport, check_verbose
-from ._solver import choose_n_components, ism
+from ._solver import ism
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import supervised_gamma
@@ -77,6 +77,16 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         safeguarded phase, when needed, stops at a relative Riemannian
         gradient norm of 1e-6).
     max_iter : int, default=100
+    criterion : {"eigenvalues", "angle", "gradient"}, default="eigenvalues"
+        Stopping rule. ``"eigenvalues"``: relative change of Phi's top-q
+        eigenvalues below ``tol``, as in the papers; ``"angle"``: largest
+        principal angle between successive W below ``tol``; ``"gradient"``:
+        relative Riemannian gradient norm below 1e-6 (slow plain steps hand
+        over to the trust region), for a certified local maximum.
+    certify : bool, default=True
+        Compute the second-order part of ``convergence_`` (the largest
+        Riemannian Hessian eigenvalue, a few thin passes); False keeps only the
+        gradient (no extra pass).
     random_state : int, RandomState instance or None
         Only used by the subsampled median heuristic.
     verbose : int, default=0
@@ -137,24 +147,31 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     (178, 3)
     """
 
+    _parameter_constraints = {
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "criterion": [StrOptions({"eigenvalues", "angle", "gradient"})],
+        "certify": ["boolean"],
+    }
+
     def __init__(self, n_components=None, kernel="gaussian", sigma="median", tol=0.01,
-                 max_iter=100, random_state=None, verbose=0, dtype=np.float64):
+                 max_iter=100, random_state=None, verbose=0, dtype=np.float64,
+                 criterion="eigenvalues", certify=True):
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
         self.tol = tol
         self.max_iter = max_iter
+        self.criterion = criterion
+        self.certify = certify
         self.random_state = random_state
         self.verbose = verbose
         self.dtype = dtype
 
     def _validate_params_values(self):
+        self._validate_params()
         check_dtype(self.dtype)
-        check_positive(self.tol, "tol")
         check_verbose(self.verbose)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) \
-                or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
 
     @keep_state_on_error
     def fit(self, X, y):
@@ -177,16 +194,12 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                                           else "continuous")
         d = X.shape[1]
         kernel = kernel.fit(X, random_state=self.random_state)
-        if self.n_components is None:
-            phi0 = kernel.phi0(X, gamma)
-            vals = np.linalg.eigvalsh(phi0)
-            minimum = max(1, classes.shape[0] - 1) if classes is not None else 1
-            q = choose_n_components(vals, minimum=min(minimum, d))
-        else:
-            q = check_n_components(self.n_components, d)
+        q = None if self.n_components is None else check_n_components(self.n_components, d)
+        minimum = max(1, classes.shape[0] - 1) if classes is not None else 1
         work = X.astype(check_dtype(self.dtype), copy=False)
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
             result = ism(work, gamma, kernel, q, tol=self.tol, max_iter=int(self.max_iter),
+                         criterion=self.criterion, certify=self.certify, min_components=minimum,
                          random_state=self.random_state,
                          callback=report.ism_step if report.active else None)
         n = X.shape[0]
