@@ -3,16 +3,21 @@ Riemannian Hessian eigenvalue, over the Hessian products of the problem
 interface (:mod:`ikdr._ism_problem`).
 
 The largest Hessian eigenvalue is computed by a single-vector LOBPCG
-(Knyazev 2001) run until the residual :math:`\|Hx - \theta x\|` of its unit
-Ritz vector is at most ``HESSIAN_RTOL`` times the Hessian's scale (or the
-product budget is spent). It starts from the surrogate's direction of least
-negative curvature and, when the dense :math:`\Phi(W)` is known, is
-preconditioned by the surrogate's absolute value, whose near-diagonal
-dominance makes it converge in a few products. Each iteration costs one
-Hessian product, i.e. one thin pass. A converged Ritz value :math:`\theta`
-with residual r has an eigenvalue within r of it; the second-order condition
-is claimed only for a converged estimate with :math:`\theta + r \le`
-``1e-5 * hessian_scale``.
+(Knyazev 2001) on Hessian products, one thin pass each. It starts from the
+surrogate's direction of least negative curvature and, when the dense
+:math:`\Phi(W)` is known, is preconditioned by the surrogate's absolute value
+(the surrogate is the Hessian without its kernel-curvature term, so the
+preconditioned operator is close to the identity and a few products
+suffice). It stops when the residual :math:`r = \|Hx - \theta x\|` of its
+unit Ritz vector x is at most ``HESSIAN_RTOL`` times :math:`|\theta|` or
+``HESSIAN_STOL`` times the Hessian's scale, whichever is larger, or after
+``HESSIAN_MAX_PRODUCTS`` products. The Hessian then has an eigenvalue in
+:math:`[\theta - r, \theta + r]` (and the Ritz value's error is about
+:math:`r^2` over the gap to the rest of the spectrum); :math:`\theta` is a
+Rayleigh quotient, so the largest eigenvalue is at least :math:`\theta`.
+The second-order condition is claimed only for a converged estimate with
+:math:`\theta + r \le` ``SECOND_ORDER_RTOL * hessian_scale``: an
+unconverged estimate never certifies.
 """
 from __future__ import annotations
 
@@ -24,8 +29,10 @@ from ._eig import block_top_eigenvectors
 from ._ism_problem import riemannian_gradient
 from ._trust_region import Surrogate, complement
 
-#: residual of the Hessian eigenvalue estimate, relative to hessian_scale
-HESSIAN_RTOL = 1e-4
+#: residual of the Hessian eigenvalue estimate: at most HESSIAN_RTOL |theta| ...
+HESSIAN_RTOL = 0.05
+#: ... or HESSIAN_STOL hessian_scale, whichever is larger
+HESSIAN_STOL = 1e-4
 #: Hessian products allowed for the estimate (each one thin pass)
 HESSIAN_MAX_PRODUCTS = 40
 #: second-order condition: largest Hessian eigenvalue <= SECOND_ORDER_RTOL * hessian_scale
@@ -74,8 +81,8 @@ class ISMConvergence:
         :math:`\|Hx - \theta x\|` of the unit Ritz vector x: an eigenvalue of
         the Hessian lies within this distance of ``hessian_max_eigenvalue``.
     hessian_converged : bool or None
-        The residual reached ``1e-4 * hessian_scale`` within the product
-        budget (None when not computed).
+        The residual reached ``max(0.05 |hessian_max_eigenvalue|, 1e-4 *
+        hessian_scale)`` within 40 products (None when not computed).
     hessian_scale : float
         Largest :math:`|2(\mu_i - \nu_j)|` of the surrogate Hessian, the scale
         against which ``hessian_max_eigenvalue`` is judged.
@@ -141,13 +148,13 @@ class ISMConvergence:
         return asdict(self)
 
 
-def largest_eigenvalue(apply, x0, *, tol, max_products, precondition=None):
+def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=None):
     r"""Largest eigenvalue of a symmetric operator by single-vector LOBPCG.
 
     ``apply`` and ``precondition`` map arrays of x0's shape to the same shape
     (inner product ``vdot``). Each iteration does a Rayleigh-Ritz step on
     [x, T r, p] and costs one ``apply``. Stops when the residual
-    :math:`\|Ax - \theta x\|` (x unit) is at most ``tol``.
+    :math:`\|Ax - \theta x\|` (x unit) is at most ``max(atol, rtol |theta|)``.
 
     Returns (theta, residual, converged, products).
     """
@@ -159,7 +166,7 @@ def largest_eigenvalue(apply, x0, *, tol, max_products, precondition=None):
     while True:
         r = Ax - theta * x
         residual = float(np.linalg.norm(r))
-        if residual <= tol:
+        if residual <= max(atol, rtol * abs(theta)):
             return theta, residual, True, products
         if products >= max_products:
             return theta, residual, False, products
@@ -262,7 +269,8 @@ def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, e
     before = problem.n_hessian
     theta, residual, converged, _ = largest_eigenvalue(
         lambda Z: problem.hessian_product(W, Z, PW, phi), x0,
-        tol=HESSIAN_RTOL * max(scale, np.finfo(float).tiny), max_products=HESSIAN_MAX_PRODUCTS,
+        atol=HESSIAN_STOL * max(scale, np.finfo(float).tiny), rtol=HESSIAN_RTOL,
+        max_products=HESSIAN_MAX_PRODUCTS,
         precondition=precondition)
     out.update(hessian_max_eigenvalue=theta, hessian_residual=residual,
                hessian_converged=bool(converged),
