@@ -30,7 +30,7 @@ from ._ism_problem import riemannian_gradient
 from ._trust_region import Surrogate, complement
 
 #: residual of the Hessian eigenvalue estimate: at most HESSIAN_RTOL |theta| ...
-HESSIAN_RTOL = 0.05
+HESSIAN_RTOL = 0.1
 #: ... or HESSIAN_STOL hessian_scale, whichever is larger
 HESSIAN_STOL = 1e-4
 #: Hessian products allowed for the estimate (each one thin pass)
@@ -81,7 +81,7 @@ class ISMConvergence:
         :math:`\|Hx - \theta x\|` of the unit Ritz vector x: an eigenvalue of
         the Hessian lies within this distance of ``hessian_max_eigenvalue``.
     hessian_converged : bool or None
-        The residual reached ``max(0.05 |hessian_max_eigenvalue|, 1e-4 *
+        The residual reached ``max(0.1 |hessian_max_eigenvalue|, 1e-4 *
         hessian_scale)`` within 40 products (None when not computed).
     hessian_scale : float
         Largest :math:`|2(\mu_i - \nu_j)|` of the surrogate Hessian, the scale
