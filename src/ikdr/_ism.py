@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import distributed
 from ._eig import lapack_top
 from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
@@ -161,9 +162,13 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         """Learn W from training data X (n x d) and targets y (labels or continuous)."""
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma)
-        X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64,
-                             multi_output=True, y_numeric=False)
-        check_scale(X)
+        if distributed.is_dask_array(X) or distributed.is_dask_array(y):
+            # issue 17 hook: a row-chunked dask X stays on the cluster (ikdr.distributed)
+            X, y = distributed.validate_data(self, X, y)
+        else:
+            X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64,
+                                 multi_output=True, y_numeric=False)
+            check_scale(X)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()
@@ -176,9 +181,9 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         gamma, classes = supervised_gamma(y, target="labels" if target in ("binary", "multiclass")
                                           else "continuous")
         d = X.shape[1]
-        kernel = kernel.fit(X, random_state=self.random_state)
+        kernel = distributed.fit_kernel(kernel, X, random_state=self.random_state)
         if self.n_components is None:
-            phi0 = kernel.phi0(X, gamma)
+            phi0 = distributed.phi0(kernel, X, gamma)
             vals = np.linalg.eigvalsh(phi0)
             minimum = max(1, classes.shape[0] - 1) if classes is not None else 1
             q = choose_n_components(vals, minimum=min(minimum, d))
@@ -205,6 +210,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Project X onto the learned subspace: ``X @ components_``."""
         check_is_fitted(self)
+        if distributed.is_dask_array(X):          # issue 17: a lazy map over row blocks
+            return distributed.project(X, self.components_)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_
 

@@ -282,6 +282,10 @@ class _Problem:
         self.n_objective = 0
         self.n_hessian = 0
 
+    def phi0(self):
+        r""":math:`\Phi_0 = \Phi(W = 0)`, the W-free start."""
+        return self.kernel.phi0(self.X64, self.gamma)
+
     def objective(self, W, native=False):
         self.n_objective += 1
         X = self.X if native else self.X64
@@ -616,11 +620,16 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     """
     if not isinstance(gamma, Gamma):
         raise TypeError(f"gamma must be an ikdr.gamma.Gamma, got {type(gamma).__name__}")
-    X = check_float_matrix(X, "X")
+    # -- issue 17 hook: a row-chunked dask array becomes ikdr.distributed.DaskData, whose
+    # problem object runs every pass as Dask tasks (W and the eigenproblems stay here).
+    from . import distributed as _distributed
+
+    data = _distributed.as_data(X)
+    X = check_float_matrix(X, "X") if data is None else data
     if dtype is not None:
         if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
             raise ValueError(f"dtype must be None, numpy.float64 or numpy.float32, got {dtype!r}")
-        X = np.ascontiguousarray(X, dtype=dtype)
+        X = np.ascontiguousarray(X, dtype=dtype) if data is None else X.astype(dtype)
     n, d = X.shape
     if gamma.n != n:
         raise ValueError(f"Gamma is {gamma.n} x {gamma.n} but X has {n} rows")
@@ -637,8 +646,9 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
         raise ValueError(f"n_components={q} must be between 1 and d={d}")
     kernel = make_kernel(kernel)
     if not kernel._is_resolved():
-        kernel = kernel.fit(X, random_state=random_state)
-    problem = _Problem(X, gamma, kernel, n_threads)
+        kernel = _distributed.fit_kernel(kernel, X, random_state=random_state)
+    problem = _Problem(X, gamma, kernel, n_threads) if data is None else \
+        data.problem(gamma, kernel, n_threads)          # issue 17 hook
     eps = np.finfo(X.dtype).eps
     matrix_free = _use_matrix_free(phi_solver, kernel, n, d, q)
     # Residual tolerance of the matrix-free eigensolves: float32 products
@@ -667,7 +677,7 @@ def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
     extra = None            # extra Ritz vectors carried between matrix-free eigensolves
     PW = None               # Phi(W) W at the current W (matrix-free plain steps)
     if W0 is None:
-        phi = kernel.phi0(problem.X64, gamma)
+        phi = problem.phi0()
         lam, W, info = top_eigenvectors(phi, q, method="lapack" if eigen_solver == "auto" else eigen_solver)
     else:
         W = _check_orthonormal_start(W0, d, q)
