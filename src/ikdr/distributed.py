@@ -132,14 +132,14 @@ def check_memory(chunk_rows, n_samples, n_features, name="X", rank=16):
         return  # no limit set
     limit = min(limits)
     threads = max(w.get("nthreads", 1) for w in workers.values())
-    need = threads * task_bytes(chunk_rows, n_features, rank) + \
-        8 * n_samples * (n_features + rank) / len(workers)
+    stored = 8 * n_samples * (n_features + rank) / len(workers)
+    need = threads * task_bytes(chunk_rows, n_features, rank) + stored
     if need > MEMORY_FRACTION * limit:
         best = max_chunk_rows(n_samples, n_features, limit, len(workers), threads, rank)
         if best < 1:
             raise ValueError(
                 f"{name} ({n_samples} x {n_features}) does not fit the cluster: each of the "
-                f"{len(workers)} workers would store {need / 2**20:.0f} MiB against a memory "
+                f"{len(workers)} workers would store {stored / 2**20:.0f} MiB against a memory "
                 f"limit of {limit / 2**20:.0f} MiB; add workers or memory")
         raise ValueError(
             f"chunks of {chunk_rows} rows are too large for the workers' memory limit "

@@ -1,0 +1,175 @@
+"""Distributed fits on a Dask cluster (ikdr.distributed): same answer as in memory."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import ikdr  # noqa: E402
+from ikdr import principal_angle  # noqa: E402
+from ikdr.kernels import Gaussian, Linear, Multiquadratic, Polynomial, Squared  # noqa: E402
+
+MEMORY_LIMIT = "1GiB"
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
+                                       dashboard_address=None, memory_limit=MEMORY_LIMIT)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    n, d = 240, 5
+    X = rng.standard_normal((n, d))
+    y = (X[:, 0] + 0.6 * X[:, 1] > 0).astype(int) + (X[:, 2] > 0.8)
+    return X, y
+
+
+def _sine(A, B):
+    return np.sin(principal_angle(A, B))
+
+
+def _same(a, b):
+    assert _sine(a.components_, b.components_) < 1e-8
+    assert abs(a.hsic_ - b.hsic_) <= 1e-10 * abs(a.hsic_)
+
+
+KERNELS = {
+    "gaussian": Gaussian(),
+    "polynomial": Polynomial(2),
+    "linear": Linear(),
+    "squared": Squared(),
+    "multiquadratic": Multiquadratic(),
+    "conic": 0.5 * Gaussian() + Polynomial(2),
+}
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_ism_matches_in_memory(client, data, name):
+    X, y = data
+    kw = dict(n_components=2, kernel=KERNELS[name], random_state=0)
+    ref = ikdr.ISM(**kw).fit(X, y)
+    out = ikdr.ISM(**kw).fit(da.from_array(X, chunks=(100, X.shape[1])), y)
+    _same(ref, out)
+    # the certificate's products ran on the cluster too
+    c_ref, c_out = ref.convergence_, out.convergence_
+    assert c_out.gradient_norm == pytest.approx(c_ref.gradient_norm, rel=1e-5, abs=1e-9 * abs(c_ref.objective))
+    if np.isfinite(c_ref.hessian_max_eigenvalue):
+        assert c_out.hessian_max_eigenvalue == pytest.approx(
+            c_ref.hessian_max_eigenvalue, rel=1e-4, abs=1e-5 * c_ref.hessian_scale)
+    assert out.n_features_in_ == X.shape[1]
+
+
+def test_any_chunking_gives_the_same_answer_and_repeats_bit_for_bit(client, data):
+    X, y = data
+    y_dask = da.from_array(y, chunks=70)
+    ref = ikdr.ISM(n_components=2, random_state=0).fit(X, y)
+    for rows in (240, 70):
+        Xd = da.from_array(X, chunks=(rows, X.shape[1]))
+        out = ikdr.ISM(n_components=2, random_state=0).fit(Xd, y_dask)
+        _same(ref, out)
+    again = ikdr.ISM(n_components=2, random_state=0).fit(Xd, y_dask)
+    assert np.array_equal(out.components_, again.components_)
+    assert out.hsic_ == again.hsic_
+
+
+def test_eigengap_choice_of_q_and_median_subsample(client):
+    # n > 3000 exercises the subsampled median heuristic: the same rows as in memory
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((3100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    ism_kw = dict(random_state=1, kernel="linear")
+    ref = ikdr.ISM(**ism_kw).fit(X, y)
+    out = ikdr.ISM(**ism_kw).fit(da.from_array(X, chunks=(1600, 3)), y)
+    assert out.components_.shape == ref.components_.shape
+    _same(ref, out)
+    from ikdr import distributed as D
+
+    data = D.as_data(da.from_array(X, chunks=(1600, 3)))
+    assert D.fit_kernel(Gaussian(), data, random_state=4).sigma == \
+        Gaussian().fit(X, random_state=4).sigma
+
+
+def test_transform_maps_over_blocks(client, data):
+    X, y = data
+    model = ikdr.ISM(n_components=2, kernel="linear").fit(X, y)
+    Xd = da.from_array(X, chunks=(100, X.shape[1]))
+    Z = model.transform(Xd)
+    assert isinstance(Z, da.Array) and Z.chunks[0] == Xd.chunks[0]
+    np.testing.assert_allclose(Z.compute(), model.transform(X), rtol=1e-13, atol=1e-13)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(Xd[:, :3])
+
+
+def _poisoned(n, d, chunks):
+    """A dask array whose blocks raise if any task is ever run."""
+    def boom(block):
+        raise RuntimeError("a task was submitted")
+
+    return da.zeros((n, d), chunks=chunks).map_blocks(boom, dtype=float)
+
+
+def test_bad_input_is_refused_before_any_task(client):
+    y = np.arange(100) % 2
+    with pytest.raises(ValueError, match="chunked along its columns"):
+        ikdr.ISM(n_components=1).fit(_poisoned(100, 4, (50, 2)), y)
+    with pytest.raises(ValueError, match="unequal size"):
+        ikdr.ISM(n_components=1).fit(_poisoned(100, 4, ((30, 50, 20), (4,))), y)
+    with pytest.raises(ValueError, match="different lengths"):
+        ikdr.ISM(n_components=1).fit(_poisoned(100, 4, (50, 4)), y[:90])
+    with pytest.raises(ValueError, match="different lengths"):
+        ikdr.ISM(n_components=1).fit(_poisoned(100, 4, (50, 4)), da.from_array(y[:90]))
+    with pytest.raises(ValueError, match="RelativeGaussian"):
+        ikdr.ISM(n_components=1, kernel="relative_gaussian").fit(
+            da.from_array(np.random.default_rng(0).standard_normal((100, 4)), chunks=(50, 4)), y)
+
+
+def test_chunks_too_large_for_the_workers_memory_are_refused(client):
+    n, d = 1_000_000, 16          # 128 MB in one chunk, about 1 GB per task: never computed
+    with pytest.raises(ValueError, match=r"use chunks of at most \d+ rows"):
+        ikdr.ISM(n_components=1).fit(_poisoned(n, d, (n, d)), np.arange(n) % 2)
+    with pytest.raises(ValueError, match="does not fit the cluster"):
+        ikdr.ISM(n_components=1).fit(_poisoned(20 * n, d, (n // 8, d)), np.arange(20 * n) % 2)
+
+
+def test_a_killed_worker_is_replaced_and_the_fit_finishes(client, data):
+    X, y = data
+    gamma, _ = ikdr.supervised_gamma(y)
+    kernel = Gaussian().fit(X, random_state=0)
+    ref = ikdr.ism(X, gamma, kernel, 2, tol=1e-8, criterion="angle")
+    killed = []
+
+    def kill_one_worker(entry):
+        if entry["iteration"] == 1 and not killed:
+            pids = client.run(os.getpid)
+            address, pid = sorted(pids.items())[0]
+            os.kill(pid, 9)             # the nanny starts a new worker; lost blocks are recomputed
+            killed.append(address)
+
+    out = ikdr.ism(da.from_array(X, chunks=(60, X.shape[1])), gamma, kernel, 2, tol=1e-8,
+                   criterion="angle", callback=kill_one_worker)
+    assert killed
+    assert _sine(ref.components, out.components) < 1e-8
+    assert abs(ref.objective - out.objective) <= 1e-10 * abs(ref.objective)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_the_core_imports_and_runs_without_dask():
+    code = ("import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None\n"
+            "import numpy as np, ikdr\n"
+            "X = np.random.default_rng(0).standard_normal((40, 3)); y = X[:, 0] > 0\n"
+            "print(ikdr.ISM(n_components=1).fit(X, y).components_.shape)\n")
+    env = dict(os.environ)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "(3, 1)" in out.stdout
