@@ -110,6 +110,38 @@ def test_transform_maps_over_blocks(client, data):
         model.transform(Xd[:, :3])
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "sne", "linear", "polynomial"])
+def test_nystrom_ksvd_matches_in_memory(client, kernel):
+    rng = np.random.default_rng(11)
+    X, Z = rng.standard_normal((300, 4)), rng.standard_normal((200, 4)) + 0.3
+    kw = dict(n_components=3, kernel=kernel, solver="nystrom", n_landmarks=(30, 25), random_state=0)
+    ref = ikdr.KernelSVD(**kw).fit(X, Z)
+    out = ikdr.KernelSVD(**kw).fit(da.from_array(X, chunks=(80, 4)), da.from_array(Z, chunks=50))
+    np.testing.assert_allclose(out.singular_values_, ref.singular_values_, rtol=1e-12)
+    for a, b in ((ref.left_vectors_, out.left_vectors_), (ref.right_vectors_, out.right_vectors_)):
+        # Nystrom vectors have unit columns but are not orthogonal: compare column by column
+        cos = np.abs(np.einsum("ij,ij->j", a, b))
+        assert np.all(np.sqrt(np.maximum(0.0, 1 - cos ** 2)) < 1e-8)
+        np.testing.assert_allclose(b, a, atol=1e-10)
+    Xn = rng.standard_normal((50, 4))
+    rows = out.transform(da.from_array(Xn, chunks=(20, 4)))
+    assert isinstance(rows, da.Array)
+    np.testing.assert_allclose(rows.compute(), ref.transform(Xn), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.transform_columns(Xn), ref.transform_columns(Xn),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_nystrom_ksvd_refuses_what_needs_the_whole_matrix(client):
+    X = da.from_array(np.random.default_rng(0).standard_normal((100, 3)), chunks=(50, 3))
+    Z = np.ones((20, 3))
+    with pytest.raises(ValueError, match="int n_landmarks"):
+        ikdr.KernelSVD(n_components=2).fit(X, Z)
+    with pytest.raises(ValueError, match="solver='nystrom'"):
+        ikdr.KernelSVD(n_components=2, solver="dense", n_landmarks=10).fit(X, Z)
+    with pytest.raises(ValueError, match="two point sets"):
+        ikdr.KernelSVD(n_components=2, n_landmarks=10).fit(X)
+
+
 def _poisoned(n, d, chunks):
     """A dask array whose blocks raise if any task is ever run."""
     def boom(block):

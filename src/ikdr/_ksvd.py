@@ -25,6 +25,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from . import distributed
 from . import kernels as _kernels
 from ._config import fits_memory, require_memory
 from ._ksvd_metrics import singular_alignment
@@ -718,6 +719,22 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             check_scale(X, name)
         return X
 
+    def _check_distributed(self):
+        """What a fit on dask rows supports (issue 17): the Nystrom solver with a
+        given number of landmarks, uncentred, dense points."""
+        if self.solver not in ("auto", "nystrom"):
+            raise ValueError(f"KernelSVD on a dask array uses solver='nystrom' (the others need "
+                             f"the whole n x m kernel matrix), got solver={self.solver!r}")
+        if self.n_landmarks is None or isinstance(self.n_landmarks, str):
+            raise ValueError("KernelSVD on a dask array needs an int n_landmarks (or a pair): "
+                             "the automatic choice grows the landmark blocks on the client")
+        if self.center:
+            raise ValueError("center=True is not supported on a dask array (it needs the row "
+                             "and column means of the whole kernel matrix)")
+        if self.compat is not None:
+            raise ValueError("compat maps are not supported on a dask array; pass fit(X, Z) "
+                             "with points of the same dimension")
+
     def _make_blocks(self, X, Z):
         kernel = "callable" if callable(self.kernel) else self.kernel
         if sp.issparse(X) != sp.issparse(Z):
@@ -769,10 +786,20 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         """
         self._check_params()
         rng = check_random_state(self.random_state)
-        A = self._check_points(X, "X")
         self._compat_map = None
-        if Z is not None and not sp.issparse(Z) and np.asarray(Z).ndim == 1:
+        if Z is not None and not sp.issparse(Z) and np.ndim(Z) == 1:
             Z = None  # a target passed by Pipeline / GridSearchCV
+        # -- issue 17 hook: dask rows stay on the cluster (ikdr.distributed.KSVDBlocks)
+        A = distributed.as_data(X)
+        if A is not None:
+            self._check_distributed()
+            if Z is None:
+                raise ValueError("KernelSVD on a dask array needs the two point sets, "
+                                 "fit(X, Z): the columns of a row-chunked X are not row blocks")
+        else:
+            A = self._check_points(X, "X")
+        if distributed.is_dask_array(Z):
+            Z = Z.compute()       # the column set is shipped to every worker: it must fit in memory
         if Z is None:
             N, M = A.shape
             if N != M:
@@ -800,11 +827,16 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         needs_gamma = isinstance(self.kernel, str) and self.kernel in ("rbf", "sne")
         self.gamma_ = (float(self.gamma) if self.gamma is not None
                        else self._median_gamma(Xp, Zp, rng)) if needs_gamma else None
-        blocks = self._make_blocks(Xp, Zp)
+        blocks = self._make_blocks(Xp, Zp) if not isinstance(Xp, distributed.DaskData) else \
+            distributed.KSVDBlocks(Xp, Zp, "callable" if callable(self.kernel) else self.kernel,
+                                   self.gamma_, self.degree,
+                                   self.kernel if callable(self.kernel) else None)
         if self.center:
             blocks = _Centered(blocks)
         self._blocks = blocks
         solver = self.solver
+        if solver == "auto" and isinstance(Xp, distributed.DaskData):
+            solver = "nystrom"
         if solver == "auto":
             size = n * m
             dense_ok = size <= AUTO_DENSE_MAX and fits_memory(_dense_svd_bytes(n, m))
@@ -895,6 +927,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         the unmapped dimension with a compat map); for ``fit(X, Z)`` like X.
         """
         check_is_fitted(self)
+        if distributed.is_dask_array(X):          # issue 17: a lazy map over row blocks
+            return distributed.ksvd_transform(self, X)
         X = self._new_points(X, "rows")
         G = self._base().new_rows(X)
         if isinstance(self._blocks, _Centered):
@@ -908,6 +942,13 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         i.e. ``A_new[:, j]`` transposed; a new point of the Z set for ``fit(X, Z)``).
         """
         check_is_fitted(self)
+        if isinstance(self._base(), distributed.KSVDBlocks):   # issue 17: fitted on dask rows
+            Z = self._check_points(Z.compute() if distributed.is_dask_array(Z) else Z, "Z",
+                                   accept_sparse=False)
+            if Z.shape[1] != self._base().Z.shape[1]:
+                raise ValueError(f"Z has {Z.shape[1]} features, but KernelSVD was fitted with "
+                                 f"{self._base().Z.shape[1]}")
+            return distributed.ksvd_transform_columns(self, Z)
         Z = self._new_points(Z, "columns")
         G = self._base().new_columns(Z)
         if isinstance(self._blocks, _Centered):

@@ -372,6 +372,10 @@ class DaskData:
         task = delayed(fn, pure=True)
         return list(self._compute(*[task(X_I, *shared) for X_I in self.blocks]))
 
+    def __getitem__(self, index):
+        """Rows ``index`` (an integer array) gathered to the client; see :meth:`take`."""
+        return self.take(index)
+
     def take(self, index):
         """The rows ``index`` (a small sample) gathered to the client, in that order."""
         return np.asarray(self.array[np.asarray(index)].compute())
@@ -569,3 +573,103 @@ def project(X, W, name="X"):
     W = np.asarray(W)
     return X.map_blocks(_project_task, W, chunks=(X.chunks[0], (W.shape[1],)),
                         dtype=np.result_type(X.dtype, W.dtype))
+
+
+# ---------------------------------------------------------------- KernelSVD(solver="nystrom")
+def _ksvd_rows_task(X_I, Z, J, params, v):
+    """Rows I of ``G[:, J] v`` (SNE rows normalised over all of Z)."""
+    from ._ksvd import _DenseBlocks
+
+    return _DenseBlocks(X_I, Z, *params).block(None, J) @ v
+
+
+def _ksvd_new_rows_task(X_I, Z, params, V):
+    """Row embeddings ``G(X_I, Z) V`` of new rows."""
+    from ._ksvd import _DenseBlocks
+
+    return _DenseBlocks(X_I, Z, *params).new_rows(X_I) @ V
+
+
+def _ksvd_new_columns_task(X_I, U_I, Z, params, Znew):
+    """Block I's share ``G(X_I, Znew)^T U_I`` of new columns' embeddings (training normalisers)."""
+    from ._ksvd import _DenseBlocks
+
+    return _DenseBlocks(X_I, Z, *params).new_columns(Znew).T @ U_I, 0.0
+
+
+class _LandmarkColumns:
+    """``G[:, J]`` (N x m) of a distributed row set, never gathered: its landmark
+    rows ``[I]`` come to the client, its products ``@ v`` map over row blocks."""
+
+    def __init__(self, blocks, J):
+        self.blocks, self.J = blocks, np.asarray(J)
+        self.shape = (blocks.n, len(self.J))
+
+    def __getitem__(self, I):
+        return self.blocks.block(I, self.J)
+
+    def __matmul__(self, v):
+        from dask import delayed
+
+        b = self.blocks
+        Zd, Jd, pd, vd = (delayed(b.Z, pure=True), delayed(self.J, pure=True),
+                          delayed(b.params, pure=True), delayed(np.asarray(v), pure=True))
+        parts = b.data.map_blocks(_ksvd_rows_task, Zd, Jd, pd, vd)
+        return np.concatenate(parts)
+
+
+class KSVDBlocks:
+    """Blocks of G between distributed rows X (a :class:`DaskData`) and in-memory
+    columns Z, for the asymmetric Nystrom method: ``block(None, J)`` is lazy
+    (:class:`_LandmarkColumns`), ``block(I, cols)`` gathers the landmark rows
+    X[I] and evaluates on the client. Z and the landmarks are shipped to each
+    worker once per fit; the row blocks of X never leave the workers."""
+
+    def __init__(self, data, Z, kernel, gamma, degree, callable_kernel=None):
+        from ._ksvd import _DenseBlocks
+
+        self.data, self.Z = data, Z
+        self.n, self.m = data.shape[0], Z.shape[0]
+        self.params = (kernel, gamma, degree, callable_kernel)
+        self._dense = _DenseBlocks
+
+    def block(self, rows=None, cols=None):
+        if rows is None:
+            if cols is None:
+                raise ValueError("the whole n x m kernel matrix of distributed rows is never "
+                                 "formed; use solver='nystrom'")
+            return _LandmarkColumns(self, cols)
+        return self._dense(self.data.take(rows), self.Z, *self.params).block(None, cols)
+
+    def new_rows(self, Xnew):
+        """Row embeddings need ``@ V`` applied; see :func:`ksvd_transform`."""
+        return self._dense(Xnew, self.Z, *self.params).new_rows(Xnew)
+
+    operator = None
+
+
+def ksvd_transform(model, X):
+    r"""New rows' embeddings :math:`G(X, Z) V` as a lazy dask array (map over X's row blocks)."""
+    check_row_chunked(X)
+    base = model._base()
+    if X.shape[1] != base.Z.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features, but KernelSVD was fitted with "
+                         f"{base.Z.shape[1]}")
+    params = (base.kernel, base.gamma, base.degree, base.callable_kernel) \
+        if not isinstance(base, KSVDBlocks) else base.params
+    V = model.right_vectors_
+    return X.astype(np.float64).map_blocks(_ksvd_new_rows_task, base.Z, params, V,
+                                           chunks=(X.chunks[0], (V.shape[1],)), dtype=np.float64)
+
+
+def ksvd_transform_columns(model, Znew):
+    r"""New columns' embeddings :math:`\sum_I G(X_I, z)^T U_I` of a model fitted on
+    distributed rows: a map over the training row blocks, reduced in a fixed order."""
+    from dask import delayed
+
+    base = model._base()
+    U_blocks = base.data.row_blocks_of(model.left_vectors_)
+    out, _ = base.data.map_reduce(_ksvd_new_columns_task, U_blocks,
+                                  shared=(delayed(base.Z, pure=True), base.params,
+                                          delayed(np.ascontiguousarray(Znew), pure=True)))
+    return out
