@@ -142,6 +142,72 @@ def test_nystrom_ksvd_refuses_what_needs_the_whole_matrix(client):
         ikdr.KernelSVD(n_components=2, n_landmarks=10).fit(X)
 
 
+@pytest.fixture
+def small_spectral(monkeypatch):
+    # In memory, small U-steps are dense (LAPACK); on the cluster they are always
+    # Lanczos. Compare like with like: the in-memory reference runs Lanczos too.
+    import ikdr._spectral as spectral
+
+    monkeypatch.setattr(spectral, "DENSE_MAX_N", 0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_clustering_w_and_u_steps_match_in_memory(client, small_spectral):
+    rng = np.random.default_rng(2)
+    X = np.vstack([rng.standard_normal((60, 4)) + [3, 0, 0, 0], rng.standard_normal((60, 4))])
+    Xd = da.from_array(X, chunks=(60, 4))
+    existing = (X[:, 1] > 0).astype(int)
+    cases = [(ikdr.ISMClustering(n_clusters=2, n_components=2, max_iter=2, random_state=0), ()),
+             (ikdr.KDAC(n_clusters=2, n_components=2, max_iter=2, random_state=0),
+              (da.from_array(existing, chunks=60),)),
+             (ikdr.SemiSupervisedISM(n_clusters=2, n_components=2, max_iter=2, random_state=0),
+              (X[:, :1],))]
+    for est, args in cases:
+        ref = est.fit(X, *[a.compute() if isinstance(a, da.Array) else a for a in args])
+        W, labels, quality, U = ref.components_, ref.labels_, ref.quality_, ref.embedding_
+        out = est.fit(Xd, *args)
+        assert _sine(W, out.components_) < 1e-8, type(est).__name__
+        assert abs(out.quality_ - quality) <= 1e-10 * abs(quality)
+        assert _sine(U, out.embedding_) < 1e-8
+        assert np.array_equal(labels, out.labels_)
+        assert isinstance(out.transform(Xd), da.Array)
+
+
+def test_grid_search_runs_every_estimator_on_the_dask_joblib_backend(client):
+    import joblib
+    from sklearn.model_selection import GridSearchCV
+
+    rng = np.random.default_rng(4)
+    X = np.vstack([rng.standard_normal((30, 3)) + [2.5, 0, 0], rng.standard_normal((30, 3))])
+    y = np.repeat([0, 1], 30)
+    order = rng.permutation(60)
+    X, y = X[order], y[order]
+
+    def score(est, X, y):
+        return float(np.linalg.norm(est.transform(X)))
+
+    grids = [(ikdr.ISM(kernel="linear"), {"n_components": [1, 2]}),
+             (ikdr.ISMClustering(n_clusters=2, max_iter=2), {"n_components": [1, 2]}),
+             (ikdr.KDAC(n_clusters=2, max_iter=2), {"n_components": [1, 2]}),
+             (ikdr.SemiSupervisedISM(n_clusters=2, max_iter=2, n_components=1), {"mu": [0.5, 1.0]}),
+             (ikdr.KernelSVD(solver="dense", compat="pca"), {"n_components": [1, 2]}),
+             (ikdr.KNetClustering(n_clusters=2, max_iter=2, random_state=0), {"lam": [0.0, 0.1]}),
+             (ikdr.KernelDependenceNetwork(max_layers=1, n_fourier=20, random_state=0),
+              {"n_fourier": [10, 20]})]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for est, grid in grids:
+            serial = GridSearchCV(est, grid, cv=2, scoring=score).fit(X, y)
+            with joblib.parallel_backend("dask"):
+                parallel = GridSearchCV(est, grid, cv=2, scoring=score, n_jobs=-1).fit(X, y)
+            np.testing.assert_allclose(parallel.cv_results_["mean_test_score"],
+                                       serial.cv_results_["mean_test_score"], rtol=1e-10,
+                                       err_msg=type(est).__name__)
+            assert parallel.best_params_ == serial.best_params_
+
+
 def _poisoned(n, d, chunks):
     """A dask array whose blocks raise if any task is ever run."""
     def boom(block):

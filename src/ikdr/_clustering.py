@@ -37,6 +37,7 @@ from ._ism import _sigma_of, check_dtype, check_kernel_params
 from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
 from ._spectral import clustering_gamma, njw_labels, spectral_embedding
+from . import distributed
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered, kernel_factor, semi_supervised_gamma
@@ -104,6 +105,8 @@ def check_max_iter(max_iter):
 
 def quadratic_trace(Z, kernel, factor, *, n_threads=None):
     r""":math:`\mathrm{Tr}(F^T K_Z F)` by one fused pass (F is n x r, never K)."""
+    if distributed.is_points(Z):                 # issue 17 hook
+        return Z.objective(kernel, Gamma(factor))
     return kernel.objective(Z, None, Gamma(factor), n_threads=n_threads)
 
 
@@ -122,11 +125,12 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
     """
     t0 = time.perf_counter()
     d = X.shape[1]
-    U, vals, deg = spectral_embedding(X, affinity, n_clusters, random_state=random_state,
+    U, vals, deg = spectral_embedding(distributed.points(X), affinity, n_clusters,
+                                      random_state=random_state,
                                       n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
     if n_components is None:
-        phi0 = kernel.phi0(X, gamma)
+        phi0 = distributed.phi0(kernel, X, gamma)
         q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=1)
         q = min(q, d)
     else:
@@ -143,7 +147,7 @@ def alternate(X, kernel, affinity, n_clusters, n_components, build_gamma, *, nor
         result = ism(X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER, n_threads=n_threads,
                      random_state=random_state, warn=False, certify=False, callback=inner)
         W_new = result.components
-        Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
+        Z = distributed.points(X, W_new)     # issue 17: XW stays on the cluster for dask X
         U_new, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
                                               n_threads=n_threads, normalize=normalize, U0=U)
         dU = subspace_change(U, U_new)
@@ -193,14 +197,15 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         kernel = check_kernel_params(self.kernel, self.sigma)
         n_clusters = check_n_clusters(self.n_clusters, X.shape[0])
         q = None if self.n_components is None else check_n_components(self.n_components, X.shape[1])
-        kernel = kernel.fit(X, random_state=self.random_state)
+        kernel = distributed.fit_kernel(kernel, X, random_state=self.random_state)
         if self.affinity is None:
             affinity = kernel
         else:
             if not isinstance(self.affinity, (str, Kernel)):
                 raise TypeError("affinity must be None, a kernel name or an ikdr.kernels.Kernel, "
                                 f"got {type(self.affinity).__name__}")
-            affinity = make_kernel(self.affinity).fit(X, random_state=self.random_state)
+            affinity = distributed.fit_kernel(make_kernel(self.affinity), X,
+                                              random_state=self.random_state)
         normalize = resolve_normalize(self.normalize, affinity)
         return kernel, affinity, n_clusters, q, normalize
 
@@ -227,6 +232,8 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Project X onto the learned subspace: ``X @ components_``."""
         check_is_fitted(self)
+        if distributed.is_dask_array(X):          # issue 17: a lazy map over row blocks
+            return distributed.project(X, self.components_)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_
 
@@ -366,8 +373,11 @@ class ISMClustering(_AlternatingClustering):
     @keep_state_on_error
     def fit(self, X, y=None):
         """Learn W, U and the labels from X (n x d); y is ignored."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        check_scale(X)
+        if distributed.is_dask_array(X):            # issue 17 hook: X stays on the cluster
+            X, _ = distributed.validate_data(self, X, None, y_required=False)
+        else:
+            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            check_scale(X)
         kernel, affinity, k, q, normalize = self._check_common(X)
 
         with self._report() as report:
@@ -432,9 +442,12 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         if scores is None:
             raise ValueError("SemiSupervisedISM requires y to be passed, but the target y is "
                              "None: give the expert scores, fit(X, scores)")
-        X, scores = validate_data(self, X, scores, dtype=np.float64, ensure_min_samples=2,
-                                  multi_output=True, y_numeric=True)
-        check_scale(X)
+        if distributed.is_dask_array(X) or distributed.is_dask_array(scores):   # issue 17 hook
+            X, scores = distributed.validate_data(self, X, scores, name_y="scores")
+        else:
+            X, scores = validate_data(self, X, scores, dtype=np.float64, ensure_min_samples=2,
+                                      multi_output=True, y_numeric=True)
+            check_scale(X)
         mu = check_positive(self.mu, "mu", strict=False)
         if not isinstance(self.score_kernel, (str, Kernel)):
             raise TypeError("score_kernel must be a name or an ikdr.kernels.Kernel")

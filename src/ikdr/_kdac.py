@@ -9,6 +9,7 @@ from sklearn.utils.validation import validate_data
 
 from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, alternate, \
     quadratic_trace
+from . import distributed
 from ._validation import TargetRequiredMixin, check_matrix, check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import alternative_gamma, centered, one_hot
@@ -138,9 +139,14 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
     def fit(self, X, y_existing):
         """Find an alternative clustering of X (n x d) to ``y_existing``
         (a label vector, or a list of label vectors of earlier clusterings)."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        check_scale(X)
+        if distributed.is_dask_array(X):            # issue 17 hook: X stays on the cluster
+            X, _ = distributed.validate_data(self, X, None, y_required=False)
+        else:
+            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            check_scale(X)
         lam = check_positive(self.lam, "lam", strict=False)
+        if distributed.is_dask_array(y_existing):
+            y_existing = distributed.check_target(y_existing, X.shape[0], "y_existing")
         Y, existing = existing_clusterings(y_existing, X.shape[0])
         kernel, affinity, k, q, normalize = self._check_common(X)
         Yc = centered(Y)

@@ -91,7 +91,11 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     """
     if not isinstance(kernel, Kernel):
         raise TypeError("kernel must be an ikdr.kernels.Kernel")
-    Z = np.ascontiguousarray(Z)
+    from . import distributed as _distributed
+
+    on_cluster = _distributed.is_points(Z)      # issue 17 hook: products as Dask tasks
+    if not on_cluster:
+        Z = np.ascontiguousarray(Z)
     n = Z.shape[0]
     k = int(n_clusters)
     if not 1 <= k < n:
@@ -99,7 +103,11 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     dense_bytes = dense_step_bytes(n)
     if method == "auto":
         # the matrix-free path also when the dense one would exceed the memory budget
-        method = "dense" if n <= DENSE_MAX_N and fits_memory(dense_bytes) else "lanczos"
+        method = "dense" if n <= DENSE_MAX_N and fits_memory(dense_bytes) and not on_cluster \
+            else "lanczos"
+    if method == "dense" and on_cluster:
+        raise ValueError("the dense spectral step needs the n x n kernel matrix; points on a "
+                         "Dask cluster use method='lanczos'")
     if method == "dense":
         require_memory(dense_bytes, f"the dense spectral step (n = {n})")
         K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
@@ -119,7 +127,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
             vals, U = lapack_top(M, k)
     elif method == "lanczos":
         K = None
-        if Z.shape[1] > STORED_KERNEL_MIN_D and fits_memory(Z.dtype.itemsize * n * n):
+        if not on_cluster and Z.shape[1] > STORED_KERNEL_MIN_D and \
+                fits_memory(Z.dtype.itemsize * n * n):
             # Wide points (the first U-step of a clustering runs on X itself): every
             # fused product would recompute O(n^2 d) distances, and the eigensolver
             # needs tens to hundreds of products. Forming K once (one such pass) makes
@@ -130,7 +139,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         elif K is not None:
             deg = _check_degrees(K.sum(axis=1, dtype=np.float64))
         else:
-            deg = _check_degrees(kernel.degrees(Z, n_threads=n_threads))
+            deg = _check_degrees(Z.degrees(kernel) if on_cluster else
+                                 kernel.degrees(Z, n_threads=n_threads))
         s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
 
         def matmat(V):
@@ -139,6 +149,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
             R = np.ascontiguousarray(s[:, None] * V, dtype=Z.dtype)
             if K is not None:
                 Y = K @ R
+            elif on_cluster:
+                Y = Z.product(kernel, R)
             else:
                 Y, _ = kernel.product(Z, R, n_threads=n_threads)
             Y = s[:, None] * Y.astype(np.float64)

@@ -673,3 +673,39 @@ def ksvd_transform_columns(model, Znew):
                                   shared=(delayed(base.Z, pure=True), base.params,
                                           delayed(np.ascontiguousarray(Znew), pure=True)))
     return out
+
+
+# ---------------------------------------------------------------- clustering: the U-step's points
+class Projected:
+    """The points XW of a distributed X, never gathered: the U-step's kernel
+    products map over block pairs with W applied inside each task."""
+
+    def __init__(self, data, W):
+        self.data = data
+        self.W = None if W is None else np.ascontiguousarray(W, dtype=data.dtype)
+        self.shape = (data.shape[0], data.shape[1] if W is None else self.W.shape[1])
+        self.dtype = data.dtype
+
+    def product(self, kernel, R, gamma=None):
+        r""":math:`(\Gamma \circ K) R` (n x k) on the client, by value-mode pair tasks."""
+        return self.data.product(kernel, self.W, R, gamma)[0]
+
+    def degrees(self, kernel):
+        """Degrees :math:`K 1` (n,)."""
+        return self.data.product(kernel, self.W, None)[1]
+
+    def objective(self, kernel, gamma):
+        r""":math:`\mathrm{Tr}(\Gamma K)` by value-mode pair tasks."""
+        return float(self.data.reduce_pairs(kernel, self.W, None, "objective", gamma)[1])
+
+
+def points(X, W=None):
+    """The points XW of the U-step: ``Projected`` for distributed X, else the n x q array."""
+    if isinstance(X, DaskData):
+        return Projected(X, W)
+    return X if W is None else np.ascontiguousarray(X @ W, dtype=X.dtype)
+
+
+def is_points(Z):
+    """Whether Z holds points on a Dask cluster (a :class:`Projected`)."""
+    return isinstance(Z, Projected)
