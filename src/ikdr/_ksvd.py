@@ -787,7 +787,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         self._check_params()
         rng = check_random_state(self.random_state)
         self._compat_map = None
-        if Z is not None and not sp.issparse(Z) and np.ndim(Z) == 1:
+        if Z is not None and not sp.issparse(Z) and \
+                (Z if distributed.is_dask_array(Z) else np.asarray(Z)).ndim == 1:
             Z = None  # a target passed by Pipeline / GridSearchCV
         # -- issue 17 hook: dask rows stay on the cluster (ikdr.distributed.KSVDBlocks)
         A = distributed.as_data(X)
