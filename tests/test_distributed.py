@@ -82,6 +82,16 @@ def test_any_chunking_gives_the_same_answer_and_repeats_bit_for_bit(client, data
     assert out.hsic_ == again.hsic_
 
 
+def test_float32_and_numpy_x_with_dask_y(client, data):
+    X, y = data
+    kw = dict(n_components=2, kernel="polynomial", random_state=0, dtype=np.float32)
+    ref = ikdr.ISM(**kw).fit(X, y)
+    out = ikdr.ISM(**kw).fit(da.from_array(X, chunks=(100, X.shape[1])), y)
+    assert _sine(ref.components_, out.components_) < 1e-4
+    mixed = ikdr.ISM(n_components=2, kernel="linear").fit(X, da.from_array(y, chunks=50))
+    _same(ikdr.ISM(n_components=2, kernel="linear").fit(X, y), mixed)
+
+
 def test_eigengap_choice_of_q_and_median_subsample(client):
     # n > 3000 exercises the subsampled median heuristic: the same rows as in memory
     rng = np.random.default_rng(3)

@@ -177,9 +177,15 @@ def validate_data(estimator, X, y=None, *, y_required=True, name_y="y"):
     if not is_dask_array(X):
         from sklearn.utils.validation import validate_data as sk_validate
 
+        from ._validation import check_scale
+
         y = None if y is None else np.asarray(y.compute() if is_dask_array(y) else y)
-        return sk_validate(estimator, X, y, ensure_min_samples=2, dtype=np.float64,
-                           multi_output=True, y_numeric=False), y
+        if y is None:
+            X = sk_validate(estimator, X, ensure_min_samples=2, dtype=np.float64)
+        else:
+            X, y = sk_validate(estimator, X, y, ensure_min_samples=2, dtype=np.float64,
+                               multi_output=True, y_numeric=False)
+        return check_scale(X), y
     _require_dask()
     check_row_chunked(X)
     n = int(X.shape[0])
