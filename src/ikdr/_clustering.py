@@ -372,7 +372,12 @@ class ISMClustering(_AlternatingClustering):
 
     @keep_state_on_error
     def fit(self, X, y=None):
-        """Learn W, U and the labels from X (n x d); y is ignored."""
+        """Learn W, U and the labels from X (n x d); y is ignored.
+
+        X may be a row-chunked ``dask.array.Array`` (and the second argument a dask
+        array): every pass then runs as Dask tasks on the active client's workers
+        (:mod:`ikdr.distributed`, docs/distributed.md).
+        """
         if distributed.is_dask_array(X):            # issue 17 hook: X stays on the cluster
             X, _ = distributed.validate_data(self, X, None, y_required=False)
         else:
@@ -438,7 +443,12 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
 
     @keep_state_on_error
     def fit(self, X, scores):
-        """Learn W, U and the labels from X (n x d) and expert scores (n x r or n)."""
+        """Learn W, U and the labels from X (n x d) and expert scores (n x r or n).
+
+        X may be a row-chunked ``dask.array.Array`` (and the second argument a dask
+        array): every pass then runs as Dask tasks on the active client's workers
+        (:mod:`ikdr.distributed`, docs/distributed.md).
+        """
         if scores is None:
             raise ValueError("SemiSupervisedISM requires y to be passed, but the target y is "
                              "None: give the expert scores, fit(X, scores)")

@@ -159,7 +159,12 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
 
     @keep_state_on_error
     def fit(self, X, y):
-        """Learn W from training data X (n x d) and targets y (labels or continuous)."""
+        """Learn W from training data X (n x d) and targets y (labels or continuous).
+
+        X may be a row-chunked ``dask.array.Array`` (and the second argument a dask
+        array): every pass then runs as Dask tasks on the active client's workers
+        (:mod:`ikdr.distributed`, docs/distributed.md).
+        """
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma)
         if distributed.is_dask_array(X) or distributed.is_dask_array(y):

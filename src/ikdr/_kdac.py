@@ -138,7 +138,12 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
     @keep_state_on_error
     def fit(self, X, y_existing):
         """Find an alternative clustering of X (n x d) to ``y_existing``
-        (a label vector, or a list of label vectors of earlier clusterings)."""
+        (a label vector, or a list of label vectors of earlier clusterings).
+
+        X may be a row-chunked ``dask.array.Array`` (and the second argument a dask
+        array): every pass then runs as Dask tasks on the active client's workers
+        (:mod:`ikdr.distributed`, docs/distributed.md).
+        """
         if distributed.is_dask_array(X):            # issue 17 hook: X stays on the cluster
             X, _ = distributed.validate_data(self, X, None, y_required=False)
         else:

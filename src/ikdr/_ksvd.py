@@ -783,6 +783,13 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Notes
+        -----
+        X may be a row-chunked ``dask.array.Array`` with ``fit(X, Z)``,
+        ``solver="nystrom"`` and an int ``n_landmarks``: the landmark columns
+        ``G[:, J] v`` are then mapped over X's row blocks as Dask tasks and Z is
+        shipped once to each worker (:mod:`ikdr.distributed`, docs/distributed.md).
         """
         self._check_params()
         rng = check_random_state(self.random_state)
