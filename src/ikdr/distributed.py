@@ -589,11 +589,11 @@ def _ksvd_rows_task(X_I, Z, J, params, v):
     return _DenseBlocks(X_I, Z, *params).block(None, J) @ v
 
 
-def _ksvd_new_rows_task(X_I, Z, params, V):
-    """Row embeddings ``G(X_I, Z) V`` of new rows."""
+def _ksvd_new_rows_task(X_I, Z, params, V, offset):
+    """Row embeddings ``G(X_I, Z) V - offset`` of new rows (offset: centring)."""
     from ._ksvd import _DenseBlocks
 
-    return _DenseBlocks(X_I, Z, *params).new_rows(X_I) @ V
+    return _DenseBlocks(X_I, Z, *params).new_rows(X_I) @ V - offset
 
 
 def _ksvd_new_columns_task(X_I, U_I, Z, params, Znew):
@@ -648,7 +648,8 @@ class KSVDBlocks:
         return self._dense(self.data.take(rows), self.Z, *self.params).block(None, cols)
 
     def new_rows(self, Xnew):
-        """Row embeddings need ``@ V`` applied; see :func:`ksvd_transform`."""
+        """G between in-memory new rows and the training columns (``transform`` of a
+        numpy array on a model fitted on dask rows)."""
         return self._dense(Xnew, self.Z, *self.params).new_rows(Xnew)
 
     operator = None
@@ -656,15 +657,22 @@ class KSVDBlocks:
 
 def ksvd_transform(model, X):
     r"""New rows' embeddings :math:`G(X, Z) V` as a lazy dask array (map over X's row blocks)."""
+    from ._ksvd import _Centered, _DenseBlocks
+
     check_row_chunked(X)
     base = model._base()
+    if not isinstance(base, (_DenseBlocks, KSVDBlocks)) or model._compat_map is not None:
+        raise ValueError("transform of a dask array needs a KernelSVD fitted on dense point "
+                         "sets without a compat map; pass a numpy array")
     if X.shape[1] != base.Z.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features, but KernelSVD was fitted with "
                          f"{base.Z.shape[1]}")
     params = (base.kernel, base.gamma, base.degree, base.callable_kernel) \
         if not isinstance(base, KSVDBlocks) else base.params
     V = model.right_vectors_
-    return X.astype(np.float64).map_blocks(_ksvd_new_rows_task, base.Z, params, V,
+    offset = model._blocks.col_mean @ V if isinstance(model._blocks, _Centered) else \
+        np.zeros(V.shape[1])
+    return X.astype(np.float64).map_blocks(_ksvd_new_rows_task, base.Z, params, V, offset,
                                            chunks=(X.chunks[0], (V.shape[1],)), dtype=np.float64)
 
 
