@@ -63,8 +63,7 @@ def expand_inputs(specs: Sequence[str]) -> List[str]:
     for spec in specs:
         matches = sorted(glob.glob(spec)) if _is_pattern(spec) else [spec]
         files.extend(matches or [spec])
-    seen = set()
-    return [f for f in files if not (f in seen or seen.add(f))]
+    return list(dict.fromkeys(files))  # without repeats, in order
 
 
 def output_folders(files: Sequence[str], out: str) -> List[str]:

@@ -119,7 +119,7 @@ def register_threadpoolctl() -> bool:
     if not hasattr(threadpoolctl, "register"):  # pragma: no cover - threadpoolctl < 3.5
         return False
 
-    class IkdrController(threadpoolctl.LibController):  # type: ignore[misc, name-defined]
+    class IkdrController(threadpoolctl.LibController):
         """threadpoolctl's view of ikdr's per-call C++ threads."""
 
         user_api = "ikdr"
