@@ -46,6 +46,7 @@ _LAZY = {
 _SUBMODULES = ("datasets", "gamma", "graph", "kernels", "metrics")
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from . import _core as _core
     from . import datasets, gamma, graph, kernels, metrics
     from ._clustering import ISMClustering, SemiSupervisedISM
     from ._hsic import hsic
@@ -61,17 +62,19 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     __version__: str
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        value: Any = _package_version()
-    elif name in _SUBMODULES:
-        value = importlib.import_module("." + name, __name__)
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    else:
-        raise AttributeError(f"module 'ikdr' has no attribute {name!r}")
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # type checkers see the imports above instead
+
+    def __getattr__(name: str) -> Any:
+        if name == "__version__":
+            value: Any = _package_version()
+        elif name in _SUBMODULES:
+            value = importlib.import_module("." + name, __name__)
+        elif name in _LAZY:
+            value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        else:
+            raise AttributeError(f"module 'ikdr' has no attribute {name!r}")
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

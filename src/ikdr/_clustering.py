@@ -41,6 +41,7 @@ from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered, kernel_factor, semi_supervised_gamma
 from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
+from ._typing import DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
 __all__ = ["ISMClustering", "SemiSupervisedISM"]
 
@@ -348,9 +349,11 @@ class ISMClustering(_AlternatingClustering):
     True
     """
 
-    def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="median",
-                 max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
-                 verbose=0, dtype=np.float64):
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None,
+                 kernel: KernelLike = "gaussian", sigma: SigmaLike = "median", max_iter: int = 20,
+                 tol: float = 1e-3, affinity: str | None = None, normalize: str | bool = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64) -> None:
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.kernel = kernel
@@ -408,10 +411,12 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
     Reduction. NeurIPS 2019, Eq. (2)-(3).
     """
 
-    def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
-                 sigma="median", score_kernel="gaussian", max_iter=20, tol=1e-3,
-                 affinity=None, normalize="auto", random_state=None, verbose=0,
-                 dtype=np.float64):
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None, mu: float = 1.0,
+                 kernel: KernelLike = "gaussian", sigma: SigmaLike = "median",
+                 score_kernel: KernelLike = "gaussian", max_iter: int = 20, tol: float = 1e-3,
+                 affinity: str | None = None, normalize: str | bool = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64) -> None:
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.mu = mu

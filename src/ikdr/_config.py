@@ -188,10 +188,10 @@ def _find_version() -> str:
     return match.group(1) if match else "0+unknown"
 
 
-_controller = None
+_controller: Any = None
 
 
-def single_threaded_blas():
+def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     """Hold the BLAS at one thread while a C++ core call runs.
 
     The core splits its GEMMs over its own OpenMP threads; a multi-threaded
@@ -315,7 +315,7 @@ def get_memory_budget() -> int:
     return int(DEFAULT_MEMORY_FRACTION * total) if total else 16 * 2**30
 
 
-def set_memory_budget(nbytes) -> None:
+def set_memory_budget(nbytes: int | float | str | None) -> None:
     """Set the memory budget of ikdr's dense paths (bytes, ``"4G"``, or None for the default).
 
     Before forming a dense n x n (or n x m) matrix, ikdr estimates its size.
@@ -346,7 +346,7 @@ def set_memory_budget(nbytes) -> None:
 
 
 @contextlib.contextmanager
-def memory_budget(nbytes):
+def memory_budget(nbytes: int | float | str | None) -> Iterator[None]:
     """Context manager: run a block with another memory budget (see :func:`set_memory_budget`)."""
     global _memory_budget
     previous = _memory_budget
@@ -364,12 +364,12 @@ def _format_bytes(n) -> str:
     return f"{int(n)} bytes"
 
 
-def fits_memory(nbytes) -> bool:
+def fits_memory(nbytes: float) -> bool:
     """Whether an allocation of ``nbytes`` stays within the memory budget."""
     return nbytes <= get_memory_budget()
 
 
-def require_memory(nbytes, what: str) -> None:
+def require_memory(nbytes: float, what: str) -> None:
     """Raise ``MemoryError`` (with the estimate) when ``what`` would exceed the budget."""
     budget = get_memory_budget()
     if nbytes > budget:

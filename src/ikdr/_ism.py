@@ -15,6 +15,7 @@ from ._validation import TargetRequiredMixin, check_n_components, check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import supervised_gamma
 from .kernels import Gaussian, Kernel, make_kernel
+from ._typing import DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
 
 def _sigma_of(kernel):
@@ -137,8 +138,10 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     (178, 3)
     """
 
-    def __init__(self, n_components=None, kernel="gaussian", sigma="median", tol=0.01,
-                 max_iter=100, random_state=None, verbose=0, dtype=np.float64):
+    def __init__(self, n_components: int | None = None, kernel: KernelLike = "gaussian",
+                 sigma: SigmaLike = "median", tol: float = 0.01, max_iter: int = 100,
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma

@@ -16,12 +16,16 @@ from ._spectral import clustering_gamma, kernel_degrees, spectral_embedding
 from ._validation import check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered
-from .kernels import Gaussian
+from .kernels import Gaussian, Kernel
+from ._typing import RandomStateLike, SigmaLike
+from typing import Sequence
 
 __all__ = ["KNetClustering", "knet_objective_and_gradient", "cayley_step"]
 
 
-def knet_objective_and_gradient(Psi, gamma, kernel, *, with_value=True, n_threads=None):
+def knet_objective_and_gradient(Psi: np.ndarray, gamma: Gamma, kernel: Kernel, *,
+                                with_value: bool = True,
+                                n_threads: int | None = None) -> tuple[float, np.ndarray]:
     r"""Value and row gradient of :math:`J(\Psi) = \sum_{ij}\Gamma_{ij}
     \exp(-\|\psi_i - \psi_j\|^2 / 2\sigma^2)` (dissertation Eq. 4.11).
 
@@ -46,7 +50,7 @@ def _u_gradient(Psi, kernel, U, degrees):
     return 2.0 * MU, float(np.sum(U * MU))
 
 
-def cayley_step(U, G, tau):
+def cayley_step(U: np.ndarray, G: np.ndarray, tau: float) -> np.ndarray:
     r"""One Cayley step on the Stiefel manifold in the ascent direction G (Wen and Yin 2013).
 
     :math:`U^+ = (I - \tfrac\tau2 A)^{-1}(I + \tfrac\tau2 A)U` with the
@@ -224,9 +228,11 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     (300,)
     """
 
-    def __init__(self, n_clusters=2, hidden_layer_sizes=None, update="eig", sigma="median",
-                 lam=0.0, max_iter=100, epochs_per_iter=1, learning_rate=1e-3, batch_size=None,
-                 tol=1e-2, random_state=None, verbose=0):
+    def __init__(self, n_clusters: int = 2, hidden_layer_sizes: Sequence[int] | None = None,
+                 update: str = "eig", sigma: SigmaLike = "median", lam: float = 0.0,
+                 max_iter: int = 100, epochs_per_iter: int = 1, learning_rate: float = 1e-3,
+                 batch_size: int | None = None, tol: float = 1e-2,
+                 random_state: RandomStateLike = None, verbose: int = 0) -> None:
         self.n_clusters = n_clusters
         self.hidden_layer_sizes = hidden_layer_sizes
         self.update = update

@@ -31,6 +31,8 @@ from ._ksvd_metrics import singular_alignment
 from ._progress import IterationReport, check_verbose
 from ._validation import check_bandwidth, check_finite_result, check_positive, check_scale
 from ._validation import keep_state_on_error
+from ._typing import ArrayLike, RandomStateLike
+from typing import Any
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
 COMPAT = ("pinv", "pca", "random")
@@ -390,7 +392,9 @@ def _nystrom_from_blocks(C, R, I, J, r, N, M):
     return U, lam * np.sqrt(N * M / (n * m)), V
 
 
-def asymmetric_nystrom(G_blocks, n_components, n_landmarks, *, random_state=None):
+def asymmetric_nystrom(G_blocks: Any, n_components: int,
+                       n_landmarks: int | tuple[int, int], *, random_state: RandomStateLike = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Asymmetric Nystrom approximation of the rank-r SVD of G (paper Eq. 9).
 
     Samples n rows I and m columns J uniformly without replacement (for a
@@ -668,9 +672,11 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, n_components=8, kernel="rbf", gamma=None, degree=2, center=False,
-                 compat=None, solver="auto", n_landmarks=None, tol=None, random_state=None,
-                 verbose=0):
+    def __init__(self, n_components: int = 8, kernel: str = "rbf", gamma: float | None = None,
+                 degree: int = 2, center: bool = False, compat: str | None = None,
+                 solver: str = "auto", n_landmarks: int | tuple[int, int] | None = None,
+                 tol: float | None = None, random_state: RandomStateLike = None,
+                 verbose: int = 0) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -922,9 +928,11 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                                   normalize=normalize)
 
 
-def ksvd_bicluster(A, n_row_clusters, n_column_clusters=None, *, n_components=None,
-                   kernel="rbf", gamma=None, center=True, compat="pca", solver="auto",
-                   random_state=None):
+def ksvd_bicluster(A: ArrayLike, n_row_clusters: int, n_column_clusters: int | None = None, *,
+                   n_components: int | None = None, kernel: str = "rbf",
+                   gamma: float | None = None, center: bool = True, compat: str | None = "pca",
+                   solver: str = "auto", random_state: RandomStateLike = None
+                   ) -> tuple[np.ndarray, np.ndarray, KernelSVD]:
     """Bicluster a data matrix: k-means on KSVD's left and right singular vectors.
 
     The rows (e.g. documents) are clustered on the left vectors U, the columns
