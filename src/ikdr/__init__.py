@@ -46,7 +46,6 @@ _LAZY = {
 _SUBMODULES = ("datasets", "gamma", "graph", "kernels", "metrics")
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
-    from . import _core as _core
     from . import datasets, gamma, graph, kernels, metrics
     from ._clustering import ISMClustering, SemiSupervisedISM
     from ._hsic import hsic
