@@ -33,6 +33,7 @@ QUICK = [
     "tests/test_pickle.py",
     "tests/test_cli.py",
     "tests/test_batch.py",
+    "tests/test_version.py",
 ]
 
 
