@@ -96,7 +96,7 @@ for py in $(interpreters); do
   fi
   wheel=$(ls -t "$OUT"/wheelhouse/ikdr-*cp$ver-cp$ver*.whl | head -1)
   size=$(du -k "$wheel" | cut -f1)
-  vendored=$(unzip -l "$wheel" | grep -c '\.libs/' || true)
+  vendored=$(unzip -l "$wheel" | grep -cE '\.libs/.+\.so' || true)
   echo "repaired: $(basename "$wheel") (${size} KiB, $vendored vendored libraries)"
   if test_in_venv "$py" "$wheel" "cp$ver"; then result=passed; else result=FAILED; FAILED=1; fi
   echo "| $(basename "$wheel") | $(basename "$wheel" .whl | cut -d- -f3-) | ${size} KiB, $vendored vendored libs | CPython $full | $result |" >>"$SUMMARY"
