@@ -66,6 +66,7 @@ from threadpoolctl import ThreadpoolController
 from ._config import get_num_threads
 from ._eig import lapack_top
 from ._solver import _Problem, ism, principal_angle
+from ._validation import check_magnitude
 from .kernels import _MEDIAN_SUBSAMPLE, Gaussian, Linear, Multiquadratic, Polynomial, RelativeGaussian
 from .kernels import Squared
 
@@ -152,7 +153,6 @@ def check_rows(X, name="X", *, block_rows=None):
         raise ValueError(f"{name} has {n} sample(s); at least 2 are required")
     if d < 1:
         raise ValueError(f"{name} has 0 features")
-    info = np.finfo(X.dtype if X.dtype.kind == "f" else np.float64)
     biggest = 0.0
     for sl in row_blocks(n, d, block_rows):
         B = np.asarray(X[sl])
@@ -161,12 +161,7 @@ def check_rows(X, name="X", *, block_rows=None):
             i = sl.start + int(np.argmax(bad.any(axis=1)))
             raise ValueError(f"{name} contains NaN or infinite values (first in row {i})")
         biggest = max(biggest, float(np.max(np.abs(B))) if B.size else 0.0)
-    if biggest > float(info.max) ** (1 / 3):
-        raise ValueError(f"{name} has values up to {biggest:.3g}: squared distances would overflow "
-                         f"{info.dtype}; rescale {name} (e.g. StandardScaler)")
-    if 0 < biggest < float(info.tiny) ** (1 / 3):
-        raise ValueError(f"{name} has no value above {biggest:.3g} in magnitude: squared "
-                         f"distances would underflow {info.dtype}; rescale {name}")
+    check_magnitude(biggest, X.dtype, name)
     return X
 
 

@@ -29,15 +29,20 @@ def check_scale(X, name="X"):
     room for sums over samples and features. Returns X unchanged.
     """
     X = np.asarray(X)
-    info = np.finfo(X.dtype if X.dtype.kind == "f" else np.float64)
-    biggest = float(np.max(np.abs(X))) if X.size else 0.0
+    check_magnitude(float(np.max(np.abs(X))) if X.size else 0.0, X.dtype, name)
+    return X
+
+
+def check_magnitude(biggest, dtype, name="X"):
+    """The bound of :func:`check_scale` for a known largest magnitude ``biggest``
+    of data of ``dtype`` (row-block readers of a memmap compute it block by block)."""
+    info = np.finfo(dtype if np.dtype(dtype).kind == "f" else np.float64)
     if biggest > float(info.max) ** (1 / 3):
         raise ValueError(f"{name} has values up to {biggest:.3g}: squared distances would overflow "
                          f"{info.dtype}; rescale {name} (e.g. StandardScaler)")
     if 0 < biggest < float(info.tiny) ** (1 / 3):
         raise ValueError(f"{name} has no value above {biggest:.3g} in magnitude: squared distances "
                          f"would underflow {info.dtype}; rescale {name} (e.g. StandardScaler)")
-    return X
 
 
 def check_float_matrix(X, name="X", *, min_samples=2):
