@@ -503,6 +503,20 @@ class _GammaStructure:
 # --------------------------------------------------------------------------
 # The approximate problem: the solver's interface over landmark passes
 # --------------------------------------------------------------------------
+
+def _class_products(A, B, structure, rows, dtype):
+    """Per row block of a supervised Gamma (class indicators, DESIGN.md section 6):
+    ``A_c^T B_c`` for every class c (classes x a x b) and ``A^T diag(a) B`` (float64),
+    the two pieces every landmark pass combines."""
+    codes = structure.codes[rows]
+    per_class = np.zeros((structure.n_classes, A.shape[1], B.shape[1]))
+    for c in range(structure.n_classes):
+        members = codes == c
+        if members.any():
+            per_class[c] = A[members].T @ B[members]
+    cross = A.T @ (structure.a[rows].astype(dtype)[:, None] * B)
+    return per_class, np.asarray(cross, dtype=np.float64)
+
 class LandmarkProblem(_Problem):
     """Objective, Phi and Phi-products of ``Tr(Gamma K_XW)`` with every kernel
     matrix replaced by its landmark (or random-feature) factorisation; the
@@ -572,14 +586,7 @@ class LandmarkProblem(_Problem):
         general ``X^T diag(g_r) C`` for every r, all d x m (float64)."""
         st = self.structure
         if st.classes:
-            codes = st.codes[sl]
-            Bc = np.zeros((st.n_classes, Xb.shape[1], C.shape[1]))
-            for c in range(st.n_classes):
-                rows = codes == c
-                if rows.any():
-                    Bc[c] = Xb[rows].T @ C[rows]
-            Ea = Xb.T @ (st.a[sl].astype(C.dtype)[:, None] * C)
-            return Bc, np.asarray(Ea, dtype=np.float64)
+            return _class_products(Xb, C, st, sl, C.dtype)
         Gb = st.G[sl].astype(C.dtype)
         return np.stack([np.asarray(Xb.T @ (Gb[:, j, None] * C), dtype=np.float64)
                          for j in range(Gb.shape[1])], axis=1)
@@ -588,14 +595,7 @@ class LandmarkProblem(_Problem):
         """Per block: ``C^T`` times the right-hand side split by Gamma's structure."""
         st = self.structure
         if st.classes:
-            codes = st.codes[sl]
-            Qc = np.zeros((st.n_classes, C.shape[1], Rb.shape[1]))
-            for c in range(st.n_classes):
-                rows = codes == c
-                if rows.any():
-                    Qc[c] = C[rows].T @ Rb[rows]
-            Qa = C.T @ (st.a[sl].astype(C.dtype)[:, None] * Rb)
-            return Qc, np.asarray(Qa, dtype=np.float64)
+            return _class_products(C, Rb, st, sl, C.dtype)
         Gb = st.G[sl].astype(C.dtype)
         r, k = Gb.shape[1], Rb.shape[1]
         stacked = (Gb[:, :, None] * Rb[:, None, :]).reshape(Rb.shape[0], r * k)
