@@ -4,11 +4,12 @@ Floor: NMI >= max(k-means, SpectralClustering(affinity="nearest_neighbors")) - 0
 both baselines computed here on the same data. Small n and few seeds keep this
 fast; benchmarks/bench_clustering_quality.py runs the full table.
 """
+import importlib.util
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn import datasets as skd
 from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.exceptions import ConvergenceWarning
 
@@ -20,23 +21,22 @@ from .conftest import shared_csv
 MARGIN = 0.03
 
 
-def standardise(X):
-    return (X - X.mean(0)) / X.std(0)
+def _load_data_module():
+    """The data sets of benchmarks/bench_clustering_quality.py (one definition for both)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "_clustering_data.py"
+    spec = importlib.util.spec_from_file_location("ikdr_benchmarks_clustering_data", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_DATA = _load_data_module()
+standardise = _DATA.standardise
 
 
 def generated(name, seed, n=300):
-    if name == "circles":
-        X, y = skd.make_circles(n, factor=0.45, noise=0.06, random_state=seed)
-    elif name == "moons":
-        X, y = skd.make_moons(n, noise=0.07, random_state=seed)
-    elif name == "blobs":
-        X, y = skd.make_blobs(n, centers=3, random_state=seed)
-    elif name == "anisotropic":
-        X, y = skd.make_blobs(n, centers=3, random_state=seed)
-        X = X @ np.array([[0.6, -0.6], [-0.4, 0.8]])
-    else:
-        X, y = skd.make_blobs(n, centers=3, cluster_std=[1.0, 2.5, 0.5], random_state=seed)
-    return standardise(X), y
+    """scikit-learn's generators, standardised; small n keeps the suite fast."""
+    return _DATA.generated(name, seed, n=n)
 
 
 def baseline(X, y):
