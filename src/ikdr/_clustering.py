@@ -242,6 +242,7 @@ def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=N
                      random_state=random_state, warn=False, certify=False, callback=inner,
                      **approx)
         W_new = result.components
+        q = W_new.shape[1]
         Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
         U_new, vals, deg = embed(Z, affinity, n_clusters, random_state=random_state,
                                               n_threads=n_threads, normalize=normalize, U0=U)
