@@ -309,11 +309,13 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         its :class:`ikdr._nystrom.ClusteringLandmarks` (else None)."""
         approximation = getattr(self, "approximation", None)
         if approximation is None:
-            # data first: scikit-learn's checks expect its own words for bad data
+            # data first: scikit-learn's checks expect its own words for bad data; C order so
+            # that X @ W (the U-step's points) rounds the same whatever the caller's layout
             if y is None:
-                X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+                X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
             else:
-                X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2, **kwargs)
+                X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+                                      ensure_min_samples=2, **kwargs)
             check_scale(X)
             self._validate_params()
             return X, y, None
