@@ -4,6 +4,7 @@
 #include "ikdr/ism_products.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "ikdr/parallel.hpp"
@@ -23,6 +24,11 @@ constexpr Index kTaskRows = 32;
 // kPanelElements entries.
 constexpr Index kWideTaskRows = 256;
 constexpr Index kPanelElements = Index(1) << 21;
+// Symmetric passes: about kSymmetricBlocks blocks of rows (64 to 512 rows
+// each), and at most kSymmetricAccElements doubles of accumulated right-hand side.
+constexpr Index kSymmetricBlocks = 8;
+constexpr Index kSymmetricMaxBlockRows = 512;
+constexpr Index kSymmetricAccElements = Index(1) << 25;
 
 template <class T>
 std::vector<T> squared_norms(const T* z, Index n, Index k, Index n_pad) {
@@ -58,6 +64,7 @@ template <class T>
 struct PreparedPass {
   PassPlan<T> plan;
   std::vector<T> sq_a, sq_b, b_t, g_rows, g_cols_t, rhs_pad;
+  std::vector<double> acc_all, value_all, lap_all;
   std::vector<std::vector<T>> inv_scales;
   std::vector<const T*> inv_scale_ptrs;
 };
@@ -65,7 +72,7 @@ struct PreparedPass {
 template <class T>
 void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
              const GammaView<T>& gamma, const std::vector<Term<T>>& terms, Mode mode,
-             const T* rhs, Index rhs_cols, const T* rhs_rows) {
+             const T* rhs, Index rhs_cols, const T* rhs_rows, bool products) {
   PassPlan<T>& p = pp.plan;
   p.blas = &blas;
   p.n = pts.n;
@@ -137,6 +144,69 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   p.task_rows = wide ? kWideTaskRows : kTaskRows;
   p.col_block = std::min(p.m_pad, round_up(std::max<Index>(kPanelElements / p.task_rows, kTileCols),
                                            kTileCols));
+  // Symmetric: Psi_ij = Psi_ji when the points meet themselves and Gamma is
+  // G diag(s) G^T with one factor (every kernel term is symmetric in i, j).
+  const bool symmetric_gamma = gamma.dense == nullptr &&
+                               (gamma.g_rows == nullptr || (gamma.g_rows == gamma.g_cols && p.g_cols_t != nullptr));
+  const Index block_rows = std::min(kSymmetricMaxBlockRows,
+                                    round_up((pts.n + kSymmetricBlocks - 1) / kSymmetricBlocks, kTileCols));
+  p.symmetric = products && p.self && symmetric_gamma && (!p.needs_dot || p.b_t != nullptr) && !wide &&
+                pts.n > block_rows && p.m_pad * std::max<Index>(p.c_pad, 1) <= kSymmetricAccElements;
+  if (p.symmetric) {
+    p.block_rows = block_rows;
+    if (p.thin_rhs) {
+      pp.acc_all.assign(static_cast<std::size_t>(p.m_pad * p.c_pad), 0.0);
+      p.acc_all = pp.acc_all.data();
+    }
+    pp.value_all.assign(static_cast<std::size_t>(p.m_pad), 0.0);
+    pp.lap_all.assign(static_cast<std::size_t>(p.m_pad), 0.0);
+    p.value_all = pp.value_all.data();
+    p.lap_all = pp.lap_all.data();
+  }
+}
+
+// A symmetric pass: the diagonal blocks, then the off-diagonal pairs in the
+// rounds of a round-robin schedule (circle method), in which no block appears
+// twice, so each task writes its two blocks alone and every row receives its
+// parts in the same order for any number of threads. Then the rows are
+// written out.
+template <class T>
+void run_symmetric(const PassPlan<T>& p, const RunConfig& cfg,
+                   std::vector<PassScratch<T>>& scratch) {
+  const TileKernels<T>& kernels = tile_kernels<T>();
+  const Index blocks = (p.n + p.block_rows - 1) / p.block_rows;
+  parallel_for(blocks, cfg, [&](Index t, int worker) {
+    kernels.pair_task(p, t, t, scratch[static_cast<std::size_t>(worker)]);
+  });
+  const Index even = blocks + (blocks & 1);  // a dummy block pads an odd count
+  std::vector<std::pair<Index, Index>> pairs;
+  for (Index round = 0; round + 1 < even; ++round) {
+    pairs.clear();
+    auto add = [&](Index a, Index b) {
+      if (a < blocks && b < blocks) pairs.emplace_back(std::min(a, b), std::max(a, b));
+    };
+    add(even - 1, round);
+    for (Index k = 1; k < even / 2; ++k)
+      add((round + k) % (even - 1), (round - k + even - 1) % (even - 1));
+    parallel_for(static_cast<Index>(pairs.size()), cfg, [&](Index t, int worker) {
+      const auto& pr = pairs[static_cast<std::size_t>(t)];
+      kernels.pair_task(p, pr.first, pr.second, scratch[static_cast<std::size_t>(worker)]);
+    });
+  }
+  for (Index i = 0; i < p.n; ++i) {
+    if (p.y != nullptr && p.c > 0) {
+      T* yr = p.y + i * p.c;
+      const double* acc = p.acc_all + i * p.c_pad;
+      for (Index c = 0; c < p.c; ++c) yr[c] = T(acc[c]);
+      if (p.mode == Mode::gradient && p.rhs_rows != nullptr && p.lap_all[i] != 0.0) {
+        // Laplacian diagonal: diag(2 (Gamma o b) 1) times the rows' own right-hand side
+        const T d = T(p.lap_all[i]);
+        const T* rr = p.rhs_rows + i * p.c;
+        for (Index c = 0; c < p.c; ++c) yr[c] += d * rr[c];
+      }
+    }
+    if (p.value_sums != nullptr) p.value_sums[i] = T(p.value_all[i]);
+  }
 }
 
 template <class T>
@@ -147,6 +217,10 @@ void run(const PreparedPass<T>& pp, const RunConfig& cfg) {
   if (p.n * p.m < kSerialEntries) run_cfg.n_threads = 1;
   const int threads = std::max(1, std::min<int>(run_cfg.n_threads, static_cast<int>(std::max<Index>(tasks, 1))));
   std::vector<PassScratch<T>> scratch(static_cast<std::size_t>(threads));
+  if (p.symmetric) {
+    run_symmetric(p, run_cfg, scratch);
+    return;
+  }
   const TileKernels<T>& kernels = tile_kernels<T>();
   parallel_for(tasks, run_cfg,
                [&](Index t, int worker) { kernels.pass_task(p, t, scratch[static_cast<std::size_t>(worker)]); });
@@ -159,7 +233,7 @@ void kernel_matrix(const Blas& blas, const PointPair<T>& pts, const std::vector<
                    T* out, const RunConfig& cfg) {
   PreparedPass<T> pp;
   prepare(pp, blas, pts, GammaView<T>{}, terms, Mode::value, static_cast<const T*>(nullptr), 0,
-          static_cast<const T*>(nullptr));
+          static_cast<const T*>(nullptr), /*products=*/false);
   pp.plan.matrix_out = out;
   run(pp, cfg);
 }
@@ -169,7 +243,7 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
                    const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
                    const T* rhs_rows, T* y, T* value_sums, const RunConfig& cfg) {
   PreparedPass<T> pp;
-  prepare(pp, blas, pts, gamma, terms, mode, rhs, rhs_cols, rhs_rows);
+  prepare(pp, blas, pts, gamma, terms, mode, rhs, rhs_cols, rhs_rows, /*products=*/true);
   pp.plan.y = rhs != nullptr ? y : nullptr;
   pp.plan.value_sums = value_sums;
   run(pp, cfg);

@@ -189,6 +189,42 @@ inline void accumulate_rhs(const T* m, const T* rhs, Index c_pad, double* acc) {
   for (; cv < c_pad; cv += W) accumulate_tile<T, 1>(m, rhs, c_pad, cv, acc, c_pad);
 }
 
+// The transposed product of a symmetric pass: col[j][c] += sum_r m[r][j] rhs[r][c]
+// for the tile's kTileRows rows (rhs: their rows of the right-hand side) and G
+// vectors of columns starting at cv; col (kTileCols x ldc, in T) stays in L1
+// and is flushed to double by the caller.
+template <class T, int G>
+inline void accumulate_tile_transposed(const T* m, const T* rhs, Index ldr, Index cv, T* col,
+                                       Index ldc) {
+  using vec = typename Simd<T>::vec;
+  constexpr Index W = Simd<T>::width;
+  vec rv[kTileRows][G];
+  for (Index r = 0; r < kTileRows; ++r)
+    for (int g = 0; g < G; ++g) rv[r][g] = load(rhs + r * ldr + cv + g * W);
+  for (Index j = 0; j < kTileCols; ++j) {
+    T* out = col + j * ldc + cv;
+    vec a[G];
+    for (int g = 0; g < G; ++g) a[g] = load(out + g * W);
+    for (Index r = 0; r < kTileRows; ++r) {
+      const T s = m[r * kTileCols + j];
+      for (int g = 0; g < G; ++g) a[g] += s * rv[r][g];
+    }
+    for (int g = 0; g < G; ++g) store(out + g * W, a[g]);
+  }
+}
+
+template <class T>
+inline void accumulate_rhs_transposed(const T* m, const T* rhs, Index c_pad, T* col) {
+  constexpr Index W = Simd<T>::width;
+  constexpr int G = 3;  // kTileRows x 3 operands + 3 accumulators + 1 broadcast fit 16 registers
+  Index cv = 0;
+  for (; cv + G * W <= c_pad; cv += G * W)
+    accumulate_tile_transposed<T, G>(m, rhs, c_pad, cv, col, c_pad);
+  for (; cv + 2 * W <= c_pad; cv += 2 * W)
+    accumulate_tile_transposed<T, 2>(m, rhs, c_pad, cv, col, c_pad);
+  for (; cv < c_pad; cv += W) accumulate_tile_transposed<T, 1>(m, rhs, c_pad, cv, col, c_pad);
+}
+
 // Work rows of one tile row (each kTileCols long).
 template <class T>
 struct RowBuffers {
@@ -200,10 +236,13 @@ struct RowBuffers {
 
 // One row of a tile: Psi entries into mrow (zero past len) and the row sums of
 // Gamma o K (value_sum) and 2 Gamma o b (lap_sum).
+//
+// col_value / col_lap (kTileCols each, or null): the same entries added per
+// column, for the transposed half of a symmetric pass.
 template <class T>
 inline void tile_row(const PassPlan<T>& p, Index ig, Index j0, Index len, const T* dot,
                      const T* g, T* mrow, const RowBuffers<T>& buf, double& value_sum,
-                     double& lap_sum) {
+                     double& lap_sum, T* col_value = nullptr, T* col_lap = nullptr) {
   const bool gradient = p.mode == Mode::gradient;
   T* const dist = buf.dist;
   if (p.single_gaussian) {
@@ -233,6 +272,14 @@ inline void tile_row(const PassPlan<T>& p, Index ig, Index j0, Index len, const 
     const double s = tile_sum(mrow) / double(coef);
     value_sum += double(w) * s;
     if (gradient) lap_sum -= 2.0 * double(w) * double(u) * s;
+    if (col_value != nullptr) {
+      const T to_value = w / coef;  // M -> w g k
+      for (Index j = 0; j < kTileCols; ++j) col_value[j] += to_value * mrow[j];
+      if (gradient) {
+        const T to_lap = T(-2) * w * u / coef;  // M -> 2 g b = -2 w u g k
+        for (Index j = 0; j < kTileCols; ++j) col_lap[j] += to_lap * mrow[j];
+      }
+    }
     return;
   }
   if (p.needs_dist) {
@@ -340,6 +387,11 @@ inline void tile_row(const PassPlan<T>& p, Index ig, Index j0, Index len, const 
   if (gradient) {
     for (Index j = len; j < kTileCols; ++j) db[j] = T(0);
     lap_sum += tile_sum(db);
+  }
+  if (col_value != nullptr) {
+    for (Index j = 0; j < kTileCols; ++j) col_value[j] += val[j];
+    if (gradient)
+      for (Index j = 0; j < kTileCols; ++j) col_lap[j] += db[j];
   }
 }
 
@@ -459,6 +511,90 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
     for (Index i = 0; i < rows; ++i) p.value_sums[r0 + i] = T(s.value_sum[i]);
 }
 
+// Adds a tile's transposed sums (len columns from j0) into the pass's double
+// accumulators and zeroes them.
+template <class T>
+inline void flush_columns(const PassPlan<T>& p, Index j0, Index len, PassScratch<T>& s) {
+  const bool gradient = p.mode == Mode::gradient;
+  if (p.thin_rhs) {
+    for (Index j = 0; j < len; ++j) {
+      double* out = p.acc_all + (j0 + j) * p.c_pad;
+      const T* in = s.col_acc.data() + j * p.c_pad;
+      for (Index c = 0; c < p.c_pad; ++c) out[c] += double(in[c]);
+    }
+    std::fill(s.col_acc.begin(), s.col_acc.end(), T(0));
+  }
+  for (Index j = 0; j < len; ++j) p.value_all[j0 + j] += double(s.col_value[j]);
+  std::fill(s.col_value.begin(), s.col_value.end(), T(0));
+  if (gradient) {
+    for (Index j = 0; j < len; ++j) p.lap_all[j0 + j] += double(s.col_lap[j]);
+    std::fill(s.col_lap.begin(), s.col_lap.end(), T(0));
+  }
+}
+
+// Block pair (I, J) of a symmetric pass (thin points and Gamma factor, a thin
+// or no right-hand side; see tile_kernels.hpp). Rows of I gain Psi_IJ R_J and
+// their row sums; when I < J the rows of J gain Psi_IJ^T R_I and the column
+// sums, accumulated over 16 row groups in T (as a tile row is over its 64
+// columns) and then in double.
+template <class T>
+void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
+  const Index bs = p.block_rows;
+  const Index r0 = I * bs, r1 = std::min(p.n, r0 + bs);
+  const Index c0 = J * bs, c1 = std::min(p.n, c0 + bs);
+  const bool mirror = I != J;
+  s.tile.resize(static_cast<std::size_t>(16 * kTileCols));
+  T* const dot_t = s.tile.data();
+  T* const gam_t = dot_t + kTileRows * kTileCols;
+  T* const m_t = gam_t + kTileRows * kTileCols;
+  const RowBuffers<T> buf{m_t + kTileRows * kTileCols, m_t + (kTileRows + 1) * kTileCols,
+                          m_t + (kTileRows + 2) * kTileCols, m_t + (kTileRows + 3) * kTileCols};
+  if (mirror) {
+    if (p.thin_rhs) s.col_acc.assign(static_cast<std::size_t>(kTileCols * p.c_pad), T(0));
+    s.col_value.assign(static_cast<std::size_t>(kTileCols), T(0));
+    s.col_lap.assign(static_cast<std::size_t>(kTileCols), T(0));
+  }
+  if (!p.needs_dot) std::fill(dot_t, dot_t + kTileRows * kTileCols, T(0));
+  constexpr int kFlushGroups = 16;
+  for (Index j0 = c0; j0 < c1; j0 += kTileCols) {
+    const Index len = std::min(kTileCols, c1 - j0);
+    int groups = 0;
+    for (Index i0 = r0; i0 < r1; i0 += kTileRows) {
+      const Index mr = std::min(kTileRows, r1 - i0);
+      if (p.needs_dot) {
+        const T* rp[kTileRows];
+        for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
+        product_tile(rp, p.k, p.b_t + j0, p.m_pad, dot_t);
+      }
+      const bool has_gamma = p.g_rows != nullptr;
+      if (has_gamma) {
+        const T* rp[kTileRows];
+        for (Index r = 0; r < kTileRows; ++r)
+          rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
+        product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
+      }
+      T* const cv = mirror ? s.col_value.data() : nullptr;
+      T* const cl = mirror ? s.col_lap.data() : nullptr;
+      for (Index r = 0; r < mr; ++r)
+        tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
+                 has_gamma ? gam_t + r * kTileCols : nullptr, m_t + r * kTileCols, buf,
+                 p.value_all[i0 + r], p.lap_all[i0 + r], cv, cl);
+      for (Index r = mr; r < kTileRows; ++r)
+        std::fill(m_t + r * kTileCols, m_t + (r + 1) * kTileCols, T(0));
+      if (p.thin_rhs) {
+        accumulate_rhs(m_t, p.rhs_pad + j0 * p.c_pad, p.c_pad, p.acc_all + i0 * p.c_pad);
+        if (mirror)
+          accumulate_rhs_transposed(m_t, p.rhs_pad + i0 * p.c_pad, p.c_pad, s.col_acc.data());
+      }
+      if (mirror && ++groups == kFlushGroups) {
+        flush_columns(p, j0, len, s);
+        groups = 0;
+      }
+    }
+    if (mirror && groups > 0) flush_columns(p, j0, len, s);
+  }
+}
+
 // SNE rows: squared distances of rows [r0, r1) to all of b (one GEMM), the
 // row minimum (log-sum-exp shift), exp and the row sums, with the rows kept
 // in cache between the sweeps.
@@ -527,6 +663,7 @@ TileKernels<T> make_kernels() {
   k.isa = IKDR_STR(IKDR_ARCH_NAME);
   k.simd_width = Simd<T>::width;
   k.pass_task = &pass_task<T>;
+  k.pair_task = &pair_task<T>;
   k.sne_rows = &sne_rows<T>;
   return k;
 }

@@ -10,6 +10,12 @@
 // Only GEMM-shaped work too wide for that (a right-hand side of more than
 // kThinCols columns, points or Gamma factors wider than kThinWidth) goes
 // through the BLAS on row panels.
+//
+// A symmetric pass (the points with themselves, Gamma symmetric, a thin or no
+// right-hand side) forms each off-diagonal block of Psi once: the pair task
+// (I, J), I < J, multiplies the block into the rows of I (Psi_IJ R_J) and,
+// transposed, into the rows of J (Psi_IJ^T R_I), which halves the kernel
+// evaluations (Gram entries, exp, Gamma entries) of the pass.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -65,6 +71,13 @@ struct PassPlan {
   const Blas* blas = nullptr;
   Index task_rows = 32;
   Index col_block = 0;               // columns of a BLAS panel (multiple of kTileCols)
+  // symmetric passes: blocks of block_rows rows (a multiple of kTileCols); the
+  // pair tasks accumulate into n_pad-row double arrays, one writer per block at a time
+  bool symmetric = false;
+  Index block_rows = 0;
+  double* acc_all = nullptr;         // n_pad x c_pad: Psi R (thin rhs)
+  double* value_all = nullptr;       // n_pad: (Gamma o K) 1
+  double* lap_all = nullptr;         // n_pad: 2 (Gamma o b) 1 (gradient mode)
 };
 
 // Per-worker scratch, grown on first use and reused by the worker's tasks.
@@ -74,6 +87,7 @@ struct PassScratch {
   std::vector<T> tile;                              // kTileRows x kTileCols x 6 work rows
   std::vector<double> acc;                          // task_rows x c_pad (thin rhs)
   std::vector<double> value_sum, lap_sum;           // task_rows
+  std::vector<T> col_acc, col_value, col_lap;       // a tile's transposed sums (symmetric passes)
 };
 
 template <class T>
@@ -82,6 +96,8 @@ struct TileKernels {
   Index simd_width;  // elements of T in one vector register of this instruction set
   // Rows [task * task_rows, ...) of the pass described by the plan.
   void (*pass_task)(const PassPlan<T>& plan, Index task, PassScratch<T>& scratch);
+  // Symmetric passes: the block pair (I, J), I <= J (I == J: the diagonal block).
+  void (*pair_task)(const PassPlan<T>& plan, Index I, Index J, PassScratch<T>& scratch);
   // SNE rows [r0, r1) (sq_b: squared norms of b's rows): with shift/scale null, computes them over all of b
   // (shift_out, sums_out may be null) and, if out is given, writes the
   // normalised rows; with shift/scale given, writes exp(-(d2 - shift) u) / scale.
