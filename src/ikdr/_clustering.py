@@ -47,6 +47,7 @@ from .spectral import auto_kernel, njw_labels, spectral_embedding
 from ._bandwidth import feature_importances
 from ._nystrom import ClusteringLandmarks, landmark_data, sample_rows
 from .kernels import _MEDIAN_SUBSAMPLE
+from ._typing import DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
 __all__ = ["AlternationResult", "ISMClustering", "SemiSupervisedISM", "alternate",
            "default_n_components"]
@@ -561,10 +562,12 @@ class ISMClustering(_AlternatingClustering):
     True
     """
 
-    def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="auto",
-                 max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
-                 verbose=0, dtype=np.float64, approximation=None,
-                 n_landmarks="auto"):
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None,
+                 kernel: KernelLike = "gaussian", sigma: SigmaLike = "auto", max_iter: int = 20,
+                 tol: float = 1e-3, affinity: str | None = None, normalize: str | bool = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 n_landmarks: int | str = "auto") -> None:
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
@@ -623,11 +626,13 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
     Reduction. NeurIPS 2019, Eq. (2)-(3).
     """
 
-    def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
-                 sigma="auto", score_kernel="gaussian", max_iter=20, tol=1e-3,
-                 affinity=None, normalize="auto", random_state=None, verbose=0,
-                 dtype=np.float64, approximation=None,
-                 n_landmarks="auto"):
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None, mu: float = 1.0,
+                 kernel: KernelLike = "gaussian", sigma: SigmaLike = "auto",
+                 score_kernel: KernelLike = "gaussian", max_iter: int = 20, tol: float = 1e-3,
+                 affinity: str | None = None, normalize: str | bool = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 n_landmarks: int | str = "auto") -> None:
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters

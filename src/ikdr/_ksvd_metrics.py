@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._typing import ArrayLike
 from ._validation import check_positive
 
 
-def singular_alignment(U, V, s, U_approx, V_approx, *, normalize=False):
+def singular_alignment(U: ArrayLike, V: ArrayLike, s: ArrayLike, U_approx: ArrayLike,
+                       V_approx: ArrayLike, *, normalize: bool = False) -> float:
     r"""Weighted misalignment ``eta`` of approximate singular vectors.
 
     .. math::
