@@ -149,8 +149,8 @@ class AlternationResult:
     converged: bool = False
     history: list = field(default_factory=list, repr=False)
     n_components: int = 0
-    kernel: Kernel = field(default=None, repr=False)
-    affinity: Kernel = field(default=None, repr=False)
+    kernel: Optional[Kernel] = field(default=None, repr=False)
+    affinity: Optional[Kernel] = field(default=None, repr=False)
     time: float = 0.0
     n_landmarks: Optional[int] = None
 

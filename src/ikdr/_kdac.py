@@ -2,6 +2,7 @@ r"""Kernel dimension alternative clustering (KDAC) solved by ISM (dissertation c
 from __future__ import annotations
 
 import warnings
+from typing import Any, Sequence
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -18,8 +19,6 @@ from .gamma import alternative_gamma, centered, one_hot
 from .kernels import median_sigma
 from .metrics import nmi
 from ._typing import ArrayLike, DTypeLike, KernelLike, RandomStateLike, SigmaLike
-from typing import Any
-from typing import Sequence
 
 __all__ = ["KDAC", "select_sigma_lambda"]
 

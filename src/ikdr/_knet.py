@@ -21,7 +21,7 @@ from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered, clustering_gamma
 from .kernels import Gaussian, Kernel, RelativeGaussian
 from .spectral import AUTO_NEIGHBORS, kernel_degrees, spectral_embedding
-from ._typing import ArrayLike, RandomStateLike, SigmaLike
+from ._typing import RandomStateLike, SigmaLike
 
 __all__ = ["KNetClustering", "KNetTraining", "auto_sigma", "cayley_step",
            "knet_objective_and_gradient", "train_knet"]

@@ -8,12 +8,12 @@ Gamma on the fly. A dense Gamma is accepted where no factor exists.
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import type_of_target
 from ._typing import ArrayLike, KernelLike, RandomStateLike, SigmaLike
-from typing import Any, Callable
-from typing import Sequence
 
 __all__ = ["Gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky",
            "kernel_factor", "alternative_gamma", "semi_supervised_gamma", "clustering_gamma"]

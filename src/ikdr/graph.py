@@ -8,6 +8,7 @@ Section 4.1); a node's embedding concatenates its source and target parts.
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,7 +16,6 @@ from sklearn.utils import check_array, check_random_state
 
 from ._ksvd import KernelSVD
 from ._typing import ArrayLike, RandomStateLike
-from typing import Any
 
 #: (nodes, edges, classes) of the citation graphs of the paper's Tables 1 and 4.
 PRESETS = {"cora": (2708, 5429, 7), "citeseer": (3312, 4732, 6), "pubmed": (19717, 44338, 3)}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+from typing import Any, Sequence, TypeVar
 
 import numpy as np
 
@@ -39,8 +40,6 @@ from ._config import require_memory
 from ._native import KernelTerm, TermKind
 from ._validation import check_bandwidth, check_finite_result, check_positive
 from ._typing import ArrayLike, KernelLike, RandomStateLike, SigmaLike
-from typing import Any
-from typing import Sequence
 
 __all__ = [
     "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
@@ -419,6 +418,9 @@ class Polynomial(Kernel):
         return weight * p * float(self.c) ** (p - 1), 0.0, None
 
 
+_Bandwidth = TypeVar("_Bandwidth", bound="_MedianBandwidth")
+
+
 class _MedianBandwidth:
     """A bandwidth ``sigma``: a positive float, or "median" fixed from the data by :meth:`fit`."""
 
@@ -427,7 +429,7 @@ class _MedianBandwidth:
         if not (isinstance(sigma, str) and sigma == "median"):
             check_bandwidth(sigma, "sigma")
 
-    def fit(self, X: ArrayLike, random_state: RandomStateLike = None) -> Kernel:
+    def fit(self: _Bandwidth, X: ArrayLike, random_state: RandomStateLike = None) -> _Bandwidth:
         out = copy.copy(self)
         if isinstance(self.sigma, str):
             out.sigma = median_sigma(X, random_state=random_state)

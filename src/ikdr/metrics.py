@@ -3,6 +3,8 @@ per-component accuracy of a truncated SVD (:func:`svd_accuracy`) with the
 asymmetric kernel SVD paper's eta beside it."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.utils.validation import column_or_1d
@@ -12,7 +14,6 @@ from .gamma import centered, one_hot
 
 from ._ksvd_metrics import SVDAccuracy, singular_alignment, singular_value_clusters, svd_accuracy
 from ._typing import ArrayLike, KernelLike, RandomStateLike
-from typing import Sequence
 
 __all__ = ["nmi", "novelty", "clustering_quality", "singular_alignment", "svd_accuracy",
            "SVDAccuracy", "singular_value_clusters"]
