@@ -27,7 +27,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
-from typing import Optional
+from typing import Any, Callable, Optional
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,7 +47,7 @@ from .spectral import auto_kernel, njw_labels, spectral_embedding
 from ._bandwidth import feature_importances
 from ._nystrom import ClusteringLandmarks, landmark_data, sample_rows
 from .kernels import _MEDIAN_SUBSAMPLE
-from ._typing import DTypeLike, KernelLike, RandomStateLike, SigmaLike
+from ._typing import ArrayLike, DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
 __all__ = ["AlternationResult", "ISMClustering", "SemiSupervisedISM", "alternate",
            "default_n_components"]
@@ -91,7 +91,8 @@ def quadratic_trace(Z, kernel, factor, *, n_threads=None, landmarks=None):
     return kernel.objective(Z, None, Gamma(factor), n_threads=n_threads)
 
 
-def default_n_components(phi0_eigenvalues, n_clusters, n_features, *, alternative=False):
+def default_n_components(phi0_eigenvalues: ArrayLike, n_clusters: int, n_features: int, *,
+                         alternative: bool = False) -> int:
     r"""The default q of the clustering paradigms.
 
     The largest eigengap of :math:`\Phi_0` (dissertation Eq. 3.11), but at
@@ -160,10 +161,13 @@ class AlternationResult:
         return self.history[self.best_iteration - 1]["objective"]
 
 
-def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=None,
-              n_components=None, normalize=True, max_iter=20, tol=1e-3, random_state=None,
-              measure=None, n_threads=None, report=None, warn=True, landmarks=None,
-              alternative=False):
+def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
+              build_gamma: Callable[..., Gamma] = clustering_gamma, *,
+              affinity: Kernel | None = None, n_components: int | None = None,
+              normalize: bool = True, max_iter: int = 20, tol: float = 1e-3,
+              random_state: RandomStateLike = None, measure: Callable[..., Any] | None = None,
+              n_threads: int | None = None, report: Any = None, warn: bool = True,
+              landmarks: Any = None, alternative: bool = False) -> AlternationResult:
     r"""The U/W alternation shared by every clustering paradigm of ISM.
 
     1. U-step at W = I: :math:`U_0`, :math:`D_0` (spectral clustering of X).
@@ -233,7 +237,7 @@ def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=N
     W = None
     history = []
     converged = False
-    best = None
+    best: Any = None
     inner = None
     if report is not None and report.verbose >= 2:
         inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step

@@ -332,7 +332,7 @@ def semi_supervised_gamma(U: np.ndarray, degrees: np.ndarray, score_factor: np.n
     return Gamma(factor, scale)
 
 
-def clustering_gamma(U, degrees):
+def clustering_gamma(U: ArrayLike, degrees: ArrayLike) -> Gamma:
     r"""Unsupervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2}` as the factor
     :math:`G = D^{-1/2} H U` (DESIGN.md section 1; ISM paper section 2, the
     W-step of :class:`ikdr.ISMClustering` and of KNet's epochs).
