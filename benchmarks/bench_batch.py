@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--out", help="write the table (markdown) here")
     args = parser.parse_args()
-    from _peers import machine_summary
+    from _peers import emit, machine_summary
 
     options = ["--label-column", "-1", "-k", "2", "--quiet"]
     ikdr = [sys.executable, "-m", "ikdr"]
@@ -102,10 +102,7 @@ def main() -> None:
         lines.append(f"| {label} | {seconds:.2f} | {args.files / seconds:.2f} | "
                      f"{loop_s / seconds:.2f}x |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -26,22 +26,11 @@ import argparse
 import datetime
 import os
 import sys
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-
-
-def best_time(fn, repeat):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main():
@@ -55,7 +44,7 @@ def main():
     args = parser.parse_args()
 
     import ikdr
-    from _peers import machine_summary, mixture
+    from _peers import best_time, emit, machine_summary, mixture
     from ikdr.kernels import Gaussian
 
     n, d, q, T = args.n, args.d, args.q, args.threads
@@ -83,8 +72,10 @@ def main():
     rows = []
     names = list(passes(1))
     for name in names + ["ISM fit"]:
-        one = best_time(fit(1) if name == "ISM fit" else passes(1)[name], args.repeat)
-        many = best_time(fit(T) if name == "ISM fit" else passes(T)[name], args.repeat)
+        calls = [fit(t) if name == "ISM fit" else passes(t)[name] for t in (1, T)]
+        for call in calls:
+            call()  # warm-up
+        one, many = (best_time(call, args.repeat) for call in calls)
         rows.append(f"| {name} | {one:.6f} | {many:.6f} | {one / many:.2f} | "
                     f"{1e6 * (many - one / T):.0f} |")
         print(rows[-1], flush=True)
@@ -100,10 +91,7 @@ def main():
         *rows,
         "",
     ])
-    print(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+    emit(text, args.out)
 
 
 if __name__ == "__main__":

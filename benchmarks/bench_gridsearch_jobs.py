@@ -38,7 +38,7 @@ def main() -> None:
     from sklearn.pipeline import make_pipeline
 
     import ikdr
-    from _peers import machine_summary, mixture
+    from _peers import emit, machine_summary, mixture
 
     X, y = mixture(args.n, args.d, n_classes=5, seed=0)
     grid = {"ism__n_components": [2, 4], "ism__sigma": ["median", 1.0, 2.0]}
@@ -67,10 +67,7 @@ def main() -> None:
         per_worker = ikdr.get_num_threads() if n_jobs == 1 else max(cores // n_jobs, 1)
         lines.append(f"| {n_jobs} | {per_worker} | {seconds:.2f} | {base / seconds:.2f}x |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _peers import emit  # noqa: E402
+
 PROBE = """
 import json, time
 t0 = time.perf_counter()
@@ -87,10 +90,7 @@ def main() -> None:
               "", "| us | module |", "|---|---|"]
     lines += [f"| {us} | `{name.strip()}` |" for us, name in top_modules()]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+    emit(text, args.out)
 
 
 if __name__ == "__main__":
