@@ -176,6 +176,21 @@ def test_bad_parameters(wine):
         ikdr.ISM(tol=0).fit(X, y)
     with pytest.raises(ValueError, match="max_iter"):
         ikdr.ISM(max_iter=0).fit(X, y)
+    with pytest.raises(ValueError, match="criterion"):
+        ikdr.ISM(criterion="objective").fit(X, y)
+    with pytest.raises(TypeError, match="certify"):
+        ikdr.ISM(certify="yes").fit(X, y)
+
+
+def test_criterion_and_certify(wine):
+    X, y = wine
+    paper = ikdr.ISM(n_components=3).fit(X, y)
+    assert paper.convergence_.stopping_rule == "eigenvalues" and paper.convergence_.second_order
+    grad = ikdr.ISM(n_components=3, criterion="gradient", certify=False).fit(X, y)
+    c = grad.convergence_
+    assert c.stopping_rule == "gradient" and c.relative_gradient_norm <= 1e-6
+    assert c.second_order is None and c.hessian_products == 0
+    assert grad.hsic_ >= paper.hsic_
 
 
 def test_max_iter_warns(wine):

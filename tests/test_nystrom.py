@@ -13,7 +13,7 @@ from ikdr._bandwidth import feature_importances, separation, separation_sigma
 from ikdr._clustering import quadratic_trace
 from ikdr._nystrom import (Approximation, ClusteringLandmarks, approximate_ism, check_rows,
                            nystrom_spectral_embedding, select_landmarks)
-from ikdr._solver import _Problem
+from ikdr._ism_problem import KernelProblem
 from ikdr.spectral import spectral_embedding
 from ikdr.kernels import Gaussian, Linear, Multiquadratic, Polynomial, Squared
 
@@ -27,7 +27,7 @@ def wine():
 def _all_landmarks(X, gamma, kernel, q):
     a = Approximation("nystrom", X.shape[0])
     a.index = np.arange(X.shape[0])
-    return a.problem(X, gamma, kernel, None, q)
+    return a.problem(X, gamma, kernel, None)
 
 
 KERNELS = [Gaussian(3.0), Multiquadratic(1.0), Polynomial(3, 1.0),
@@ -45,13 +45,13 @@ def test_factored_pass_equals_dense_formula(wine, kernel, paradigm, rng):
         Gamma(rng.standard_normal((X.shape[0], 3)), [1.0, -0.5, 2.0])
     W = np.linalg.qr(rng.standard_normal((13, 3)))[0]
     V = rng.standard_normal((13, 2))
-    exact = _Problem(X, gamma, kernel, None)
+    exact = KernelProblem(X, gamma, kernel, None)
     approx = _all_landmarks(X, gamma, kernel, 3)
     assert approx.structure.classes == (paradigm == "classes")
     rel = lambda a, b: np.abs(a - b).max() / np.abs(b).max()  # noqa: E731
     assert rel(np.float64(approx.objective(W)), np.float64(exact.objective(W))) < 1e-6
-    assert rel(approx.phi(W), exact.phi(W)) < 1e-6
-    assert rel(approx.phi_products(W, V)[0], exact.phi_products(W, V)[0]) < 1e-6
+    assert rel(approx.phi(W)[0], exact.phi(W)[0]) < 1e-6
+    assert rel(approx.phi_product(W, V)[0], exact.phi_product(W, V)[0]) < 1e-6
     assert rel(approx.phi0(), exact.phi0()) < 1e-12
 
 
@@ -167,10 +167,11 @@ def test_float32_pass_agrees(wine, rng):
     a.index = np.arange(0, 178, 3)
     b = Approximation("nystrom", 60, random_state=0)
     b.index = a.index
-    p32 = a.problem(X.astype(np.float32), g, Gaussian(4.0), None, 3)
-    p64 = b.problem(X, g, Gaussian(4.0), None, 3)
-    assert p32.phi(W).dtype == np.float64
-    np.testing.assert_allclose(p32.phi(W), p64.phi(W), rtol=0, atol=1e-3 * np.abs(p64.phi(W)).max())
+    p32 = a.problem(X.astype(np.float32), g, Gaussian(4.0), None)
+    p64 = b.problem(X, g, Gaussian(4.0), None)
+    phi32, phi64 = p32.phi(W)[0], p64.phi(W)[0]
+    assert phi32.dtype == np.float64
+    np.testing.assert_allclose(phi32, phi64, rtol=0, atol=1e-3 * np.abs(phi64).max())
 
 
 @pytest.mark.parametrize("method", ["uniform", "kmeans++", "leverage"])

@@ -247,6 +247,7 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
                      random_state=random_state, warn=False, certify=False, callback=inner,
                      **approx)
         W_new = result.components
+        q = W_new.shape[1]
         Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
         U_new, vals, deg = embed(Z, affinity, n_clusters, random_state=random_state,
                                               n_threads=n_threads, normalize=normalize, U0=U)
@@ -313,11 +314,13 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         its :class:`ikdr._nystrom.ClusteringLandmarks` (else None)."""
         approximation = getattr(self, "approximation", None)
         if approximation is None:
-            # data first: scikit-learn's checks expect its own words for bad data
+            # data first: scikit-learn's checks expect its own words for bad data; C order so
+            # that X @ W (the U-step's points) rounds the same whatever the caller's layout
             if y is None:
-                X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+                X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
             else:
-                X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2, **kwargs)
+                X, y = validate_data(self, X, y, dtype=np.float64, order="C",
+                                      ensure_min_samples=2, **kwargs)
             check_scale(X)
             self._validate_params()
             return X, y, None

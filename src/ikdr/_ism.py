@@ -1,14 +1,14 @@
 """Supervised interpretable kernel dimension reduction (ISM estimator)."""
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._eig import lapack_top
 from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
@@ -108,6 +108,16 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         safeguarded phase, when needed, stops at a relative Riemannian
         gradient norm of 1e-6).
     max_iter : int, default=100
+    criterion : {"eigenvalues", "angle", "gradient"}, default="eigenvalues"
+        Stopping rule. ``"eigenvalues"``: relative change of Phi's top-q
+        eigenvalues below ``tol``, as in the papers; ``"angle"``: largest
+        principal angle between successive W below ``tol``; ``"gradient"``:
+        relative Riemannian gradient norm below 1e-6 (slow plain steps hand
+        over to the trust region), for a certified local maximum.
+    certify : bool, default=True
+        Compute the second-order part of ``convergence_`` (the largest
+        Riemannian Hessian eigenvalue, a few thin passes); False keeps only the
+        gradient (no extra pass).
     random_state : int, RandomState instance or None
         Only used by the subsampled median heuristic.
     verbose : int, default=0
@@ -198,16 +208,26 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     (178, 3)
     """
 
+    _parameter_constraints = {
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "criterion": [StrOptions({"eigenvalues", "angle", "gradient"})],
+        "certify": ["boolean"],
+    }
+
     def __init__(self, n_components: int | None = None, kernel: KernelLike = "gaussian",
                  sigma: SigmaLike = "median", tol: float = 0.01, max_iter: int = 100,
                  random_state: RandomStateLike = None, verbose: int = 0,
-                 dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 dtype: DTypeLike = np.float64, criterion: str = "eigenvalues",
+                 certify: bool = True, approximation: str | None = None,
                  n_landmarks: int | str = "auto", polish: bool = False) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
         self.tol = tol
         self.max_iter = max_iter
+        self.criterion = criterion
+        self.certify = certify
         self.random_state = random_state
         self.verbose = verbose
         self.dtype = dtype
@@ -216,12 +236,9 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         self.polish = polish
 
     def _validate_params_values(self):
+        self._validate_params()
         check_dtype(self.dtype)
-        check_positive(self.tol, "tol")
         check_verbose(self.verbose)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, numbers.Integral) \
-                or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive int, got {self.max_iter!r}")
 
     @keep_state_on_error
     def fit(self, X, y):
@@ -258,27 +275,27 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                                      random_state=self.random_state)
             kernel = make_kernel(self.kernel, sigma=sigma)
         kernel = kernel.fit(sample, random_state=self.random_state)
-        if self.n_components is None:
-            phi0 = kernel.phi0(X, gamma) if approx is None else \
-                Approximation(approx, 1).problem(X, gamma, kernel, None, 1).phi0()
-            vals = np.linalg.eigvalsh(phi0)
-            minimum = max(1, classes.shape[0] - 1) if classes is not None else 1
-            q = choose_n_components(vals, minimum=min(minimum, d))
-        else:
-            q = check_n_components(self.n_components, d)
+        minimum = min(max(1, classes.shape[0] - 1) if classes is not None else 1, d)
+        q = None if self.n_components is None else check_n_components(self.n_components, d)
+        if q is None and approx is not None:
+            # the landmark fits grow m from a fixed q: choose it once, from the landmark Phi_0
+            phi0 = Approximation(approx, 1).problem(X, gamma, kernel, None).phi0()
+            q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=minimum)
         m_used = None
+        solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
+                          "criterion": self.criterion, "certify": self.certify}
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
             callback = report.ism_step if report.active else None
             if approx is None:
+                # q=None: the solver picks q by the eigengap of Phi_0 (at least classes - 1)
                 work = X.astype(check_dtype(self.dtype), copy=False)
-                result = ism(work, gamma, kernel, q, tol=self.tol, max_iter=int(self.max_iter),
-                             random_state=self.random_state, callback=callback)
+                result = ism(work, gamma, kernel, q, min_components=minimum,
+                             random_state=self.random_state, callback=callback, **solver_options)
             else:
                 result, info = approximate_ism(
                     X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
                     polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype),
-                    random_state=self.random_state, tol=self.tol, max_iter=int(self.max_iter),
-                    callback=callback)
+                    random_state=self.random_state, callback=callback, **solver_options)
                 m_used = info["n_landmarks"]
         n = X.shape[0]
         self.components_ = result.components

@@ -65,7 +65,8 @@ from threadpoolctl import ThreadpoolController
 
 from ._config import get_num_threads
 from ._eig import lapack_top
-from ._solver import _Problem, ism, principal_angle
+from ._ism_problem import KernelProblem
+from ._solver import ism, principal_angle
 from ._validation import check_magnitude
 from .kernels import _MEDIAN_SUBSAMPLE, Gaussian, Linear, Multiquadratic, Polynomial, RelativeGaussian
 from .kernels import Squared
@@ -517,11 +518,13 @@ def _class_products(A, B, structure, rows, dtype):
     cross = A.T @ (structure.a[rows].astype(dtype)[:, None] * B)
     return per_class, np.asarray(cross, dtype=np.float64)
 
-class LandmarkProblem(_Problem):
+class LandmarkProblem(KernelProblem):
     """Objective, Phi and Phi-products of ``Tr(Gamma K_XW)`` with every kernel
-    matrix replaced by its landmark (or random-feature) factorisation; the
-    same methods as the exact problem of :func:`ikdr.ism`, so the solver,
-    its trust region and its certificate run on it unchanged.
+    matrix replaced by its landmark (or random-feature) factorisation: the
+    passes of :class:`ikdr._ism_problem.KernelProblem` (``product``,
+    ``objective``, ``phi0``) replaced, its counters and Hessian products
+    inherited, so the driver, its trust region and its certificate run on it
+    unchanged.
 
     The landmark *indices* are fixed for the problem's life (chosen lazily on
     XW at the first W the solver evaluates, i.e. the Phi_0 start); the
@@ -529,20 +532,18 @@ class LandmarkProblem(_Problem):
     """
 
     def __init__(self, X, gamma, kernel, n_threads, *, approximation):
-        self.X = X
-        self.X64 = X          # passes cast X block by block; never a whole copy
-        self.gamma, self.kernel, self.n_threads = gamma, kernel, n_threads
-        self.n_phi = self.n_objective = self.n_hessian = 0
+        super().__init__(X, gamma, kernel, n_threads)
+        self._X64 = X         # passes cast X block by block; never a whole copy
         self.approx = approximation
         self.dtype = approximation.compute_dtype(X)
         self.structure = _GammaStructure(gamma)
         self.index = approximation.index
         self.XL = None if self.index is None else np.asarray(X[self.index], dtype=np.float64)
-        self.rff = approximation.rff_parameters(kernel) if approximation.kind == "rff" else None
+        self.rff = None       # (omega, offset), drawn at the first W (its q columns)
 
     # -- landmarks ------------------------------------------------------------
     def _ensure_landmarks(self, W):
-        if self.rff is not None or self.XL is not None:
+        if self.approx.kind == "rff" or self.XL is not None:
             return
         a = self.approx
         Z = _project(self.X, W, np.float64, a.block_rows)
@@ -558,6 +559,8 @@ class LandmarkProblem(_Problem):
             # which one landmark reproduces exactly.
             return kernel_factors(self.kernel, np.zeros((1, q)), self.dtype)
         self._ensure_landmarks(W)
+        if self.approx.kind == "rff" and self.rff is None:
+            self.rff = self.approx.rff_parameters(q)
         ZL = None if self.XL is None else self.XL @ W
         return kernel_factors(self.kernel, ZL, self.dtype, rff=self.rff)
 
@@ -723,7 +726,7 @@ class LandmarkProblem(_Problem):
             out += st.s[j] * G[:, j, None] * (C @ (S @ Q[:, j, :]))
         return out
 
-    # -- the solver's interface --------------------------------------------------
+    # -- the driver's interface (counters and Hessian products inherited) -------
     def phi0(self):
         d = self.X.shape[1]
         return self._pass(np.zeros((d, 1)), dense=True)[1]
@@ -732,24 +735,12 @@ class LandmarkProblem(_Problem):
         self.n_objective += 1
         return self._pass(W)[0]
 
-    def phi(self, W, native=False):
-        self.n_phi += 1
-        return self._pass(W, dense=True)[1]
-
-    def phi_products(self, W, V, native=False):
-        self.n_phi += 1
-        self.n_objective += 1
+    def product(self, W, V=None, native=False):
+        if V is None:
+            objective, phi, _ = self._pass(W, dense=True)
+            return phi, objective
         objective, _, PV = self._pass(W, V=np.asarray(V, dtype=np.float64))
         return PV, objective
-
-    def phi_and_objective(self, W, native=False):
-        self.n_phi += 1
-        self.n_objective += 1
-        objective, phi, _ = self._pass(W, dense=True)
-        return phi, objective
-
-    def phi_times_w(self, W, R):
-        return self.phi_products(W, R)[0]
 
 
 # --------------------------------------------------------------------------
@@ -806,10 +797,9 @@ class Approximation:
             return np.dtype(self.dtype)
         return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
 
-    def rff_parameters(self, kernel):
+    def rff_parameters(self, q):
         """(omega, offset) of the random features in the q-dimensional projected space,
         drawn once per problem from ``random_state`` (omega unscaled: divided by sigma)."""
-        q = self._q
         rng = check_random_state(self.random_state)
         return rng.standard_normal((q, self.m)), rng.uniform(0, 2 * np.pi, self.m)
 
@@ -823,9 +813,8 @@ class Approximation:
         return kernel.fit(sample_rows(X, _MEDIAN_SUBSAMPLE, random_state),
                           random_state=random_state)
 
-    def problem(self, X, gamma, kernel, n_threads, q):
+    def problem(self, X, gamma, kernel, n_threads):
         check_kernel_approximable(kernel, self.kind)
-        self._q = q
         return LandmarkProblem(X, gamma, kernel, n_threads, approximation=self)
 
 
@@ -1128,7 +1117,7 @@ class ClusteringLandmarks:
         return {"approximation": self.approximation(n), "phi_solver": "dense"}
 
     def phi0(self, X, gamma, kernel):
-        return self.approximation(X.shape[0]).problem(X, gamma, kernel, None, 1).phi0()
+        return self.approximation(X.shape[0]).problem(X, gamma, kernel, None).phi0()
 
     def quadratic_trace(self, Z, kernel, factor):
         r""":math:`\mathrm{Tr}(F^T K_Z F) \approx \mathrm{Tr}(F^T C S C^T F)` with the landmarks."""
@@ -1136,7 +1125,6 @@ class ClusteringLandmarks:
 
         n = Z.shape[0]
         approx = self.approximation(n)
-        approx._q = Z.shape[1]
         Zc = np.ascontiguousarray(Z)
         problem = LandmarkProblem(Zc, Gamma(factor), kernel, None, approximation=approx)
         return problem.objective(np.eye(Z.shape[1]))
