@@ -127,6 +127,24 @@ def machine_summary():
             f"numpy {np.__version__}, BLAS {blas}; OPENBLAS overrides {overrides or 'none'}")
 
 
+def best_time(fn, repeat):
+    """Best wall time in seconds of ``repeat`` calls of ``fn``."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def emit(text, out=None):
+    """Print a result table and, when ``out`` is given, write it to that file."""
+    print(text)
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
 # --- Table 4 data sets and the pymanopt peers ------------------------------------------------
 
 SHARED = Path(os.environ.get("IKDR_SHARED_DATA",

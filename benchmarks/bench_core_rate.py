@@ -27,21 +27,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-
-
-def best_time(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def numpy_sne(A, B, sigma):
@@ -69,7 +59,7 @@ def main():
     from threadpoolctl import threadpool_limits
 
     import ikdr
-    from _peers import machine_summary, mixture
+    from _peers import best_time, machine_summary, mixture
     from ikdr.kernels import Gaussian, sne_matrix
 
     n, q, t = args.n, args.q, args.threads

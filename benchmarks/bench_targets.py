@@ -206,7 +206,7 @@ def target3(args, tmp):
 def target4(args):
     """Fused product rate against dgemm, same threads, same process."""
     import ikdr
-    from _peers import mixture
+    from _peers import best_time, mixture
     from ikdr.kernels import Gaussian
 
     threads = ikdr.get_num_threads()
@@ -215,13 +215,8 @@ def target4(args):
     except ImportError:
         threadpool_limits = None
 
-    def best_of(fn, repeat=3):
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return min(times)
+    def best_of(fn):
+        return best_time(fn, 3)
 
     m = 2000
     A = np.random.default_rng(0).standard_normal((m, m))

@@ -140,15 +140,20 @@ def test_same_random_state_identical(name):
     np.testing.assert_array_equal(_quiet(fit), _quiet(fit))
 
 
-@pytest.mark.parametrize("name", ["ISM", "ISMClustering", "KDAC"])
-def test_two_estimators_in_two_threads(name):
+# (KDAC with 2 core threads per call is left out: its concurrent fits differ from
+# the serial one by ~1e-8 relative, reported to the lead; serially 1 and 2 threads agree.)
+@pytest.mark.parametrize("name, core", [("ISM", 1), ("ISMClustering", 1), ("KDAC", 1),
+                                        ("ISM", 2), ("ISMClustering", 2)])
+def test_two_estimators_in_two_threads(name, core):
     # Each fit spends most of its time in C++ loops that release the GIL:
-    # two Python threads run at once, and each gets the single-threaded answer.
+    # two Python threads run at once, each starting `core` C++ threads per
+    # call, and each gets the single-threaded answer.
     import ikdr
 
     fit = _estimators()[name]
     with ikdr.num_threads(1):
         expected = _quiet(fit)
+    with ikdr.num_threads(core):
         spans, results, errors = {}, {}, []
         barrier = threading.Barrier(2)
 
@@ -173,38 +178,5 @@ def test_two_estimators_in_two_threads(name):
     assert max(s0, s1) < min(e0, e1), "the two fits did not overlap in time"
 
 
-FORK_JOB = textwrap.dedent("""
-    import multiprocessing as mp, os, sys
-    import numpy as np
-    import ikdr
-    from sklearn.datasets import load_wine
-    from sklearn.preprocessing import StandardScaler
-
-    X, y = load_wine(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-
-    def fit(seed):
-        with ikdr.num_threads(2):
-            return ikdr.ISM(n_components=3).fit(X, y).components_
-
-    parent = fit(0)  # the parent uses the core's threads before forking
-    with mp.get_context("fork").Pool(2) as pool:
-        children = pool.map(fit, range(4))
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0 if np.array_equal(fit(0), parent) else 3)
-    _, status = os.waitpid(pid, 0)
-    same = all(np.array_equal(c, parent) for c in children)
-    print("children", len(children), "same", same, "os.fork status", status, flush=True)
-""")
-
-
-@pytest.mark.skipif(sys.platform == "win32" or sys.platform == "darwin",
-                    reason="the fork start method (Linux's default before Python 3.14)")
-def test_forked_children_fit_with_threads_and_never_hang():
-    # The core starts its threads per call (no pool outlives a call), so a child
-    # forked after the parent used it fits normally, with the same bits.
-    proc = subprocess.run([sys.executable, "-c", FORK_JOB], capture_output=True, text=True,
-                          timeout=240)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "children 4 same True os.fork status 0" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+# Children forked after the parent used the core: tests/test_threads.py
+# (test_fork_after_use_fits_correctly_and_never_hangs).

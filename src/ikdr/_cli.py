@@ -6,11 +6,16 @@ Subcommands: ``reduce`` (supervised / unsupervised ISM), ``altcluster``
 writes its arrays (.npy or .csv) and ``summary.json`` into ``--out`` and prints
 the summary.
 
+Batch: give several files or a glob (``'runs/*.csv'``) and ``--jobs N``: one
+output folder per input under ``--out`` plus ``summary.csv`` / ``summary.json``
+with one row per file (see :mod:`ikdr._batch`); a bad file is recorded and the
+others go on.
+
 Exit codes: 0 success; 2 usage or input error (one-line message, no
 traceback): a bad option, a missing or malformed file, or data and parameters
 that ikdr's or scikit-learn's validation rejects; 1 unexpected failure inside
-the library (a one-line message; ``--verbose`` prints the traceback); 130
-interrupted.
+the library (a one-line message; ``--verbose`` prints the traceback) or, in a
+batch, any file failed; 130 interrupted.
 """
 from __future__ import annotations
 
@@ -45,6 +50,10 @@ class _Parser(argparse.ArgumentParser):
 
 def _common(parser):
     parser.add_argument("--threads", type=int, default=None, help="C++/BLAS threads")
+    if any(a.dest == "data" for a in parser._actions):
+        parser.add_argument("--jobs", "-j", type=int, default=1,
+                            help="batch: worker processes (default 1; 0 = one per core); "
+                                 "each gets cores // jobs threads")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="log the steps and every iteration (on stderr)")
@@ -57,8 +66,12 @@ def _outputs(parser):
     parser.add_argument("--out", required=True, help="output directory")
 
 
+_MANY = " (several files or a quoted glob such as 'runs/*.csv' run a batch: see --jobs)"
+
+
 def _data(parser, standardize=True):
-    parser.add_argument("data", help="CSV/.npy/.npz file or wine|breast_cancer|digits|iris")
+    parser.add_argument("data", nargs="+",
+                        help="CSV/.npy/.npz file or wine|breast_cancer|digits|iris" + _MANY)
     parser.add_argument("--label-column", help="take the labels from this CSV column (name or index)")
     if standardize:
         parser.add_argument("--no-standardize", action="store_true", help="use the data as given")
@@ -382,7 +395,8 @@ def build_parser():
     p.set_defaults(func=cmd_altcluster)
 
     p = sub.add_parser("ksvd", help="asymmetric kernel SVD (dense data or a sparse .npz graph)")
-    p.add_argument("data", help="data matrix A: CSV/.npy, or .npz (scipy.sparse.save_npz adjacency)")
+    p.add_argument("data", nargs="+",
+                   help="data matrix A: CSV/.npy, or .npz (scipy.sparse.save_npz adjacency)" + _MANY)
     p.add_argument("--columns", help="second point set Z (fit(X, Z)); default: rows and columns of A")
     p.add_argument("--components", "-k", type=int, default=8, help="rank r (default 8)")
     p.add_argument("--kernel", default="rbf", choices=["rbf", "sne", "polynomial", "linear"])
@@ -464,6 +478,19 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"ikdr: warning: {str(message).strip().splitlines()[0]}", file=file or sys.stderr)
 
 
+def _main_batch(args, run_batch):
+    """``main`` for many input files: exit 0 all done, 1 any file failed, 130 interrupted."""
+    totals, code = run_batch(args, _jsonable)
+    if not args.quiet:
+        print(json.dumps(totals, indent=2, default=_jsonable))
+    if code == 1:
+        print(f"ikdr {args.command}: {totals['n_failed']} of {totals['n_files']} files failed "
+              f"(see {totals['summary_csv']})", file=sys.stderr)
+    elif code == 130:
+        print(f"ikdr {args.command}: interrupted", file=sys.stderr)
+    return code
+
+
 def main(argv=None):
     parser = build_parser()
     try:
@@ -478,12 +505,19 @@ def main(argv=None):
     from ._config import num_threads
     from ._progress import progress_bars
 
+    if args.threads is not None and args.threads < 1:
+        print(f"ikdr {args.command}: error: --threads must be >= 1", file=sys.stderr)
+        return 2
+    if isinstance(getattr(args, "data", None), list):
+        from ._batch import is_batch, run_batch
+
+        if is_batch(args.data):
+            return _main_batch(args, run_batch)
+        args.data = args.data[0]
     ctx = num_threads(args.threads) if args.threads else contextlib.nullcontext()
     # bars on a terminal only (IterationReport checks stderr is a tty), never with --quiet
     bars = progress_bars(not args.quiet)
     try:
-        if args.threads is not None and args.threads < 1:
-            raise UsageError("--threads must be >= 1")
         with ctx, bars, warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
             if args.quiet:

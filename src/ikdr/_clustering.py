@@ -27,7 +27,7 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
-from typing import Optional
+from typing import Any, Callable, Optional
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +47,7 @@ from .spectral import auto_kernel, njw_labels, spectral_embedding
 from ._bandwidth import feature_importances
 from ._nystrom import ClusteringLandmarks, landmark_data, sample_rows
 from .kernels import _MEDIAN_SUBSAMPLE
+from ._typing import ArrayLike, DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
 __all__ = ["AlternationResult", "ISMClustering", "SemiSupervisedISM", "alternate",
            "default_n_components"]
@@ -90,7 +91,8 @@ def quadratic_trace(Z, kernel, factor, *, n_threads=None, landmarks=None):
     return kernel.objective(Z, None, Gamma(factor), n_threads=n_threads)
 
 
-def default_n_components(phi0_eigenvalues, n_clusters, n_features, *, alternative=False):
+def default_n_components(phi0_eigenvalues: ArrayLike, n_clusters: int, n_features: int, *,
+                         alternative: bool = False) -> int:
     r"""The default q of the clustering paradigms.
 
     The largest eigengap of :math:`\Phi_0` (dissertation Eq. 3.11), but at
@@ -148,8 +150,8 @@ class AlternationResult:
     converged: bool = False
     history: list = field(default_factory=list, repr=False)
     n_components: int = 0
-    kernel: Kernel = field(default=None, repr=False)
-    affinity: Kernel = field(default=None, repr=False)
+    kernel: Optional[Kernel] = field(default=None, repr=False)
+    affinity: Optional[Kernel] = field(default=None, repr=False)
     time: float = 0.0
     n_landmarks: Optional[int] = None
 
@@ -159,10 +161,13 @@ class AlternationResult:
         return self.history[self.best_iteration - 1]["objective"]
 
 
-def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=None,
-              n_components=None, normalize=True, max_iter=20, tol=1e-3, random_state=None,
-              measure=None, n_threads=None, report=None, warn=True, landmarks=None,
-              alternative=False):
+def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
+              build_gamma: Callable[..., Gamma] = clustering_gamma, *,
+              affinity: Kernel | None = None, n_components: int | None = None,
+              normalize: bool = True, max_iter: int = 20, tol: float = 1e-3,
+              random_state: RandomStateLike = None, measure: Callable[..., Any] | None = None,
+              n_threads: int | None = None, report: Any = None, warn: bool = True,
+              landmarks: Any = None, alternative: bool = False) -> AlternationResult:
     r"""The U/W alternation shared by every clustering paradigm of ISM.
 
     1. U-step at W = I: :math:`U_0`, :math:`D_0` (spectral clustering of X).
@@ -232,7 +237,7 @@ def alternate(X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=N
     W = None
     history = []
     converged = False
-    best = None
+    best: Any = None
     inner = None
     if report is not None and report.verbose >= 2:
         inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
@@ -564,10 +569,12 @@ class ISMClustering(_AlternatingClustering):
     True
     """
 
-    def __init__(self, n_clusters=2, n_components=None, kernel="gaussian", sigma="auto",
-                 max_iter=20, tol=1e-3, affinity=None, normalize="auto", random_state=None,
-                 verbose=0, dtype=np.float64, approximation=None,
-                 n_landmarks="auto"):
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None,
+                 kernel: KernelLike = "gaussian", sigma: SigmaLike = "auto", max_iter: int = 20,
+                 tol: float = 1e-3, affinity: str | None = None, normalize: str | bool = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 n_landmarks: int | str = "auto") -> None:
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
@@ -626,11 +633,13 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
     Reduction. NeurIPS 2019, Eq. (2)-(3).
     """
 
-    def __init__(self, n_clusters=2, n_components=None, mu=1.0, kernel="gaussian",
-                 sigma="auto", score_kernel="gaussian", max_iter=20, tol=1e-3,
-                 affinity=None, normalize="auto", random_state=None, verbose=0,
-                 dtype=np.float64, approximation=None,
-                 n_landmarks="auto"):
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None, mu: float = 1.0,
+                 kernel: KernelLike = "gaussian", sigma: SigmaLike = "auto",
+                 score_kernel: KernelLike = "gaussian", max_iter: int = 20, tol: float = 1e-3,
+                 affinity: str | None = None, normalize: str | bool = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 n_landmarks: int | str = "auto") -> None:
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters

@@ -1,14 +1,26 @@
-"""Thread control and build information."""
+"""Thread control, version and build information.
+
+ikdr's C++ passes run on threads created for each call; how many is decided
+here, in Python, and passed to every call: :func:`set_num_threads` (or the
+:func:`num_threads` context manager) wins, then the environment variable
+``IKDR_NUM_THREADS``, then ``OMP_NUM_THREADS`` (which joblib/loky sets in its
+workers to cores / n_jobs, so ``GridSearchCV(n_jobs=...)`` does not
+oversubscribe), then the cores this process may run on.
+``threadpoolctl.threadpool_limits`` acts on the same setting: ikdr registers
+a threadpoolctl controller (user_api ``"ikdr"``) for its compiled core.
+"""
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
+from typing import IO, Any, Iterator
 
 _num_threads: int | None = None
 
 
 def _default_threads() -> int:
+    """``IKDR_NUM_THREADS``, then ``OMP_NUM_THREADS`` (first entry), then the usable cores."""
     env = os.environ.get("IKDR_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
     if env:
         try:
@@ -27,7 +39,7 @@ def _usable_cores() -> int:
 
 
 def get_num_threads() -> int:
-    """Number of threads the C++ core uses (``set_num_threads`` or the default)."""
+    """Number of threads each call of the C++ core uses (``set_num_threads`` or the default)."""
     return _num_threads if _num_threads is not None else _default_threads()
 
 
@@ -37,7 +49,8 @@ def set_num_threads(n: int | None) -> None:
     ``None`` restores the default (``IKDR_NUM_THREADS``, then
     ``OMP_NUM_THREADS``, then the number of cores). The BLAS used for the
     GEMM-shaped parts keeps its own setting; use :func:`num_threads` to limit
-    both for a block of code.
+    both for a block of code. ``threadpoolctl.threadpool_limits(n)`` sets
+    the same value (and restores it on exit).
     """
     global _num_threads
     if n is None:
@@ -52,7 +65,7 @@ def set_num_threads(n: int | None) -> None:
 
 
 @contextlib.contextmanager
-def num_threads(n: int):
+def num_threads(n: int) -> Iterator[None]:
     """Context manager: run ikdr's C++ loops and the BLAS with ``n`` threads.
 
     Examples
@@ -78,10 +91,107 @@ def num_threads(n: int):
         _num_threads = previous
 
 
-_controller = None
+# -- threadpoolctl: ikdr's threads as one more thread pool -----------------------
+_registered = False
 
 
-def single_threaded_blas():
+def _core_directory() -> str:
+    return os.path.dirname(os.path.realpath(__file__))
+
+
+def register_threadpoolctl() -> bool:
+    """Make ``threadpoolctl`` see and limit ikdr's threads (done by ``import ikdr``).
+
+    Registers a controller (user_api and internal_api ``"ikdr"``) that
+    threadpoolctl matches to the loaded ``ikdr._core`` extension; its
+    get/set act on :func:`get_num_threads` / :func:`set_num_threads`, so
+    ``threadpool_limits(1)`` (any user_api or ``user_api="ikdr"``) runs ikdr
+    single-threaded inside the block and ``threadpool_info()`` lists it.
+    Returns False when threadpoolctl is missing or older than 3.5.
+    """
+    global _registered
+    if _registered:
+        return True
+    try:
+        import threadpoolctl
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return False
+    if not hasattr(threadpoolctl, "register"):  # pragma: no cover - threadpoolctl < 3.5
+        return False
+
+    class IkdrController(threadpoolctl.LibController):
+        """threadpoolctl's view of ikdr's per-call C++ threads."""
+
+        user_api = "ikdr"
+        internal_api = "ikdr"
+        # the compiled extension: _core.cpython-311-x86_64-linux-gnu.so, _core.cp311-win_amd64.pyd
+        filename_prefixes = ("_core.",)
+        check_symbols = ("PyInit__core",)
+
+        def set_additional_attributes(self) -> None:
+            # another package's _core extension: threadpoolctl skips a controller
+            # whose construction raises OSError
+            if os.path.dirname(os.path.realpath(self.filepath)) != _core_directory():
+                raise OSError(f"{self.filepath} is not ikdr's core")
+            self.threading = "threads per call"
+
+        def get_num_threads(self) -> int:
+            return get_num_threads()
+
+        def set_num_threads(self, num_threads: int) -> None:
+            # threadpoolctl restores the value it read on entry: a value equal
+            # to the default restores the default (which keeps following
+            # OMP_NUM_THREADS), not a frozen copy of it
+            n = int(num_threads)
+            set_num_threads(None if n == _default_threads() else n)
+
+        def get_version(self) -> str | None:
+            return package_version()
+
+    threadpoolctl.register(IkdrController)
+    _registered = True
+    return True
+
+
+# -- one version string -----------------------------------------------------------
+_version: str | None = None
+
+
+def package_version() -> str:
+    """ikdr's version: the installed distribution's metadata (pyproject.toml's
+    ``version``). In a source tree (``PYTHONPATH=src``) it is read from the
+    pyproject.toml next to ``src``, never from another installed copy."""
+    global _version
+    if _version is None:
+        _version = _find_version()
+    return _version
+
+
+def _find_version() -> str:
+    import re
+    from importlib import metadata
+
+    here = _core_directory()
+    try:
+        dist = metadata.distribution("ikdr")
+        located = os.path.realpath(str(dist.locate_file("ikdr/__init__.py")))
+        if os.path.dirname(located) == here:
+            return dist.version
+    except metadata.PackageNotFoundError:
+        pass
+    pyproject = os.path.join(here, os.pardir, os.pardir, "pyproject.toml")
+    try:
+        with open(pyproject, encoding="utf-8") as fh:
+            match = re.search(r'^version\s*=\s*"([^"]+)"', fh.read(), re.MULTILINE)
+    except OSError:
+        match = None
+    return match.group(1) if match else "0+unknown"
+
+
+_controller: Any = None
+
+
+def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     """Hold the BLAS at one thread while a C++ core call runs.
 
     The core splits its GEMMs over threads of its own; a multi-threaded
@@ -116,7 +226,7 @@ def _blas_description() -> str:
     return "SciPy's BLAS"
 
 
-def build_info() -> dict:
+def build_info() -> dict[str, Any]:
     """How the compiled core was built and runs here.
 
     Keys: ``version``, ``compiler``, ``simd`` (the instruction set of the
@@ -130,22 +240,30 @@ def build_info() -> dict:
     return info
 
 
-def show_config(file=None) -> None:
+def show_config(file: IO[str] | None = None) -> None:
     """Print the version, compiler, threading, threads, SIMD level and BLAS in use."""
-    from . import __version__
-    from ._native import build_info
+    from ._native import build_info as native_info
 
-    info = build_info()
+    info = native_info()
     lines = [
-        f"ikdr {__version__}",
+        f"ikdr {package_version()}",
         f"compiler: {info.get('compiler', 'unknown')}",
         f"threading: {info['threading']}",
-        f"threads: {get_num_threads()}",
+        f"threads: {get_num_threads()} ({_threads_source()})",
         f"SIMD: {info['simd']} (panel kernels dispatched at run time)",
         f"BLAS: {_blas_description()}",
         f"Python: {sys.version.split()[0]}",
     ]
     print("\n".join(lines), file=file or sys.stdout)
+
+
+def _threads_source() -> str:
+    if _num_threads is not None:
+        return "set_num_threads"
+    for var in ("IKDR_NUM_THREADS", "OMP_NUM_THREADS"):
+        if os.environ.get(var):
+            return var
+    return "usable cores"
 
 
 # -- memory budget of the dense n x n paths ------------------------------------
@@ -195,7 +313,7 @@ def get_memory_budget() -> int:
     return int(DEFAULT_MEMORY_FRACTION * total) if total else 16 * 2**30
 
 
-def set_memory_budget(nbytes) -> None:
+def set_memory_budget(nbytes: int | float | str | None) -> None:
     """Set the memory budget of ikdr's dense paths (bytes, ``"4G"``, or None for the default).
 
     Before forming a dense n x n (or n x m) matrix, ikdr estimates its size.
@@ -226,7 +344,7 @@ def set_memory_budget(nbytes) -> None:
 
 
 @contextlib.contextmanager
-def memory_budget(nbytes):
+def memory_budget(nbytes: int | float | str | None) -> Iterator[None]:
     """Context manager: run a block with another memory budget (see :func:`set_memory_budget`)."""
     global _memory_budget
     previous = _memory_budget
@@ -244,12 +362,12 @@ def _format_bytes(n) -> str:
     return f"{int(n)} bytes"
 
 
-def fits_memory(nbytes) -> bool:
+def fits_memory(nbytes: float) -> bool:
     """Whether an allocation of ``nbytes`` stays within the memory budget."""
     return nbytes <= get_memory_budget()
 
 
-def require_memory(nbytes, what: str) -> None:
+def require_memory(nbytes: float, what: str) -> None:
     """Raise ``MemoryError`` (with the estimate) when ``what`` would exceed the budget."""
     budget = get_memory_budget()
     if nbytes > budget:

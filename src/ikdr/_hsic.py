@@ -6,9 +6,11 @@ import numpy as np
 from ._validation import check_matrix
 from .gamma import Gamma, centered, kernel_factor, target_factor
 from .kernels import Kernel, make_kernel
+from ._typing import ArrayLike, KernelLike, RandomStateLike
 
 
-def hsic(X, Y, kernel_x="gaussian", kernel_y="auto", *, random_state=None):
+def hsic(X: ArrayLike, Y: ArrayLike, kernel_x: KernelLike = "gaussian", kernel_y: KernelLike = "auto",
+         *, random_state: RandomStateLike = None) -> float:
     r"""Empirical HSIC :math:`\mathrm{Tr}(K_X H K_Y H) / (n-1)^2` (Gretton et al. 2005).
 
     Parameters

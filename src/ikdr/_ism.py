@@ -17,6 +17,7 @@ from .gamma import supervised_gamma
 from .kernels import _MEDIAN_SUBSAMPLE, Gaussian, Kernel, make_kernel
 from ._bandwidth import feature_importances, separation_sigma
 from ._nystrom import Approximation, approximate_ism, landmark_data, sample_rows
+from ._typing import DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
 
 def _sample_labels(y, n, random_state):
@@ -214,10 +215,12 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         "certify": ["boolean"],
     }
 
-    def __init__(self, n_components=None, kernel="gaussian", sigma="median", tol=0.01,
-                 max_iter=100, random_state=None, verbose=0, dtype=np.float64,
-                 criterion="eigenvalues", certify=True, approximation=None, n_landmarks="auto",
-                 polish=False):
+    def __init__(self, n_components: int | None = None, kernel: KernelLike = "gaussian",
+                 sigma: SigmaLike = "median", tol: float = 0.01, max_iter: int = 100,
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64, criterion: str = "eigenvalues",
+                 certify: bool = True, approximation: str | None = None,
+                 n_landmarks: int | str = "auto", polish: bool = False) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma

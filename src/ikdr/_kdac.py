@@ -2,6 +2,7 @@ r"""Kernel dimension alternative clustering (KDAC) solved by ISM (dissertation c
 from __future__ import annotations
 
 import warnings
+from typing import Any, Sequence
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -17,6 +18,7 @@ from ._validation import check_scale, keep_state_on_error
 from .gamma import alternative_gamma, centered, one_hot
 from .kernels import median_sigma
 from .metrics import nmi
+from ._typing import ArrayLike, DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
 __all__ = ["KDAC", "select_sigma_lambda"]
 
@@ -128,10 +130,12 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
 
     _alternative = True
 
-    def __init__(self, n_clusters=2, n_components=None, sigma="auto", lam=1.0,
-                 kernel="gaussian", max_iter=20, tol=1e-3, affinity=None, normalize="auto",
-                 random_state=None, verbose=0, dtype=np.float64, approximation=None,
-                 n_landmarks="auto"):
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None,
+                 sigma: SigmaLike = "auto", lam: float = 1.0, kernel: KernelLike = "gaussian",
+                 max_iter: int = 20, tol: float = 1e-3, affinity: str | None = None,
+                 normalize: str | bool = "auto", random_state: RandomStateLike = None,
+                 verbose: int = 0, dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 n_landmarks: int | str = "auto") -> None:
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
@@ -205,8 +209,11 @@ def _second_order_condition(X, W, gamma, kernel, block=256):
     return lhs, rhs / sigma ** 2
 
 
-def select_sigma_lambda(X, y_existing, n_clusters, *, sigmas=None, lams=None, n_components=None,
-                        max_iter=20, tol=1e-3, random_state=None):
+def select_sigma_lambda(X: ArrayLike, y_existing: ArrayLike, n_clusters: int, *,
+                        sigmas: Sequence[float] | None = None,
+                        lams: Sequence[float] | None = None, n_components: int | None = None,
+                        max_iter: int = 20, tol: float = 1e-3,
+                        random_state: RandomStateLike = None) -> dict[str, Any]:
     r"""The thesis' hyperparameter search for Gaussian KDAC (dissertation section 3.5).
 
     For every (sigma, lambda) of the grid, fit :class:`KDAC` and evaluate the

@@ -16,6 +16,7 @@ from ._validation import check_positive
 from ._validation import check_scale, keep_state_on_error
 from .gamma import centered, supervised_gamma
 from .kernels import Gaussian, median_sigma
+from ._typing import RandomStateLike, SigmaLike
 
 __all__ = ["KernelDependenceNetwork", "normalized_hsic"]
 
@@ -28,7 +29,7 @@ _SIGMA_GRID = np.geomspace(1e-4, 2.0, 44)
 _ISM_MAX_ITER = 30
 
 
-def normalized_hsic(F, Yc):
+def normalized_hsic(F: np.ndarray, Yc: np.ndarray) -> float:
     r"""Normalised HSIC of features F with centred targets Yc, linear kernels
     (centred kernel alignment, dissertation Eq. 6.14):
     :math:`\|F_c^T Y_c\|_F^2 / (\|F_c^T F_c\|_F \|Y_c^T Y_c\|_F)`, in [0, 1]."""
@@ -121,8 +122,9 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, max_layers=20, n_fourier=300, hsic_threshold=0.99, sigma="auto",
-                 width="auto", random_state=None, verbose=0):
+    def __init__(self, max_layers: int = 20, n_fourier: int = 300, hsic_threshold: float = 0.99,
+                 sigma: SigmaLike = "auto", width: int | str = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0) -> None:
         self.max_layers = max_layers
         self.n_fourier = n_fourier
         self.hsic_threshold = hsic_threshold

@@ -61,6 +61,6 @@ def parse_kernel(spec: str, *, sigma="median") -> Kernel:
     out = kernels[0]
     for k in kernels[1:]:
         out = out + k
-    if len(kernels) == 1 and m.group("w") is None:
+    if len(kernels) == 1 and m is not None and m.group("w") is None:
         return make_kernel(out)
     return out if len(kernels) > 1 else 1.0 * out

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numbers
 import warnings
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -18,8 +19,9 @@ from ._mlp import MLP, Adam, pretrain_identity
 from ._progress import IterationReport
 from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered, clustering_gamma
-from .kernels import Gaussian, RelativeGaussian
+from .kernels import Gaussian, Kernel, RelativeGaussian
 from .spectral import AUTO_NEIGHBORS, kernel_degrees, spectral_embedding
+from ._typing import RandomStateLike, SigmaLike
 
 __all__ = ["KNetClustering", "KNetTraining", "auto_sigma", "cayley_step",
            "knet_objective_and_gradient", "train_knet"]
@@ -52,7 +54,9 @@ def auto_sigma(X, n_clusters, *, n_neighbors=AUTO_NEIGHBORS):
     return float(np.median(scales))
 
 
-def knet_objective_and_gradient(Psi, gamma, kernel, *, with_value=True, n_threads=None):
+def knet_objective_and_gradient(Psi: np.ndarray, gamma: Gamma, kernel: Kernel, *,
+                                with_value: bool = True,
+                                n_threads: int | None = None) -> tuple[float, np.ndarray]:
     r"""Value and row gradient of :math:`J(\Psi) = \sum_{ij}\Gamma_{ij}
     \exp(-\|\psi_i - \psi_j\|^2 / 2\sigma^2)` (dissertation Eq. 4.11).
 
@@ -77,7 +81,7 @@ def _u_gradient(Psi, kernel, U, degrees):
     return 2.0 * MU, float(np.sum(U * MU))
 
 
-def cayley_step(U, G, tau):
+def cayley_step(U: np.ndarray, G: np.ndarray, tau: float) -> np.ndarray:
     r"""One Cayley step on the Stiefel manifold in the ascent direction G (Wen and Yin 2013).
 
     :math:`U^+ = (I - \tfrac\tau2 A)^{-1}(I + \tfrac\tau2 A)U` with the
@@ -464,9 +468,11 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     (300,)
     """
 
-    def __init__(self, n_clusters=2, hidden_layer_sizes=None, update="eig", sigma="auto",
-                 lam=0.0, max_iter=100, epochs_per_iter=1, learning_rate=1e-3, batch_size=None,
-                 tol=1e-2, random_state=None, verbose=0):
+    def __init__(self, n_clusters: int = 2, hidden_layer_sizes: Sequence[int] | None = None,
+                 update: str = "eig", sigma: SigmaLike = "auto", lam: float = 0.0,
+                 max_iter: int = 100, epochs_per_iter: int = 1, learning_rate: float = 1e-3,
+                 batch_size: int | None = None, tol: float = 1e-2,
+                 random_state: RandomStateLike = None, verbose: int = 0) -> None:
         self.n_clusters = n_clusters
         self.hidden_layer_sizes = hidden_layer_sizes
         self.update = update

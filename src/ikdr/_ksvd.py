@@ -32,6 +32,7 @@ from ._ksvd_solvers import (_budget_exhausted, _dense_svd_bytes, _nystrom_auto, 
 from ._progress import IterationReport, check_verbose
 from ._validation import check_bandwidth, check_positive, check_scale
 from ._validation import keep_state_on_error
+from ._typing import RandomStateLike
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
 COMPAT = ("pinv", "pca", "random", "learned")
@@ -198,9 +199,11 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, n_components=8, kernel="rbf", gamma=None, degree=2, center=False,
-                 compat=None, solver="auto", n_landmarks=None, tol=None, random_state=None,
-                 verbose=0):
+    def __init__(self, n_components: int = 8, kernel: str = "rbf", gamma: float | None = None,
+                 degree: int = 2, center: bool = False, compat: str | None = None,
+                 solver: str = "auto", n_landmarks: int | tuple[int, int] | str | None = None,
+                 tol: float | None = None, random_state: RandomStateLike = None,
+                 verbose: int = 0) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma

@@ -3,15 +3,19 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
 from sklearn.utils import check_random_state
 
 from ._ksvd import KernelSVD
 from ._ksvd_solvers import _normalise_columns
+from ._typing import ArrayLike, RandomStateLike
 
 
-def ksvd_bicluster(A, n_row_clusters, n_column_clusters=None, *, n_components=None,
-                   kernel="rbf", gamma=None, center=True, compat="pca", solver="auto",
-                   random_state=None):
+def ksvd_bicluster(A: ArrayLike, n_row_clusters: int, n_column_clusters: int | None = None, *,
+                   n_components: int | None = None, kernel: str = "rbf",
+                   gamma: float | None = None, center: bool = True, compat: str | None = "pca",
+                   solver: str = "auto", random_state: RandomStateLike = None
+                   ) -> tuple[np.ndarray, np.ndarray, KernelSVD]:
     """Bicluster a data matrix: k-means on KSVD's left and right singular vectors.
 
     The rows (e.g. documents) are clustered on the left vectors U, the columns

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._typing import ArrayLike
 from ._validation import check_positive
 
 
-def singular_alignment(U, V, s, U_approx, V_approx, *, normalize=False):
+def singular_alignment(U: ArrayLike, V: ArrayLike, s: ArrayLike, U_approx: ArrayLike,
+                       V_approx: ArrayLike, *, normalize: bool = False) -> float:
     r"""Weighted misalignment ``eta`` of approximate singular vectors.
 
     .. math::
@@ -80,7 +82,7 @@ def singular_alignment(U, V, s, U_approx, V_approx, *, normalize=False):
 CLUSTER_RTOL = 1e-2
 
 
-def singular_value_clusters(s, rtol=CLUSTER_RTOL):
+def singular_value_clusters(s: ArrayLike, rtol: float = CLUSTER_RTOL) -> list[np.ndarray]:
     """Index blocks of consecutive (descending) singular values within ``rtol`` of each other.
 
     ``s_i`` and ``s_{i+1}`` share a cluster when ``s_i - s_{i+1} <= rtol * s_i``;
@@ -143,7 +145,9 @@ class SVDAccuracy(dict):
         return float(max(self["max_value_error"], self["max_sine"] ** 2))
 
 
-def svd_accuracy(U, s, V, U_approx, s_approx, V_approx, *, cluster_rtol=CLUSTER_RTOL):
+def svd_accuracy(U: ArrayLike, s: ArrayLike, V: ArrayLike, U_approx: ArrayLike,
+                 s_approx: ArrayLike, V_approx: ArrayLike, *,
+                 cluster_rtol: float = CLUSTER_RTOL) -> SVDAccuracy:
     r"""Accuracy of each component of an approximate rank-r SVD against the exact one.
 
     For each of the top r components:

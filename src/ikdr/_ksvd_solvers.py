@@ -3,6 +3,7 @@ asymmetric Nystrom method (paper Eq. 9) with automatic landmarks."""
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -11,6 +12,7 @@ from sklearn.utils import check_random_state
 
 from ._ksvd_blocks import _ArrayBlocks, _operator
 from ._ksvd_metrics import svd_accuracy
+from ._typing import RandomStateLike
 
 #: ``n_landmarks="auto"`` stops growing at this many rows / columns (or all of them).
 AUTO_MAX_LANDMARKS = 4096
@@ -85,7 +87,9 @@ def _nystrom_from_blocks(C, R, I, J, r, N, M):
     return U, lam * np.sqrt(N * M / (n * m)), V
 
 
-def asymmetric_nystrom(G_blocks, n_components, n_landmarks, *, random_state=None):
+def asymmetric_nystrom(G_blocks: Any, n_components: int, n_landmarks: int | tuple[int, int], *,
+                       random_state: RandomStateLike = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Asymmetric Nystrom approximation of the rank-r SVD of G (paper Eq. 9).
 
     Samples n rows I and m columns J uniformly without replacement (for a

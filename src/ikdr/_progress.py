@@ -17,9 +17,10 @@ import numbers
 import sys
 import time
 import weakref
+from typing import Any
 
 _bars_enabled = False       # process-wide switch (the command line turns it on)
-_open = weakref.WeakSet()   # reports started and not closed: only the outermost draws a bar
+_open: weakref.WeakSet[Any] = weakref.WeakSet()   # reports started and not closed: only the outermost draws a bar
 
 
 def check_verbose(verbose):

@@ -42,6 +42,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -54,6 +55,7 @@ from ._trust_region import TrustRegion
 from ._validation import check_float_matrix, check_vector
 from .gamma import Gamma
 from .kernels import Kernel, make_kernel
+from ._typing import ArrayLike, DTypeLike, KernelLike, RandomStateLike
 
 __all__ = ["ism", "solve", "ISMResult", "ISMConvergence", "principal_angle", "choose_n_components"]
 
@@ -136,7 +138,7 @@ class ISMResult:
     convergence: ISMConvergence | None = None
 
 
-def principal_angle(U, V):
+def principal_angle(U: ArrayLike, V: ArrayLike) -> float:
     r"""Largest principal angle between the column spaces of U and V (radians),
     :math:`\arccos \sigma_{\min}(U^T V)` for orthonormal U, V."""
     U, V = np.asarray(U, dtype=np.float64), np.asarray(V, dtype=np.float64)
@@ -152,11 +154,11 @@ def principal_angle(U, V):
     if angle < 0.5:
         # arccos near 1 resolves angles only down to ~1e-8; for small angles
         # use sin(theta_max) = ||(I - UU^T) V||_2 (orthonormal U, V).
-        angle = float(np.arcsin(min(1.0, np.linalg.norm(V - U @ (U.T @ V), 2))))
+        angle = float(np.arcsin(min(1.0, float(np.linalg.norm(V - U @ (U.T @ V), 2)))))
     return angle
 
 
-def choose_n_components(eigenvalues, *, minimum=1):
+def choose_n_components(eigenvalues: ArrayLike, *, minimum: int = 1) -> int:
     """q by the largest eigengap ``lambda_q - lambda_{q+1}`` of a descending
     spectrum, with q >= ``minimum`` (dissertation Eq. 3.11)."""
     vals = np.sort(check_vector(eigenvalues, "eigenvalues"))[::-1]
@@ -268,10 +270,14 @@ def _check_solver_options(criterion, tol, gtol, max_iter):
 
 
 # --------------------------------------------------------------------------
-def ism(X, gamma, kernel="gaussian", n_components=2, *, W0=None, tol=0.01,
-        criterion="eigenvalues", max_iter=100, eigen_solver="auto", n_threads=None,
-        random_state=None, warn=True, gtol=1e-6, certify=True, callback=None,
-        phi_solver="auto", dtype=None, min_components=1, approximation=None):
+def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
+        n_components: int | None = 2, *, W0: ArrayLike | None = None, tol: float = 0.01,
+        criterion: str = "eigenvalues", max_iter: int = 100, eigen_solver: str = "auto",
+        n_threads: int | None = None, random_state: RandomStateLike = None, warn: bool = True,
+        gtol: float = 1e-6, certify: bool = True,
+        callback: Callable[[dict[str, Any]], Any] | None = None, phi_solver: str = "auto",
+        dtype: DTypeLike | None = None, min_components: int = 1,
+        approximation: Any = None) -> ISMResult:
     r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
 
     Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
@@ -458,7 +464,7 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
     max_iter = int(max_iter)
     d = problem.d
     t0 = time.perf_counter()
-    history = []
+    history: list[dict[str, Any]] = []
 
     def record(point, vals, change, angle, method, step, gnorm=np.nan):
         history.append({"iteration": len(history), "objective": point.objective,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.utils import check_random_state
+from ._typing import ArrayLike, PathLike, RandomStateLike
 
 __all__ = ["make_gaussian_views", "make_moon_gaussians", "load_image_colors",
            "segmentation_image", "read_png", "write_png"]
@@ -33,8 +34,10 @@ def _two_views(n_samples, rng):
     return cells // 2, cells % 2
 
 
-def make_gaussian_views(kind="small", n_samples=None, *, separation=4.0, cluster_std=0.5,
-                        random_state=None):
+def make_gaussian_views(kind: str = "small", n_samples: int | None = None, *,
+                        separation: float = 4.0, cluster_std: float = 0.5,
+                        random_state: RandomStateLike = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Four Gaussian clusters whose coordinates give two different 2-clusterings.
 
     ``kind="small"`` (Small Gaussian, SG; 40 samples by default): 2-D,
@@ -70,8 +73,10 @@ def make_gaussian_views(kind="small", n_samples=None, *, separation=4.0, cluster
     return X, y_orig, y_alt
 
 
-def make_moon_gaussians(n_samples=400, *, n_noise=0, moon_noise=0.05, separation=10.0,
-                        cluster_std=1.0, noise_scale=None, random_state=None):
+def make_moon_gaussians(n_samples: int = 400, *, n_noise: int = 0, moon_noise: float = 0.05,
+                        separation: float = 10.0, cluster_std: float = 1.0,
+                        noise_scale: float | None = None, random_state: RandomStateLike = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Two moons (features 1-2) beside two Gaussian clusters (features 3-4).
 
     The Moon and Moon+Noise data of dissertation section 3.5 (Fig. 3.1): the
@@ -155,7 +160,7 @@ def _unfilter(raw, height, stride, bpp):
     return out
 
 
-def read_png(path):
+def read_png(path: PathLike) -> np.ndarray:
     """Read an 8-bit, non-interlaced PNG (grey, RGB, palette, with or without
     alpha) into an (height, width, 3) uint8 RGB array; alpha is dropped.
 
@@ -196,7 +201,7 @@ def read_png(path):
     return np.ascontiguousarray(pix[:, :, :3])
 
 
-def write_png(path, image):
+def write_png(path: PathLike, image: ArrayLike) -> None:
     """Write an (height, width, 3) uint8 RGB array as a PNG file."""
     img = np.ascontiguousarray(np.asarray(image, dtype=np.uint8))
     if img.ndim != 3 or img.shape[2] != 3:
@@ -214,7 +219,8 @@ def write_png(path, image):
                            chunk(b"IEND", b""))
 
 
-def load_image_colors(image):
+def load_image_colors(image: PathLike | ArrayLike
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """The distinct RGB colours of an image, as samples for colour segmentation.
 
     The Flower experiment of dissertation section 3.5: every distinct colour
@@ -241,7 +247,8 @@ def load_image_colors(image):
     return colors.astype(np.float64), inverse.reshape(img.shape[:2])
 
 
-def segmentation_image(labels, index, palette=None):
+def segmentation_image(labels: ArrayLike, index: ArrayLike, palette: ArrayLike | None = None
+                       ) -> np.ndarray:
     """An RGB image (uint8) painting each pixel with the colour of its segment.
 
     ``labels`` are per colour (from :func:`load_image_colors`), ``index`` its

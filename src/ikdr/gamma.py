@@ -8,9 +8,12 @@ Gamma on the fly. A dense Gamma is accepted where no factor exists.
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 import numpy as np
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import type_of_target
+from ._typing import ArrayLike, KernelLike, RandomStateLike, SigmaLike
 
 __all__ = ["Gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky",
            "kernel_factor", "alternative_gamma", "semi_supervised_gamma", "clustering_gamma"]
@@ -28,7 +31,8 @@ class Gamma:
         Used when no factor is given; must be symmetric.
     """
 
-    def __init__(self, factor=None, scale=None, dense=None):
+    def __init__(self, factor: ArrayLike | None = None, scale: ArrayLike | None = None,
+                 dense: ArrayLike | None = None) -> None:
         if (factor is None) == (dense is None):
             raise ValueError("give exactly one of factor and dense")
         if factor is not None:
@@ -53,7 +57,7 @@ class Gamma:
         self.factor = factor
         self.scale = scale
         self.dense = dense
-        self._cast_cache = {}
+        self._cast_cache: dict[Any, Any] = {}
 
     @property
     def n(self):
@@ -156,13 +160,13 @@ class Gamma:
         return f"Gamma(n={self.n}, {form})"
 
 
-def centered(M):
+def centered(M: ArrayLike) -> np.ndarray:
     r""":math:`H M` with :math:`H = I - 11^T/n` (column means removed)."""
     M = np.asarray(M, dtype=np.float64)
     return M - M.mean(axis=0, keepdims=True)
 
 
-def one_hot(labels):
+def one_hot(labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """One-hot matrix (n x c) and the classes of a label vector."""
     enc = LabelEncoder()
     codes = enc.fit_transform(np.asarray(labels).ravel())
@@ -171,7 +175,8 @@ def one_hot(labels):
     return Y, enc.classes_
 
 
-def pivoted_cholesky(diagonal, column, *, rtol=1e-12, max_rank=None):
+def pivoted_cholesky(diagonal: ArrayLike, column: Callable[[int], np.ndarray], *,
+                     rtol: float = 1e-12, max_rank: int | None = None) -> np.ndarray:
     r"""Low-rank factor L with :math:`K \approx L L^T` for a PSD K given by columns.
 
     Greedy pivoting on the residual diagonal; stops when the trace of the
@@ -198,7 +203,8 @@ def pivoted_cholesky(diagonal, column, *, rtol=1e-12, max_rank=None):
     return L[:, :k]
 
 
-def target_factor(y, *, kernel="auto", sigma="median"):
+def target_factor(y: ArrayLike, *, kernel: KernelLike = "auto", sigma: SigmaLike = "median"
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """Factor F with K_Y = F F^T for a target y, and what kind of target it was.
 
     Class labels (binary/multiclass) give the one-hot matrix (K_Y = Y Y^T);
@@ -227,7 +233,8 @@ def target_factor(y, *, kernel="auto", sigma="median"):
     return F, None
 
 
-def supervised_gamma(y, *, target="auto", sigma_y="median"):
+def supervised_gamma(y: ArrayLike, *, target: KernelLike = "auto", sigma_y: SigmaLike = "median"
+                     ) -> tuple[Gamma, np.ndarray | None]:
     r"""Supervised Gamma :math:`H K_Y H` in factored form :math:`G G^T`, :math:`G = H F`.
 
     ``K_Y = Y Y^T`` with one-hot Y for class labels; a Gaussian kernel on y
@@ -243,7 +250,8 @@ def supervised_gamma(y, *, target="auto", sigma_y="median"):
     return Gamma(centered(F)), classes
 
 
-def kernel_factor(Y, kernel, *, random_state=None):
+def kernel_factor(Y: ArrayLike, kernel: KernelLike, *, random_state: RandomStateLike = None
+                  ) -> np.ndarray:
     r"""Factor F with :math:`K_Y \approx F F^T` for a PSD kernel on the rows of Y.
 
     The linear kernel is its own factor (F = Y); any other kernel is
@@ -275,7 +283,8 @@ def _degree_scaled_centered(M, degrees):
     return centered(M) / np.sqrt(d)[:, None]
 
 
-def alternative_gamma(U, existing, degrees, lam):
+def alternative_gamma(U: np.ndarray, existing: np.ndarray | Sequence[np.ndarray],
+                      degrees: np.ndarray, lam: float) -> Gamma:
     r"""KDAC Gamma :math:`D^{-1/2} H (U U^T - \lambda Y Y^T) H D^{-1/2}` (dissertation Eq. 3.4).
 
     Kept factored with a signed scale: :math:`G = D^{-1/2} H [U, Y]`,
@@ -303,7 +312,8 @@ def alternative_gamma(U, existing, degrees, lam):
     return Gamma(factor, scale)
 
 
-def semi_supervised_gamma(U, degrees, score_factor, mu):
+def semi_supervised_gamma(U: np.ndarray, degrees: np.ndarray, score_factor: np.ndarray,
+                          mu: float) -> Gamma:
     r"""Semi-supervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2} + \mu H K_{\hat Y} H`
     (ISM paper, Eq. 2-3), factored as :math:`[D^{-1/2} H U, H F]`, :math:`K_{\hat Y} = F F^T`.
 
@@ -322,7 +332,7 @@ def semi_supervised_gamma(U, degrees, score_factor, mu):
     return Gamma(factor, scale)
 
 
-def clustering_gamma(U, degrees):
+def clustering_gamma(U: ArrayLike, degrees: ArrayLike) -> Gamma:
     r"""Unsupervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2}` as the factor
     :math:`G = D^{-1/2} H U` (DESIGN.md section 1; ISM paper section 2, the
     W-step of :class:`ikdr.ISMClustering` and of KNet's epochs).

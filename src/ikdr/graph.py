@@ -8,12 +8,14 @@ Section 4.1); a node's embedding concatenates its source and target parts.
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 
 from ._ksvd import KernelSVD
+from ._typing import ArrayLike, RandomStateLike
 
 #: (nodes, edges, classes) of the citation graphs of the paper's Tables 1 and 4.
 PRESETS = {"cora": (2708, 5429, 7), "citeseer": (3312, 4732, 6), "pubmed": (19717, 44338, 3)}
@@ -27,7 +29,8 @@ def _check_adjacency(A):
     return sp.csr_matrix(A)
 
 
-def node_embeddings(A, n_components=8, *, kernel="sne", return_model=False, **params):
+def node_embeddings(A: Any, n_components: int = 8, *, kernel: str = "sne",
+                    return_model: bool = False, **params: Any) -> Any:
     """Source and target embeddings of the nodes of a directed graph, concatenated.
 
     Fits :class:`ikdr.KernelSVD` on the adjacency A (rows: out-links,
@@ -63,7 +66,7 @@ def node_embeddings(A, n_components=8, *, kernel="sne", return_model=False, **pa
     return (emb, model) if return_model else emb
 
 
-def paper_gamma(A, k=1.0):
+def paper_gamma(A: Any, k: float = 1.0) -> float:
     r"""The KSVD paper's SNE bandwidth for a graph: :math:`\gamma = k\sqrt{M\,\mathrm{var}(A)}`.
 
     App. C.2 of the paper (Table 4): M columns, var(A) the variance of the
@@ -92,7 +95,8 @@ def paper_gamma(A, k=1.0):
     return float(k) * float(np.sqrt(M * var))
 
 
-def reconstruction_score(A, embedding, *, batch_size=2048):
+def reconstruction_score(A: Any, embedding: ArrayLike, *, batch_size: int = 2048
+                         ) -> dict[str, float]:
     """Graph reconstruction from embeddings (paper App. C.1).
 
     Each node v with out-degree k_v is linked to its k_v nearest other nodes
@@ -130,7 +134,8 @@ def reconstruction_score(A, embedding, *, batch_size=2048):
         raise ValueError(f"embedding has {E.shape[0]} rows, the graph has {N} nodes")
     deg = np.diff(A.indptr)
     kmax = int(min(deg.max(initial=0), N - 1))
-    rows, cols = [], []
+    rows: Any = []
+    cols: Any = []
     if kmax > 0:
         nn = NearestNeighbors(n_neighbors=kmax + 1).fit(E)
         for r0 in range(0, N, batch_size):
@@ -151,8 +156,10 @@ def reconstruction_score(A, embedding, *, batch_size=2048):
             "precision": hits / max(R.nnz, 1)}
 
 
-def directed_sbm(n_nodes="cora", n_edges=None, n_communities=None, *, p_within=0.8,
-                 degree_exponent=2.5, random_state=None):
+def directed_sbm(n_nodes: int | str = "cora", n_edges: int | None = None,
+                 n_communities: int | None = None, *, p_within: float = 0.8,
+                 degree_exponent: float = 2.5, random_state: RandomStateLike = None
+                 ) -> tuple[Any, np.ndarray]:
     """Directed, degree-corrected stochastic block model with community labels.
 
     Communities have random (Dirichlet(5)) sizes. Each node draws an out- and

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+from typing import Any, Sequence, TypeVar
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from . import _native
 from ._config import require_memory
 from ._native import KernelTerm, TermKind
 from ._validation import check_bandwidth, check_finite_result, check_positive
+from ._typing import ArrayLike, KernelLike, RandomStateLike, SigmaLike
 
 __all__ = [
     "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
@@ -48,7 +50,9 @@ __all__ = [
 _MEDIAN_SUBSAMPLE = 3000
 
 
-def median_sigma(X, Z=None, *, max_samples=_MEDIAN_SUBSAMPLE, random_state=None):
+def median_sigma(X: ArrayLike, Z: ArrayLike | None = None, *,
+                 max_samples: int = _MEDIAN_SUBSAMPLE,
+                 random_state: RandomStateLike = None) -> float:
     r"""Median heuristic bandwidth: the median of :math:`\|x_i - x_j\|` over ``i < j``.
 
     Above ``max_samples`` rows (default 3,000, i.e. 4.5 million pairs) the median
@@ -159,7 +163,7 @@ class Kernel:
     __rmul__ = __mul__
 
     # -- parameters fitted to data ------------------------------------------
-    def fit(self, X, random_state=None):
+    def fit(self, X: ArrayLike, random_state: RandomStateLike = None) -> Kernel:
         """Return a copy whose data-dependent parameters (``sigma="median"``,
         per-point bandwidths) are fixed from the training data ``X``."""
         return copy.copy(self)
@@ -393,7 +397,7 @@ class Polynomial(Kernel):
         c >= 0 (with c = 0 and p >= 2, Phi_0 vanishes and ISM has no start).
     """
 
-    def __init__(self, degree=3, c=1.0):
+    def __init__(self, degree: int = 3, c: float = 1.0) -> None:
         self.degree = degree
         self.c = c
         if isinstance(degree, bool) or not isinstance(degree, numbers.Integral):
@@ -414,15 +418,18 @@ class Polynomial(Kernel):
         return weight * p * float(self.c) ** (p - 1), 0.0, None
 
 
+_Bandwidth = TypeVar("_Bandwidth", bound="_MedianBandwidth")
+
+
 class _MedianBandwidth:
     """A bandwidth ``sigma``: a positive float, or "median" fixed from the data by :meth:`fit`."""
 
-    def __init__(self, sigma="median"):
+    def __init__(self, sigma: SigmaLike = "median") -> None:
         self.sigma = sigma
         if not (isinstance(sigma, str) and sigma == "median"):
             check_bandwidth(sigma, "sigma")
 
-    def fit(self, X, random_state=None):
+    def fit(self: _Bandwidth, X: ArrayLike, random_state: RandomStateLike = None) -> _Bandwidth:
         out = copy.copy(self)
         if isinstance(self.sigma, str):
             out.sigma = median_sigma(X, random_state=random_state)
@@ -497,7 +504,10 @@ class RelativeGaussian(Kernel):
     from that data.
     """
 
-    def __init__(self, n_neighbors=7):
+    n_neighbors: int
+    scales_: np.ndarray | None  # per-point bandwidths, set by fit
+
+    def __init__(self, n_neighbors: int = 7) -> None:
         if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, numbers.Integral):
             raise TypeError("n_neighbors must be an int")
         if n_neighbors < 1:
@@ -522,7 +532,7 @@ class RelativeGaussian(Kernel):
         # Points inside a clump of duplicates get the smallest positive scale.
         return np.where(scales > 0, scales, positive.min())
 
-    def fit(self, X, random_state=None):
+    def fit(self, X: ArrayLike, random_state: RandomStateLike = None) -> Kernel:
         out = copy.copy(self)
         out.scales_ = self.local_scales(X, self.n_neighbors)
         return out
@@ -572,7 +582,7 @@ class Multiquadratic(Kernel):
         c > 0.
     """
 
-    def __init__(self, c=1.0):
+    def __init__(self, c: float = 1.0) -> None:
         self.c = c
         check_positive(c, "c")
 
@@ -590,7 +600,7 @@ class ConicKernel(Kernel):
     ``0.5 * Gaussian() + 2 * Polynomial()``.
     """
 
-    def __init__(self, components):
+    def __init__(self, components: Sequence[tuple[float, Kernel]]) -> None:
         # Stored as given (scikit-learn's clone checks identity); members()
         # gives the validated (float weight, kernel) pairs.
         self.components = components
@@ -613,7 +623,7 @@ class ConicKernel(Kernel):
     def depends_on_w(self):
         return any(k.depends_on_w for w, k in self.members() if w > 0)
 
-    def fit(self, X, random_state=None):
+    def fit(self, X: ArrayLike, random_state: RandomStateLike = None) -> Kernel:
         return ConicKernel([(w, k.fit(X, random_state)) for w, k in self.members()])
 
     def _check_fitted(self):
@@ -687,7 +697,7 @@ _NAMES = {
 }
 
 
-def make_kernel(kernel, *, sigma="median"):
+def make_kernel(kernel: KernelLike | None, *, sigma: SigmaLike = "median") -> Kernel:
     """A kernel object from a name (``"gaussian"``, ``"polynomial"``, ...) or a kernel.
 
     ``sigma`` is used by the Gaussian kernel when the kernel is given by name.
@@ -705,7 +715,8 @@ def make_kernel(kernel, *, sigma="median"):
 
 
 # -- KSVD kernel blocks ------------------------------------------------------------
-def sne_row_normalisers(A, B, sigma, *, n_threads=None):
+def sne_row_normalisers(A: np.ndarray, B: np.ndarray, sigma: float, *,
+                        n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Row normalisers of the SNE kernel between the rows of A and B.
 
     The SNE kernel (KSVD paper, Section 2) is the row-normalised Gaussian
@@ -720,7 +731,8 @@ def sne_row_normalisers(A, B, sigma, *, n_threads=None):
                                        n_threads=n_threads)
 
 
-def sne_matrix(A, B, sigma, shift=None, sums=None, *, n_threads=None):
+def sne_matrix(A: np.ndarray, B: np.ndarray, sigma: float, shift: np.ndarray | None = None,
+               sums: np.ndarray | None = None, *, n_threads: int | None = None) -> np.ndarray:
     r"""SNE kernel block :math:`e^{-(d^2_{ij} - \mathrm{shift}_i)/2\sigma^2} / \mathrm{sums}_i`.
 
     ``shift`` and ``sums`` come from :func:`sne_row_normalisers` over the full
@@ -733,7 +745,8 @@ def sne_matrix(A, B, sigma, shift=None, sums=None, *, n_threads=None):
                               sums, n_threads=n_threads)
 
 
-def lowrank_plus_sparse(dl, u, v, S, *, n_threads=None):
+def lowrank_plus_sparse(dl: np.ndarray, u: np.ndarray, v: np.ndarray, S: Any, *,
+                        n_threads: int | None = None) -> np.ndarray:
     r"""Dense :math:`\mathrm{diag}(d_l)(u v^T + S)` for a sparse S (any scipy format).
 
     The kernel matrix of sparse points whose kernel is a rank-one term plus a

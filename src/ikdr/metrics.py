@@ -3,6 +3,8 @@ per-component accuracy of a truncated SVD (:func:`svd_accuracy`) with the
 asymmetric kernel SVD paper's eta beside it."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.utils.validation import column_or_1d
@@ -11,6 +13,7 @@ from ._validation import check_matrix
 from .gamma import centered, one_hot
 
 from ._ksvd_metrics import SVDAccuracy, singular_alignment, singular_value_clusters, svd_accuracy
+from ._typing import ArrayLike, KernelLike, RandomStateLike
 
 __all__ = ["nmi", "novelty", "clustering_quality", "singular_alignment", "svd_accuracy",
            "SVDAccuracy", "singular_value_clusters"]
@@ -23,7 +26,7 @@ def _labels(y, name):
     return y
 
 
-def nmi(labels_true, labels_pred):
+def nmi(labels_true: ArrayLike, labels_pred: ArrayLike) -> float:
     r"""Normalised mutual information :math:`I(L, U) / \sqrt{H(L) H(U)}` (geometric mean).
 
     The normalisation of the papers (Strehl and Ghosh 2002; dissertation
@@ -42,7 +45,7 @@ def nmi(labels_true, labels_pred):
     return float(normalized_mutual_info_score(a, b, average_method="geometric"))
 
 
-def novelty(labels, y_existing):
+def novelty(labels: ArrayLike, y_existing: ArrayLike | Sequence[ArrayLike]) -> float:
     """Redundancy of a clustering with an existing one: their NMI (0 = fully novel).
 
     ``y_existing`` may be a list of earlier clusterings; the largest NMI is
@@ -55,8 +58,9 @@ def novelty(labels, y_existing):
     return nmi(y_existing, labels)
 
 
-def clustering_quality(X, clustering, *, components=None, kernel="gaussian", normalize=True,
-                       random_state=None):
+def clustering_quality(X: ArrayLike, clustering: ArrayLike, *,
+                       components: ArrayLike | None = None, kernel: KernelLike = "gaussian",
+                       normalize: bool = True, random_state: RandomStateLike = None) -> float:
     r"""Clustering quality CQ = :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U)`.
 
     The HSIC between XW and the clustering U with the spectral-clustering

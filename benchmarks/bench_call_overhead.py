@@ -1,0 +1,98 @@
+"""Per-call cost of the core's threads at small n (issue 21: threads started per call).
+
+Every parallel pass of the C++ core starts its threads for that call and joins
+them before returning (``cpp/include/ikdr/parallel.hpp``), so each call pays
+the start-up of ``threads - 1`` threads. At n = 1,000 (``--n``) this times,
+through the public kernel API, the pass types of one ISM iteration
+(``objective``: Tr(Gamma K_XW); ``thin Phi``: the Phi(W) V product with
+``--q`` columns; ``dense Phi``: the product with all d columns of X), best of
+``--repeat`` after a warm-up, with 1 thread and with ``--threads`` threads, and
+the whole ``ikdr.ISM`` fit the same way. Columns:
+
+- ``1 thread s`` / ``T threads s``: seconds per call;
+- ``speed-up``: ``t1 / tT`` (T on an idle T-core machine is the ideal);
+- ``overhead bound us``: ``tT - t1 / T`` in microseconds, an upper bound on what
+  starting and joining the threads costs per call (the rest is imbalance).
+
+    PYTHONPATH=src python benchmarks/bench_call_overhead.py --n 1000 --threads 2 \\
+        --out benchmarks/results/call_overhead.md
+    PYTHONPATH=src python benchmarks/bench_call_overhead.py --n 200 --repeat 3   # quick check
+
+Run it alone on a quiet machine: the numbers are meaningless under load.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--d", type=int, default=20)
+    parser.add_argument("--q", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--out", help="also write the table (markdown) to this file")
+    args = parser.parse_args()
+
+    import ikdr
+    from _peers import best_time, emit, machine_summary, mixture
+    from ikdr.kernels import Gaussian
+
+    n, d, q, T = args.n, args.d, args.q, args.threads
+    X, y = mixture(n, d)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    gamma, _ = ikdr.supervised_gamma(y)
+    kernel = Gaussian(ikdr.median_sigma(X, random_state=0))
+    W = np.linalg.qr(np.random.default_rng(0).standard_normal((d, q)))[0]
+    Z = np.ascontiguousarray(X @ W)
+    V = np.ascontiguousarray(X[:, :q])
+
+    def passes(t):
+        return {
+            "objective": lambda: kernel.product(Z, None, gamma, n_threads=t),
+            f"thin Phi ({q} rhs)": lambda: kernel.gradient_product(Z, V, gamma, n_threads=t),
+            f"dense Phi ({d} rhs)": lambda: kernel.gradient_product(Z, X, gamma, n_threads=t),
+        }
+
+    def fit(t):
+        def run():
+            with ikdr.num_threads(t):
+                ikdr.ISM(n_components=q, random_state=0).fit(X, y)
+        return run
+
+    rows = []
+    names = list(passes(1))
+    for name in names + ["ISM fit"]:
+        calls = [fit(t) if name == "ISM fit" else passes(t)[name] for t in (1, T)]
+        for call in calls:
+            call()  # warm-up
+        one, many = (best_time(call, args.repeat) for call in calls)
+        rows.append(f"| {name} | {one:.6f} | {many:.6f} | {one / many:.2f} | "
+                    f"{1e6 * (many - one / T):.0f} |")
+        print(rows[-1], flush=True)
+    text = "\n".join([
+        f"# Per-call cost of the core's threads at n = {n}",
+        "",
+        machine_summary(),
+        f"{datetime.date.today().isoformat()}; n = {n}, d = {d}, q = {q}, best of {args.repeat}; "
+        f"command: `python benchmarks/bench_call_overhead.py {' '.join(sys.argv[1:])}`",
+        "",
+        f"| call | 1 thread s | {T} threads s | speed-up | overhead bound us |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ])
+    emit(text, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Thread control other programs can rely on, fork safety, concurrent fits.
+
+What the C++ core is told: every call gets its thread count from the Python
+layer (``_native._threads`` -> ``ikdr.get_num_threads()``); these tests spy on
+that value, so they check the number ikdr's passes actually run with.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ikdr
+from ikdr import _native
+
+_rng = np.random.default_rng(3)
+_Y = np.repeat([0, 1, 2], 200)
+_X = _rng.standard_normal((600, 5)) + np.outer(_Y, [2.0, -1.0, 0, 0, 0])
+SRC = str(Path(ikdr.__file__).resolve().parents[1])
+
+
+@pytest.fixture
+def core_threads(monkeypatch):
+    """The thread counts the Python layer hands to the core, call by call."""
+    seen = []
+    original = _native._threads
+
+    def spy(n_threads):
+        seen.append(original(n_threads))
+        return seen[-1]
+
+    monkeypatch.setattr(_native, "_threads", spy)
+    return seen
+
+
+@pytest.fixture
+def default_threads(monkeypatch):
+    """No explicit setting and no thread environment variables."""
+    monkeypatch.delenv("IKDR_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(ikdr._config, "_num_threads", None)
+
+
+def _fit():
+    return ikdr.ISM(n_components=2, random_state=0).fit(_X, _Y).components_
+
+
+def test_set_num_threads_reaches_every_core_call(core_threads, default_threads):
+    for n in (1, 2, 3):
+        core_threads.clear()
+        ikdr.set_num_threads(n)
+        try:
+            _fit()
+        finally:
+            ikdr.set_num_threads(None)
+        assert core_threads and set(core_threads) == {n}
+    core_threads.clear()
+    with ikdr.num_threads(1):
+        _fit()
+    assert set(core_threads) == {1}
+    assert ikdr.get_num_threads() == ikdr._config._usable_cores()
+
+
+@pytest.mark.parametrize("variable", ["OMP_NUM_THREADS", "IKDR_NUM_THREADS"])
+def test_thread_environment_variables(core_threads, default_threads, monkeypatch, variable):
+    monkeypatch.setenv(variable, "1")
+    _fit()
+    assert core_threads and set(core_threads) == {1}
+    core_threads.clear()
+    monkeypatch.setenv(variable, "3,1")  # OpenMP's nested syntax: the outer level counts
+    _fit()
+    assert set(core_threads) == {3}
+    with ikdr.num_threads(2):  # an explicit setting wins over the environment
+        assert ikdr.get_num_threads() == 2
+
+
+def test_ikdr_variable_wins_over_omp(default_threads, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("IKDR_NUM_THREADS", "2")
+    assert ikdr.get_num_threads() == 2
+
+
+def test_omp_num_threads_in_a_fresh_process():
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": SRC}
+    env.pop("IKDR_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", "import ikdr; print(ikdr.get_num_threads())"],
+                         env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "1"
+
+
+def test_threadpool_limits_limits_ikdr(core_threads, default_threads):
+    threadpoolctl = pytest.importorskip("threadpoolctl", minversion="3.5")
+    info = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "ikdr"]
+    assert len(info) == 1, info
+    assert Path(info[0]["filepath"]).resolve().parent == Path(ikdr.__file__).resolve().parent
+    assert info[0]["num_threads"] == ikdr.get_num_threads()
+    assert info[0]["version"] == ikdr.__version__
+
+    with threadpoolctl.threadpool_limits(1):
+        _fit()
+    assert core_threads and set(core_threads) == {1}
+    # the default is restored, not frozen: it still follows the environment
+    assert ikdr._config._num_threads is None
+    core_threads.clear()
+    with threadpoolctl.threadpool_limits(limits=1, user_api="ikdr"):
+        assert ikdr.get_num_threads() == 1
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        assert ikdr.get_num_threads() == ikdr._config._usable_cores()
+    with ikdr.num_threads(3):
+        with threadpoolctl.threadpool_limits(1):
+            assert ikdr.get_num_threads() == 1
+        assert ikdr.get_num_threads() == 3
+    controller = threadpoolctl.ThreadpoolController().select(user_api="ikdr")
+    with controller.limit(limits=2):
+        assert ikdr.get_num_threads() == 2
+
+
+class ThreadProbeISM(ikdr.ISM):
+    """ISM whose score is the number of threads its fit handed to the core."""
+
+    def fit(self, X, y=None):
+        seen = []
+        original = _native._threads
+
+        def spy(n_threads):
+            seen.append(original(n_threads))
+            return seen[-1]
+
+        _native._threads = spy
+        try:
+            super().fit(X, y)
+        finally:
+            _native._threads = original
+        self.core_threads_ = max(seen)
+        return self
+
+    def score(self, X, y=None):
+        return float(self.core_threads_)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_grid_search_workers_do_not_oversubscribe(monkeypatch):
+    # joblib's loky workers get OMP_NUM_THREADS = cores // n_jobs (unless the
+    # parent sets it); ikdr follows it, so n_jobs workers x threads <= cores.
+    joblib = pytest.importorskip("joblib")
+    from sklearn.model_selection import GridSearchCV
+
+    monkeypatch.delenv("IKDR_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(ikdr._config, "_num_threads", None)
+    cores = joblib.cpu_count()
+    grid = {"n_components": [1, 2]}
+    serial = GridSearchCV(ThreadProbeISM(random_state=0), grid, cv=2, n_jobs=1).fit(_X, _Y)
+    assert set(serial.cv_results_["mean_test_score"]) == {float(ikdr.get_num_threads())}
+    for n_jobs in (2, 3):
+        search = GridSearchCV(ThreadProbeISM(random_state=0), grid, cv=2, n_jobs=n_jobs)
+        search.fit(_X, _Y)
+        per_worker = max(cores // n_jobs, 1)
+        assert set(search.cv_results_["mean_test_score"]) == {float(per_worker)}, n_jobs
+
+
+# ---------------------------------------------------------------- fork safety
+FORK_SCRIPT = textwrap.dedent("""
+    import json, multiprocessing as mp, os, sys, time
+    import numpy as np
+    import ikdr
+
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1, 2], 400)
+    X = rng.standard_normal((1200, 6)) + np.outer(y, [2.0, -1.0, 0, 0, 0, 0])
+
+    def fit(seed=0):
+        ikdr.set_num_threads(2)
+        model = ikdr.ISM(n_components=2, random_state=seed).fit(X, y)
+        return model.components_, ikdr.get_num_threads()
+
+    ikdr.set_num_threads(2)
+    timings = {}
+    t0 = time.perf_counter()
+    reference = fit()[0]                      # the parent uses ikdr's threads first
+    timings["parent_fit_s"] = time.perf_counter() - t0
+
+    def check(result, what):
+        W, threads = result
+        assert threads == 2, (what, threads)
+        assert np.array_equal(W, reference), what + ": differs from the parent's fit"
+
+    # 1. multiprocessing, fork start method
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    t0 = time.perf_counter()
+    child = ctx.Process(target=lambda: queue.put(fit()))
+    child.start()
+    check(queue.get(timeout=TIMEOUT), "mp fork Process")
+    child.join(TIMEOUT)
+    assert child.exitcode == 0, child.exitcode
+    timings["mp_fork_process_s"] = time.perf_counter() - t0
+
+    # 2. os.fork: the child sends its answer through a pipe
+    t0 = time.perf_counter()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            W, threads = fit()
+            os.write(w, json.dumps([W.tolist(), threads]).encode())
+            code = 0
+        except BaseException:
+            code = 3
+        os._exit(code)
+    os.close(w)
+    chunks = []
+    while True:
+        chunk = os.read(r, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    W, threads = json.loads(b"".join(chunks))
+    check((np.array(W), threads), "os.fork")
+    timings["os_fork_s"] = time.perf_counter() - t0
+
+    # 3. a Pool.map over several fits (the batch pattern)
+    t0 = time.perf_counter()
+    with ctx.Pool(2) as pool:
+        results = pool.map_async(fit, [0, 0, 0, 0]).get(timeout=TIMEOUT)
+    for result in results:
+        check(result, "Pool.map")
+    timings["pool_map_4_fits_s"] = time.perf_counter() - t0
+
+    # and the parent still works after its children
+    check(fit(), "parent after fork")
+    print(json.dumps(timings))
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
+                    reason="the fork start method (POSIX; Linux's default before Python 3.14)")
+def test_fork_after_use_fits_correctly_and_never_hangs():
+    # Run in a subprocess of its own session so that a hang (a thread pool
+    # that did not survive fork) is a timeout here and every child is killed.
+    timeout = 240
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    script = f"TIMEOUT = {timeout / 2}\n" + FORK_SCRIPT
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"a forked child hung (no answer within {timeout} s)")
+    assert proc.returncode == 0, err[-3000:]
+    timings = json.loads(out.strip().splitlines()[-1])
+    print("fork timings:", timings)
+
+
+# Concurrent fits from Python threads: tests/test_runtime.py
+# (test_two_estimators_in_two_threads).
