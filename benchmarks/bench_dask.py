@@ -37,22 +37,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def _worker_peak_mb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-def _worker_reset_peak():
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-
-
 def _pair_task_seconds(stream):
     """Compute seconds of every block-pair task in a Dask task stream."""
     out = []
@@ -108,7 +92,7 @@ def main():
     def run(fn, threads):
         ikdr.set_num_threads(threads)
         reset_peak_rss()
-        client.run(_worker_reset_peak)
+        client.run(reset_peak_rss)
         t = time.perf_counter()
         out = fn()
         return out, time.perf_counter() - t, peak_rss_mb()
@@ -131,7 +115,7 @@ def main():
             results[mode] = (res, sec, peak, float("nan"))
         with get_task_stream(client) as ts:
             res, sec, peak = run(lambda: ism_fit(Xd), W)
-        wpeak = max(client.run(_worker_peak_mb).values())
+        wpeak = max(client.run(peak_rss_mb).values())
         pair = _pair_task_seconds(ts.data)
         results["dask"] = (res, sec, peak, wpeak)
         t_pair = float(np.median(pair)) if pair.size else float("nan")
@@ -162,7 +146,7 @@ def main():
         for mode, threads in modes:
             ks[mode] = run(lambda: ikdr.KernelSVD(**kw).fit(X, Z), threads)
         ks["dask"] = run(lambda: ikdr.KernelSVD(**kw).fit(Xd, Z), W)
-        kwpeak = max(client.run(_worker_peak_mb).values())
+        kwpeak = max(client.run(peak_rss_mb).values())
         kref = ks[modes[0][0]][0]
         for mode, (model, sec, peak) in ks.items():
             a, b = kref.left_vectors_, model.left_vectors_

@@ -20,11 +20,15 @@ J, then the row blocks are summed by a binary tree in the order of I: the
 reduction order is fixed, so repeated runs give identical bits.
 
 W, the small eigenproblems and the trust region stay on the client (see
-:func:`ikdr.ism`); :class:`DaskProblem` is the solver's problem object whose
-objective and Phi products are evaluated by these tasks.
+:func:`ikdr.ism`); :class:`DaskProblem` is the solver's problem object (an
+:class:`ikdr._ism_problem.KernelProblem`) whose passes are these tasks.
 
-Entry points: pass a row-chunked dask array to ``ISM.fit``, ``ism``,
-``KernelSVD(solver="nystrom").fit`` or ``transform``. With an active
+Entry points: pass a row-chunked dask array to ``ISM.fit``, ``ism``, the
+clustering estimators (``ISMClustering``, ``SemiSupervisedISM``, ``KDAC``) or
+:func:`ikdr.alternate`, ``KernelSVD(solver="nystrom").fit`` or ``transform``.
+The solver takes it through its ``approximation`` hook (:class:`Passes`), the
+clustering alternation through its landmark side's shape
+(:class:`ClusteringPasses`). With an active
 ``dask.distributed.Client`` the tasks run on its workers (otherwise on Dask's
 local scheduler). Dask is an optional dependency (``pip install ikdr[dask]``);
 this module imports it lazily.
@@ -43,8 +47,8 @@ import numpy as np
 
 from ._ism_problem import KernelProblem
 
-__all__ = ["is_dask_array", "DaskData", "as_data", "fit_kernel", "phi0", "task_bytes",
-           "max_chunk_rows"]
+__all__ = ["is_dask_array", "is_distributed", "DaskData", "DaskProblem", "Passes",
+           "ClusteringPasses", "as_data", "fit_kernel", "phi0", "task_bytes", "max_chunk_rows"]
 
 #: fraction of a worker's memory limit that stored blocks plus running tasks may use
 #: (Dask starts spilling at 60% by default)
