@@ -181,6 +181,13 @@ def test_clustering_w_and_u_steps_match_in_memory(client, small_spectral):
         assert _sine(U, out.embedding_) < 1e-8
         assert np.array_equal(labels, out.labels_)
         assert isinstance(out.transform(Xd), da.Array)
+    # the public alternation takes a dask X by itself (q by the eigengap of Phi_0 there)
+    kernel = Gaussian(sigma=2.0)
+    ref = ikdr.alternate(X, kernel, 2, max_iter=1, random_state=0, warn=False)
+    out = ikdr.alternate(Xd, kernel, 2, max_iter=1, random_state=0, warn=False)
+    assert out.n_components == ref.n_components
+    assert _sine(ref.components, out.components) < 1e-8
+    assert abs(out.objective - ref.objective) <= 1e-10 * abs(ref.objective)
 
 
 def test_grid_search_runs_every_estimator_on_the_dask_joblib_backend(client):
@@ -236,6 +243,10 @@ def test_bad_input_is_refused_before_any_task(client):
         ikdr.ISM(n_components=1).fit(_poisoned(100, 4, (50, 4)), y[:90])
     with pytest.raises(ValueError, match="different lengths"):
         ikdr.ISM(n_components=1).fit(_poisoned(100, 4, (50, 4)), da.from_array(y[:90]))
+    with pytest.raises(ValueError, match="approximation"):
+        ikdr.ISM(n_components=1, approximation="nystrom").fit(_poisoned(100, 4, (50, 4)), y)
+    with pytest.raises(ValueError, match="approximation"):
+        ikdr.ISMClustering(approximation="nystrom").fit(_poisoned(100, 4, (50, 4)))
     with pytest.raises(ValueError, match="RelativeGaussian"):
         ikdr.ISM(n_components=1, kernel="relative_gaussian").fit(
             da.from_array(np.random.default_rng(0).standard_normal((100, 4)), chunks=(50, 4)), y)
