@@ -180,7 +180,7 @@ def validate_data(estimator, X, y=None, *, y_required=True, name_y="y"):
     data on the cluster. Returns ``(DaskData, numpy y or None)`` and sets
     ``n_features_in_``. A numpy X with a dask y gathers y and validates as usual.
     """
-    if not is_dask_array(X):
+    if not is_distributed(X):
         from sklearn.utils.validation import validate_data as sk_validate
 
         from ._validation import check_scale
@@ -193,18 +193,14 @@ def validate_data(estimator, X, y=None, *, y_required=True, name_y="y"):
                                multi_output=True, y_numeric=False)
         return check_scale(X), y
     _require_dask()
-    check_row_chunked(X)
+    if is_dask_array(X):
+        check_row_chunked(X)
     n = int(X.shape[0])
     if y is None and y_required:
         raise ValueError(f"{type(estimator).__name__} requires {name_y} to be passed, but the "
                          f"target {name_y} is None")
-    if y is not None:
-        y_shape = y.shape if hasattr(y, "shape") else (len(y),)
-        if y_shape[0] != n:
-            raise ValueError(f"X and {name_y} have different lengths: X has {n} samples, "
-                             f"{name_y} has {y_shape[0]}")
+    y = check_target(y, n, name_y)          # the length first, then y gathered
     data = as_data(X)
-    y = check_target(y, n, name_y)
     estimator.n_features_in_ = data.shape[1]
     return data, y
 
