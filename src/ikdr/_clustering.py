@@ -313,7 +313,9 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def _input(self, X, y=None, **kwargs):
         """Validated (X, y, landmarks): scikit-learn's path, or with ``approximation``
         the landmark path (row blocks: an ``np.memmap`` is never loaded whole) and
-        its :class:`ikdr._nystrom.ClusteringLandmarks` (else None)."""
+        its :class:`ikdr._nystrom.ClusteringLandmarks` (else None). A row-chunked
+        ``dask.array.Array`` X stays on its cluster with
+        :class:`ikdr.distributed.ClusteringPasses` (docs/distributed.md)."""
         approximation = getattr(self, "approximation", None)
         if distributed.is_distributed(X):
             # issue 17 hook: a row-chunked dask X stays on the cluster
