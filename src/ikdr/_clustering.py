@@ -46,6 +46,7 @@ from .kernels import Gaussian, Kernel, Polynomial, RelativeGaussian, make_kernel
 from .spectral import auto_kernel, njw_labels, spectral_embedding
 from ._bandwidth import feature_importances
 from ._nystrom import ClusteringLandmarks, landmark_data, sample_rows
+from . import distributed
 from .kernels import _MEDIAN_SUBSAMPLE
 from ._typing import ArrayLike, DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
@@ -185,8 +186,9 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
 
     Parameters
     ----------
-    X : ndarray (n, d)
-        Standardised data (float64 or float32).
+    X : ndarray (n, d) or row-chunked dask.array.Array
+        Standardised data (float64 or float32). A dask array stays on its
+        cluster: every pass runs as Dask tasks (:mod:`ikdr.distributed`).
     kernel : Kernel
         Fitted W-step kernel (e.g. :func:`ikdr.spectral.auto_kernel`).
     n_clusters : int
@@ -223,8 +225,12 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
     """
     t0 = time.perf_counter()
     affinity = kernel if affinity is None else affinity
+    # issue 17: a row-chunked dask X runs on the cluster (ikdr.distributed.ClusteringPasses)
+    landmarks = distributed.clustering_side(X, landmarks)
+    X = distributed.as_data(X) if distributed.is_distributed(X) else X
     d = X.shape[1]
     embed = spectral_embedding if landmarks is None else landmarks.embed
+    points = getattr(landmarks, "points", None)      # the distributed side keeps XW there
     U, vals, deg = embed(X, affinity, n_clusters, random_state=random_state,
                                       n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
@@ -248,7 +254,8 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
                      **approx)
         W_new = result.components
         q = W_new.shape[1]
-        Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype)
+        Z = np.ascontiguousarray(X @ W_new, dtype=X.dtype) if points is None else \
+            points(X, W_new)
         U_new, vals, deg = embed(Z, affinity, n_clusters, random_state=random_state,
                                               n_threads=n_threads, normalize=normalize, U0=U)
         dU = subspace_change(U, U_new)
@@ -311,8 +318,18 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def _input(self, X, y=None, **kwargs):
         """Validated (X, y, landmarks): scikit-learn's path, or with ``approximation``
         the landmark path (row blocks: an ``np.memmap`` is never loaded whole) and
-        its :class:`ikdr._nystrom.ClusteringLandmarks` (else None)."""
+        its :class:`ikdr._nystrom.ClusteringLandmarks` (else None). A row-chunked
+        ``dask.array.Array`` X stays on its cluster with
+        :class:`ikdr.distributed.ClusteringPasses` (docs/distributed.md)."""
         approximation = getattr(self, "approximation", None)
+        if distributed.is_distributed(X):
+            # issue 17 hook: a row-chunked dask X stays on the cluster
+            self._validate_params()
+            side = distributed.clustering_side(X, approximation)
+            X, y = distributed.validate_data(self, X, y, y_required=False)
+            return X, y, side
+        if distributed.is_dask_array(y):
+            y = y.compute()        # numpy X: the target is gathered, checked with X below
         if approximation is None:
             # data first: scikit-learn's checks expect its own words for bad data; C order so
             # that X @ W (the U-step's points) rounds the same whatever the caller's layout
@@ -380,7 +397,8 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def _alternate(self, X, kernel, affinity, k, q, normalize, build_gamma=clustering_gamma,
                    measure=None, landmarks=None):
         # the landmark passes cast X block by block (a memmap is not copied)
-        work = X if landmarks is not None else X.astype(self._dtype, copy=False)
+        work = X if landmarks is not None and not distributed.is_distributed(X) else \
+            X.astype(self._dtype, copy=False)
         with IterationReport(type(self).__name__, self.verbose, total=self._max_iter) as report:
             out = alternate(work, kernel, k, build_gamma,
                             affinity=affinity, n_components=q, normalize=normalize,
@@ -420,6 +438,8 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Project X onto the learned subspace: ``X @ components_``."""
         check_is_fitted(self)
+        if distributed.is_dask_array(X):          # issue 17: a lazy map over row blocks
+            return distributed.project(X, self.components_)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_
 

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import distributed
 from ._progress import IterationReport, check_verbose
 from ._solver import choose_n_components, ism
 from ._validation import TargetRequiredMixin, check_n_components, check_positive
@@ -242,11 +243,21 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
 
     @keep_state_on_error
     def fit(self, X, y):
-        """Learn W from training data X (n x d) and targets y (labels or continuous)."""
+        """Learn W from training data X (n x d) and targets y (labels or continuous).
+
+        X may be a row-chunked ``dask.array.Array`` (and y a dask array): every
+        pass then runs as Dask tasks on the active client's workers
+        (:mod:`ikdr.distributed`, docs/distributed.md).
+        """
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma, rules=("median", "separation"))
         approx = self.approximation
-        if approx is None:
+        # issue 17 hook: a row-chunked dask X stays on the cluster (ikdr.distributed)
+        sampled = approx is not None or distributed.is_distributed(X)
+        if distributed.is_distributed(X) or distributed.is_dask_array(y):
+            distributed.solver_hook(X, approx)        # refuses an approximation of dask X
+            X, y = distributed.validate_data(self, X, y)
+        elif approx is None:
             X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64,
                                  multi_output=True, y_numeric=False)
             check_scale(X)
@@ -265,13 +276,13 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         gamma, classes = supervised_gamma(y, target="labels" if target in ("binary", "multiclass")
                                           else "continuous")
         d = X.shape[1]
-        sample = X if approx is None else sample_rows(X, _MEDIAN_SUBSAMPLE, self.random_state)
+        sample = X if not sampled else sample_rows(X, _MEDIAN_SUBSAMPLE, self.random_state)
         if isinstance(self.sigma, str) and self.sigma == "separation" and isinstance(self.kernel, str):
             if classes is None:
                 raise ValueError('sigma="separation" needs class labels; y is continuous')
-            sigma = separation_sigma(X if approx is None else sample,
-                                     y if approx is None else _sample_labels(y, X.shape[0],
-                                                                             self.random_state),
+            sigma = separation_sigma(X if not sampled else sample,
+                                     y if not sampled else _sample_labels(y, X.shape[0],
+                                                                          self.random_state),
                                      random_state=self.random_state)
             kernel = make_kernel(self.kernel, sigma=sigma)
         kernel = kernel.fit(sample, random_state=self.random_state)
@@ -315,6 +326,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Project X onto the learned subspace: ``X @ components_``."""
         check_is_fitted(self)
+        if distributed.is_dask_array(X):          # issue 17: a lazy map over row blocks
+            return distributed.project(X, self.components_)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_
 

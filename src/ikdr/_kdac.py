@@ -12,6 +12,7 @@ import numbers
 
 from sklearn.utils._param_validation import Interval
 
+from . import distributed
 from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, quadratic_trace
 from ._validation import TargetRequiredMixin, check_matrix, check_positive
 from ._validation import check_scale, keep_state_on_error
@@ -158,6 +159,8 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
         X, _, landmarks = self._input(X)
         kernel, affinity, k, q, normalize = self._check_common(X, landmarks)
         lam = float(self.lam)
+        if distributed.is_dask_array(y_existing):      # issue 17: gathered, length checked first
+            y_existing = distributed.check_target(y_existing, X.shape[0], "y_existing")
         Y, existing = existing_clusterings(y_existing, X.shape[0])
         Yc = centered(Y)
 

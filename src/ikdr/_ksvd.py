@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from . import distributed
 from . import kernels as _kernels
 from ._config import fits_memory, require_memory
 from ._eig import _fix_signs
@@ -280,8 +281,29 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             check_scale(X, name)
         return X
 
+    def _check_distributed(self, Z):
+        """What a fit on dask rows supports (issue 17): ``fit(X, Z)`` with the
+        Nystrom solver, an int number of landmarks, uncentred, dense points."""
+        if self.solver not in ("auto", "nystrom"):
+            raise ValueError(f"KernelSVD on a dask array uses solver='nystrom' (the others need "
+                             f"the whole n x m kernel matrix), got solver={self.solver!r}")
+        if self.n_landmarks is None or isinstance(self.n_landmarks, str):
+            raise ValueError("KernelSVD on a dask array needs an int n_landmarks (or a pair): "
+                             "the automatic choice grows the landmark blocks on the client")
+        if self.center:
+            raise ValueError("center=True is not supported on a dask array (it needs the row "
+                             "and column means of the whole kernel matrix)")
+        if self.compat is not None:
+            raise ValueError("compat maps are not supported on a dask array; pass fit(X, Z) "
+                             "with points of the same dimension")
+        if Z is None:
+            raise ValueError("KernelSVD on a dask array needs the two point sets, fit(X, Z): "
+                             "the columns of a row-chunked X are not row blocks")
+
     def _make_blocks(self, X, Z):
         kernel, _, degree, fn = self._kernel_spec()
+        if isinstance(X, distributed.DaskData):       # issue 17: rows stay on the cluster
+            return distributed.KSVDBlocks(X, Z, kernel, self.gamma_, degree, fn)
         if sp.issparse(X) != sp.issparse(Z):
             X = X if sp.issparse(X) else sp.csr_matrix(X)
             Z = Z if sp.issparse(Z) else sp.csr_matrix(Z)
@@ -360,15 +382,29 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Notes
+        -----
+        X may be a row-chunked ``dask.array.Array`` with ``fit(X, Z)``,
+        ``solver="nystrom"`` and an int ``n_landmarks``: the landmark columns
+        ``G[:, J] v`` are then mapped over X's row blocks as Dask tasks and Z is
+        shipped once to each worker (:mod:`ikdr.distributed`, docs/distributed.md).
         """
         self._check_params()
         rng = check_random_state(self.random_state)
-        A = self._check_points(X, "X")
         self._compat_map = None
         self.compat_history_ = None
-        if Z is not None and not sp.issparse(Z) and np.asarray(Z).ndim == 1:
+        if Z is not None and not sp.issparse(Z) and \
+                (Z if distributed.is_dask_array(Z) else np.asarray(Z)).ndim == 1:
             y = Z if y is None else y  # a target passed by Pipeline / GridSearchCV
             Z = None
+        if distributed.is_distributed(X):              # issue 17 hook
+            self._check_distributed(Z)
+            A = distributed.as_data(X)
+        else:
+            A = self._check_points(X, "X")
+        if distributed.is_dask_array(Z):
+            Z = Z.compute()       # the column set is shipped to every worker: it must fit in memory
         if self.compat == "learned":
             y = self._check_learned_target(A, Z, y)
         if Z is None:
@@ -409,6 +445,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             blocks = _Centered(blocks)
         self._blocks = blocks
         solver = self.solver
+        if solver == "auto" and isinstance(Xp, distributed.DaskData):
+            solver = "nystrom"
         if solver == "auto":
             size = n * m
             dense_ok = size <= AUTO_DENSE_MAX and fits_memory(_dense_svd_bytes(n, m))
@@ -510,6 +548,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         the unmapped dimension with a compat map); for ``fit(X, Z)`` like X.
         """
         check_is_fitted(self)
+        if distributed.is_dask_array(X):          # issue 17: a lazy map over row blocks
+            return distributed.ksvd_transform(self, X)
         X = self._new_points(X, "rows")
         G = self._base().new_rows(X)
         if isinstance(self._blocks, _Centered):
@@ -523,6 +563,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         i.e. ``A_new[:, j]`` transposed; a new point of the Z set for ``fit(X, Z)``).
         """
         check_is_fitted(self)
+        if isinstance(self._base(), distributed.KSVDBlocks):   # issue 17: fitted on dask rows
+            return distributed.ksvd_transform_columns(self, Z)
         Z = self._new_points(Z, "columns")
         G = self._base().new_columns(Z)
         if isinstance(self._blocks, _Centered):

@@ -180,6 +180,14 @@ def sample_rows(X, max_samples, random_state=None):
     return out
 
 
+def fit_kernel_on_rows(kernel, X, random_state=None):
+    """The kernel's data-dependent parameters from at most 3,000 rows drawn as
+    :func:`ikdr.median_sigma` draws them (X is not loaded whole: a memmap, or
+    the blocks of a dask array on a cluster)."""
+    return kernel.fit(sample_rows(X, _MEDIAN_SUBSAMPLE, random_state),
+                      random_state=random_state)
+
+
 def _project(X, W, dtype, block_rows=None):
     """Z = XW (n x q) in ``dtype``, by row blocks."""
     n, d = X.shape
@@ -808,10 +816,7 @@ class Approximation:
         return check_rows(X, block_rows=self.block_rows)
 
     def fit_kernel(self, kernel, X, random_state=None):
-        """The kernel's data-dependent parameters from at most 3,000 rows drawn as
-        :func:`ikdr.median_sigma` draws them (X is not loaded whole)."""
-        return kernel.fit(sample_rows(X, _MEDIAN_SUBSAMPLE, random_state),
-                          random_state=random_state)
+        return fit_kernel_on_rows(kernel, X, random_state)
 
     def problem(self, X, gamma, kernel, n_threads):
         check_kernel_approximable(kernel, self.kind)

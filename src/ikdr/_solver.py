@@ -47,6 +47,7 @@ from typing import Any, Callable
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from . import distributed as _distributed
 from ._certificate import ISMConvergence
 from ._certificate import certify as certify_point
 from ._eig import _fix_signs, block_top_eigenvectors, top_eigenvectors
@@ -399,6 +400,10 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         and objective costs O(n d m) (X read in row blocks, never copied).
         Use :func:`ikdr._nystrom.approximate_ism` or the estimators'
         ``approximation`` parameter rather than building it by hand.
+        A row-chunked ``dask.array.Array`` X takes this hook by itself
+        (:class:`ikdr.distributed.Passes`): every pass runs as Dask tasks on
+        block pairs (:class:`ikdr.distributed.DaskProblem`) while W, the
+        eigenproblems and the trust region stay here (docs/distributed.md).
 
     **Passes.** Every n^2 pass is counted in ``convergence`` (``phi_evaluations``,
     ``objective_evaluations``, ``hessian_products``). A plain dense run that
@@ -423,6 +428,8 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
     """
     if not isinstance(gamma, Gamma):
         raise TypeError(f"gamma must be an ikdr.gamma.Gamma, got {type(gamma).__name__}")
+    # issue 17: a row-chunked dask X gets the distributed passes through the same hook
+    approximation = _distributed.solver_hook(X, approximation, dtype)
     # the approximate problem validates X by row blocks (no copy of a memmap)
     X = check_float_matrix(X, "X") if approximation is None else approximation.check_data(X)
     if dtype is not None and approximation is None:

@@ -323,6 +323,26 @@ class Kernel:
                 out += lap * gamma.laplacian_quadratic(X, row_weights)
         return check_finite_result(0.5 * (out + out.T), f"Phi_0 of the kernel {self!r}")
 
+    def phi0_coefficients(self):
+        r"""``(a, b)`` with :math:`\Phi_0 = a X^T\Gamma X + b X^T L(\Gamma) X`.
+
+        The W-free start as two numbers, for passes that assemble it from a
+        factored Gamma block by block (:mod:`ikdr.distributed`). The
+        RelativeGaussian kernel weights the rows by local bandwidths and has
+        no such form (ValueError).
+        """
+        self._check_fitted()
+        inner = laplacian = 0.0
+        for w, k in self.members():
+            if w <= 0:
+                continue
+            if isinstance(k, RelativeGaussian):
+                raise ValueError("the RelativeGaussian kernel's Phi_0 has per-point weights; "
+                                 "it has no (a, b) form")
+            a, b, _ = k._phi0_parts(w, None)
+            inner, laplacian = inner + a, laplacian + b
+        return inner, laplacian
+
     def objective(self, X, W, gamma, *, n_threads=None):
         r"""``Tr(Gamma K_XW)`` (ISM paper, Eq. 1), without forming K (W=None: K of X itself)."""
         X = np.ascontiguousarray(X)

@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from ._config import fits_memory, require_memory
 from ._eig import lapack_top
+from .distributed import Projected
 from .kernels import Kernel, RelativeGaussian
 
 __all__ = ["DENSE_MAX_N", "auto_kernel", "kernel_degrees", "spectral_embedding", "njw_labels",
@@ -112,8 +113,10 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
 
     Parameters
     ----------
-    Z : ndarray (n, q)
-        Points the kernel is evaluated on (XW in ISM).
+    Z : ndarray (n, q) or ikdr.distributed.Projected
+        Points the kernel is evaluated on (XW in ISM). Points on a Dask
+        cluster (a distributed clustering's U-step) take the matrix-free path
+        with every product and the degrees as block-pair tasks.
     kernel : Kernel
         A fitted kernel giving a positive affinity (degrees must be > 0).
     n_clusters : int
@@ -141,7 +144,9 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     """
     if not isinstance(kernel, Kernel):
         raise TypeError("kernel must be an ikdr.kernels.Kernel")
-    Z = np.ascontiguousarray(Z)
+    on_cluster = isinstance(Z, Projected)      # issue 17: products as Dask tasks
+    if not on_cluster:
+        Z = np.ascontiguousarray(Z)
     n = Z.shape[0]
     k = int(n_clusters)
     if not 1 <= k < n:
@@ -149,7 +154,12 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     dense_bytes = dense_step_bytes(n)
     if method == "auto":
         # the matrix-free path also when the dense one would exceed the memory budget
-        method = "dense" if n <= DENSE_MAX_N and fits_memory(dense_bytes) else "lanczos"
+        # (and always for points on a cluster: the dense step needs the n x n K)
+        method = "dense" if n <= DENSE_MAX_N and fits_memory(dense_bytes) and not on_cluster \
+            else "lanczos"
+    if method == "dense" and on_cluster:
+        raise ValueError("the dense spectral step needs the n x n kernel matrix; points on a "
+                         "Dask cluster use method='lanczos'")
     if method == "dense":
         require_memory(dense_bytes, f"the dense spectral step (n = {n})")
         K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
@@ -169,7 +179,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
             vals, U = lapack_top(M, k)
     elif method == "lanczos":
         K = None
-        if Z.shape[1] > STORED_KERNEL_MIN_D and fits_memory(Z.dtype.itemsize * n * n):
+        if not on_cluster and Z.shape[1] > STORED_KERNEL_MIN_D and \
+                fits_memory(Z.dtype.itemsize * n * n):
             # Wide points (the first U-step of a clustering runs on X itself): every
             # fused product would recompute O(n^2 d) distances, and the eigensolver
             # needs tens to hundreds of products. Forming K once (one such pass) makes
@@ -180,7 +191,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         elif K is not None:
             deg = _check_degrees(K.sum(axis=1, dtype=np.float64))
         else:
-            deg = _check_degrees(kernel.degrees(Z, n_threads=n_threads))
+            deg = _check_degrees(Z.degrees(kernel) if on_cluster else
+                                 kernel.degrees(Z, n_threads=n_threads))
         s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
 
         def matmat(V):
@@ -189,6 +201,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
             R = np.ascontiguousarray(s[:, None] * V, dtype=Z.dtype)
             if K is not None:
                 Y = K @ R
+            elif on_cluster:
+                Y = Z.product(kernel, R)
             else:
                 Y, _ = kernel.product(Z, R, n_threads=n_threads)
             Y = s[:, None] * Y.astype(np.float64)
