@@ -6,7 +6,6 @@ from typing import Any, Sequence
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import validate_data
 
 import numbers
 
@@ -15,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 from . import distributed
 from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, quadratic_trace
 from ._validation import TargetRequiredMixin, check_matrix, check_positive
-from ._validation import check_scale, keep_state_on_error
+from ._validation import keep_state_on_error
 from .gamma import alternative_gamma, centered, one_hot
 from .kernels import median_sigma
 from .metrics import nmi
