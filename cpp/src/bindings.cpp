@@ -326,8 +326,25 @@ py::tuple top_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, int
   return py::make_tuple(vals, vecs, res.iterations, res.converged, double(res.residual));
 }
 
+// C = op(A) B (op(A) = A^T when trans_a), chunked over the call's threads.
+template <class T>
+Array<T> matmul_py(Array<T> a, Array<T> b, bool trans_a, int n_threads) {
+  require_2d(a, "A");
+  require_2d(b, "B");
+  const Index m = trans_a ? a.shape(1) : a.shape(0), k = trans_a ? a.shape(0) : a.shape(1);
+  if (b.shape(0) != k) throw py::value_error("the inner dimensions of op(A) and B differ");
+  const Index n = b.shape(1);
+  Array<T> c({m, n});
+  T* out = c.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] { matmul<T>(blas(), trans_a, m, n, k, a.data(), b.data(), out, cfg); });
+  return c;
+}
+
 template <class T>
 void bind_dtype(py::module_& m, const std::string& suffix) {
+  m.def(("matmul_" + suffix).c_str(), &matmul_py<T>, py::arg("a"), py::arg("b"),
+        py::arg("trans_a") = false, py::arg("n_threads") = 1);
   m.def(("kernel_matrix_" + suffix).c_str(), &kernel_matrix_py<T>, py::arg("a"), py::arg("b"),
         py::arg("terms"), py::arg("n_threads") = 1);
   m.def(("fused_product_" + suffix).c_str(), &fused_product_py<T>, py::arg("z"),

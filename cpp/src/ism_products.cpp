@@ -175,24 +175,25 @@ void run_symmetric(const PassPlan<T>& p, const RunConfig& cfg,
                    std::vector<PassScratch<T>>& scratch) {
   const TileKernels<T>& kernels = tile_kernels<T>();
   const Index blocks = (p.n + p.block_rows - 1) / p.block_rows;
-  parallel_for(blocks, cfg, [&](Index t, int worker) {
-    kernels.pair_task(p, t, t, scratch[static_cast<std::size_t>(worker)]);
-  });
+  // round 0: the diagonal blocks; rounds 1 .. even - 1: the circle method's pairings
   const Index even = blocks + (blocks & 1);  // a dummy block pads an odd count
-  std::vector<std::pair<Index, Index>> pairs;
+  std::vector<std::vector<std::pair<Index, Index>>> rounds(static_cast<std::size_t>(even));
+  for (Index b = 0; b < blocks; ++b) rounds[0].emplace_back(b, b);
   for (Index round = 0; round + 1 < even; ++round) {
-    pairs.clear();
+    auto& pairs = rounds[static_cast<std::size_t>(round + 1)];
     auto add = [&](Index a, Index b) {
       if (a < blocks && b < blocks) pairs.emplace_back(std::min(a, b), std::max(a, b));
     };
     add(even - 1, round);
     for (Index k = 1; k < even / 2; ++k)
       add((round + k) % (even - 1), (round - k + even - 1) % (even - 1));
-    parallel_for(static_cast<Index>(pairs.size()), cfg, [&](Index t, int worker) {
-      const auto& pr = pairs[static_cast<std::size_t>(t)];
-      kernels.pair_task(p, pr.first, pr.second, scratch[static_cast<std::size_t>(worker)]);
-    });
   }
+  parallel_rounds(
+      even, [&](Index r) { return static_cast<Index>(rounds[static_cast<std::size_t>(r)].size()); },
+      cfg, [&](Index r, Index t, int worker) {
+        const auto& pr = rounds[static_cast<std::size_t>(r)][static_cast<std::size_t>(t)];
+        kernels.pair_task(p, pr.first, pr.second, scratch[static_cast<std::size_t>(worker)]);
+      });
   for (Index i = 0; i < p.n; ++i) {
     if (p.y != nullptr && p.c > 0) {
       T* yr = p.y + i * p.c;

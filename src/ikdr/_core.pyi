@@ -31,6 +31,8 @@ class TermKind:
 #: operands at least this wide go through the BLAS
 BLAS_MIN_WIDTH: int
 
+def matmul_f64(a: _Array, b: _Array, trans_a: bool = False,
+               n_threads: int = 1) -> npt.NDArray[Any]: ...
 def kernel_matrix_f64(a: _Array, b: _Array, terms: Sequence[Any],
                       n_threads: int = 1) -> npt.NDArray[Any]: ...
 def fused_product_f64(z: _Array, terms: Sequence[Any], gradient: bool,
@@ -50,6 +52,8 @@ def top_eigenpairs_f64(a: _Array, q: int, v0: _Array | None = None, max_iter: in
                         tol: float = 1e-10, oversample: int = 8
                         ) -> tuple[npt.NDArray[Any], npt.NDArray[Any], int, bool, float]: ...
 
+def matmul_f32(a: _Array, b: _Array, trans_a: bool = False,
+               n_threads: int = 1) -> npt.NDArray[Any]: ...
 def kernel_matrix_f32(a: _Array, b: _Array, terms: Sequence[Any],
                       n_threads: int = 1) -> npt.NDArray[Any]: ...
 def fused_product_f32(z: _Array, terms: Sequence[Any], gradient: bool,

@@ -156,6 +156,21 @@ def fused_product(points, terms: Sequence[KernelTerm], *, gamma: GammaArrays = G
     return FusedResult(y, value_sums)
 
 
+def matmul(A, B, *, transpose_a=False, n_threads=None) -> np.ndarray:
+    r""":math:`A B` (or :math:`A^\top B`) on ikdr's threads, in A's dtype.
+
+    Rows of the result in chunks fixed by the shapes, one single-threaded BLAS
+    call each, so the result does not depend on the thread count. The small
+    GEMMs around a pass (XW, :math:`X^\top (GR)`) go through here rather than
+    a threaded BLAS: its idle workers spin-wait after each call and took a core
+    from the next pass (measured 1.4x slower on 2 cores).
+    """
+    dtype = core_dtype(A.dtype)
+    fn = getattr(_core, "matmul_" + _suffix(dtype))
+    with single_threaded_blas():
+        return fn(_as(A, dtype), _as(B, dtype), bool(transpose_a), _threads(n_threads))
+
+
 def kernel_matrix(A, B, terms: Sequence[KernelTerm], *, n_threads=None) -> np.ndarray:
     """The dense kernel matrix ``K_ij = sum_t k_t(a_i, b_j)`` (n_a x n_b), in A's dtype."""
     dtype = core_dtype(A.dtype)

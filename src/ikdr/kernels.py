@@ -289,10 +289,11 @@ class Kernel:
         Computed in X's dtype (float32 or float64), returned in float64.
         """
         X = np.ascontiguousarray(X)
-        Z = np.ascontiguousarray(X @ np.asarray(W, dtype=X.dtype))
-        R = X if V is None else np.ascontiguousarray(X @ np.asarray(V, dtype=X.dtype))
+        Z = _native.matmul(X, np.asarray(W, dtype=X.dtype), n_threads=n_threads)
+        R = X if V is None else _native.matmul(X, np.asarray(V, dtype=X.dtype), n_threads=n_threads)
         GR, objective = self.gradient_product(Z, R, gamma, n_threads=n_threads)
-        out = np.asarray(X.T @ GR, dtype=np.float64)
+        out = np.asarray(_native.matmul(X, GR, transpose_a=True, n_threads=n_threads),
+                         dtype=np.float64)
         if V is None:
             out = 0.5 * (out + out.T)
         check_finite_result(out, f"Phi(W) of the kernel {self!r}")

@@ -45,3 +45,17 @@ inline void gemm_row_major(const Blas& blas, bool trans_a, bool trans_b, Index m
 }
 
 }  // namespace ikdr
+
+namespace ikdr {
+
+// C (m x n) = op(A) B on the call's threads: op(A) = A (A row-major m x k) or
+// A^T (A row-major k x m). The rows of C are cut into chunks fixed by the
+// shapes alone, each one single-threaded BLAS call, so C does not depend on
+// the thread count. The numpy-side products around a pass (X W, X^T (G X W))
+// use it instead of a threaded BLAS, whose idle workers would spin against
+// the pass's threads on the same cores.
+template <class T>
+void matmul(const Blas& blas, bool trans_a, Index m, Index n, Index k, const T* a, const T* b,
+            T* c, const RunConfig& cfg);
+
+}  // namespace ikdr
