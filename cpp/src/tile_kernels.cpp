@@ -395,6 +395,28 @@ inline void tile_row(const PassPlan<T>& p, Index ig, Index j0, Index len, const 
   }
 }
 
+// A task's tile buffers in its scratch: the Gram, Gamma and Psi tiles
+// (kTileRows x kTileCols each) and the work rows of tile_row. Without inner
+// products the Gram tile stays zero.
+template <class T>
+struct TileWork {
+  T* dot;
+  T* gamma;
+  T* m;
+  RowBuffers<T> rows;
+};
+
+template <class T>
+TileWork<T> tile_work(const PassPlan<T>& p, PassScratch<T>& s) {
+  s.tile.resize(static_cast<std::size_t>(16 * kTileCols));
+  T* const dot = s.tile.data();
+  T* const gamma = dot + kTileRows * kTileCols;
+  T* const m = gamma + kTileRows * kTileCols;
+  T* const row = m + kTileRows * kTileCols;
+  if (!p.needs_dot) std::fill(dot, dot + kTileRows * kTileCols, T(0));
+  return {dot, gamma, m, {row, row + kTileCols, row + 2 * kTileCols, row + 3 * kTileCols}};
+}
+
 // Copies len entries of each tile row from a panel (ld) and zeroes the tail.
 template <class T>
 inline void copy_tile(const T* src, Index ld, Index rows, Index len, T* out) {
@@ -420,16 +442,14 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
   if (wide_points) s.dot_panel.resize(static_cast<std::size_t>(rows * cbmax));
   if (wide_gamma) s.gamma_panel.resize(static_cast<std::size_t>(rows * cbmax));
   if (panel_rhs) s.m_panel.resize(static_cast<std::size_t>(rows * cbmax));
-  s.tile.resize(static_cast<std::size_t>(16 * kTileCols));
-  T* const dot_t = s.tile.data();
-  T* const gam_t = dot_t + kTileRows * kTileCols;
-  T* const m_t = gam_t + kTileRows * kTileCols;
-  const RowBuffers<T> buf{m_t + kTileRows * kTileCols, m_t + (kTileRows + 1) * kTileCols,
-                          m_t + (kTileRows + 2) * kTileCols, m_t + (kTileRows + 3) * kTileCols};
+  const TileWork<T> work = tile_work(p, s);
+  T* const dot_t = work.dot;
+  T* const gam_t = work.gamma;
+  T* const m_t = work.m;
+  const RowBuffers<T>& buf = work.rows;
   if (p.thin_rhs) s.acc.assign(static_cast<std::size_t>(rows_pad * p.c_pad), 0.0);
   s.value_sum.assign(static_cast<std::size_t>(rows_pad), 0.0);
   s.lap_sum.assign(static_cast<std::size_t>(rows_pad), 0.0);
-  if (!p.needs_dot) std::fill(dot_t, dot_t + kTileRows * kTileCols, T(0));
 
   for (Index c0 = 0; c0 < p.m; c0 += cbmax) {
     const Index cb = std::min(cbmax, p.m - c0);
@@ -543,18 +563,16 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   const Index r0 = I * bs, r1 = std::min(p.n, r0 + bs);
   const Index c0 = J * bs, c1 = std::min(p.n, c0 + bs);
   const bool mirror = I != J;
-  s.tile.resize(static_cast<std::size_t>(16 * kTileCols));
-  T* const dot_t = s.tile.data();
-  T* const gam_t = dot_t + kTileRows * kTileCols;
-  T* const m_t = gam_t + kTileRows * kTileCols;
-  const RowBuffers<T> buf{m_t + kTileRows * kTileCols, m_t + (kTileRows + 1) * kTileCols,
-                          m_t + (kTileRows + 2) * kTileCols, m_t + (kTileRows + 3) * kTileCols};
+  const TileWork<T> work = tile_work(p, s);
+  T* const dot_t = work.dot;
+  T* const gam_t = work.gamma;
+  T* const m_t = work.m;
+  const RowBuffers<T>& buf = work.rows;
   if (mirror) {
     if (p.thin_rhs) s.col_acc.assign(static_cast<std::size_t>(kTileCols * p.c_pad), T(0));
     s.col_value.assign(static_cast<std::size_t>(kTileCols), T(0));
     s.col_lap.assign(static_cast<std::size_t>(kTileCols), T(0));
   }
-  if (!p.needs_dot) std::fill(dot_t, dot_t + kTileRows * kTileCols, T(0));
   constexpr int kFlushGroups = 16;
   for (Index j0 = c0; j0 < c1; j0 += kTileCols) {
     const Index len = std::min(kTileCols, c1 - j0);

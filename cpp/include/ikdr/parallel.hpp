@@ -18,62 +18,15 @@
 
 namespace ikdr {
 
-// Runs task(t, worker) for every t in [0, n_tasks), worker in [0, threads).
-// Tasks are taken in order from a shared counter (a busy core simply takes
-// fewer of them); what a task writes must depend on t only, which keeps
-// results independent of the thread count. The first exception thrown by any
-// task stops the others and is rethrown here, on the calling thread; the
-// calling thread polls cfg.check_interrupt between its tasks (at most every
-// 20 ms) and an interrupt stops the pass with `Interrupted`.
+// Runs task(t, worker) for every t in [0, n_tasks), worker in [0, threads):
+// one round of parallel_rounds below. Tasks are taken in order from a shared
+// counter (a busy core simply takes fewer of them); what a task writes must
+// depend on t only, which keeps results independent of the thread count. The
+// first exception thrown by any task stops the others and is rethrown here, on
+// the calling thread; the calling thread polls cfg.check_interrupt between its
+// tasks (at most every 20 ms) and an interrupt stops the pass with `Interrupted`.
 template <class Task>
-void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task) {
-  if (n_tasks <= 0) return;
-  const int threads = static_cast<int>(std::max<Index>(1, std::min<Index>(cfg.n_threads, n_tasks)));
-  std::atomic<Index> next{0};
-  std::atomic<bool> stop{false};
-  bool interrupted = false;
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&](int worker) {
-    using clock = std::chrono::steady_clock;
-    auto last_poll = clock::now();
-    try {
-      while (!stop.load(std::memory_order_relaxed)) {
-        const Index t = next.fetch_add(1, std::memory_order_relaxed);
-        if (t >= n_tasks) return;
-        task(t, worker);
-        if (worker == 0 && cfg.check_interrupt &&
-            clock::now() - last_poll > std::chrono::milliseconds(20)) {
-          last_poll = clock::now();
-          if (cfg.check_interrupt()) {
-            interrupted = true;
-            stop.store(true);
-            return;
-          }
-        }
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-      stop.store(true);
-    }
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<std::size_t>(threads - 1));
-  for (int w = 1; w < threads; ++w) {
-    try {
-      pool.emplace_back(work, w);
-    } catch (const std::system_error&) {
-      break;  // no more threads to be had: the started ones and this one do the work
-    }
-  }
-  work(0);
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
-  if (interrupted) throw Interrupted();
-  // a final poll, so an interrupt during a pass too short to poll is not lost
-  if (cfg.check_interrupt && cfg.check_interrupt()) throw Interrupted();
-}
+void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task);
 
 // Runs rounds of tasks: every task of round r finishes before any task of
 // round r + 1 starts (tasks_in(r) of them; task(r, t, worker)). The threads
@@ -149,6 +102,14 @@ void parallel_rounds(Index n_rounds, TasksIn&& tasks_in, const RunConfig& cfg, T
   if (error) std::rethrow_exception(error);
   if (interrupted) throw Interrupted();
   if (cfg.check_interrupt && cfg.check_interrupt()) throw Interrupted();
+}
+
+template <class Task>
+void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task) {
+  if (n_tasks <= 0) return;
+  parallel_rounds(
+      1, [n_tasks](Index) { return n_tasks; }, cfg,
+      [&task](Index, Index t, int worker) { task(t, worker); });
 }
 
 }  // namespace ikdr
