@@ -179,14 +179,25 @@ inline void accumulate_tile(const T* m, const T* rhs, Index ldr, Index cv, doubl
       for (Index l = 0; l < W; ++l) acc[r * ldacc + cv + g * W + l] += a[r][g][l];
 }
 
+// acc rows += M rhs for `groups` consecutive row groups of a Psi panel (each
+// kTileRows x kTileCols, acc rows kTileRows apart): column chunks outermost,
+// so a chunk of the right-hand side (kTileCols x G vectors) stays in L1 for
+// all the groups instead of being read again for every four rows.
 template <class T>
-inline void accumulate_rhs(const T* m, const T* rhs, Index c_pad, double* acc) {
+inline void accumulate_panel(const T* m, Index groups, const T* rhs, Index c_pad, double* acc) {
   constexpr Index W = Simd<T>::width;
   constexpr int G = 3;  // kTileRows x 3 accumulators + 3 loads + 1 broadcast fit 16 registers
+  constexpr Index kGroup = kTileRows * kTileCols;
   Index cv = 0;
-  for (; cv + G * W <= c_pad; cv += G * W) accumulate_tile<T, G>(m, rhs, c_pad, cv, acc, c_pad);
-  for (; cv + 2 * W <= c_pad; cv += 2 * W) accumulate_tile<T, 2>(m, rhs, c_pad, cv, acc, c_pad);
-  for (; cv < c_pad; cv += W) accumulate_tile<T, 1>(m, rhs, c_pad, cv, acc, c_pad);
+  for (; cv + G * W <= c_pad; cv += G * W)
+    for (Index g = 0; g < groups; ++g)
+      accumulate_tile<T, G>(m + g * kGroup, rhs, c_pad, cv, acc + g * kTileRows * c_pad, c_pad);
+  for (; cv + 2 * W <= c_pad; cv += 2 * W)
+    for (Index g = 0; g < groups; ++g)
+      accumulate_tile<T, 2>(m + g * kGroup, rhs, c_pad, cv, acc + g * kTileRows * c_pad, c_pad);
+  for (; cv < c_pad; cv += W)
+    for (Index g = 0; g < groups; ++g)
+      accumulate_tile<T, 1>(m + g * kGroup, rhs, c_pad, cv, acc + g * kTileRows * c_pad, c_pad);
 }
 
 // The transposed product of a symmetric pass: col[j][c] += sum_r m[r][j] rhs[r][c]
@@ -213,16 +224,25 @@ inline void accumulate_tile_transposed(const T* m, const T* rhs, Index ldr, Inde
   }
 }
 
+// col += M^T rhs_rows for `groups` consecutive row groups (rhs_rows: their
+// rows of the right-hand side), column chunks outermost as above.
 template <class T>
-inline void accumulate_rhs_transposed(const T* m, const T* rhs, Index c_pad, T* col) {
+inline void accumulate_panel_transposed(const T* m, Index groups, const T* rhs_rows, Index c_pad,
+                                        T* col) {
   constexpr Index W = Simd<T>::width;
   constexpr int G = 3;  // kTileRows x 3 operands + 3 accumulators + 1 broadcast fit 16 registers
+  constexpr Index kGroup = kTileRows * kTileCols;
+  const Index ldr = kTileRows * c_pad;
   Index cv = 0;
   for (; cv + G * W <= c_pad; cv += G * W)
-    accumulate_tile_transposed<T, G>(m, rhs, c_pad, cv, col, c_pad);
+    for (Index g = 0; g < groups; ++g)
+      accumulate_tile_transposed<T, G>(m + g * kGroup, rhs_rows + g * ldr, c_pad, cv, col, c_pad);
   for (; cv + 2 * W <= c_pad; cv += 2 * W)
-    accumulate_tile_transposed<T, 2>(m, rhs, c_pad, cv, col, c_pad);
-  for (; cv < c_pad; cv += W) accumulate_tile_transposed<T, 1>(m, rhs, c_pad, cv, col, c_pad);
+    for (Index g = 0; g < groups; ++g)
+      accumulate_tile_transposed<T, 2>(m + g * kGroup, rhs_rows + g * ldr, c_pad, cv, col, c_pad);
+  for (; cv < c_pad; cv += W)
+    for (Index g = 0; g < groups; ++g)
+      accumulate_tile_transposed<T, 1>(m + g * kGroup, rhs_rows + g * ldr, c_pad, cv, col, c_pad);
 }
 
 // Work rows of one tile row (each kTileCols long).
@@ -493,7 +513,7 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
         for (Index r = mr; r < kTileRows; ++r)
           std::fill(m_t + r * kTileCols, m_t + (r + 1) * kTileCols, T(0));
         if (p.thin_rhs) {
-          accumulate_rhs(m_t, p.rhs_pad + j0 * p.c_pad, p.c_pad, s.acc.data() + li * p.c_pad);
+          accumulate_panel(m_t, 1, p.rhs_pad + j0 * p.c_pad, p.c_pad, s.acc.data() + li * p.c_pad);
         } else if (panel_rhs) {
           for (Index r = 0; r < mr; ++r)
             std::copy(m_t + r * kTileCols, m_t + r * kTileCols + len,
@@ -566,50 +586,63 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   const TileWork<T> work = tile_work(p, s);
   T* const dot_t = work.dot;
   T* const gam_t = work.gamma;
-  T* const m_t = work.m;
   const RowBuffers<T>& buf = work.rows;
   if (mirror) {
     if (p.thin_rhs) s.col_acc.assign(static_cast<std::size_t>(kTileCols * p.c_pad), T(0));
     s.col_value.assign(static_cast<std::size_t>(kTileCols), T(0));
     s.col_lap.assign(static_cast<std::size_t>(kTileCols), T(0));
   }
-  constexpr int kFlushGroups = 16;
+  // Psi is formed for kSubGroups row groups at a time (a panel that stays in
+  // L1) and then multiplied, chunk by chunk of the right-hand side's columns;
+  // the transposed sums go to double every kFlushGroups groups (64 rows, as a
+  // tile row's 64 columns in the forward direction).
+  constexpr Index kSubGroups = 8;
+  constexpr Index kFlushGroups = 16;
+  constexpr Index kGroup = kTileRows * kTileCols;
+  s.m_panel.resize(static_cast<std::size_t>(kSubGroups * kGroup));
+  T* const panel = s.m_panel.data();
+  const bool has_gamma = p.g_rows != nullptr;
+  T* const col_value = mirror ? s.col_value.data() : nullptr;
+  T* const col_lap = mirror ? s.col_lap.data() : nullptr;
   for (Index j0 = c0; j0 < c1; j0 += kTileCols) {
     const Index len = std::min(kTileCols, c1 - j0);
-    int groups = 0;
-    for (Index i0 = r0; i0 < r1; i0 += kTileRows) {
-      const Index mr = std::min(kTileRows, r1 - i0);
-      if (p.needs_dot) {
-        const T* rp[kTileRows];
-        for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
-        product_tile(rp, p.k, p.b_t + j0, p.m_pad, dot_t);
+    Index pending = 0;  // row groups whose transposed sums are not yet flushed
+    for (Index s0 = r0; s0 < r1; s0 += kSubGroups * kTileRows) {
+      const Index groups = std::min(kSubGroups, (r1 - s0 + kTileRows - 1) / kTileRows);
+      for (Index g = 0; g < groups; ++g) {
+        const Index i0 = s0 + g * kTileRows, mr = std::min(kTileRows, r1 - i0);
+        T* const m_g = panel + g * kGroup;
+        if (p.needs_dot) {
+          const T* rp[kTileRows];
+          for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
+          product_tile(rp, p.k, p.b_t + j0, p.m_pad, dot_t);
+        }
+        if (has_gamma) {
+          const T* rp[kTileRows];
+          for (Index r = 0; r < kTileRows; ++r)
+            rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
+          product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
+        }
+        for (Index r = 0; r < mr; ++r)
+          tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
+                   has_gamma ? gam_t + r * kTileCols : nullptr, m_g + r * kTileCols, buf,
+                   p.value_all[i0 + r], p.lap_all[i0 + r], col_value, col_lap);
+        for (Index r = mr; r < kTileRows; ++r)
+          std::fill(m_g + r * kTileCols, m_g + (r + 1) * kTileCols, T(0));
       }
-      const bool has_gamma = p.g_rows != nullptr;
-      if (has_gamma) {
-        const T* rp[kTileRows];
-        for (Index r = 0; r < kTileRows; ++r)
-          rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
-        product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
-      }
-      T* const cv = mirror ? s.col_value.data() : nullptr;
-      T* const cl = mirror ? s.col_lap.data() : nullptr;
-      for (Index r = 0; r < mr; ++r)
-        tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
-                 has_gamma ? gam_t + r * kTileCols : nullptr, m_t + r * kTileCols, buf,
-                 p.value_all[i0 + r], p.lap_all[i0 + r], cv, cl);
-      for (Index r = mr; r < kTileRows; ++r)
-        std::fill(m_t + r * kTileCols, m_t + (r + 1) * kTileCols, T(0));
       if (p.thin_rhs) {
-        accumulate_rhs(m_t, p.rhs_pad + j0 * p.c_pad, p.c_pad, p.acc_all + i0 * p.c_pad);
+        accumulate_panel(panel, groups, p.rhs_pad + j0 * p.c_pad, p.c_pad, p.acc_all + s0 * p.c_pad);
         if (mirror)
-          accumulate_rhs_transposed(m_t, p.rhs_pad + i0 * p.c_pad, p.c_pad, s.col_acc.data());
+          accumulate_panel_transposed(panel, groups, p.rhs_pad + s0 * p.c_pad, p.c_pad,
+                                      s.col_acc.data());
       }
-      if (mirror && ++groups == kFlushGroups) {
+      pending += groups;
+      if (mirror && pending >= kFlushGroups) {
         flush_columns(p, j0, len, s);
-        groups = 0;
+        pending = 0;
       }
     }
-    if (mirror && groups > 0) flush_columns(p, j0, len, s);
+    if (mirror && pending > 0) flush_columns(p, j0, len, s);
   }
 }
 
