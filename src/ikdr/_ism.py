@@ -118,7 +118,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     certify : bool, default=True
         Compute the second-order part of ``convergence_`` (the largest
         Riemannian Hessian eigenvalue, a few thin passes); False keeps only the
-        gradient (no extra pass).
+        gradient (no extra pass). With ``approximation`` it applies to the exact
+        polish; the landmark fits report their gradient only.
     random_state : int, RandomState instance or None
         Only used by the subsampled median heuristic.
     verbose : int, default=0
@@ -303,10 +304,15 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                 result = ism(work, gamma, kernel, q, min_components=minimum,
                              random_state=self.random_state, callback=callback, **solver_options)
             else:
+                # the landmark fits certify only their gradient (a Hessian estimate of
+                # the approximate objective costs tens of passes and certifies the
+                # wrong problem); ``certify`` applies to the exact polish
+                certify = solver_options.pop("certify")
                 result, info = approximate_ism(
                     X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
                     polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype),
-                    random_state=self.random_state, callback=callback, **solver_options)
+                    random_state=self.random_state, callback=callback,
+                    polish_kwargs={"certify": certify}, **solver_options)
                 m_used = info["n_landmarks"]
         n = X.shape[0]
         self.components_ = result.components

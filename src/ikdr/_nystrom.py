@@ -735,19 +735,33 @@ class LandmarkProblem(KernelProblem):
         return out
 
     # -- the driver's interface (counters and Hessian products inherited) -------
+    def _pass_in(self, native, W, V=None, dense=False):
+        """A pass in the problem's precision (``native``: the plain steps) or in
+        float64, as the exact problem's trust region and certificate get theirs:
+        float32 block sums carry relative errors near 1e-6, enough to refuse
+        good steps and to stall a trust region (measured: 89 passes instead of
+        about 10 at 30,000 x 784)."""
+        if native or self.dtype == np.float64:
+            return self._pass(W, V=V, dense=dense)
+        saved, self.dtype = self.dtype, np.dtype(np.float64)
+        try:
+            return self._pass(W, V=V, dense=dense)
+        finally:
+            self.dtype = saved
+
     def phi0(self):
         d = self.X.shape[1]
-        return self._pass(np.zeros((d, 1)), dense=True)[1]
+        return self._pass_in(False, np.zeros((d, 1)), dense=True)[1]
 
     def objective(self, W, native=False):
         self.n_objective += 1
-        return self._pass(W)[0]
+        return self._pass_in(native, W)[0]
 
     def product(self, W, V=None, native=False):
         if V is None:
-            objective, phi, _ = self._pass(W, dense=True)
+            objective, phi, _ = self._pass_in(native, W, dense=True)
             return phi, objective
-        objective, _, PV = self._pass(W, V=np.asarray(V, dtype=np.float64))
+        objective, _, PV = self._pass_in(native, W, V=np.asarray(V, dtype=np.float64))
         return PV, objective
 
 
