@@ -50,10 +50,10 @@ from sklearn.exceptions import ConvergenceWarning
 from . import distributed as _distributed
 from ._certificate import ISMConvergence
 from ._certificate import certify as certify_point
+from ._config import single_threaded_blas
 from ._eig import _fix_signs, block_top_eigenvectors, top_eigenvectors
 from ._ism_problem import KernelProblem, riemannian_gradient
 from ._trust_region import TrustRegion
-from ._config import single_threaded_blas
 from ._validation import check_float_matrix, check_vector
 from .gamma import Gamma
 from .kernels import Kernel, make_kernel
