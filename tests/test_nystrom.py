@@ -3,7 +3,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_wine, make_blobs
+from sklearn.datasets import load_breast_cancer, load_wine, make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
@@ -87,6 +87,24 @@ def test_polish_equals_exact_in_fewer_passes(wine):
     assert np.sin(principal_angle(exact.components, polished.components)) < 1e-6
     assert abs(polished.objective - exact.objective) <= 1e-8 * abs(exact.objective)
     assert polished.convergence.phi_evaluations < exact.convergence.phi_evaluations
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.25])
+def test_estimator_polish_reaches_the_exact_maximum(scale):
+    """Breast cancer, where the plain steps cycle and the trust region finishes: the
+    polish must stop by the exact rule given (not the landmark fits' looser gtol)
+    and must not leave the landmark maximum's basin by an unguarded first step."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    common = dict(n_components=2, sigma=scale * ikdr.median_sigma(X, random_state=0),
+                  criterion="gradient", gtol=1e-9, certify=False, random_state=0)
+    cold = ikdr.ISM(**common).fit(X, y)
+    polished = ikdr.ISM(approximation="nystrom", n_landmarks=300, polish=True, **common).fit(X, y)
+    assert polished.convergence_.relative_gradient_norm <= 1e-9
+    assert np.sin(principal_angle(cold.components_, polished.components_)) < 1e-6
+    f_cold, f_pol = cold.convergence_.objective, polished.convergence_.objective
+    assert abs(f_pol - f_cold) <= 1e-8 * abs(f_cold)
+    assert polished.convergence_.phi_evaluations < cold.convergence_.phi_evaluations
 
 
 def test_auto_meets_tolerance_or_warns(wine):

@@ -105,16 +105,24 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         20; see ``benchmarks/results/nystrom_ism.md``). Ignored when
         ``kernel`` is an object (its own ``sigma`` is used).
     tol : float, default=0.01
-        Relative eigenvalue change at which the plain fixed point stops (the
-        safeguarded phase, when needed, stops at a relative Riemannian
-        gradient norm of 1e-6).
+        Relative eigenvalue change at which the plain fixed point stops, once
+        a step also turns W by less than 0.1 rad (the
+        safeguarded phase, when needed, stops at the relative Riemannian
+        gradient norm ``gtol``).
     max_iter : int, default=100
     criterion : {"eigenvalues", "angle", "gradient"}, default="eigenvalues"
         Stopping rule. ``"eigenvalues"``: relative change of Phi's top-q
         eigenvalues below ``tol``, as in the papers; ``"angle"``: largest
         principal angle between successive W below ``tol``; ``"gradient"``:
-        relative Riemannian gradient norm below 1e-6 (slow plain steps hand
-        over to the trust region), for a certified local maximum.
+        relative Riemannian gradient norm below ``gtol`` (slow plain steps
+        hand over to the trust region), for a certified local maximum.
+    gtol : float, default=1e-6
+        Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
+        safeguarded (trust-region) phase and ``criterion="gradient"`` stop;
+        the objective's rounding (about 1e-13 relative) bounds how small it
+        can usefully be. With ``approximation`` it applies to the exact
+        polish; the landmark fits stop at their own looser tolerance (the
+        landmark error dominates below it).
     certify : bool, default=True
         Compute the second-order part of ``convergence_`` (the largest
         Riemannian Hessian eigenvalue, a few thin passes); False keeps only the
@@ -214,6 +222,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "criterion": [StrOptions({"eigenvalues", "angle", "gradient"})],
+        "gtol": [Interval(Real, 0, None, closed="neither")],
         "certify": ["boolean"],
     }
 
@@ -222,13 +231,15 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                  random_state: RandomStateLike = None, verbose: int = 0,
                  dtype: DTypeLike = np.float64, criterion: str = "eigenvalues",
                  certify: bool = True, approximation: str | None = None,
-                 n_landmarks: int | str = "auto", polish: bool = False) -> None:
+                 n_landmarks: int | str = "auto", polish: bool = False,
+                 gtol: float = 1e-6) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
         self.tol = tol
         self.max_iter = max_iter
         self.criterion = criterion
+        self.gtol = gtol
         self.certify = certify
         self.random_state = random_state
         self.verbose = verbose
@@ -295,7 +306,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
             q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=minimum)
         m_used = None
         solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
-                          "criterion": self.criterion, "certify": self.certify}
+                          "criterion": self.criterion, "certify": self.certify,
+                          "gtol": self.gtol}
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
             callback = report.ism_step if report.active else None
             if approx is None:
@@ -307,12 +319,12 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                 # the landmark fits certify only their gradient (a Hessian estimate of
                 # the approximate objective costs tens of passes and certifies the
                 # wrong problem); ``certify`` applies to the exact polish
-                certify = solver_options.pop("certify")
+                exact_only = {key: solver_options.pop(key) for key in ("certify", "gtol")}
                 result, info = approximate_ism(
                     X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
                     polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype),
                     random_state=self.random_state, callback=callback,
-                    polish_kwargs={"certify": certify}, **solver_options)
+                    polish_kwargs=exact_only, **solver_options)
                 m_used = info["n_landmarks"]
         n = X.shape[0]
         self.components_ = result.components

@@ -919,6 +919,10 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     n = X.shape[0]
     kernel = make_kernel(kernel)
     check_kernel_approximable(kernel, approximation)
+    # The polish is an exact fit: it takes the caller's options as given, not
+    # the approximate fit's defaults below (their looser gtol would stop it
+    # short of the exact maximum).
+    exact_kwargs = dict(ism_kwargs)
     # A dense Phi pass costs O(n d m) here (no n^2 panel to amortise): the
     # matrix-free eigensolver's many thin passes do not pay.
     ism_kwargs.setdefault("phi_solver", "dense")
@@ -969,7 +973,7 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     info = {"n_landmarks": m, "auto": trail, "approximate_result": result,
             "index": approx.index}
     if polish:
-        kw = dict(ism_kwargs, certify=True, phi_solver="auto", warn=warn)
+        kw = dict(exact_kwargs, warn=warn)
         kw.update(polish_kwargs or {})
         exact = np.asarray(X, dtype=X.dtype)
         result = ism(exact, gamma, kernel, q, W0=result.components, **kw)

@@ -144,14 +144,22 @@ class TrustRegion:
         predicted = float(np.vdot(grad, eta)) + 0.5 * float(np.vdot(eta, -h_eta))
         W_new = exp_map(W, eta)
         f_new = self.problem.objective(W_new)
+        # The objective's rounding: ascents below it can be neither seen nor verified.
         reg = 1e3 * np.finfo(float).eps * max(1.0, abs(objective))
-        rho = (f_new - objective + reg) / (predicted + reg)
+        # A model that predicts no ascent (possible where the Hessian products are not
+        # those of the objective, as on a landmark problem) is not to be trusted, however
+        # well the objective then agrees with it: shrink, never grow on it.
+        rho = (f_new - objective + reg) / (predicted + reg) if predicted > 0 else -np.inf
+        accepted = rho > 0.1 and f_new >= objective
         eta_norm_m = np.sqrt(float(np.vdot(eta, surrogate.from_coords(
             surrogate.to_coords(eta) * surrogate.precond))))
-        if rho < 0.25:
+        if rho < 0.25 or not accepted:
             self.radius = 0.25 * min(self.radius, eta_norm_m) if eta_norm_m > 0 else 0.25 * self.radius
         elif rho > 0.75 and boundary:
             self.radius = min(2.0 * self.radius, self.radius_max)
-        if rho > 0.1 and f_new >= objective:
+        if accepted:
             return W_new, f_new, True, False
-        return W, objective, False, self.radius < 1e-12 * self.radius_max
+        # Stalled: the radius has collapsed, or the best the model promises is below
+        # the objective's rounding (no further step could be verified as an ascent).
+        stalled = self.radius < 1e-12 * self.radius_max or predicted <= reg
+        return W, objective, False, stalled
