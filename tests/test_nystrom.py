@@ -107,6 +107,21 @@ def test_estimator_polish_reaches_the_exact_maximum(scale):
     assert polished.convergence_.phi_evaluations < cold.convergence_.phi_evaluations
 
 
+def test_coarse_approximation_warns_instead_of_answering_silently(wine):
+    """Random features at a tenth of the median bandwidth cannot locate the maximum
+    (issue 20's table: another subspace); the fit says so. A good approximation
+    stays silent."""
+    X, y = wine
+    sigma = ikdr.median_sigma(X)
+    with pytest.warns(ConvergenceWarning, match="found no maximum"):
+        ikdr.ISM(n_components=3, sigma=0.1 * sigma, approximation="rff", n_landmarks=300,
+                 random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ikdr.ISM(n_components=3, sigma=sigma, approximation="nystrom", n_landmarks=100,
+                 random_state=0).fit(X, y)
+
+
 def test_auto_meets_tolerance_or_warns(wine):
     X, y = wine
     g, _ = supervised_gamma(y)

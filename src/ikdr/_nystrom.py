@@ -93,6 +93,8 @@ AUTO_TOL = 1e-2
 _CHOLESKY_MIN_PIVOT = 1e-6
 #: relative gradient at which the trust region stops on an approximate problem
 APPROX_GTOL = 1e-4
+#: an approximate fit that stalls above this relative gradient has not found a maximum
+APPROX_WARN_GTOL = 1e-2
 #: k-means++ seeds from a uniform pool of this many rows per landmark (large n)
 _KMEANSPP_POOL = 20
 #: rows of X per block: about this many bytes of X (float64) per block
@@ -972,12 +974,29 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
                 break
     info = {"n_landmarks": m, "auto": trail, "approximate_result": result,
             "index": approx.index}
+    if warn and not polish:
+        _warn_if_unconverged(result.convergence, approximation, m)
     if polish:
         kw = dict(exact_kwargs, warn=warn)
         kw.update(polish_kwargs or {})
         exact = np.asarray(X, dtype=X.dtype)
         result = ism(exact, gamma, kernel, q, W0=result.components, **kw)
     return result, info
+
+
+def _warn_if_unconverged(convergence, approximation, m):
+    """ConvergenceWarning for a returned approximate fit that found no maximum: it
+    ran out of iterations, or its trust region stalled while the relative gradient
+    (of the landmark problem) was still above :data:`APPROX_WARN_GTOL`. Stalls
+    below that are the approximation's floor, by design."""
+    rule, rel = convergence.stopping_rule, convergence.relative_gradient_norm
+    if rule == "max_iter" or (rule == "stalled" and rel > APPROX_WARN_GTOL):
+        what = "landmarks" if approximation == "nystrom" else "random features"
+        remedy = f"use more {what}" + (", approximation='nystrom'" if approximation == "rff" else "")
+        warnings.warn(f"the {approximation} fit with {m} {what} found no maximum "
+                      f"(stopping rule {rule!r}, relative gradient norm {rel:.3g}): the "
+                      f"approximation is too coarse for this kernel; {remedy}, or polish=True "
+                      "for the exact answer", ConvergenceWarning, stacklevel=3)
 
 
 def auto_landmarks(fit, n, *, start=AUTO_START, cap=AUTO_MAX, tol=AUTO_TOL, change=None):
