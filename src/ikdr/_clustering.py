@@ -100,9 +100,11 @@ def default_n_components(phi0_eigenvalues: ArrayLike, n_clusters: int, n_feature
     least ``min(n_features, n_clusters)``: the eigengap alone picked q = 1 on
     two-dimensional data (circles, moons, blobs), and a line cannot hold two
     nested rings or k clusters in general position (NMI 0.0-0.45 against 1.0
-    with q = 2; issue 15). Alternative clustering (``alternative=True``, KDAC)
-    keeps the eigengap's q below d: a subspace that spans every direction
-    cannot leave out the existing clustering's view.
+    with q = 2; issue 15). Alternative clustering (``alternative=True``: KDAC
+    when the existing clustering is visible in X, see
+    :func:`ikdr._kdac.existing_dependence`) keeps the eigengap's q below d: a
+    subspace that spans every direction cannot leave out the existing
+    clustering's view.
     """
     q = choose_n_components(np.asarray(phi0_eigenvalues), minimum=1)
     if alternative:
@@ -216,8 +218,9 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
         embedding and every W-step a landmark ISM, so the alternation is
         near-linear in n.
     alternative : bool, default=False
-        The paradigm looks for an alternative clustering (KDAC): the default
-        q stays below d (:func:`default_n_components`).
+        The paradigm must leave out a view visible in X (KDAC with an existing
+        clustering that depends on X): the default q stays below d
+        (:func:`default_n_components`).
 
     Returns
     -------
@@ -391,11 +394,8 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             normalize = bool(self.normalize)
         return kernel, affinity, k, q, normalize
 
-    #: whether the paradigm seeks an alternative clustering (see default_n_components)
-    _alternative = False
-
     def _alternate(self, X, kernel, affinity, k, q, normalize, build_gamma=clustering_gamma,
-                   measure=None, landmarks=None):
+                   measure=None, landmarks=None, alternative=False):
         # the landmark passes cast X block by block (a memmap is not copied)
         work = X if landmarks is not None and not distributed.is_distributed(X) else \
             X.astype(self._dtype, copy=False)
@@ -404,7 +404,7 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                             affinity=affinity, n_components=q, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
                             random_state=self.random_state, measure=measure, report=report,
-                            warn=False, landmarks=landmarks, alternative=self._alternative)
+                            warn=False, landmarks=landmarks, alternative=alternative)
         if not out.converged:
             warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
                           f"max_iter={self._max_iter} outer iterations (last changes: U "
