@@ -195,6 +195,25 @@ def test_existing_dependence_is_its_permutation_mean_ratio():
     assert rho > 5 and np.mean(relabelled) == pytest.approx(1.0, abs=0.1)
 
 
+def test_semi_supervised_auto_mu_balances_the_terms_at_the_start():
+    # wine, the first principal component as the expert score: mu = 1 lets the
+    # score term (thousands) drown the clustering term (<= k): NMI 0.62
+    X, y = _DATA.bundled("wine")
+    scores = (X - X.mean(0)) @ np.linalg.svd(X - X.mean(0), full_matrices=False)[2][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = ikdr.SemiSupervisedISM(3, random_state=0).fit(X, scores)
+    assert nmi(y, model.labels_) >= baseline(X, y) - MARGIN
+    # mu_ = CQ(U_0) / Tr(F^T K_X F): the first iterate's weighted terms start level
+    kernel = ikdr.spectral.auto_kernel(X, 3)
+    U, vals, _ = ikdr.spectral.spectral_embedding(X, kernel, 3, random_state=0)
+    F = ikdr.gamma.centered(ikdr.gamma.kernel_factor(scores.reshape(-1, 1),
+                                                     ikdr.kernels.make_kernel("gaussian"),
+                                                     random_state=0))
+    K = kernel.matrix(X)
+    assert model.mu_ == pytest.approx(np.sum(vals) / np.sum(F * (K @ F)), rel=1e-6)
+
+
 def test_knet_converged_only_when_rounds_converged():
     X, _ = generated("moons", 0, n=200)
     with warnings.catch_warnings():
