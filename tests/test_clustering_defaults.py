@@ -87,6 +87,27 @@ def test_defaults_reach_the_baselines(estimator, data, seed):
     assert nmi(y, fit_labels(estimator, X, k)) >= baseline(X, y) - MARGIN
 
 
+#: Real data below the floor (docs/clustering_defaults.md, "Below the floor, and
+#: why"): breast cancer's labels are not its spectral structure (every dense
+#: affinity <= 0.59 at W = I against the 10-NN graph's 0.66); KDAC's eigengap q
+#: on wine is 12 (0.833 against 0.846).
+KNOWN_BELOW_REAL = {("KDAC", "wine"), ("ISMClustering", "breast_cancer"),
+                    ("SemiSupervisedISM", "breast_cancer"), ("KNetClustering", "breast_cancer")}
+REAL_CASES = [(e, "wine") for e in ("ISMClustering", "SemiSupervisedISM", "KDAC",
+                                    "KNetClustering")] + \
+    [(e, "breast_cancer") for e in ("ISMClustering", "SemiSupervisedISM", "KNetClustering")]
+REAL_CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (issue 15)",
+                                                       strict=False))
+              if c in KNOWN_BELOW_REAL else c for c in REAL_CASES]
+
+
+@pytest.mark.parametrize("estimator, data", REAL_CASES)
+def test_defaults_on_bundled_real_data(estimator, data):
+    X, y = _DATA.bundled(data)
+    k = len(np.unique(y))
+    assert nmi(y, fit_labels(estimator, X, k)) >= baseline(X, y) - MARGIN
+
+
 @pytest.mark.parametrize("estimator", ["ISMClustering", "KNetClustering"])
 @pytest.mark.parametrize("data", ["spiral", "moon_1000x2", "face_624x20"])
 def test_defaults_on_the_paper_data(estimator, data):
