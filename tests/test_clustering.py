@@ -85,11 +85,18 @@ def test_linear_kernel_uses_plain_hsic(rng):
     X = np.vstack([c + 0.5 * rng.standard_normal((40, 4)) for c in centers])
     y = np.repeat([0, 1, 2], 40)
     model = ikdr.ISMClustering(n_clusters=3, n_components=3, kernel="linear",
-                               random_state=0).fit(X)
+                               affinity="linear", random_state=0).fit(X)
     assert not model.normalize_ and np.all(model.degrees_ == 1)
     assert nmi(y, model.labels_) > 0.95
+    # by default a kernel that is no affinity leaves the U-step to the local Gaussian
+    model = ikdr.ISMClustering(n_clusters=3, n_components=3, kernel="linear",
+                               random_state=0).fit(X)
+    assert isinstance(model.affinity_, ikdr.kernels.RelativeGaussian) and model.normalize_
+    assert isinstance(model.kernel_, ikdr.kernels.Linear)
+    assert nmi(y, model.labels_) > 0.95
     with pytest.raises(ValueError, match="positive affinity"):
-        ikdr.ISMClustering(n_clusters=3, kernel="squared", normalize=True).fit(X)
+        ikdr.ISMClustering(n_clusters=3, kernel="squared", affinity="squared",
+                           normalize=True).fit(X)
 
 
 def test_unnormalised_lanczos_matches_dense(rng):

@@ -72,11 +72,7 @@ CASES = ([(e, s, seed) for e in ("ISMClustering", "KNetClustering") for s in SET
 #: global 7-NN bandwidth isolates outliers of the wide cluster (varied), and at
 #: n = 300 its spectral rounding splits a moon; ISMClustering on blobs seed 0 is
 #: 0.04 under k-means. Not strict: they pass when fixed.
-# KDAC keeps q below d (an alternative view must leave a direction out), so on
-# two-dimensional data its subspace is a line: circles, moons and varied blobs
-# cannot be separated there against a random existing partition.
-KNOWN_BELOW = {("KDAC", "circles", 0), ("KDAC", "moons", 0), ("KDAC", "varied", 0),
-               ("ISMClustering", "blobs", 0), ("KNetClustering", "moons", 0),
+KNOWN_BELOW = {("ISMClustering", "blobs", 0), ("KNetClustering", "moons", 0),
                ("KNetClustering", "anisotropic", 1), ("KNetClustering", "varied", 0),
                ("KNetClustering", "varied", 1)}
 CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (issue 15)",
@@ -87,6 +83,27 @@ CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (issue
 @pytest.mark.parametrize("estimator, data, seed", CASES)
 def test_defaults_reach_the_baselines(estimator, data, seed):
     X, y = generated(data, seed)
+    k = len(np.unique(y))
+    assert nmi(y, fit_labels(estimator, X, k)) >= baseline(X, y) - MARGIN
+
+
+#: Real data below the floor (docs/clustering_defaults.md, "Below the floor, and
+#: why"): breast cancer's labels are not its spectral structure (every dense
+#: affinity <= 0.59 at W = I against the 10-NN graph's 0.66); KDAC's eigengap q
+#: on wine is 12 (0.833 against 0.846).
+KNOWN_BELOW_REAL = {("KDAC", "wine"), ("ISMClustering", "breast_cancer"),
+                    ("SemiSupervisedISM", "breast_cancer"), ("KNetClustering", "breast_cancer")}
+REAL_CASES = [(e, "wine") for e in ("ISMClustering", "SemiSupervisedISM", "KDAC",
+                                    "KNetClustering")] + \
+    [(e, "breast_cancer") for e in ("ISMClustering", "SemiSupervisedISM", "KNetClustering")]
+REAL_CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (issue 15)",
+                                                       strict=False))
+              if c in KNOWN_BELOW_REAL else c for c in REAL_CASES]
+
+
+@pytest.mark.parametrize("estimator, data", REAL_CASES)
+def test_defaults_on_bundled_real_data(estimator, data):
+    X, y = _DATA.bundled(data)
     k = len(np.unique(y))
     assert nmi(y, fit_labels(estimator, X, k)) >= baseline(X, y) - MARGIN
 
@@ -161,6 +178,74 @@ def test_alternation_converges_with_the_defaults():
 def test_default_q_is_at_least_the_cluster_count_or_d():
     X, _ = generated("circles", 0, n=200)
     assert ikdr.ISMClustering(2, random_state=0).fit(X).components_.shape[1] == 2
+
+
+def test_kdac_leaves_out_a_direction_only_for_a_visible_existing_clustering():
+    # a random partition is not visible in X (dependence ~ 1): q = d as in
+    # ISMClustering, the rings are found; a real existing clustering (the
+    # left/right view of four Gaussians) is visible (>= 3): q < d, the other view
+    X, y = generated("circles", 0)
+    model = ikdr.KDAC(2, random_state=0).fit(X, np.random.default_rng(0).integers(0, 2, 300))
+    assert model.existing_dependence_ < 2 and model.components_.shape[1] == 2
+    assert nmi(y, model.labels_) > 0.95
+    X, y_orig, y_alt = ikdr.datasets.make_gaussian_views("small", random_state=0)
+    X = standardise(X)
+    model = ikdr.KDAC(2, random_state=0).fit(X, y_orig)
+    assert model.existing_dependence_ > 3 and model.components_.shape[1] == 1
+    assert nmi(y_alt, model.labels_) > 0.95
+
+
+def test_existing_dependence_is_its_permutation_mean_ratio():
+    # the closed-form permutation mean against the mean over random relabellings
+    from ikdr._kdac import existing_dependence
+
+    X, y = generated("blobs", 0, n=120)
+    kernel = ikdr.spectral.auto_kernel(X, 3)
+    Y = np.eye(3)[y]
+    rho = existing_dependence(X, kernel, Y)
+    rng = np.random.default_rng(0)
+    relabelled = [existing_dependence(X, kernel, Y[rng.permutation(120)]) for _ in range(200)]
+    K = kernel.matrix(X)
+    s = 1 / np.sqrt(K.sum(1))
+    M = s[:, None] * K * s[None, :]
+    Yc = Y - Y.mean(0)
+    observed = np.sum(Yc * (M @ Yc))
+    null = np.mean([np.sum(Yc[p] * (M @ Yc[p])) for p in
+                    (rng.permutation(120) for _ in range(4000))])
+    assert rho == pytest.approx(observed / null, rel=0.02)
+    assert rho > 5 and np.mean(relabelled) == pytest.approx(1.0, abs=0.1)
+
+
+def test_semi_supervised_auto_mu_balances_the_terms_at_the_start():
+    # wine, the first principal component as the expert score: mu = 1 lets the
+    # score term (thousands) drown the clustering term (<= k): NMI 0.62
+    X, y = _DATA.bundled("wine")
+    scores = (X - X.mean(0)) @ np.linalg.svd(X - X.mean(0), full_matrices=False)[2][0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = ikdr.SemiSupervisedISM(3, random_state=0).fit(X, scores)
+    assert nmi(y, model.labels_) >= baseline(X, y) - MARGIN
+    # mu_ = CQ(U_0) / Tr(F^T K_X F): the first iterate's weighted terms start level
+    kernel = ikdr.spectral.auto_kernel(X, 3)
+    U, vals, _ = ikdr.spectral.spectral_embedding(X, kernel, 3, random_state=0)
+    F = ikdr.gamma.centered(ikdr.gamma.kernel_factor(scores.reshape(-1, 1),
+                                                     ikdr.kernels.make_kernel("gaussian"),
+                                                     random_state=0))
+    K = kernel.matrix(X)
+    assert model.mu_ == pytest.approx(np.sum(vals) / np.sum(F * (K @ F)), rel=1e-6)
+
+
+@pytest.mark.parametrize("kernel", ["polynomial", "linear", "squared"])
+def test_unsupervised_wine_with_a_kernel_that_is_no_affinity(kernel):
+    # ISM19 Tables 4-5 (q = 3): polynomial 0.84, linear and squared 0.85. The
+    # global kernel finds the subspace; the U-step clusters XW with the local
+    # Gaussian (it gave 0.70 / 0.84 / 0.84 clustering with the kernel itself)
+    X, y = _DATA.bundled("wine")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = ikdr.ISMClustering(3, n_components=3, kernel=kernel, random_state=0).fit(X)
+    assert isinstance(model.affinity_, ikdr.kernels.RelativeGaussian)
+    assert nmi(y, model.labels_) >= 0.84
 
 
 def test_knet_converged_only_when_rounds_converged():

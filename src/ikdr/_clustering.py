@@ -100,9 +100,11 @@ def default_n_components(phi0_eigenvalues: ArrayLike, n_clusters: int, n_feature
     least ``min(n_features, n_clusters)``: the eigengap alone picked q = 1 on
     two-dimensional data (circles, moons, blobs), and a line cannot hold two
     nested rings or k clusters in general position (NMI 0.0-0.45 against 1.0
-    with q = 2; issue 15). Alternative clustering (``alternative=True``, KDAC)
-    keeps the eigengap's q below d: a subspace that spans every direction
-    cannot leave out the existing clustering's view.
+    with q = 2; issue 15). Alternative clustering (``alternative=True``: KDAC
+    when the existing clustering is visible in X, see
+    :func:`ikdr._kdac.existing_dependence`) keeps the eigengap's q below d: a
+    subspace that spans every direction cannot leave out the existing
+    clustering's view.
     """
     q = choose_n_components(np.asarray(phi0_eigenvalues), minimum=1)
     if alternative:
@@ -216,8 +218,9 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
         embedding and every W-step a landmark ISM, so the alternation is
         near-linear in n.
     alternative : bool, default=False
-        The paradigm looks for an alternative clustering (KDAC): the default
-        q stays below d (:func:`default_n_components`).
+        The paradigm must leave out a view visible in X (KDAC with an existing
+        clustering that depends on X): the default q stays below d
+        (:func:`default_n_components`).
 
     Returns
     -------
@@ -379,10 +382,17 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         else:
             sigma = "median" if self.sigma == "auto" else self.sigma
             kernel = make_kernel(self.kernel, sigma=sigma).fit(X, random_state=self.random_state)
-        if self.affinity is None:
+        gaussian_affinity = isinstance(self.affinity, str) and self.affinity.lower() == "gaussian"
+        if self.affinity is None and is_affinity(kernel):
             affinity = kernel
-        elif isinstance(self.affinity, str) and self.affinity.lower() == "gaussian" and auto:
+        elif (self.affinity is None or gaussian_affinity) and \
+                isinstance(self.sigma, str) and self.sigma == "auto" and landmarks is None:
+            # issue 15: a kernel that is no affinity (polynomial, linear, squared,
+            # multiquadric) finds the subspace but cannot cluster XW by itself
             affinity = auto_kernel(X, k)
+        elif self.affinity is None:
+            sigma = "median" if self.sigma == "auto" else self.sigma
+            affinity = Gaussian(sigma).fit(fit_on, random_state=self.random_state)
         else:
             affinity = make_kernel(self.affinity).fit(fit_on, random_state=self.random_state)
         if isinstance(self.normalize, str):
@@ -391,11 +401,8 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             normalize = bool(self.normalize)
         return kernel, affinity, k, q, normalize
 
-    #: whether the paradigm seeks an alternative clustering (see default_n_components)
-    _alternative = False
-
     def _alternate(self, X, kernel, affinity, k, q, normalize, build_gamma=clustering_gamma,
-                   measure=None, landmarks=None):
+                   measure=None, landmarks=None, alternative=False):
         # the landmark passes cast X block by block (a memmap is not copied)
         work = X if landmarks is not None and not distributed.is_distributed(X) else \
             X.astype(self._dtype, copy=False)
@@ -404,7 +411,7 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                             affinity=affinity, n_components=q, normalize=normalize,
                             max_iter=self._max_iter, tol=self.tol,
                             random_state=self.random_state, measure=measure, report=report,
-                            warn=False, landmarks=landmarks, alternative=self._alternative)
+                            warn=False, landmarks=landmarks, alternative=alternative)
         if not out.converged:
             warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
                           f"max_iter={self._max_iter} outer iterations (last changes: U "
@@ -472,12 +479,17 @@ _COMMON_PARAMS = r"""
         Stop when the relative subspace changes of U and W are both below tol.
     affinity : None, str or Kernel, default=None
         Kernel of the U-step (spectral clustering of XW). None: ``kernel``
-        itself, the papers' single-kernel objective. A global kernel such as
-        the polynomial finds the subspace well but cannot cluster non-convex
-        shapes (moons) by itself; ``affinity=Gaussian(0.1)`` then clusters XW
-        with a local kernel while ISM keeps ``kernel`` in the W-step (D then
-        comes from the affinity in both steps). A Gaussian given by name uses
-        the median distance of X.
+        itself (the papers' single-kernel objective) when it is an affinity
+        (Gaussian, relative Gaussian, even-degree polynomial with c >= 0);
+        otherwise (polynomial of odd degree, linear, squared, multiquadric) the
+        Gaussian of ``sigma`` ("auto": local scaling, :func:`ikdr.spectral.auto_kernel`):
+        such a global kernel finds the subspace in the W-step but cannot
+        cluster XW by itself (unsupervised wine, q = 3: polynomial 0.70 -> 0.86,
+        linear 0.84 -> 0.90; docs/clustering_defaults.md). ISM keeps ``kernel``
+        in the W-step and D comes from the affinity in both steps. A Gaussian
+        given by name uses ``sigma`` ("auto": local scaling; else the median
+        distance of X). Pass the kernel itself (e.g. ``affinity="linear"``)
+        for the single-kernel objective with a non-affinity kernel.
     normalize : "auto" or bool, default="auto"
         Degree normalisation :math:`D = \mathrm{diag}(K_{XW}1)` of the papers.
         "auto" uses it when the U-step kernel is non-negative by construction
@@ -621,7 +633,7 @@ class ISMClustering(_AlternatingClustering):
 class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
     _parameter_constraints: dict = {
         **_AlternatingClustering._parameter_constraints,
-        "mu": [Interval(numbers.Real, 0, None, closed="left")],
+        "mu": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
         "score_kernel": [str, Kernel],
     }
 
@@ -635,25 +647,34 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
 
     Scale of ``mu``: the clustering term is at most ``n_clusters`` while the
     score term is :math:`(n-1)^2\,\mathrm{HSIC}(XW, \hat Y)`, so with the
-    literal Eq. (2) ``mu = 1`` lets the scores dominate; both terms are in
-    ``history_`` (``quality`` and ``score_term``) to help balancing.
+    literal Eq. (2) ``mu = 1`` lets the scores dominate (wine with the first
+    principal component as scores: NMI 0.62 against 0.86-0.88 balanced). The
+    default ``mu="auto"`` weighs both terms equally at the start (W = I):
+    :math:`\mu = \mathrm{CQ}(U_0) / \mathrm{Tr}(K_X H K_{\hat Y} H)`, two
+    kernel passes (issue 15, docs/clustering_defaults.md); the weight used is
+    ``mu_``. Both terms are in ``history_`` (``quality`` and ``score_term``).
 
     Parameters
     ----------""" + _COMMON_PARAMS + r"""
-    mu : float, default=1.0
-        Weight of the score term (>= 0).
+    mu : float or "auto", default="auto"
+        Weight of the score term (>= 0). "auto": the two terms weigh the same
+        at W = I (see above).
     score_kernel : str or Kernel, default="gaussian"
         Kernel on the scores; "gaussian" uses the median heuristic on them.
 
     Attributes
     ----------""" + _COMMON_ATTRS + r"""
+    mu_ : float
+        The weight of the score term used (``mu``, or the "auto" balance).
+
     References
     ----------
     Wu, Miller, Chang, Sznaier, Dy. Solving Interpretable Kernel Dimension
     Reduction. NeurIPS 2019, Eq. (2)-(3).
     """
 
-    def __init__(self, n_clusters: int = 2, n_components: int | None = None, mu: float = 1.0,
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None,
+                 mu: float | str = "auto",
                  kernel: KernelLike = "gaussian", sigma: SigmaLike = "auto",
                  score_kernel: KernelLike = "gaussian", max_iter: int = 20, tol: float = 1e-3,
                  affinity: str | None = None, normalize: str | bool = "auto",
@@ -684,20 +705,35 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
                              "None: give the expert scores, fit(X, scores)")
         X, scores, landmarks = self._input(X, scores, multi_output=True, y_numeric=True)
         kernel, affinity, k, q, normalize = self._check_common(X, landmarks)
-        mu = float(self.mu)
         scores = np.asarray(scores, dtype=np.float64).reshape(X.shape[0], -1)
         if np.all(np.ptp(scores, axis=0) == 0):
             raise ValueError("scores are constant; they carry no guidance")
         F = kernel_factor(scores, make_kernel(self.score_kernel), random_state=self.random_state)
         Fc = centered(F)
+        weight = {}
 
         def build(U, deg):
-            return semi_supervised_gamma(U, deg, F, mu)
+            if "mu" not in weight:          # the first U-step (W = I) sets mu="auto"
+                weight["mu"] = self._score_weight(X, affinity, U, deg, Fc, landmarks)
+            return semi_supervised_gamma(U, deg, F, weight["mu"])
 
         def measure(Z, U, vals, deg):
             score_term = quadratic_trace(Z, affinity, Fc, landmarks=landmarks)
             quality = float(np.sum(vals))
-            return {"score_term": score_term, "objective": quality + mu * score_term}
+            return {"score_term": score_term, "objective": quality + weight["mu"] * score_term}
 
         self._alternate(X, kernel, affinity, k, q, normalize, build, measure, landmarks=landmarks)
+        self.mu_ = weight["mu"]
         return self
+
+    def _score_weight(self, X, affinity, U, deg, Fc, landmarks):
+        r"""``mu``, or for "auto" :math:`\mathrm{CQ}(U_0)/\mathrm{Tr}(\bar F^T K_X \bar F)`:
+        the clustering and score terms of the objective weigh the same at W = I."""
+        if not (isinstance(self.mu, str) and self.mu == "auto"):
+            return float(self.mu)
+        points = getattr(landmarks, "points", None)
+        Z = X if points is None else points(X, np.eye(X.shape[1]))
+        clustering = quadratic_trace(Z, affinity, clustering_gamma(U, deg).factor,
+                                     landmarks=landmarks)
+        score = quadratic_trace(Z, affinity, Fc, landmarks=landmarks)
+        return float(clustering / score) if score > 0 and clustering > 0 else 1.0
