@@ -4,6 +4,9 @@ A directed graph's adjacency A (A_ij = 1 for an edge i -> j) gives each node
 two roles: source, with out-links x_i = A[i, :], and target, with in-links
 z_j = A[:, j]. KSVD on G_ij = kappa(x_i, z_j) embeds both (ICML 2024 paper,
 Section 4.1); a node's embedding concatenates its source and target parts.
+:func:`node_features` gives the paper's vectors or (the default of
+:func:`node_embeddings`) the same with a self-loop scaled to unit length,
+under which the SNE kernel sees direct edges and not the degrees.
 """
 from __future__ import annotations
 
@@ -163,6 +166,13 @@ def paper_gamma(A: Any, k: float = 1.0) -> float:
     (weight :math:`e^{2(A^2)_{ij}/\gamma^2}`) carry structure: the larger gamma
     the closer G is to rank one (measured on ``directed_sbm("cora")``:
     sigma_2 / sigma_1 = 0.015 at this rule's gamma = 1.42, 0.61 at 0.74).
+    The paper's quoted var = 0.0002 for Cora is not the variance of its
+    binary adjacency (7.4e-4) but close to that of the row-normalised one
+    (1.7e-4 on the Cora preset, gamma 0.68): a plausible reading, not
+    confirmed. Neither scale makes the adjacency features recover the
+    communities (:func:`node_embeddings` Notes; docs/ksvd.md): use it with
+    ``node_embeddings(A, features="adjacency", center=False, gamma=paper_gamma(A))``
+    to reproduce the paper's setting.
 
     Examples
     --------
