@@ -50,7 +50,7 @@ training fold times 2^-2 .. 2^2).
 
 Run:  python benchmarks/bench_ksvd.py [--full]          (Cora size and Table 3)
       python benchmarks/bench_ksvd.py --full            (all three graph sizes)
-      python benchmarks/bench_ksvd.py --nodes 600 --datasets wine   (a quick check)
+      python benchmarks/bench_ksvd.py --nodes 600 --datasets wine --graph-ranks 16   (a check)
 Writes benchmarks/results/ksvd.md (machine, date, command, tables).
 """
 from __future__ import annotations
@@ -188,14 +188,17 @@ def table(title, rows):
         "lambda_i, at that run)")
 
 
-def table4(name, nodes=None):
+def graph_for(name, nodes=None):
+    """(A, name, k): a preset's directed SBM, or a small one of ``nodes`` nodes (a check)."""
     if nodes:
         A, _ = directed_sbm(nodes, 2 * nodes, 5, random_state=0)
-        name = f"{nodes}-node SBM"
-        k = 1.0
-    else:
-        A, _ = directed_sbm(name, random_state=0)
-        k = K_FACTOR[name]
+        return A, f"{nodes}-node SBM", 1.0
+    A, _ = directed_sbm(name, random_state=0)
+    return A, name, K_FACTOR[name]
+
+
+def table4(name, nodes=None):
+    A, name, k = graph_for(name, nodes)
     N = A.shape[0]
     gamma = paper_gamma(A, k)
     say(f"\n### {name}: N = {N}, edges = {A.nnz}, SNE gamma = {gamma:.3f}, r = {R}")
@@ -281,13 +284,13 @@ def nystrom_verdict(name, N, rows):
                     "landmarks, i.e. the exact SVD; below that it is not accurate.")
 
 
-def nystrom_cosine(name):
+def nystrom_cosine(name, nodes=None):
     """Does the graph embedding's kernel (cosine features, median bandwidth) suit Nystrom?
 
     ikdr KernelSVD(kernel="sne", solver="nystrom", n_landmarks=n) on
     ``ikdr.graph.node_features(A)`` (uncentred, the default median bandwidth),
     landmarks raised as in Table 4, against the exact ARPACK SVD at r = 20."""
-    A, _ = directed_sbm(name, random_state=0)
+    A, name, _ = graph_for(name, nodes)
     N = A.shape[0]
     X, Z = node_features(A, "cosine")
     exact = KernelSVD(R, kernel="sne", solver="arpack", random_state=0).fit(X, Z)
@@ -428,11 +431,10 @@ def main():
             say("\n## Table 4: SNE kernel, r = 20, time to a per-component accuracy")
             for name in ([None] if args.nodes else names):
                 table4(name, nodes=args.nodes)
-            if not args.nodes:
-                say("\n## Nystrom on the graph embeddings' kernel (cosine features, median "
-                    "bandwidth)")
-                for name in names:
-                    nystrom_cosine(name)
+            say("\n## Nystrom on the graph embeddings' kernel (cosine features, median "
+                "bandwidth)")
+            for name in ([None] if args.nodes else names):
+                nystrom_cosine(name, nodes=args.nodes)
         if not args.skip_graphs:
             graph_embeddings(names, args.graph_ranks)
         if not args.skip_table3:
