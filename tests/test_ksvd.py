@@ -396,6 +396,26 @@ def test_auto_landmarks_never_return_zero_singular_values():
     assert [h[1] for h in auto.landmark_history_][0] == np.inf
 
 
+def test_landmark_block_svd_falls_back_to_lapack(monkeypatch, rng):
+    """ARPACK can fail on a landmark block whose spectrum is a cluster of nearly
+    equal values (a graph's cosine SNE matrix); the Nystrom fit then uses LAPACK."""
+    from scipy.sparse.linalg import ArpackNoConvergence
+
+    import ikdr._ksvd_solvers as solvers
+
+    def no_convergence(*args, **kwargs):
+        raise ArpackNoConvergence("ARPACK error -1: No convergence", None, None)
+
+    G = rng.random((400, 350))
+    exact = np.linalg.svd(G, compute_uv=False)[:5]
+    monkeypatch.setattr(solvers, "_svd_arpack", no_convergence)
+    u, s, v = solvers._top_svd(G, 5)
+    np.testing.assert_allclose(s, exact, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(u * (G @ v), axis=0)), exact, rtol=1e-10)
+    U, s, V, _ = asymmetric_nystrom(G, 5, (400, 350), random_state=0)  # all: exact
+    np.testing.assert_allclose(s, exact, rtol=1e-10)
+
+
 def test_auto_landmarks_warn_at_the_budget(monkeypatch):
     from sklearn.exceptions import ConvergenceWarning
 
