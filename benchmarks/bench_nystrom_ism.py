@@ -201,7 +201,8 @@ def section_methods(quick, out):
 def section_rff(quick, out):
     out.append("## Nystrom against random Fourier features (digits, supervised, q = 9)\n")
     out.append("sin: to the exact maximum (criterion='gradient', gtol=1e-9), in X's row space; "
-               "the approximate fits run with the defaults.\n")
+               "the approximate fits run until W stops moving (criterion='angle', tol=1e-8), so the "
+               "sine is the approximation's, not an early stop's. acc: SVC, 3-fold CV on XW.\n")
     X, y = (load_wine if quick else load_digits)(return_X_y=True)
     q = 3 if quick else 9
     X = StandardScaler().fit_transform(X)
@@ -215,10 +216,10 @@ def section_rff(quick, out):
         acc = svc_accuracy(X @ ex.components_, y)
         for m in ((50, 100) if quick else (100, 300, 1000)):
             m = min(m, X.shape[0])
-            ny, _ = timed(lambda: ikdr.ISM(n_components=q, sigma=sigma, approximation="nystrom",
-                                           n_landmarks=m, random_state=0).fit(X, y))
-            rf, _ = timed(lambda: ikdr.ISM(n_components=q, sigma=sigma, approximation="rff",
-                                           n_landmarks=m, random_state=0).fit(X, y))
+            tight = dict(n_components=q, sigma=sigma, n_landmarks=m, criterion="angle", tol=1e-8,
+                         random_state=0)
+            ny, _ = timed(lambda: ikdr.ISM(approximation="nystrom", **tight).fit(X, y))
+            rf, _ = timed(lambda: ikdr.ISM(approximation="rff", **tight).fit(X, y))
             out.append(f"| {label} | {m} | {row_space_sin(X, ex.components_, ny.components_):.2e} | "
                        f"{svc_accuracy(X @ ny.components_, y):.3f} | "
                        f"{row_space_sin(X, ex.components_, rf.components_):.2e} | "
