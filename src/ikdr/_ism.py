@@ -106,9 +106,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         ``kernel`` is an object (its own ``sigma`` is used).
     tol : float, default=0.01
         Relative eigenvalue change at which the plain fixed point stops, once
-        a step also turns W by less than 0.1 rad (the
-        safeguarded phase, when needed, stops at the relative Riemannian
-        gradient norm ``gtol``).
+        a step also turns W by less than 0.1 rad (the safeguarded phase, when
+        needed, stops at the relative Riemannian gradient norm ``gtol``).
     max_iter : int, default=100
     criterion : {"eigenvalues", "angle", "gradient"}, default="eigenvalues"
         Stopping rule. ``"eigenvalues"``: relative change of Phi's top-q

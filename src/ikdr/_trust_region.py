@@ -159,7 +159,10 @@ class TrustRegion:
             self.radius = min(2.0 * self.radius, self.radius_max)
         if accepted:
             return W_new, f_new, True, False
-        # Stalled: the radius has collapsed, or the best the model promises is below
-        # the objective's rounding (no further step could be verified as an ascent).
+        # Stalled: the radius has collapsed, or the model promises no ascent beyond the
+        # objective's rounding, so no step could be verified as one. An exact problem's
+        # model always promises some while the gradient is not zero (the truncated CG's
+        # first step is the Cauchy step); a landmark problem's may not, and its fit ends
+        # here (approximate_ism warns when its gradient is still large).
         stalled = self.radius < 1e-12 * self.radius_max or predicted <= reg
         return W, objective, False, stalled
