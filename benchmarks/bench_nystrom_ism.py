@@ -89,14 +89,17 @@ def sin_angle(A, B):
     return float(np.sin(ikdr.principal_angle(A, B)))
 
 
-def row_space_sin(X, A, B):
-    """sin of the largest principal angle between the parts of span(A) and span(B)
-    that act on the data: W's components in the null space of X (constant features,
-    e.g. digits' blank pixels) change neither XW nor the objective, so only the
-    projection onto X's row space is determined by the fit."""
+def row_space(X):
+    """Orthonormal basis of X's row space (d x rank)."""
     _, s, Vt = np.linalg.svd(X, full_matrices=False)
-    V = Vt[s > 1e-10 * s[0]].T
+    return Vt[s > 1e-10 * s[0]].T
 
+
+def row_space_sin(V, A, B):
+    """sin of the largest principal angle between the parts of span(A) and span(B)
+    in X's row space (V = row_space(X)): W's components in the null space of X
+    (constant features, e.g. digits' blank pixels) change neither XW nor the
+    objective, so only the projection onto the row space is determined by the fit."""
     def basis(W):
         U, t, _ = np.linalg.svd(V @ (V.T @ W), full_matrices=False)
         return U[:, t > 1e-8]
@@ -132,6 +135,7 @@ def section_accuracy(quick, out):
     for name, X, y, q in supervised_sets(quick):
         X = StandardScaler().fit_transform(X)
         med = ikdr.median_sigma(X, random_state=0)
+        V = row_space(X)
         gamma, _ = ikdr.supervised_gamma(y)
         for label, sigma in (("median", med), ("0.25 median", 0.25 * med)):
             ex, te = timed(lambda: ikdr.ISM(n_components=q, sigma=sigma).fit(X, y))
@@ -141,7 +145,7 @@ def section_accuracy(quick, out):
             fe = k.objective(X, ex.components_, gamma)
             fn = k.objective(X, ny.components_, gamma)
             out.append(f"| {name} | {X.shape[0]} x {X.shape[1]} | {q} | {label} ({sigma:.3g}) | "
-                       f"{row_space_sin(X, ex.components_, ny.components_):.2e} | {(fn - fe) / abs(fe):+.1e} | "
+                       f"{row_space_sin(V, ex.components_, ny.components_):.2e} | {(fn - fe) / abs(fe):+.1e} | "
                        f"{svc_accuracy(X @ ex.components_, y):.3f} | "
                        f"{svc_accuracy(X @ ny.components_, y):.3f} | {ny.n_landmarks_} | "
                        f"{te:.2f} | {tn:.2f} |")
@@ -175,6 +179,7 @@ def section_methods(quick, out):
     for name, X, y, q in supervised_sets(quick):
         X = StandardScaler().fit_transform(X)
         med = ikdr.median_sigma(X, random_state=0)
+        V = row_space(X)
         gamma, _ = ikdr.supervised_gamma(y)
         for label, sigma in (("median", med), ("0.25 median", 0.25 * med)):
             k = ikdr.kernels.Gaussian(sigma)
@@ -191,7 +196,7 @@ def section_methods(quick, out):
                     for seed in range(3):
                         (res, _), _ = timed(lambda: approximate_ism(
                             X, gamma, k, q, n_landmarks=m, method=method, random_state=seed))
-                        vals.append(row_space_sin(X, exact.components, res.components))
+                        vals.append(row_space_sin(V, exact.components, res.components))
                     cells.append(f"{np.mean(vals):.2e}")
                 out.append(f"| {name} | {label} | {m} | " + " | ".join(cells) + " |")
                 print(out[-1], flush=True)
@@ -207,6 +212,7 @@ def section_rff(quick, out):
     q = 3 if quick else 9
     X = StandardScaler().fit_transform(X)
     med = ikdr.median_sigma(X, random_state=0)
+    V = row_space(X)
     out.append("| sigma | m | Nystrom sin | Nystrom acc | RFF sin | RFF acc | exact acc |")
     out.append("|---|---|---|---|---|---|---|")
     for label, sigma in (("median", med), ("0.25 median", 0.25 * med), ("0.1 median", 0.1 * med)):
@@ -220,9 +226,9 @@ def section_rff(quick, out):
                          random_state=0)
             ny, _ = timed(lambda: ikdr.ISM(approximation="nystrom", **tight).fit(X, y))
             rf, _ = timed(lambda: ikdr.ISM(approximation="rff", **tight).fit(X, y))
-            out.append(f"| {label} | {m} | {row_space_sin(X, ex.components_, ny.components_):.2e} | "
+            out.append(f"| {label} | {m} | {row_space_sin(V, ex.components_, ny.components_):.2e} | "
                        f"{svc_accuracy(X @ ny.components_, y):.3f} | "
-                       f"{row_space_sin(X, ex.components_, rf.components_):.2e} | "
+                       f"{row_space_sin(V, ex.components_, rf.components_):.2e} | "
                        f"{svc_accuracy(X @ rf.components_, y):.3f} | {acc:.3f} |")
             print(out[-1], flush=True)
     out.append("")
@@ -247,6 +253,7 @@ def section_polish(quick, out):
         sets.append(("mixture, 10 classes", X, y, 10))
     for name, X, y, q in sets:
         med = ikdr.median_sigma(X, random_state=0)
+        V = row_space(X)
         for label, sigma in (("median", med), ("0.25 median", 0.25 * med))[:1 if X.shape[0] > 5000 else 2]:
             common = dict(n_components=q, sigma=sigma, random_state=0, **rule)
             cold, tc = timed(lambda: ikdr.ISM(**common).fit(X, y))
@@ -256,7 +263,7 @@ def section_polish(quick, out):
             f_cold, f_pol = cold.convergence_.objective, pol.convergence_.objective
             out.append(f"| {name} | {X.shape[0]:,} x {X.shape[1]} | {label} | {pol.n_landmarks_} | "
                        f"{passes(cold)} | {passes(pol)} | "
-                       f"{row_space_sin(X, cold.components_, pol.components_):.1e} | "
+                       f"{row_space_sin(V, cold.components_, pol.components_):.1e} | "
                        f"{(f_pol - f_cold) / abs(f_cold):+.1e} | {tc:.2f} | {tp:.2f} |")
             print(out[-1], flush=True)
     out.append("")

@@ -372,7 +372,10 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"n_samples={n} must be larger than n_clusters={k} "
                              "(fewer samples than clusters)")
         q = None if self.n_components is None else check_n_components(self.n_components, d)
-        auto = isinstance(self.sigma, str) and self.sigma == "auto" and landmarks is None
+        sigma_auto = isinstance(self.sigma, str) and self.sigma == "auto"
+        # a fixed bandwidth rule where local scaling is not used (it needs all rows)
+        sigma = "median" if sigma_auto else self.sigma
+        auto = sigma_auto and landmarks is None
         # the landmark path fits bandwidths on a sample of rows (X may be a memmap)
         fit_on = X if landmarks is None else sample_rows(X, _MEDIAN_SUBSAMPLE, self.random_state)
         if auto and isinstance(self.kernel, str) and self.kernel.lower() == "gaussian":
@@ -380,18 +383,15 @@ class _AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         elif landmarks is not None:
             kernel = self._landmark_kernel().fit(fit_on, random_state=self.random_state)
         else:
-            sigma = "median" if self.sigma == "auto" else self.sigma
             kernel = make_kernel(self.kernel, sigma=sigma).fit(X, random_state=self.random_state)
         gaussian_affinity = isinstance(self.affinity, str) and self.affinity.lower() == "gaussian"
         if self.affinity is None and is_affinity(kernel):
             affinity = kernel
-        elif (self.affinity is None or gaussian_affinity) and \
-                isinstance(self.sigma, str) and self.sigma == "auto" and landmarks is None:
+        elif (self.affinity is None or gaussian_affinity) and auto:
             # issue 15: a kernel that is no affinity (polynomial, linear, squared,
             # multiquadric) finds the subspace but cannot cluster XW by itself
             affinity = auto_kernel(X, k)
         elif self.affinity is None:
-            sigma = "median" if self.sigma == "auto" else self.sigma
             affinity = Gaussian(sigma).fit(fit_on, random_state=self.random_state)
         else:
             affinity = make_kernel(self.affinity).fit(fit_on, random_state=self.random_state)

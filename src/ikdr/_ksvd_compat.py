@@ -7,14 +7,11 @@ N > M maps the columns, ``z_j -> C^T z_j`` (C is N x M).
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
-from ._config import require_memory
+from ._config import require_memory, small_problem_blas
 from ._eig import _fix_signs
 
 #: compat="learned": Adam steps, step size and L2 weight of the linear head
@@ -151,11 +148,7 @@ def learn_map(D, other, rows_mapped, C0, y, r, kind, gamma, kernel_matrix, *,
     C = np.array(C0, dtype=np.float64)
     W = np.zeros((r, classes.size))
     b = np.zeros(classes.size)
-    # Small dense steps gain nothing from BLAS threads and lose much on busy cores
-    # (measured: the 958 x 64 SVD of each step 0.44 s threaded, a few ms on one thread)
-    limit = (threadpool_limits(limits=1, user_api="blas") if D.size <= 4_000_000
-             else contextlib.nullcontext())
-    with limit:
+    with small_problem_blas(D.size):
         return _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix,
                           max_iter, step, alpha)
 

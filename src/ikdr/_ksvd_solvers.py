@@ -10,6 +10,7 @@ import scipy.linalg
 from scipy.sparse.linalg import svds
 from sklearn.utils import check_random_state
 
+from ._config import small_problem_blas
 from ._ksvd_blocks import _ArrayBlocks, _operator
 from ._ksvd_metrics import svd_accuracy
 from ._typing import RandomStateLike
@@ -64,24 +65,19 @@ def _top_svd(W, k, random_state=0):
     when ARPACK does not converge (measured: 640 x 640 blocks of the SNE matrix of
     a graph's cosine features, whose spectrum after the first value is a cluster
     of nearly equal values: 16 of 20 triplets after 6,400 iterations)."""
-    import contextlib
-
     from scipy.sparse.linalg import ArpackNoConvergence
-    from threadpoolctl import threadpool_limits
 
-    # Small problems gain nothing from BLAS threads and lose a lot when the
-    # cores are oversubscribed (measured: a 160 x 160 gesdd took 2.3 s).
-    limit = (threadpool_limits(limits=1, user_api="blas") if W.size <= 4_000_000
-             else contextlib.nullcontext())
-    with limit:
+    def lapack():
+        u, s, vt = scipy.linalg.svd(W, full_matrices=False)
+        return u[:, :k], s[:k], vt[:k].T
+
+    with small_problem_blas(W.size):
         if min(W.shape) <= max(4 * k, 200) or k >= min(W.shape):
-            u, s, vt = scipy.linalg.svd(W, full_matrices=False)
-            return u[:, :k], s[:k], vt[:k].T
+            return lapack()
         try:
             return _svd_arpack(W, k, None, random_state)
         except ArpackNoConvergence:
-            u, s, vt = scipy.linalg.svd(W, full_matrices=False)
-            return u[:, :k], s[:k], vt[:k].T
+            return lapack()
 
 
 def _nystrom_from_blocks(C, R, I, J, r, N, M):

@@ -255,8 +255,8 @@ def reconstruction_score(A: Any, embedding: ArrayLike, *, batch_size: int = 2048
 
 def directed_sbm(n_nodes: int | str = "cora", n_edges: int | None = None,
                  n_communities: int | None = None, *, p_within: float = 0.8,
-                 degree_exponent: float = 2.5, target_offset: int = 0, random_state: RandomStateLike = None
-                 ) -> tuple[Any, np.ndarray]:
+                 degree_exponent: float = 2.5, target_offset: int = 0,
+                 random_state: RandomStateLike = None) -> tuple[Any, np.ndarray]:
     """Directed, degree-corrected stochastic block model with community labels.
 
     Communities have random (Dirichlet(5)) sizes. Each node draws an out- and
