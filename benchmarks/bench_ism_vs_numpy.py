@@ -22,11 +22,17 @@ after loading the data is its own), after a 100-row warm-up fit of the same
 implementation, so one-time imports (scikit-learn, about 1 s) are not timed. ``numpy`` is the lean dense peer
 (``_peers.numpy_supervised_ism``); ``ikdr`` is ``ikdr.ISM(n_components=q,
 sigma=sigma, tol=tol).fit(X, y)``: default settings, certificate on, with the
-same sigma as the peer. Also available: ``ikdr-nocert`` (``certify=False``)
-and ``ikdr-f32`` (``certify=False, dtype=float32``). ``sin q-1`` is the sine
+same sigma as the peer. Also available: ``ikdr-nocert`` (``certify=False``),
+``ikdr-f32`` (``certify=False, dtype=float32``) and ``ikdr-gradient``
+(``criterion="gradient"``: stop at a relative Riemannian gradient of 1e-6
+instead of the papers' eigenvalue rule). ``sin q-1`` is the sine
 of the largest principal angle between the leading q - 1 directions of each
 implementation and of the first one listed (the q-th eigenvalue of Phi may
-lie in a near-degenerate bulk); it must be below 1e-4.
+lie in a near-degenerate bulk); ``sin to max`` is the same sine against the
+local maximum itself (an untimed ``ikdr.ISM(criterion="gradient", gtol=1e-11)``
+fit), since at tol 1e-6 the peer's answer is itself up to 1e-4 from it (on
+the 1,000-sample case its stopping rule and ikdr's stop on opposite sides of
+the maximum). Every implementation must be within 1e-4 of the maximum.
 
 The roofline of a case is ikdr's number of n^2 passes (``convergence_.passes``:
 Phi passes, objective-only passes, Hessian products) times the time of the
@@ -114,7 +120,8 @@ def worker(impl, n, d, q, tol, data_path, out_path):
         W, n_iter, obj = numpy_supervised_ism(X, y, sigma, q, tol=tol)
     else:
         options = {"ikdr": {}, "ikdr-nocert": {"certify": False},
-                   "ikdr-f32": {"certify": False, "dtype": np.float32}}[impl]
+                   "ikdr-f32": {"certify": False, "dtype": np.float32},
+                   "ikdr-gradient": {"criterion": "gradient"}}[impl]
         model = ikdr.ISM(n_components=q, sigma=sigma, tol=tol, **options).fit(X, y)
         c = model.convergence_
         W, n_iter = model.components_, model.n_iter_
@@ -152,7 +159,7 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=1, help="best of R runs per implementation")
     parser.add_argument("--impls", nargs="*", default=["numpy", "ikdr"],
                         help="implementations (the first is the reference): numpy, ikdr, "
-                             "ikdr-nocert, ikdr-f32")
+                             "ikdr-nocert, ikdr-f32, ikdr-gradient")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "ism_vs_numpy.md"))
     parser.add_argument("--worker", nargs=7, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -175,7 +182,7 @@ def main(argv=None):
              "the dense GEMM time of one pass (n x n Gram of XW + panel x X), measured here.", ""]
     header = ("| n x d, q (classes) | impl | iters | time (s) | ratio | target | peak MB "
               "| cert. share | passes | GEMM/pass (s) | roofline (s) | time / roofline "
-              "| sin q-1 | obj rel |")
+              "| sin q-1 | sin to max | obj rel |")
     lines += [header, "|" + "---|" * (header.count("|") - 1)]
     print("\n".join(lines), flush=True)
     ok = True
@@ -183,7 +190,10 @@ def main(argv=None):
         for n, d, q, classes, target in cases:
             X, y = mixture(n, d, n_classes=classes)
             data_path = os.path.join(tmp, f"data_{n}_{d}_{classes}.npz")
-            np.savez(data_path, X=X, y=y, sigma=ikdr.median_sigma(X, random_state=0))
+            sigma = ikdr.median_sigma(X, random_state=0)
+            np.savez(data_path, X=X, y=y, sigma=sigma)
+            W_max = ikdr.ISM(n_components=q, sigma=sigma, criterion="gradient", gtol=1e-11,
+                             max_iter=500).fit(X, y).components_
             del X, y
             gemm = gemm_time_per_pass(n, d, q)
             ref = None
@@ -192,8 +202,9 @@ def main(argv=None):
                 b = min(recs, key=lambda r: r["time"])
                 a = ref = ref or b
                 sin1 = sin_angle(a["W"][:, :q - 1], b["W"][:, :q - 1])
+                sin_max = sin_angle(W_max[:, :q - 1], b["W"][:, :q - 1])
                 rel = abs(a["objective"] - b["objective"]) / abs(a["objective"])
-                ok &= sin1 < 1e-4
+                ok &= sin_max < 1e-4
                 passes = b.get("passes")
                 roof = passes * gemm if passes is not None else None
                 b_time = b["time"]
@@ -205,10 +216,10 @@ def main(argv=None):
                        f"| {b['peak_mb']:.0f} | {share} | {'' if passes is None else passes} "
                        f"| {gemm:.4f} | {'' if roof is None else f'{roof:.3f}'} "
                        f"| {'' if roof is None else f'{b_time / roof:.1f}'} "
-                       f"| {sin1:.1e} | {rel:.1e} |")
+                       f"| {sin1:.1e} | {sin_max:.1e} | {rel:.1e} |")
                 lines.append(row)
                 print(row, flush=True)
-    lines += ["", "Same subspace (leading q - 1 directions, sin < 1e-4): "
+    lines += ["", "Every answer at the local maximum (leading q - 1 directions, sin < 1e-4): "
               + ("yes, every case" if ok else "NO (see sin q-1)")]
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:

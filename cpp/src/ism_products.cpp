@@ -63,7 +63,7 @@ bool any_of_kind(const std::vector<Term<T>>& terms, std::initializer_list<TermKi
 template <class T>
 struct PreparedPass {
   PassPlan<T> plan;
-  std::vector<T> sq_a, sq_b, b_t, g_rows, g_cols_t, rhs_pad;
+  std::vector<T> sq_a, sq_b, scaled_sq_b, b_t, g_rows, g_cols_t, rhs_pad;
   std::vector<double> acc_all, value_all, lap_all;
   std::vector<std::vector<T>> inv_scales;
   std::vector<const T*> inv_scale_ptrs;
@@ -127,6 +127,12 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   }
   p.col_inv_scale = pp.inv_scale_ptrs.data();
   p.single_gaussian = plain_gaussian;
+  if (plain_gaussian) {
+    const T u = T(0.5 / (terms[0].sigma * terms[0].sigma));
+    pp.scaled_sq_b.resize(pp.sq_b.size());
+    for (std::size_t j = 0; j < pp.sq_b.size(); ++j) pp.scaled_sq_b[j] = -u * pp.sq_b[j];
+    p.scaled_sq_b = pp.scaled_sq_b.data();
+  }
   // Right-hand side: thin ones are accumulated tile by tile from a padded copy.
   p.rhs = rhs;
   p.c = rhs != nullptr ? rhs_cols : 0;

@@ -8,8 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "ikdr/tile_kernels.hpp"
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #ifndef IKDR_ARCH_NAME
 #define IKDR_ARCH_NAME baseline
@@ -66,54 +71,117 @@ inline To bit_cast(From v) {
   return out;
 }
 
-// exp(x) to about 1 ulp for results in the normal range: x = n ln2 + r,
-// |r| <= ln2/2, a degree-11 polynomial for e^r (near-minimax on that interval,
-// relative error 1e-17; evaluated by Estrin's scheme so the dependency chain
-// is short), and 2^n assembled in the exponent bits. The integer n is read
-// from the mantissa of (y + 1.5*2^52), so no float->int conversion is needed
-// and the loop vectorises with plain integer adds and shifts. Results that
-// would be subnormal (x < -708, exp(x) < 3.3e-308) are flushed to 0: they
-// cannot change a sum of kernel values.
-inline double exp_kernel(double x) {
-  const double shifter = 0x1.8p52;
-  const std::int64_t shifter_bits = bit_cast<std::int64_t>(shifter);
-  const double lo = x < -708.0 ? -708.0 : x;
-  const double xc = lo > 709.7 ? 709.7 : lo;
-  const double t = xc * 1.4426950408889634 + shifter;
-  const double nf = t - shifter;
-  const double r = (xc - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
-  const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-  const double p01 = 1.0 + r;
-  const double p23 = 0.5000000000000012 + r * 0.16666666666666222;
-  const double p45 = 0.04166666666651782 + r * 0.008333333333547997;
-  const double p67 = 0.0013888888946349174 + r * 0.00019841269439748474;
-  const double p89 = 2.4801490644821428e-05 + r * 2.755762442891869e-06;
-  const double p1011 = 2.763102993654247e-07 + r * 2.4992073079940984e-08;
-  const double p = ((p01 + r2 * p23) + r4 * (p45 + r2 * p67)) + r8 * (p89 + r2 * p1011);
-  const std::int64_t n = bit_cast<std::int64_t>(t) - shifter_bits;
-  const double scale = bit_cast<double>(static_cast<std::uint64_t>(n + 1023) << 52);
-  const double v = p * scale;
-  return x < -708.0 ? 0.0 : v;
+// Integer vectors of a register's width, for the exponent bits of exp.
+typedef std::int64_t vint64 __attribute__((vector_size(IKDR_VECTOR_BYTES), aligned(8), __may_alias__));
+typedef std::int32_t vint32 __attribute__((vector_size(IKDR_VECTOR_BYTES), aligned(4), __may_alias__));
+
+// The integer type of the same width as a float type (scalar or vector):
+// BitsOf<V> (declarations only, for decltype).
+std::int64_t integer_like(double);
+std::int32_t integer_like(float);
+vint64 integer_like(vdouble);
+vint32 integer_like(vfloat);
+template <class V>
+using BitsOf = decltype(integer_like(V{}));
+
+// min / max as the x86 instructions define them (the second operand when the
+// comparison is false, NaN included): one instruction each, where GCC would
+// otherwise emit a compare and a blend for the vector form.
+template <class V>
+inline V min_of(V a, V b) {
+  return a < b ? a : b;
+}
+template <class V>
+inline V max_of(V a, V b) {
+  return a > b ? a : b;
+}
+#if defined(__AVX512F__)
+inline vdouble min_of(vdouble a, vdouble b) { return (vdouble)_mm512_min_pd((__m512d)a, (__m512d)b); }
+inline vdouble max_of(vdouble a, vdouble b) { return (vdouble)_mm512_max_pd((__m512d)a, (__m512d)b); }
+inline vfloat min_of(vfloat a, vfloat b) { return (vfloat)_mm512_min_ps((__m512)a, (__m512)b); }
+inline vfloat max_of(vfloat a, vfloat b) { return (vfloat)_mm512_max_ps((__m512)a, (__m512)b); }
+#elif defined(__AVX__)
+inline vdouble min_of(vdouble a, vdouble b) { return (vdouble)_mm256_min_pd((__m256d)a, (__m256d)b); }
+inline vdouble max_of(vdouble a, vdouble b) { return (vdouble)_mm256_max_pd((__m256d)a, (__m256d)b); }
+inline vfloat min_of(vfloat a, vfloat b) { return (vfloat)_mm256_min_ps((__m256)a, (__m256)b); }
+inline vfloat max_of(vfloat a, vfloat b) { return (vfloat)_mm256_max_ps((__m256)a, (__m256)b); }
+#elif defined(__SSE2__)
+inline vdouble min_of(vdouble a, vdouble b) { return (vdouble)_mm_min_pd((__m128d)a, (__m128d)b); }
+inline vdouble max_of(vdouble a, vdouble b) { return (vdouble)_mm_max_pd((__m128d)a, (__m128d)b); }
+inline vfloat min_of(vfloat a, vfloat b) { return (vfloat)_mm_min_ps((__m128)a, (__m128)b); }
+inline vfloat max_of(vfloat a, vfloat b) { return (vfloat)_mm_max_ps((__m128)a, (__m128)b); }
+#endif
+// v where keep is true, else +0 (a bit mask, no blend).
+inline double zero_unless(bool keep, double v) { return keep ? v : 0.0; }
+inline float zero_unless(bool keep, float v) { return keep ? v : 0.0f; }
+template <class V, class M>
+inline V zero_unless(M keep, V v) {
+  using I = BitsOf<V>;
+  return bit_cast<V>(bit_cast<I>(v) & bit_cast<I>(keep));
+}
+
+// exp(x) to about 1 ulp for results in the normal range, one element or one
+// vector register at a time (the same operations, so a vectorised loop and
+// its scalar tail agree bitwise): x = n ln2 + r, |r| <= ln2/2, a degree-11
+// polynomial for e^r (near-minimax on that interval, relative error 1e-17),
+// and 2^n assembled in the exponent bits. The polynomial is split into its
+// even and odd parts in u = r^2, each by Horner's rule: two independent
+// chains of five FMAs whose coefficients are memory operands, where Estrin's
+// scheme needs a register copy of every coefficient pair (the loops keep more
+// constants than there are vector registers). The integer n is read from the
+// mantissa of (y + 1.5*2^52), so no float->int conversion is needed. x is
+// clamped to [-708, 709.7] by one min and one max, and results that would be
+// subnormal (x < -708, exp(x) < 3.3e-308) are flushed to 0 by a bit mask:
+// they cannot change a sum of kernel values.
+template <class V>
+inline V exp_kernel_f64(V x) {
+  using I = BitsOf<V>;
+  const V shifter = V{} + 0x1.8p52;
+  const V xc = min_of(max_of(x, V{} - 708.0), V{} + 709.7);
+  const V t = xc * 1.4426950408889634 + shifter;
+  const V nf = t - shifter;
+  const V r = (xc - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
+  const V u = r * r;
+  V even = u * 2.763102993654247e-07 + 2.4801490644821428e-05;
+  even = even * u + 0.0013888888946349174;
+  even = even * u + 0.04166666666651782;
+  even = even * u + 0.5000000000000012;
+  even = even * u + 1.0;
+  V odd = u * 2.4992073079940984e-08 + 2.755762442891869e-06;
+  odd = odd * u + 0.00019841269439748474;
+  odd = odd * u + 0.008333333333547997;
+  odd = odd * u + 0.16666666666666222;
+  odd = odd * u + 1.0;
+  const V p = odd * r + even;
+  const I n = bit_cast<I>(t) - bit_cast<I>(shifter);
+  const V scale = bit_cast<V>((n + 1023) << 52);
+  return zero_unless(x >= V{} - 708.0, p * scale);
 }
 
 // The float32 version: degree-7 Taylor polynomial (relative error 5e-9 on
-// |r| <= ln2/2), results below the normal range (x < -87) flushed to 0.
-inline float exp_kernel(float x) {
-  const float shifter = 0x1.8p23f;
-  const std::int32_t shifter_bits = bit_cast<std::int32_t>(shifter);
-  const float lo = x < -87.0f ? -87.0f : x;
-  const float xc = lo > 88.7f ? 88.7f : lo;
-  const float t = xc * 1.44269504f + shifter;
-  const float nf = t - shifter;
-  const float r = (xc - nf * 0.693145752f) - nf * 1.42860677e-06f;
-  const float r2 = r * r, r4 = r2 * r2;
-  const float p = ((1.0f + r) + r2 * (0.5f + r * (1.0f / 6.0f))) +
-                  r4 * ((1.0f / 24.0f + r * (1.0f / 120.0f)) + r2 * (1.0f / 720.0f + r * (1.0f / 5040.0f)));
-  const std::int32_t n = bit_cast<std::int32_t>(t) - shifter_bits;
-  const float scale = bit_cast<float>(static_cast<std::uint32_t>(n + 127) << 23);
-  const float v = p * scale;
-  return x < -87.0f ? 0.0f : v;
+// |r| <= ln2/2), even and odd parts as above, x clamped to [-87, 88.7],
+// results below the normal range (x < -87) flushed to 0.
+template <class V>
+inline V exp_kernel_f32(V x) {
+  using I = BitsOf<V>;
+  const V shifter = V{} + 0x1.8p23f;
+  const V xc = min_of(max_of(x, V{} - 87.0f), V{} + 88.7f);
+  const V t = xc * 1.44269504f + shifter;
+  const V nf = t - shifter;
+  const V r = (xc - nf * 0.693145752f) - nf * 1.42860677e-06f;
+  const V u = r * r;
+  const V even = ((u * (1.0f / 720.0f) + (1.0f / 24.0f)) * u + 0.5f) * u + 1.0f;
+  const V odd = ((u * (1.0f / 5040.0f) + (1.0f / 120.0f)) * u + (1.0f / 6.0f)) * u + 1.0f;
+  const V p = odd * r + even;
+  const I n = bit_cast<I>(t) - bit_cast<I>(shifter);
+  const V scale = bit_cast<V>((n + 127) << 23);
+  return zero_unless(x >= V{} - 87.0f, p * scale);
 }
+
+inline double exp_kernel(double x) { return exp_kernel_f64(x); }
+inline vdouble exp_kernel(vdouble x) { return exp_kernel_f64(x); }
+inline float exp_kernel(float x) { return exp_kernel_f32(x); }
+inline vfloat exp_kernel(vfloat x) { return exp_kernel_f32(x); }
 
 // Sum of a tile row (kTileCols entries) in vector registers; accumulated in T
 // over one tile (64 entries), then in double across tiles by the caller.
@@ -254,6 +322,41 @@ struct RowBuffers {
   T* db;   // distance derivative weights b (then 2 Gamma o b, for the row sums)
 };
 
+// The single-Gaussian Psi entries coef g_ij k_ij of a whole tile (kTileRows x
+// kTileCols; rows past mr repeat row mr - 1, as the Gram tile does), the rows
+// interleaved so that four independent exp chains are in flight: the exp is
+// latency-bound, a row at a time it left the vector units idle. tile_row then
+// finishes each row (diagonal, tail, sums).
+template <class T>
+inline void gaussian_tile(const PassPlan<T>& p, Index i0, Index mr, Index j0, const T* dot,
+                          const T* g, T* m) {
+  using vec = typename Simd<T>::vec;
+  constexpr Index W = Simd<T>::width;
+  const Term<T>& t = p.terms[0];
+  const T u = T(0.5 / (t.sigma * t.sigma));
+  const T w = T(t.weight);
+  const T coef = p.mode == Mode::gradient ? T(2) * w * u : w;
+  // -u d = (-u |a_i|^2 - u |b_j|^2) + 2u <a_i, b_j>, at most 0 (rounding can
+  // make the distance of close points negative)
+  T row_term[kTileRows];
+  for (Index r = 0; r < kTileRows; ++r) row_term[r] = -u * p.sq_a[i0 + std::min(r, mr - 1)];
+  const T two_u = T(2) * u;
+  const T* col_term = p.scaled_sq_b + j0;
+  const vec zero = {};
+  auto kernel_values = [&](Index r, Index j) {
+    const vec x = (row_term[r] + load(col_term + j)) + two_u * load(dot + r * kTileCols + j);
+    return exp_kernel(min_of(x, zero));
+  };
+  if (g != nullptr) {
+    for (Index j = 0; j < kTileCols; j += W)
+      for (Index r = 0; r < kTileRows; ++r)
+        store(m + r * kTileCols + j, coef * load(g + r * kTileCols + j) * kernel_values(r, j));
+  } else {
+    for (Index j = 0; j < kTileCols; j += W)
+      for (Index r = 0; r < kTileRows; ++r) store(m + r * kTileCols + j, coef * kernel_values(r, j));
+  }
+}
+
 // One row of a tile: Psi entries into mrow (zero past len) and the row sums of
 // Gamma o K (value_sum) and 2 Gamma o b (lap_sum).
 //
@@ -266,26 +369,13 @@ inline void tile_row(const PassPlan<T>& p, Index ig, Index j0, Index len, const 
   const bool gradient = p.mode == Mode::gradient;
   T* const dist = buf.dist;
   if (p.single_gaussian) {
-    // The common ISM case in one loop: k = exp(-u d); value M = w g k,
-    // gradient M = 2 w u g k (b = -w u k); both row sums are multiples of
-    // sum_j g k = (sum_j M) / coef, so nothing else is stored.
+    // The common ISM case: mrow holds M = coef g k already (gaussian_tile:
+    // value M = w g k, gradient M = 2 w u g k, b = -w u k); both row sums
+    // are multiples of sum_j g k = (sum_j M) / coef, so nothing else is stored.
     const Term<T>& t = p.terms[0];
     const T u = T(0.5 / (t.sigma * t.sigma));
     const T w = T(t.weight);
     const T coef = gradient ? T(2) * w * u : w;
-    const T sa = p.sq_a[ig];
-    const T* sqb = p.sq_b + j0;
-    if (g != nullptr) {
-      for (Index j = 0; j < kTileCols; ++j) {
-        const T d = sa + sqb[j] - T(2) * dot[j];
-        mrow[j] = coef * g[j] * exp_kernel(-u * (d > T(0) ? d : T(0)));
-      }
-    } else {
-      for (Index j = 0; j < kTileCols; ++j) {
-        const T d = sa + sqb[j] - T(2) * dot[j];
-        mrow[j] = coef * exp_kernel(-u * (d > T(0) ? d : T(0)));
-      }
-    }
     if (p.self && ig >= j0 && ig < j0 + len)  // k_ii = 1 exactly, whatever the rounding of d
       mrow[ig - j0] = coef * (g != nullptr ? g[ig - j0] : T(1));
     for (Index j = len; j < kTileCols; ++j) mrow[j] = T(0);
@@ -506,6 +596,8 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
         } else {
           has_gamma = false;
         }
+        if (p.single_gaussian)
+          gaussian_tile(p, i0, mr, j0, dot_t, has_gamma ? gam_t : nullptr, m_t);
         for (Index r = 0; r < mr; ++r)
           tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
                    has_gamma ? gam_t + r * kTileCols : nullptr, m_t + r * kTileCols, buf,
@@ -623,6 +715,8 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
             rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
           product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
         }
+        if (p.single_gaussian)
+          gaussian_tile(p, i0, mr, j0, dot_t, has_gamma ? gam_t : nullptr, m_g);
         for (Index r = 0; r < mr; ++r)
           tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
                    has_gamma ? gam_t + r * kTileCols : nullptr, m_g + r * kTileCols, buf,
@@ -646,9 +740,9 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   }
 }
 
-// SNE rows: squared distances of rows [r0, r1) to all of b (one GEMM), the
-// row minimum (log-sum-exp shift), exp and the row sums, with the rows kept
-// in cache between the sweeps.
+// SNE rows: squared distances of rows [r0, r1) to all of b (one GEMM), then
+// per row three sweeps while the row is in cache: the distances and their
+// minimum (the log-sum-exp shift), exp and the row sum, the normalisation.
 template <class T>
 void sne_rows(const Blas& blas, const PointPair<T>& pts, const T* sq_b, T u, Index r0, Index r1,
               const T* shift,
@@ -656,54 +750,59 @@ void sne_rows(const Blas& blas, const PointPair<T>& pts, const T* sq_b, T u, Ind
   using vec = typename Simd<T>::vec;
   constexpr Index W = Simd<T>::width;
   const Index rows = r1 - r0, m = pts.m, k = pts.k;
+  const Index m_vec = m / W * W;  // columns in whole vectors; the tail is done one by one
   // the distance rows live in the output when there is one, else in work
   if (out == nullptr && work.size() < static_cast<std::size_t>(rows * m))
     work.resize(static_cast<std::size_t>(rows * m));
   T* const D = out != nullptr ? out + r0 * m : work.data();
   gemm_row_major<T>(blas, false, true, rows, m, k, T(1), pts.a + r0 * k, k, pts.b, k, T(0), D, m);
   const bool self = pts.a == pts.b && pts.n == pts.m;
+  const vec zero = {};
   for (Index i = 0; i < rows; ++i) {
     const Index ig = r0 + i;
     T* d = D + i * m;
     T sa = 0;
     for (Index c = 0; c < k; ++c) sa += pts.a[ig * k + c] * pts.a[ig * k + c];
-    for (Index j = 0; j < m; ++j) {
-      const T v = sa + sq_b[j] - T(2) * d[j];
-      d[j] = v > T(0) ? v : T(0);
+    // sweep 1: d = max(|a|^2 + |b|^2 - 2 <a, b>, 0) and its minimum
+    vec vmin = zero + std::numeric_limits<T>::infinity();
+    for (Index j = 0; j < m_vec; j += W) {
+      const vec v = max_of(sa + load(sq_b + j) - T(2) * load(d + j), zero);
+      store(d + j, v);
+      vmin = min_of(v, vmin);
     }
-    if (self) d[ig] = T(0);
-    T lo;
-    if (shift != nullptr) {
-      lo = shift[ig];
-    } else {
-      Index j = 0;
-      if (m >= W) {
-        vec vmin = load(d);
-        for (j = W; j + W <= m; j += W) {
-          const vec x = load(d + j);
-          vmin = x < vmin ? x : vmin;
-        }
-        lo = vmin[0];
-        for (Index l = 1; l < W; ++l) lo = std::min(lo, T(vmin[l]));
-      } else {
-        lo = m > 0 ? d[0] : T(0);
-        j = 1;
-      }
-      for (; j < m; ++j) lo = std::min(lo, d[j]);
+    T lo = std::numeric_limits<T>::infinity();
+    for (Index l = 0; l < W; ++l) lo = std::min(lo, T(vmin[l]));
+    for (Index j = m_vec; j < m; ++j) {
+      d[j] = max_of(sa + sq_b[j] - T(2) * d[j], T(0));
+      lo = std::min(lo, d[j]);
     }
-    for (Index j = 0; j < m; ++j) d[j] = exp_kernel(-(d[j] - lo) * u);
-    vec acc = {};
-    Index j = 0;
-    for (; j + W <= m; j += W) acc += load(d + j);
+    if (self) {
+      d[ig] = T(0);
+      lo = T(0);
+    }
+    if (shift != nullptr) lo = shift[ig];
+    if (m == 0) lo = T(0);
+    // sweep 2: exp(-(d - lo) u) and the row sum
+    vec acc = zero;
+    for (Index j = 0; j < m_vec; j += W) {
+      const vec e = exp_kernel((lo - load(d + j)) * u);
+      store(d + j, e);
+      acc += e;
+    }
     double total = 0;
     for (Index l = 0; l < W; ++l) total += acc[l];
-    for (; j < m; ++j) total += d[j];
+    for (Index j = m_vec; j < m; ++j) {
+      d[j] = exp_kernel((lo - d[j]) * u);
+      total += d[j];
+    }
     const T sum = T(total);
     if (shift_out != nullptr) shift_out[ig] = lo;
     if (sums_out != nullptr) sums_out[ig] = sum;
+    // sweep 3: the normalisation
     if (out != nullptr) {
       const T inv = T(1) / (scale != nullptr ? scale[ig] : sum);
-      for (Index jj = 0; jj < m; ++jj) d[jj] *= inv;
+      for (Index j = 0; j < m_vec; j += W) store(d + j, inv * load(d + j));
+      for (Index j = m_vec; j < m; ++j) d[j] *= inv;
     }
   }
 }
