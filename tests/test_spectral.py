@@ -59,3 +59,20 @@ def test_lanczos_with_stored_kernel_matches_fused_and_dense(rng, normalize):
         np.testing.assert_allclose(vals, vals_dense, rtol=1e-8, atol=1e-12)
         np.testing.assert_allclose(deg, deg_dense, rtol=1e-10)
         assert principal_angle(U, U_dense) < 1e-6
+
+
+def test_dense_warm_start_matches_lapack(rng):
+    # n >= DENSE_WARM_MIN_N with U0 (the alternation's previous U-step): LOBPCG on
+    # the formed matrix spans the same top-k subspace as LAPACK, started nearby
+    from ikdr.spectral import DENSE_WARM_MIN_N
+
+    centers = rng.standard_normal((3, 4)) * 4
+    X = np.vstack([c + rng.standard_normal((DENSE_WARM_MIN_N // 3 + 1, 4)) for c in centers])
+    kernel = Gaussian().fit(X)
+    U1, v1, d1 = spectral_embedding(X, kernel, 3, method="dense")
+    Xs = X + 0.05 * rng.standard_normal(X.shape)       # the next iterate's points
+    U2, v2, _ = spectral_embedding(Xs, kernel, 3, method="dense", U0=U1)
+    U3, v3, _ = spectral_embedding(Xs, kernel, 3, method="dense")
+    assert np.sin(principal_angle(U2, U3)) < 1e-5
+    np.testing.assert_allclose(v2, v3, rtol=1e-7)
+    assert np.all(np.diff(v2) <= 0)

@@ -238,7 +238,8 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
             return {"alternativeness": alt, "objective": quality - lam * alt}
 
         out = self._alternate(X, kernel, affinity, k, q, normalize, build, measure,
-                              landmarks=landmarks, alternative=alternative)
+                              landmarks=landmarks, alternative=alternative,
+                              guided=True)
         self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
         self.novelty_ = max(nmi(y, self.labels_) for y in existing)
         return self

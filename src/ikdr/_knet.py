@@ -20,7 +20,8 @@ from ._progress import IterationReport
 from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered, clustering_gamma
 from .kernels import Gaussian, Kernel, RelativeGaussian
-from .spectral import AUTO_NEIGHBORS, kernel_degrees, spectral_embedding
+from .spectral import (AUTO_NEIGHBORS, auto_kernel, kernel_degrees, njw_labels,
+                       spectral_embedding)
 from ._typing import RandomStateLike, SigmaLike
 
 __all__ = ["KNetClustering", "KNetTraining", "auto_sigma", "cayley_step",
@@ -125,6 +126,13 @@ def _partition_hsic(Psi, kernel, degrees, labels, k):
         return -np.inf
     Q = np.linalg.qr(Y)[0]
     return _u_gradient(Psi, kernel, Q, degrees)[1]
+
+
+def _row_normalised(U):
+    """Rows of U scaled to unit length (zero rows kept): the NJW rounding's input."""
+    norms = np.linalg.norm(U, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return U / norms
 
 
 def _spread(Psi):
@@ -365,14 +373,20 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     old U is therefore undone and the learning rate halved; after ten halvings the run stops with ``converged_ = False``
     and a ConvergenceWarning. The history is non-decreasing.
 
-    Output. Two partitions are formed: k-means on :math:`\psi_\theta(X)`
-    (Alg. 3) and the NJW rounding of U (k-means on the row-normalised
-    spectral embedding of the learned kernel 4.10); ``labels_`` is the one
-    with the larger HSIC (4.4) with the learned kernel, i.e. the better
-    discrete solution of (4.5). This uses no labels. On Moon and Spiral the
-    spectral rounding wins (k-means on the barely-moved psi(X) cannot split
-    non-convex clusters); on wine, cancer and face k-means on psi usually
-    wins. ``rounding_`` tells which.
+    Output. Three partitions are formed: k-means on :math:`\psi_\theta(X)`
+    (Alg. 3), the NJW rounding of U (k-means on the row-normalised spectral
+    embedding of the learned kernel 4.10) and the NJW rounding of the
+    local-scaling affinity on :math:`\psi_\theta(X)` (the default affinity of
+    the ISM estimators, :func:`ikdr.spectral.auto_kernel`); ``labels_`` is the
+    one with the largest HSIC (4.4) under that local-scaling affinity, the
+    better discrete solution of (4.5) by a judge without a global bandwidth.
+    This uses no labels. Judged by the learned kernel itself, whose sigma is
+    small enough for the spiral and the moons, a partition that isolates the
+    few outliers of a wide cluster scored highest (varied-variance blobs:
+    NMI 0.02-0.04; with the local judge 0.71-0.93, issue 15). On Moon and
+    Spiral the spectral rounding wins (k-means on the barely-moved psi(X)
+    cannot split non-convex clusters); on blobs, varied blobs and face the
+    local one usually does, on cancer k-means on psi. ``rounding_`` tells which.
 
     The embedding is the network output rescaled to the spread of the
     training data, :math:`\psi = c f_\theta(X) / s(f_\theta(X))` (s: root
@@ -388,9 +402,10 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     Data should be standardised first, as in the paper. Training on a subset
     and clustering the rest with :meth:`predict` (out of sample, Table 4.4) is
     a supported use: ``KNetClustering(2).fit(X[subset]).predict(X)``. New
-    points go to the nearest k-means centre in the embedding, or, with the
-    spectral rounding, through the Nystrom extension of U with the learned
-    kernel to the nearest NJW centre.
+    points go to the nearest k-means centre in the embedding, with the
+    spectral rounding through the Nystrom extension of U with the learned
+    kernel to the nearest NJW centre, with the local rounding to the cluster
+    of the nearest training point in the embedding.
 
     Parameters
     ----------
@@ -447,10 +462,12 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         "converged", "step size exhausted" or "max_iter".
     n_rejected_ : int
         Rounds undone because their epoch lowered (4.8a).
-    rounding_ : {"kmeans", "spectral"}
+    rounding_ : {"kmeans", "spectral", "local"}
         Which partition became ``labels_``.
     partition_hsic_ : dict
-        HSIC (4.4) of both candidate partitions with the learned kernel.
+        HSIC (4.4) of every candidate partition under the local-scaling
+        affinity on the embedding (the learned kernel when n_samples <
+        3 x n_clusters).
 
     References
     ----------
@@ -596,30 +613,39 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def _round(self, Psi, kernel, k, U, degrees, rng):
         """Turn the learned embedding into labels (see the class docstring, "Output").
 
-        Candidates: k-means on psi(X) (Alg. 3) and the NJW rounding of the
-        spectral embedding of the learned kernel; the one with the larger
-        HSIC (Eq. 4.4) with that kernel wins.
+        Candidates: k-means on psi(X) (Alg. 3), the NJW rounding of the
+        spectral embedding of the learned kernel, and the NJW rounding of the
+        local-scaling affinity on psi(X) (:func:`ikdr.spectral.auto_kernel`).
+        The one with the largest HSIC (Eq. 4.4) under the local-scaling
+        affinity wins: a judge without a global bandwidth (under the learned
+        kernel's small sigma a partition isolating a few outliers scored
+        highest; issue 15).
         """
         if self.update == "sma":  # the rounding and predict need the exact eigenvectors
             U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
-        norms = np.linalg.norm(U, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
+        seed = rng.randint(2**31 - 1)
+        if Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
+            judge = auto_kernel(Psi, k)
+            U_local, _, degrees_local = spectral_embedding(Psi, judge, k, random_state=seed)
+        else:  # too few points for local bandwidths: the learned kernel judges alone
+            judge, U_local, degrees_local = kernel, None, degrees
         # k-means on n x k data is light; its OpenMP threads only fight busy cores
         with threadpool_limits(limits=1):
             km = KMeans(n_clusters=k, n_init=10, random_state=rng.randint(2**31 - 1)).fit(Psi)
             njw = KMeans(n_clusters=k, n_init=10,
-                         random_state=rng.randint(2**31 - 1)).fit(U / norms)
-        scores = [_partition_hsic(Psi, kernel, degrees, km.labels_, k),
-                  _partition_hsic(Psi, kernel, degrees, njw.labels_, k)]
-        self.rounding_ = "kmeans" if scores[0] >= scores[1] else "spectral"
-        self.partition_hsic_ = {"kmeans": scores[0], "spectral": scores[1]}
+                         random_state=rng.randint(2**31 - 1)).fit(_row_normalised(U))
+            candidates = {"kmeans": km.labels_, "spectral": njw.labels_}
+            if U_local is not None:
+                candidates["local"] = njw_labels(U_local, k, random_state=seed)
+        self.partition_hsic_ = {name: _partition_hsic(Psi, judge, degrees_local, labels, k)
+                                for name, labels in candidates.items()}
+        # ties keep the earlier candidate (k-means, then the learned kernel's)
+        self.rounding_ = max(candidates, key=lambda name: self.partition_hsic_[name])
+        self.labels_ = candidates[self.rounding_]
         self.U_ = U
         self.degrees_ = degrees
         self.cluster_centers_ = km.cluster_centers_
-        if self.rounding_ == "kmeans":
-            self.labels_ = km.labels_
-        else:
-            self.labels_ = njw.labels_
+        if self.rounding_ == "spectral":
             # Nystrom extension of U (Bengio et al. 2004): u(x) = a(x) (U^T M U)^-1 with
             # a(x) = d(x)^-1/2 k(x, .) D^-1/2 U - c; exact on the training points.
             SU = U / np.sqrt(degrees)[:, None]
@@ -645,13 +671,23 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
 
         With the k-means rounding: the nearest learned cluster centre in the
         embedding. With the spectral rounding: the Nystrom extension of U
-        through the learned kernel (4.10), then the nearest NJW centre; both
-        reproduce ``labels_`` on the training data.
+        through the learned kernel (4.10), then the nearest NJW centre. With the
+        local rounding (its bandwidths belong to the training points): the
+        label of the nearest training point in the embedding. All reproduce
+        ``labels_`` on the training data.
         """
         Psi = self.transform(X)
         if self.rounding_ == "kmeans":
             d2 = ((Psi[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
             return np.argmin(d2, axis=1)
+        if self.rounding_ == "local":
+            # the local bandwidths belong to the training points: the label of the
+            # nearest training point in the embedding
+            from sklearn.neighbors import NearestNeighbors
+
+            nearest = NearestNeighbors(n_neighbors=1).fit(self.embedding_).kneighbors(
+                Psi, return_distance=False)[:, 0]
+            return self.labels_[nearest]
         labels = np.empty(Psi.shape[0], dtype=np.intp)
         for start in range(0, Psi.shape[0], _PREDICT_CHUNK):
             P = Psi[start:start + _PREDICT_CHUNK]
@@ -660,9 +696,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             far = deg <= 0.0
             deg[far] = 1.0
             u = (KS / np.sqrt(deg)[:, None] - self._nystrom_shift) @ self._nystrom_inverse
-            norms = np.linalg.norm(u, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            d2 = ((u / norms)[:, None, :] - self._spectral_centers[None, :, :]) ** 2
+            d2 = (_row_normalised(u)[:, None, :] - self._spectral_centers[None, :, :]) ** 2
             lab = np.argmin(d2.sum(axis=2), axis=1)
             if np.any(far):  # no training point within reach of the kernel: nearest one
                 nearest = np.argmin(((P[far][:, None, :] - self.embedding_[None]) ** 2).sum(2), 1)
