@@ -25,8 +25,8 @@ from . import distributed
 from . import kernels as _kernels
 from ._config import fits_memory, require_memory
 from ._eig import _fix_signs
-from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks
-from ._ksvd_compat import compat_points, learn_map
+from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks, dense_kernel_matrix
+from ._ksvd_compat import check_learned_target, compat_points, learn_map
 from ._ksvd_metrics import svd_accuracy
 from ._ksvd_solvers import (_budget_exhausted, _dense_svd_bytes, _nystrom_auto, _svd_arpack,
                             _svd_dense, _svd_randomized, asymmetric_nystrom)
@@ -328,18 +328,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         if self._kernel_spec()[0] not in ("rbf", "sne"):
             raise ValueError(f"compat='learned' backpropagates through the RBF or SNE kernel; "
                              f"got kernel={self.kernel!r}")
-        if y is None:
-            raise ValueError("compat='learned' optimises C on a downstream classification loss "
-                             "and needs the target: fit(X, y) with one label per row of X")
-        y = np.asarray(y)
-        if y.ndim != 1:
-            raise ValueError(f"compat='learned' needs a 1-D target y, got shape {y.shape}")
-        if y.shape[0] != A.shape[0]:
-            raise ValueError(f"compat='learned': y has {y.shape[0]} entries but X has "
-                             f"{A.shape[0]} rows (a wrong-length target; one label per row)")
-        if np.unique(y).size < 2:
-            raise ValueError("compat='learned' needs at least 2 classes in y")
-        return y
+        return check_learned_target(y, A.shape[0])
 
     def _learn_map(self, D, other, rows_mapped, C0, y, rng, out):
         """a3: optimise C from the a1 start (:func:`ikdr._ksvd_compat.learn_map`)."""
@@ -347,13 +336,9 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         X0, Z0 = (X0, other) if rows_mapped else (other, X0)
         kind, gamma, degree, _ = self._kernel_spec()
         gamma = float(gamma) if gamma is not None else self._median_gamma(X0, Z0, rng)
-
-        def kernel_matrix(X, Z):
-            return _DenseBlocks(np.ascontiguousarray(X), np.ascontiguousarray(Z), kind, gamma,
-                                degree).block()
-
         r = min(int(self.n_components), *X0.shape[:1], *Z0.shape[:1])
-        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma, kernel_matrix)
+        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma,
+                               dense_kernel_matrix(kind, gamma, degree), center=bool(self.center))
         out.update(history=history, gamma=gamma)
         return C
 
