@@ -679,3 +679,26 @@ def test_kernels_of_the_kernel_layer(graph, rng):
                                rtol=1e-10)
     with pytest.raises(TypeError, match="dense"):
         KernelSVD(3, kernel=Polynomial(2, c=3.0)).fit(sp.csr_matrix(graph))
+
+
+def test_docstring_rules_hold(rng):
+    """What the KernelSVD / asymmetric_nystrom docstrings promise about the parameters."""
+    A = rng.random((12, 12))
+    # compat is ignored for a square A: no target needed, same fit as without it
+    a = KernelSVD(3, compat="learned", solver="dense").fit(A)
+    b = KernelSVD(3, solver="dense").fit(A)
+    np.testing.assert_allclose(a.singular_values_, b.singular_values_)
+    assert a.compat_history_ is None
+    # n_landmarks only with solver="nystrom", also when "auto" picks another solver
+    with pytest.raises(ValueError, match="only used by solver='nystrom'"):
+        KernelSVD(3, n_landmarks=6).fit(A)
+    # asymmetric_nystrom takes no "auto"; KernelSVD does, and its message says so
+    with pytest.raises(ValueError, match=r"an int or a pair \(n, m\) of ints, got 'auto'"):
+        asymmetric_nystrom(A, 3, "auto")
+    with pytest.raises(ValueError, match='or "auto", got 2.5'):
+        KernelSVD(3, solver="nystrom", n_landmarks=2.5).fit(A)
+    # the Nystrom vectors are unit columns, s decreasing, landmarks sorted
+    U, s, V, (I, J) = asymmetric_nystrom(rng.random((30, 25)), 3, (10, 8), random_state=0)
+    np.testing.assert_allclose(np.linalg.norm(U, axis=0), 1.0)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=0), 1.0)
+    assert np.all(np.diff(s) <= 0) and np.all(np.diff(I) > 0) and np.all(np.diff(J) > 0)
