@@ -34,12 +34,13 @@ all, the text under the table says so.
 
 Nystrom on the graph embeddings' kernel: the same landmark sweep for
 KernelSVD(kernel="sne", solver="nystrom") on ``ikdr.graph.node_features(A)``
-(cosine features, median bandwidth), against its exact ARPACK SVD.
+(the default "edges" features, median bandwidth), against its exact ARPACK SVD.
 
 Directed graphs (the paper's Table 1 on generated graphs): node
 classification (logistic regression on the concatenated source and target
 embeddings, r = 16 and 32) and reconstruction precision for ikdr
-``node_embeddings`` (defaults), KSVD in the paper's setting, the SVD of A
+``node_embeddings`` (defaults: "edges" features), the same on the "cosine"
+features (the former default), KSVD in the paper's setting, the SVD of A
 and random embeddings, on the same presets and on asymmetric communities
 (``target_offset=1``).
 
@@ -301,19 +302,19 @@ def nystrom_verdict(name, N, rows):
                     "landmarks, i.e. the exact SVD; below that it is not accurate.")
 
 
-def nystrom_cosine(name, nodes=None):
-    """Does the graph embedding's kernel (cosine features, median bandwidth) suit Nystrom?
+def nystrom_graph_kernel(name, nodes=None):
+    """Does the graph embedding's kernel ("edges" features, median bandwidth) suit Nystrom?
 
     ikdr KernelSVD(kernel="sne", solver="nystrom", n_landmarks=n) on
     ``ikdr.graph.node_features(A)`` (uncentred, the default median bandwidth),
     landmarks raised as in Table 4, against the exact ARPACK SVD at r = 20."""
     A, name, _ = graph_for(name, nodes)
     N = A.shape[0]
-    X, Z = node_features(A, "cosine")
+    X, Z = node_features(A)
     exact = KernelSVD(R, kernel="sne", solver="arpack", random_state=0).fit(X, Z)
     s = exact.singular_values_
     ref = (exact.left_vectors_, s, exact.right_vectors_)
-    say(f"\n### {name}: cosine features, median gamma = {exact.gamma_:.3f}, r = {R}\n")
+    say(f"\n### {name}: \"edges\" features, median gamma = {exact.gamma_:.3f}, r = {R}\n")
     say(f"exact singular values: {s[0]:.4f}, {s[1]:.4f}, {s[2]:.4f}, ..., {s[-1]:.4f} "
         f"(sigma_2 / sigma_1 = {s[1] / s[0]:.3f}, sigma_2 / sigma_20 = {s[1] / s[-1]:.2f})")
 
@@ -326,15 +327,18 @@ def nystrom_cosine(name, nodes=None):
     say("\nikdr KernelSVD nystrom trials (landmarks: s, max value error, max sine): "
         + ", ".join(f"{k}: {t:.3f}, {a['max_value_error']:.1e}, {a['max_sine']:.2f}"
                     for k, t, a in trials))
-    nystrom_verdict(name, N, {"ikdr KernelSVD nystrom (cosine features)": found})
+    nystrom_verdict(name, N, {"ikdr KernelSVD nystrom (\"edges\" features)": found})
 
 
 def graph_embeddings(names, ranks=(16, 32)):
     """Node classification and graph reconstruction on directed block models.
 
     Embeddings (N x 2r, source and target parts concatenated): ikdr
-    ``node_embeddings`` with its defaults (SNE on cosine features, median
-    bandwidth, centred); the paper's setting (SNE on the adjacency rows and
+    ``node_embeddings`` with its defaults (SNE on the "edges" features:
+    direct edges and the node itself, degree normalisation regularised by the
+    mean degree; median bandwidth, centred); the same on the "cosine"
+    features (self-loop, unit length: also two-step paths; the default before
+    0.2); the paper's setting (SNE on the adjacency rows and
     columns, ``paper_gamma``, uncentred); the rank-r SVD of A; random normal
     vectors. Logistic regression on the standardised embeddings, stratified
     5-fold accuracy; reconstruction precision of ``ikdr.graph.reconstruction_score``.
@@ -355,12 +359,15 @@ def graph_embeddings(names, ranks=(16, 32)):
         A, y = directed_sbm(preset, random_state=0, **kw)
         label = preset + (" (target_offset=1)" if kw else "")
         ours, m = node_embeddings(A, r, solver="arpack", random_state=0, return_model=True)
+        cosine, mc = node_embeddings(A, r, features="cosine", solver="arpack", random_state=0,
+                                     return_model=True)
         paper, mp = node_embeddings(A, r, features="adjacency", center=False,
                                     gamma=paper_gamma(A, K_FACTOR[preset]), solver="arpack",
                                     random_state=0, return_model=True)
         U, sv, Vt = sparse_svds(A, r, random_state=0)
         order = np.argsort(sv)[::-1]
         rows = {"ikdr node_embeddings (defaults)": (ours, m.singular_values_),
+                "ikdr node_embeddings, cosine features": (cosine, mc.singular_values_),
                 "KSVD, the paper's features and gamma": (paper, mp.singular_values_),
                 "SVD of A": (np.hstack([U * sv, Vt.T * sv]), sv[order]),
                 "random embeddings": (np.random.default_rng(0).normal(size=ours.shape), None)}
@@ -477,10 +484,10 @@ def main():
             say("\n## Table 4: SNE kernel, r = 20, time to a per-component accuracy")
             for name in ([None] if args.nodes else names):
                 table4(name, nodes=args.nodes)
-            say("\n## Nystrom on the graph embeddings' kernel (cosine features, median "
+            say("\n## Nystrom on the graph embeddings' kernel (\"edges\" features, median "
                 "bandwidth)")
             for name in ([None] if args.nodes else names):
-                nystrom_cosine(name, nodes=args.nodes)
+                nystrom_graph_kernel(name, nodes=args.nodes)
         if not args.skip_graphs:
             graph_embeddings(names, args.graph_ranks)
         if not args.skip_table3:
