@@ -126,7 +126,7 @@ def learn_compat_map(X: ArrayLike, y: ArrayLike, n_components: int = 4, *, kerne
 
     KSVD's ``compat="learned"`` (paper Remark 2.3, App. C.3) learns the map C
     of one side of a rectangular data matrix on the downstream loss. This is
-    the same mechanism (:func:`learn_map`, one code path) with C mapping
+    the same mechanism (``ikdr._ksvd_compat.learn_map``, one code path) with C mapping
     *both* sides: the points :math:`P = XC` (n x d, C is d x d, started at
     the identity) and the kernel :math:`K = \kappa(P, P)`, centred
     :math:`K_c = H K H` as KernelPCA centres it. C, a linear head W, b are
@@ -136,7 +136,7 @@ def learn_compat_map(X: ArrayLike, y: ArrayLike, n_components: int = 4, *, kerne
     kernel, refreshed by an SVD before each Adam step and held fixed during
     it; :math:`\mu`, s the features' first mean and spread), the gradient
     backpropagated through the kernel in numpy
-    (:func:`learned_objective`). KernelPCA (RBF, the paper's
+    (``ikdr._ksvd_compat.learned_objective``). KernelPCA (RBF, the paper's
     :math:`\exp(-\|x - z\|^2/\gamma^2)`, i.e. scikit-learn's
     ``gamma = 1 / gamma**2``) on ``X @ C`` then has the supervision of a3
     without the asymmetric kernel: the control that tells what a3 owes to
