@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from ._config import require_memory, small_problem_blas
 from ._eig import _fix_signs
 from ._ksvd_blocks import dense_kernel_matrix
+from ._ksvd_solvers import _top_svd
 from ._typing import ArrayLike, RandomStateLike
 from ._validation import check_bandwidth, check_matrix, check_n_components
 from .gamma import centered
@@ -213,7 +214,7 @@ def _softmax_loss(logits, Y):
 
 
 def learned_objective(C, W, b, *, D, other, rows_mapped, V, mu, sd, Y, kernel_matrix, kind,
-                      gamma, alpha, center=False):
+                      gamma, alpha, center=False, evaluated=None):
     r"""Downstream loss of a3 and its gradients with respect to C, W and b.
 
     With the points :math:`P = DC` on the mapped side (``other=None``: on
@@ -233,12 +234,15 @@ def learned_objective(C, W, b, *, D, other, rows_mapped, V, mu, sd, Y, kernel_ma
     (both, summed, when X = Z = P), and
     :math:`\partial L/\partial C = D^T \partial L/\partial P`.
 
+    ``evaluated``: the ``(X, Z, G, G_c)`` of this C when already computed.
+
     Returns
     -------
     loss : float
     grad_C, grad_W, grad_b : ndarrays shaped like C, W, b
     """
-    X, Z, G, Gf = _kernel_of(D, C, other, rows_mapped, kernel_matrix, center)
+    X, Z, G, Gf = (evaluated if evaluated is not None
+                   else _kernel_of(D, C, other, rows_mapped, kernel_matrix, center))
     F = (Gf @ V - mu) / sd
     loss, dlogits = _softmax_loss(F @ W + b, Y)
     loss += 0.5 * alpha * float(np.sum(W * W))
@@ -262,7 +266,10 @@ def learned_objective(C, W, b, *, D, other, rows_mapped, V, mu, sd, Y, kernel_ma
 
 
 def _top_right_vectors(G, r, previous):
-    V = scipy.linalg.svd(G, full_matrices=False)[2][:r].T
+    """Top-r right singular vectors of G (``_ksvd_solvers._top_svd``: LAPACK for a
+    small G, else ARPACK: a KernelPCA kernel is n x n, and a full SVD at every step
+    would cost O(n^3)), oriented like ``previous``."""
+    V = _top_svd(G, r)[2]
     if previous is None:
         return _fix_signs(V)
     signs = np.sign(np.sum(V * previous, axis=0))
@@ -302,7 +309,8 @@ def _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix,
     # C's step is relative to its scale, so the map's units do not matter
     c_scale = max(float(np.sqrt(np.mean(C * C))), np.finfo(float).tiny)
     for it in range(1, max_iter + 1):
-        G = _kernel_of(D, C, other, rows_mapped, kernel_matrix, center)[3]
+        evaluated = _kernel_of(D, C, other, rows_mapped, kernel_matrix, center)
+        G = evaluated[3]
         V = _top_right_vectors(G, r, V)
         if mu is None:
             F0 = G @ V
@@ -310,7 +318,8 @@ def _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix,
             sd = np.where(sd > 0, sd, 1.0)
         loss, *grads = learned_objective(C, W, b, D=D, other=other, rows_mapped=rows_mapped,
                                          V=V, mu=mu, sd=sd, Y=Y, kernel_matrix=kernel_matrix,
-                                         kind=kind, gamma=gamma, alpha=alpha, center=center)
+                                         kind=kind, gamma=gamma, alpha=alpha, center=center,
+                                         evaluated=evaluated)
         history.append(loss)
         for i, (p, g) in enumerate(zip(params, grads)):
             m1[i] = beta1 * m1[i] + (1 - beta1) * g
