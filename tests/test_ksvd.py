@@ -509,24 +509,36 @@ def test_sklearn_estimator_checks():
 
 # ------------------------------------------------------------------ learned compatibility map (a3)
 @pytest.mark.parametrize("kind", ["rbf", "sne"])
-@pytest.mark.parametrize("shape", [(40, 7), (6, 30)])  # columns mapped; rows mapped
-def test_learned_map_gradient_matches_finite_differences(rng, kind, shape):
-    from ikdr._ksvd_blocks import _DenseBlocks
+@pytest.mark.parametrize("shape, side", [((40, 7), "columns"), ((6, 30), "rows"),
+                                         ((25, 5), "both")])
+@pytest.mark.parametrize("center", [False, True])
+def test_learned_map_gradient_matches_finite_differences(rng, kind, shape, side, center):
+    """One side mapped (KSVD's a3: columns or rows) or both (learn_compat_map: KernelPCA
+    of XC), on G or the double-centred H G H."""
+    from ikdr._ksvd_blocks import dense_kernel_matrix
     from ikdr._ksvd_compat import _sides, fixed_map, learned_objective
 
     A = rng.normal(size=shape)
-    D, other, rows_mapped = _sides(A)
-    C = fixed_map(D, "random", rng)
+    if side == "both":
+        D, other, rows_mapped = A, None, True
+        C = np.eye(shape[1]) + 0.3 * rng.normal(size=(shape[1], shape[1]))
+    else:
+        D, other, rows_mapped = _sides(A)
+        assert rows_mapped == (side == "rows")
+        C = fixed_map(D, "random", rng)
     gamma = 2.5
-    km = lambda X, Z: _DenseBlocks(np.ascontiguousarray(X), np.ascontiguousarray(Z), kind,  # noqa
-                                   gamma, 2).block()
+    km = dense_kernel_matrix(kind, gamma)
     r, K = 3, 3
-    X0, Z0 = (D @ C, other) if rows_mapped else (other, D @ C)
-    V = np.linalg.svd(km(X0, Z0))[2][:r].T
-    F = km(X0, Z0) @ V
+    X0 = D @ C
+    X0, Z0 = (X0, X0) if other is None else (X0, other) if rows_mapped else (other, X0)
+    G0 = km(X0, Z0)
+    if center:
+        G0 = G0 - G0.mean(0) - G0.mean(1)[:, None] + G0.mean()
+    V = np.linalg.svd(G0)[2][:r].T
+    F = G0 @ V
     kw = dict(D=D, other=other, rows_mapped=rows_mapped, V=V, mu=F.mean(0), sd=F.std(0),
-              Y=np.eye(K)[rng.integers(0, K, A.shape[0])], kernel_matrix=km, kind=kind,
-              gamma=gamma, alpha=0.1)
+              Y=np.eye(K)[rng.integers(0, K, D.shape[0] if other is None else A.shape[0])],
+              kernel_matrix=km, kind=kind, gamma=gamma, alpha=0.1, center=center)
     W, b = rng.normal(size=(r, K)), rng.normal(size=K)
     loss, gC, gW, gb = learned_objective(C, W, b, **kw)
     h = 1e-6
@@ -578,6 +590,66 @@ def test_learned_map_bad_target(rng, y, match):
         KernelSVD(3, kernel="linear", compat="learned").fit(rng.random((30, 5)), y=np.arange(30) % 2)
 
 
+def test_learn_compat_map_kernel_pca_with_a_learned_map():
+    """KernelPCA (RBF) of X C, C learned on the labels: the loss falls, the map is no
+    longer the identity it starts from, and the KernelPCA features of X C classify
+    better than those of X at the same bandwidth (training accuracy, 2 features)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.decomposition import KernelPCA
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[::2]
+    y = y[::2]
+    gamma = ikdr.median_sigma(X, random_state=0)
+    C, history = ikdr.learn_compat_map(X, y, 2, gamma=gamma, max_iter=60)
+    assert C.shape == (X.shape[1], X.shape[1])
+    assert history[-1] < 0.5 * history[0]
+    assert np.abs(C - np.eye(X.shape[1])).max() > 0.05
+    acc = {}
+    for name, P in (("learned", X @ C), ("identity", X)):
+        F = StandardScaler().fit_transform(KernelPCA(2, kernel="rbf",
+                                                     gamma=1 / gamma ** 2).fit_transform(P))
+        acc[name] = LogisticRegression(max_iter=3000).fit(F, y).score(F, y)
+    assert acc["learned"] > acc["identity"] + 0.01 and acc["learned"] > 0.95, acc
+    # centring is KernelPCA's: without it the learning sees a different matrix
+    C_unc, _ = ikdr.learn_compat_map(X, y, 2, gamma=gamma, center=False, max_iter=5)
+    C_cen, _ = ikdr.learn_compat_map(X, y, 2, gamma=gamma, center=True, max_iter=5)
+    assert not np.allclose(C_unc, C_cen)
+    # gamma=None is the median rule
+    np.testing.assert_allclose(ikdr.learn_compat_map(X, y, 2, max_iter=3)[0],
+                               ikdr.learn_compat_map(X, y, 2, gamma=gamma, max_iter=3)[0])
+
+
+@pytest.mark.parametrize("kwargs, y, err, match", [
+    ({}, None, ValueError, "needs the target: learn_compat_map"),
+    ({}, np.zeros(7), ValueError, "y has 7 entries but X has 30 rows"),
+    ({}, np.zeros(30), ValueError, "at least 2 classes"),
+    ({"kernel": "linear"}, np.arange(30) % 2, ValueError, "RBF or SNE"),
+    ({"n_components": 9}, np.arange(30) % 2, ValueError, "n_components"),
+    ({"gamma": -1.0}, np.arange(30) % 2, ValueError, "gamma"),
+    ({"max_iter": 0}, np.arange(30) % 2, ValueError, "max_iter"),
+])
+def test_learn_compat_map_bad_input(rng, kwargs, y, err, match):
+    with pytest.raises(err, match=match):
+        ikdr.learn_compat_map(rng.random((30, 5)), y, **kwargs)
+
+
+def test_learned_map_with_center_learns_on_the_centred_matrix(rng):
+    """KernelSVD(compat="learned", center=True) learns C on H G H, the matrix it
+    then decomposes (the same mechanism as learn_compat_map)."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    a = KernelSVD(3, compat="learned", center=True, random_state=0).fit(X, y)
+    b = KernelSVD(3, compat="learned", center=False, random_state=0).fit(X, y)
+    assert a.compat_history_[-1] < 0.5 * a.compat_history_[0]
+    assert not np.allclose(a._compat_map[0], b._compat_map[0])
+
+
 def test_kernels_of_the_kernel_layer(graph, rng):
     """One kernel vocabulary: Gaussian(sigma) / SNE(sigma) are the paper's rbf / sne with
     gamma = sqrt(2) sigma; other kernel objects are evaluated by their matrix."""
@@ -607,3 +679,26 @@ def test_kernels_of_the_kernel_layer(graph, rng):
                                rtol=1e-10)
     with pytest.raises(TypeError, match="dense"):
         KernelSVD(3, kernel=Polynomial(2, c=3.0)).fit(sp.csr_matrix(graph))
+
+
+def test_docstring_rules_hold(rng):
+    """What the KernelSVD / asymmetric_nystrom docstrings promise about the parameters."""
+    A = rng.random((12, 12))
+    # compat is ignored for a square A: no target needed, same fit as without it
+    a = KernelSVD(3, compat="learned", solver="dense").fit(A)
+    b = KernelSVD(3, solver="dense").fit(A)
+    np.testing.assert_allclose(a.singular_values_, b.singular_values_)
+    assert a.compat_history_ is None
+    # n_landmarks only with solver="nystrom", also when "auto" picks another solver
+    with pytest.raises(ValueError, match="only used by solver='nystrom'"):
+        KernelSVD(3, n_landmarks=6).fit(A)
+    # asymmetric_nystrom takes no "auto"; KernelSVD does, and its message says so
+    with pytest.raises(ValueError, match=r"an int or a pair \(n, m\) of ints, got 'auto'"):
+        asymmetric_nystrom(A, 3, "auto")
+    with pytest.raises(ValueError, match='or "auto", got 2.5'):
+        KernelSVD(3, solver="nystrom", n_landmarks=2.5).fit(A)
+    # the Nystrom vectors are unit columns, s decreasing, landmarks sorted
+    U, s, V, (I, J) = asymmetric_nystrom(rng.random((30, 25)), 3, (10, 8), random_state=0)
+    np.testing.assert_allclose(np.linalg.norm(U, axis=0), 1.0)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=0), 1.0)
+    assert np.all(np.diff(s) <= 0) and np.all(np.diff(I) > 0) and np.all(np.diff(J) > 0)

@@ -36,6 +36,7 @@ _LAZY = {
     "KernelSVD": "._ksvd",
     "asymmetric_nystrom": "._ksvd_solvers",
     "ksvd_bicluster": "._ksvd_bicluster",
+    "learn_compat_map": "._ksvd_compat",
     "ISMConvergence": "._solver",
     "ISMResult": "._solver",
     "choose_n_components": "._solver",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from ._knet import KNetClustering
     from ._ksvd import KernelSVD
     from ._ksvd_bicluster import ksvd_bicluster
+    from ._ksvd_compat import learn_compat_map
     from ._ksvd_solvers import asymmetric_nystrom
     from ._solver import ISMConvergence, ISMResult, choose_n_components, ism, principal_angle
     from .gamma import Gamma, supervised_gamma
@@ -90,7 +92,7 @@ __all__ = [
     "AlternationResult", "alternate", "default_n_components", "ISM", "ISMClustering", "ISMConvergence", "ISMResult", "KDAC", "KNetClustering",
     "KernelDependenceNetwork", "KernelSVD", "SemiSupervisedISM", "Gamma", "asymmetric_nystrom",
     "build_info", "choose_n_components", "datasets", "gamma", "get_num_threads", "graph", "hsic",
-    "ksvd_bicluster", "metrics", "select_sigma_lambda",
+    "ksvd_bicluster", "learn_compat_map", "metrics", "select_sigma_lambda",
     "ism", "kernels", "median_sigma", "num_threads", "principal_angle", "set_num_threads",
     "show_config", "spectral", "supervised_gamma", "__version__",
     "get_memory_budget", "memory_budget", "set_memory_budget",

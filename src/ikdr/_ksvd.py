@@ -25,11 +25,11 @@ from . import distributed
 from . import kernels as _kernels
 from ._config import fits_memory, require_memory
 from ._eig import _fix_signs
-from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks
-from ._ksvd_compat import compat_points, learn_map
+from ._ksvd_blocks import _Centered, _DenseBlocks, _SparseBlocks, dense_kernel_matrix
+from ._ksvd_compat import check_learned_target, compat_points, learn_map
 from ._ksvd_metrics import svd_accuracy
-from ._ksvd_solvers import (_budget_exhausted, _dense_svd_bytes, _nystrom_auto, _svd_arpack,
-                            _svd_dense, _svd_randomized, asymmetric_nystrom)
+from ._ksvd_solvers import (_budget_exhausted, _dense_svd_bytes, _landmark_pair, _nystrom_auto,
+                            _svd_arpack, _svd_dense, _svd_randomized, asymmetric_nystrom)
 from ._progress import IterationReport, check_verbose
 from ._validation import check_bandwidth, check_positive, check_scale
 from ._validation import keep_state_on_error
@@ -87,7 +87,10 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         means of G).
     compat : {"pinv", "pca", "random", "learned"} or None, default=None
         Compatibility map of Algorithm 1 for ``fit(A)`` with a rectangular A
-        (N x M): the longer side is mapped to the dimension of the other.
+        (N x M): the longer side is mapped to the dimension of the other
+        (needed there; ignored for a square A, whose rows and columns already
+        live in the same space, and with ``fit(X, Z)``, except ``"learned"``,
+        which is an error there).
         ``"pinv"`` (a0) :math:`C = ((DD^T)^+ D)^T`, with D the mapped side
         (D = A when M > N), makes the mapped points :math:`DC = DD^T(DD^T)^+`,
         the identity whenever D has full row rank, the generic case when
@@ -101,9 +104,13 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         writes randn(M, N) unscaled). ``"learned"`` (a3) starts from a1 and
         optimises C on a downstream loss (needs ``fit(X, y)``; RBF and SNE
         kernels): the softmax cross-entropy of a linear head on the standardised
-        row embeddings GV, alternating an SVD of G (V then held fixed, as the
-        paper's App. C.3) with an Adam step on C and the head, backpropagated
-        through the kernel in numpy (``ikdr._ksvd_compat.learned_objective``).
+        row embeddings GV (:math:`H_N G H_M V` with ``center=True``),
+        alternating an SVD of G (V then held fixed, as the paper's App. C.3)
+        with an Adam step on C and the head (150 steps), backpropagated through
+        the kernel in numpy (``ikdr._ksvd_compat.learned_objective``); the
+        bandwidth (``gamma=None``: the median rule at the a1 start) is then
+        kept. The same mechanism with a symmetric kernel is
+        :func:`ikdr.learn_compat_map` (KernelPCA of XC with a learned C).
         Sparse A is densified by a map.
     solver : {"auto", "dense", "arpack", "randomized", "nystrom"}, default="auto"
         ``"dense"``: LAPACK on the built G (n m doubles). ``"arpack"``:
@@ -111,12 +118,18 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         inputs (O(nnz(A A)) per product), else on the built G. ``"randomized"``:
         Halko et al. range finder, 10 oversamples, 4 power iterations.
         ``"nystrom"``: the asymmetric Nystrom method (Eq. 9). ``"auto"``:
-        dense up to 4e6 entries of G, ARPACK up to 1e8 (and at any size for
-        sparse input, whose products are matrix-free), Nystrom beyond.
+        dense up to 4e6 entries of G when the dense SVD fits the memory budget
+        (:func:`ikdr.set_memory_budget`), else ARPACK up to 1e8 entries (and
+        at any size for sparse input, whose products are matrix-free) when
+        ``n_components < min(n, m)``, else Nystrom (always Nystrom for a Dask
+        array).
     n_landmarks : int, (int, int), "auto" or None, default=None
-        Rows and columns sampled by Nystrom. None means "auto": landmarks in
-        two disjoint halves of h rows and h columns each, starting at
-        h = 2r (at least r + 5) and doubling. At each step the two halves give
+        Rows and columns sampled by Nystrom (uniformly, without replacement;
+        for a square G and equal counts the same nodes on both sides, J = I);
+        only with ``solver="nystrom"`` (given with another solver, including
+        the one ``"auto"`` picks, it is a ValueError). None means "auto":
+        landmarks in two disjoint halves of h rows and h columns each,
+        starting at h = max(2r, r + 5) and doubling. At each step the two halves give
         two independent approximations; half their disagreement estimates the
         per-component error of the approximation on all 2h landmarks (the one
         kept): ``max(d_value / 2, (d_sine / 2)^2)`` with d_value the largest
@@ -128,14 +141,18 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         an infinite error. Growth stops when the estimate is at most ``tol``
         or at the budget: all rows and columns up to 4096 of each (with all
         of them the result is the exact SVD). If the budget ends first, a
-        ``ConvergenceWarning`` gives the estimate; components the landmarks
-        could not resolve are then recomputed exactly (ARPACK, matrix-free),
-        so a zero singular value is never returned for a non-zero one.
+        ``ConvergenceWarning`` gives the estimate, and the approximation on
+        all the landmarks is returned; if the landmarks could not resolve all
+        r components (a zero singular value, or an infinite estimate), the
+        whole rank-r SVD is instead recomputed exactly (ARPACK on products
+        by G, matrix-free for sparse input and by row blocks otherwise), so a
+        zero singular value is never returned for a non-zero one.
     tol : float or None, default=None
         ``"arpack"``: svds tolerance (None: machine precision).
         ``"nystrom"`` with automatic landmarks: target per-component error
         (None: 1e-2, i.e. singular values within about 1% and subspace sines
         within about 0.1; see :meth:`ikdr.metrics.SVDAccuracy.meets`).
+        Unused by the other solvers and by a given ``n_landmarks``.
     random_state : int, RandomState instance or None, default=None
         Landmarks, ARPACK start vector, randomized range, random compat map,
         median-heuristic sample.
@@ -156,21 +173,30 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     gamma_ : float or None
         Bandwidth used.
     landmarks_ : tuple of ndarray or None
-        Sampled (rows, columns) of the Nystrom solver.
+        Sampled (rows, columns) of the Nystrom solver (sorted), None for the
+        other solvers.
     landmark_history_ : list
-        ((n, m), estimated per-component error) per step of automatic landmarks.
+        ((n, m), estimated per-component error) per step of automatic
+        landmarks (empty otherwise).
     accuracy_estimate_ : float or None
         The last estimate of automatic landmarks (0 when every row and column
-        was a landmark), None for the other solvers.
+        was a landmark), None otherwise (other solvers, a given ``n_landmarks``).
+    compat_history_ : list of float or None
+        ``compat="learned"``: the downstream loss before each Adam step of the
+        map; None otherwise.
     solver_ : str
+        The solver that ran (what ``"auto"`` chose).
+    n_features_in_ : int
 
     Notes
     -----
     Costs. Sparse input (a graph): G = diag(d) (u v^T + S) with S sparse on
     the pattern of :math:`P = XZ^T` (for ``fit(A)``, :math:`P = AA`), so
     SNE row normalisers, blocks and products are exact in O(nnz(P)) and G is
-    never stored unless ``solver="dense"`` (n m doubles: 3.1 GB at
-    N = M = 19,717; ``"arpack"`` and ``"nystrom"`` need O(nnz(P) + (N+M)r)).
+    never stored unless the dense solver runs (``solver="dense"``, or
+    ``"auto"`` up to 4e6 entries: n m doubles, 3.1 GB at N = M = 19,717;
+    ``"arpack"``, ``"randomized"`` and ``"nystrom"`` need
+    O(nnz(P) + (N+M)r), Nystrom plus its landmark blocks).
     Dense input: blocks come from the C++ kernel panels; the SNE normalisers
     of all rows (needed by Nystrom's G[:, J]) cost one fused pass over all
     n m pairs, O(n m d) time but O(n) memory.
@@ -328,18 +354,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         if self._kernel_spec()[0] not in ("rbf", "sne"):
             raise ValueError(f"compat='learned' backpropagates through the RBF or SNE kernel; "
                              f"got kernel={self.kernel!r}")
-        if y is None:
-            raise ValueError("compat='learned' optimises C on a downstream classification loss "
-                             "and needs the target: fit(X, y) with one label per row of X")
-        y = np.asarray(y)
-        if y.ndim != 1:
-            raise ValueError(f"compat='learned' needs a 1-D target y, got shape {y.shape}")
-        if y.shape[0] != A.shape[0]:
-            raise ValueError(f"compat='learned': y has {y.shape[0]} entries but X has "
-                             f"{A.shape[0]} rows (a wrong-length target; one label per row)")
-        if np.unique(y).size < 2:
-            raise ValueError("compat='learned' needs at least 2 classes in y")
-        return y
+        return check_learned_target(y, A.shape[0])
 
     def _learn_map(self, D, other, rows_mapped, C0, y, rng, out):
         """a3: optimise C from the a1 start (:func:`ikdr._ksvd_compat.learn_map`)."""
@@ -347,13 +362,9 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         X0, Z0 = (X0, other) if rows_mapped else (other, X0)
         kind, gamma, degree, _ = self._kernel_spec()
         gamma = float(gamma) if gamma is not None else self._median_gamma(X0, Z0, rng)
-
-        def kernel_matrix(X, Z):
-            return _DenseBlocks(np.ascontiguousarray(X), np.ascontiguousarray(Z), kind, gamma,
-                                degree).block()
-
         r = min(int(self.n_components), *X0.shape[:1], *Z0.shape[:1])
-        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma, kernel_matrix)
+        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma,
+                               dense_kernel_matrix(kind, gamma, degree), center=bool(self.center))
         out.update(history=history, gamma=gamma)
         return C
 
@@ -405,8 +416,8 @@ class KernelSVD(TransformerMixin, BaseEstimator):
             A = self._check_points(X, "X")
         if distributed.is_dask_array(Z):
             Z = Z.compute()       # the column set is shipped to every worker: it must fit in memory
-        if self.compat == "learned":
-            y = self._check_learned_target(A, Z, y)
+        if self.compat == "learned" and (Z is not None or A.shape[0] != A.shape[1]):
+            y = self._check_learned_target(A, Z, y)  # a square A needs no map
         if Z is None:
             N, M = A.shape
             if N != M:
@@ -477,6 +488,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
                 if estimate > tol:
                     U, s, V = _budget_exhausted(blocks, r, U, s, V, hist, tol, rng)
             else:
+                _landmark_pair(landmarks, n, m, r, auto=True)  # the message names "auto" too
                 U, s, V, lm = asymmetric_nystrom(blocks, r, landmarks, random_state=rng)
             self.landmarks_ = lm
         else:

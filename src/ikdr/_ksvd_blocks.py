@@ -96,6 +96,13 @@ class _DenseBlocks:
     operator = None  # dense points: products with G cost a full kernel pass; build G instead
 
 
+def dense_kernel_matrix(kernel, gamma, degree=2):
+    """``kappa(X, Z) -> G`` for dense points: the whole block of :class:`_DenseBlocks`
+    (the kernel of the learned compatibility map, evaluated at every step)."""
+    return lambda X, Z: _DenseBlocks(np.ascontiguousarray(X), np.ascontiguousarray(Z), kernel,
+                                     gamma, degree).block()
+
+
 def _call_kernel(fn, X, Z):
     G = np.asarray(fn(X, Z), dtype=np.float64)
     if G.shape != (X.shape[0], Z.shape[0]):

@@ -4,8 +4,15 @@ A rectangular data matrix A (N x M) has rows in R^M and columns in R^N; the
 longer side is mapped by C to the dimension of the other so that a kernel
 can compare them: M > N maps the rows, ``x_i -> C^T x_i`` (C is M x N);
 N > M maps the columns, ``z_j -> C^T z_j`` (C is N x M).
+
+The learned map (a3) is also offered on its own for a symmetric kernel
+between the mapped points, :func:`learn_compat_map` (KernelPCA of
+:math:`XC` with C learned on the downstream loss: the same supervision as
+a3, without the asymmetric kernel).
 """
 from __future__ import annotations
+
+import numbers
 
 import numpy as np
 import scipy.linalg
@@ -13,6 +20,11 @@ import scipy.sparse as sp
 
 from ._config import require_memory, small_problem_blas
 from ._eig import _fix_signs
+from ._ksvd_blocks import dense_kernel_matrix
+from ._ksvd_solvers import _top_svd
+from ._typing import ArrayLike, RandomStateLike
+from ._validation import check_bandwidth, check_matrix, check_n_components
+from .gamma import centered
 
 #: compat="learned": Adam steps, step size and L2 weight of the linear head
 LEARNED_MAX_ITER = 150
@@ -38,8 +50,25 @@ def _sides(A):
 
 
 def _assemble(D, C, other, rows_mapped):
+    """(X, Z) of the kernel: the mapped points DC on their side, ``other`` on the
+    other; ``other=None``: both sides are DC (a symmetric kernel)."""
     mapped = np.ascontiguousarray(D @ C)
+    if other is None:
+        return mapped, mapped
     return (mapped, other) if rows_mapped else (other, mapped)
+
+
+def _double_centred(G):
+    """:math:`H_n G H_m` (row and column means removed)."""
+    return centered(centered(G).T).T
+
+
+def _kernel_of(D, C, other, rows_mapped, kernel_matrix, center):
+    """(X, Z, G, features matrix): the kernel of the mapped points and the matrix
+    whose SVD gives the features (G, or H G H with ``center``)."""
+    X, Z = _assemble(D, C, other, rows_mapped)
+    G = kernel_matrix(X, Z)
+    return X, Z, G, (_double_centred(G) if center else G)
 
 
 def fixed_map(D, compat, rng):
@@ -74,6 +103,107 @@ def compat_points(A, compat, rng, *, learn=None):
 
 
 # ------------------------------------------------------------------ a3: learned C
+def check_learned_target(y, n_rows, who="compat='learned'", call="fit(X, y)"):
+    """The target of a learned map: 1-D, one label per row, at least 2 classes."""
+    if y is None:
+        raise ValueError(f"{who} optimises C on a downstream classification loss "
+                         f"and needs the target: {call} with one label per row of X")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{who} needs a 1-D target y, got shape {y.shape}")
+    if y.shape[0] != n_rows:
+        raise ValueError(f"{who}: y has {y.shape[0]} entries but X has "
+                         f"{n_rows} rows (a wrong-length target; one label per row)")
+    if np.unique(y).size < 2:
+        raise ValueError(f"{who} needs at least 2 classes in y")
+    return y
+
+
+def learn_compat_map(X: ArrayLike, y: ArrayLike, n_components: int = 4, *, kernel: str = "rbf",
+                     gamma: float | None = None, center: bool = True,
+                     max_iter: int = LEARNED_MAX_ITER, random_state: RandomStateLike = None
+                     ) -> tuple[np.ndarray, list[float]]:
+    r"""The learnable compatibility map (a3) for a symmetric kernel: KernelPCA with a learned C.
+
+    KSVD's ``compat="learned"`` (paper Remark 2.3, App. C.3) learns the map C
+    of one side of a rectangular data matrix on the downstream loss. This is
+    the same mechanism (``ikdr._ksvd_compat.learn_map``, one code path) with C mapping
+    *both* sides: the points :math:`P = XC` (n x d, C is d x d, started at
+    the identity) and the kernel :math:`K = \kappa(P, P)`, centred
+    :math:`K_c = H K H` as KernelPCA centres it. C, a linear head W, b are
+    optimised on the mean softmax cross-entropy of
+    :math:`((K_c V - \mu)/s) W + b` (V the top ``n_components`` singular
+    vectors of :math:`K_c`, i.e. KernelPCA's eigenvectors for the RBF
+    kernel, refreshed by an SVD before each Adam step and held fixed during
+    it; :math:`\mu`, s the features' first mean and spread), the gradient
+    backpropagated through the kernel in numpy
+    (``ikdr._ksvd_compat.learned_objective``). KernelPCA (RBF, the paper's
+    :math:`\exp(-\|x - z\|^2/\gamma^2)`, i.e. scikit-learn's
+    ``gamma = 1 / gamma**2``) on ``X @ C`` then has the supervision of a3
+    without the asymmetric kernel: the control that tells what a3 owes to
+    the labels and what to KSVD.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    y : array-like of shape (n,)
+        Class labels (at least 2 classes).
+    n_components : int, default=4
+        r, the KernelPCA features the loss sees (at most min(n, d)).
+    kernel : {"rbf", "sne"}, default="rbf"
+        "rbf" is KernelPCA's kernel; "sne" (rows normalised, not symmetric)
+        is allowed, as for KSVD's a3.
+    gamma : float or None, default=None
+        Bandwidth, :math:`\exp(-\|x - z\|^2/\gamma^2)`; None: the median
+        distance of X (:func:`ikdr.median_sigma`).
+    center : bool, default=True
+        Learn on the centred kernel :math:`H K H` (KernelPCA's); False: on K.
+    max_iter : int, default=150
+        Adam steps (step 0.02 relative to C's scale, head L2 weight 1e-3).
+    random_state : int, RandomState instance or None
+        Subsample of the median rule.
+
+    Returns
+    -------
+    C : ndarray of shape (d, d)
+        Apply as ``X @ C`` to training and new points alike.
+    history : list of float
+        The loss before each step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_wine
+    >>> from sklearn.decomposition import KernelPCA
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from ikdr import learn_compat_map
+    >>> X, y = load_wine(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> C, history = learn_compat_map(X, y, 4, gamma=5.0, max_iter=30)
+    >>> C.shape, bool(history[-1] < history[0])
+    ((13, 13), True)
+    >>> KernelPCA(4, kernel="rbf", gamma=1 / 5.0 ** 2).fit_transform(X @ C).shape
+    (178, 4)
+    """
+    from sklearn.utils import check_random_state
+
+    from .kernels import median_sigma
+
+    X = check_matrix(X, "X")
+    y = check_learned_target(y, X.shape[0], "learn_compat_map", "learn_compat_map(X, y)")
+    if kernel not in ("rbf", "sne"):
+        raise ValueError(f"learn_compat_map backpropagates through the RBF or SNE kernel; "
+                         f"got kernel={kernel!r}")
+    r = check_n_components(n_components, min(X.shape))
+    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+    gamma = (check_bandwidth(gamma, "gamma") if gamma is not None
+             else median_sigma(X, random_state=check_random_state(random_state)))
+    return learn_map(X, None, True, np.eye(X.shape[1]), y, r, kernel, gamma,
+                     dense_kernel_matrix(kernel, gamma), center=bool(center),
+                     max_iter=int(max_iter))
+
+
 def _softmax_loss(logits, Y):
     shift = logits - logits.max(axis=1, keepdims=True)
     P = np.exp(shift)
@@ -84,50 +214,62 @@ def _softmax_loss(logits, Y):
 
 
 def learned_objective(C, W, b, *, D, other, rows_mapped, V, mu, sd, Y, kernel_matrix, kind,
-                      gamma, alpha):
+                      gamma, alpha, center=False, evaluated=None):
     r"""Downstream loss of a3 and its gradients with respect to C, W and b.
 
-    With the points :math:`P = DC` on the mapped side, :math:`G = \kappa(X, Z)`
-    (N x M), features :math:`F = (GV - \mu) / s` (V, mu, s held fixed: the
-    paper detaches V and refreshes it by an SVD between steps), the loss is
-    the mean softmax cross-entropy of :math:`FW + b` plus
-    :math:`\tfrac{\alpha}{2}\|W\|^2`. Backpropagation:
-    :math:`\partial L/\partial G = (\partial L/\partial F) V^T`; with
-    :math:`E_{ij} = e^{-\|x_i - z_j\|^2/\gamma^2}` and
-    :math:`H = (\partial L/\partial E) \circ E` (RBF: :math:`H = (\partial L/\partial G)\circ G`;
-    SNE, :math:`G = E / E1`: :math:`H_{ij} = G_{ij}(\partial L/\partial G_{ij} - \sum_k
+    With the points :math:`P = DC` on the mapped side (``other=None``: on
+    both sides, :math:`X = Z = P`), :math:`G = \kappa(X, Z)` (N x M), or
+    :math:`G_c = H_N G H_M` with ``center`` (:math:`H_n = I - 11^T/n`), features
+    :math:`F = (G_c V - \mu) / s` (V, mu, s held fixed: the paper detaches V
+    and refreshes it by an SVD between steps), the loss is the mean softmax
+    cross-entropy of :math:`FW + b` plus :math:`\tfrac{\alpha}{2}\|W\|^2`.
+    Backpropagation: :math:`\partial L/\partial G_c = (\partial L/\partial F) V^T`,
+    :math:`\partial L/\partial G = H_N (\partial L/\partial G_c) H_M`;
+    with :math:`E_{ij} = e^{-\|x_i - z_j\|^2/\gamma^2}` and
+    :math:`Q = (\partial L/\partial E) \circ E` (RBF: :math:`Q = (\partial L/\partial G)\circ G`;
+    SNE, :math:`G = E / E1`: :math:`Q_{ij} = G_{ij}(\partial L/\partial G_{ij} - \sum_k
     \partial L/\partial G_{ik} G_{ik})`),
-    :math:`\partial L/\partial Z = \tfrac{2}{\gamma^2}(H^T X - \mathrm{diag}(H^T 1) Z)`,
-    :math:`\partial L/\partial X = \tfrac{2}{\gamma^2}(H Z - \mathrm{diag}(H 1) X)`, and
+    :math:`\partial L/\partial Z = \tfrac{2}{\gamma^2}(Q^T X - \mathrm{diag}(Q^T 1) Z)`,
+    :math:`\partial L/\partial X = \tfrac{2}{\gamma^2}(Q Z - \mathrm{diag}(Q 1) X)`
+    (both, summed, when X = Z = P), and
     :math:`\partial L/\partial C = D^T \partial L/\partial P`.
+
+    ``evaluated``: the ``(X, Z, G, G_c)`` of this C when already computed.
 
     Returns
     -------
     loss : float
     grad_C, grad_W, grad_b : ndarrays shaped like C, W, b
     """
-    X, Z = _assemble(D, C, other, rows_mapped)
-    G = kernel_matrix(X, Z)
-    F = (G @ V - mu) / sd
+    X, Z, G, Gf = (evaluated if evaluated is not None
+                   else _kernel_of(D, C, other, rows_mapped, kernel_matrix, center))
+    F = (Gf @ V - mu) / sd
     loss, dlogits = _softmax_loss(F @ W + b, Y)
     loss += 0.5 * alpha * float(np.sum(W * W))
     grad_W = F.T @ dlogits + alpha * W
     grad_b = dlogits.sum(axis=0)
     dG = ((dlogits @ W.T) / sd) @ V.T
+    if center:
+        dG = _double_centred(dG)
     if kind == "sne":
-        H = G * (dG - np.sum(dG * G, axis=1, keepdims=True))
+        Q = G * (dG - np.sum(dG * G, axis=1, keepdims=True))
     else:
-        H = dG * G
+        Q = dG * G
     scale = 2.0 / gamma ** 2
-    if rows_mapped:
-        dP = scale * (H @ Z - H.sum(axis=1)[:, None] * X)
+    grad_X = lambda: scale * (Q @ Z - Q.sum(axis=1)[:, None] * X)  # noqa: E731
+    grad_Z = lambda: scale * (Q.T @ X - Q.sum(axis=0)[:, None] * Z)  # noqa: E731
+    if other is None:
+        dP = grad_X() + grad_Z()
     else:
-        dP = scale * (H.T @ X - H.sum(axis=0)[:, None] * Z)
+        dP = grad_X() if rows_mapped else grad_Z()
     return loss, D.T @ dP, grad_W, grad_b
 
 
 def _top_right_vectors(G, r, previous):
-    V = scipy.linalg.svd(G, full_matrices=False)[2][:r].T
+    """Top-r right singular vectors of G (``_ksvd_solvers._top_svd``: LAPACK for a
+    small G, else ARPACK: a KernelPCA kernel is n x n, and a full SVD at every step
+    would cost O(n^3)), oriented like ``previous``."""
+    V = _top_svd(G, r)[2]
     if previous is None:
         return _fix_signs(V)
     signs = np.sign(np.sum(V * previous, axis=0))
@@ -136,12 +278,15 @@ def _top_right_vectors(G, r, previous):
 
 
 def learn_map(D, other, rows_mapped, C0, y, r, kind, gamma, kernel_matrix, *,
-              max_iter=LEARNED_MAX_ITER, step=LEARNED_STEP, alpha=LEARNED_ALPHA):
+              center=False, max_iter=LEARNED_MAX_ITER, step=LEARNED_STEP,
+              alpha=LEARNED_ALPHA):
     """Optimise C (a3) on the softmax loss of a linear head on the features GV.
 
-    Alternates, as the paper (App. C.3): an SVD of G(C) gives V, held fixed;
-    then one Adam step on (C, W, b) along :func:`learned_objective`.
-    Full-batch, numpy only. Returns C and the loss history.
+    Alternates, as the paper (App. C.3): an SVD of G(C) (H G H with
+    ``center``) gives V, held fixed; then one Adam step on (C, W, b) along
+    :func:`learned_objective`. ``other=None`` maps both sides (a symmetric
+    kernel between the points DC). Full-batch, numpy only. Returns C and the
+    loss history.
     """
     classes, codes = np.unique(y, return_inverse=True)
     Y = np.eye(classes.size)[codes]
@@ -150,11 +295,11 @@ def learn_map(D, other, rows_mapped, C0, y, r, kind, gamma, kernel_matrix, *,
     b = np.zeros(classes.size)
     with small_problem_blas(D.size):
         return _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix,
-                          max_iter, step, alpha)
+                          center, max_iter, step, alpha)
 
 
-def _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix, max_iter,
-               step, alpha):
+def _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix, center,
+               max_iter, step, alpha):
     params = [C, W, b]
     m1 = [np.zeros_like(p) for p in params]
     m2 = [np.zeros_like(p) for p in params]
@@ -164,8 +309,8 @@ def _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix,
     # C's step is relative to its scale, so the map's units do not matter
     c_scale = max(float(np.sqrt(np.mean(C * C))), np.finfo(float).tiny)
     for it in range(1, max_iter + 1):
-        X, Z = _assemble(D, C, other, rows_mapped)
-        G = kernel_matrix(X, Z)
+        evaluated = _kernel_of(D, C, other, rows_mapped, kernel_matrix, center)
+        G = evaluated[3]
         V = _top_right_vectors(G, r, V)
         if mu is None:
             F0 = G @ V
@@ -173,7 +318,8 @@ def _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix,
             sd = np.where(sd > 0, sd, 1.0)
         loss, *grads = learned_objective(C, W, b, D=D, other=other, rows_mapped=rows_mapped,
                                          V=V, mu=mu, sd=sd, Y=Y, kernel_matrix=kernel_matrix,
-                                         kind=kind, gamma=gamma, alpha=alpha)
+                                         kind=kind, gamma=gamma, alpha=alpha, center=center,
+                                         evaluated=evaluated)
         history.append(loss)
         for i, (p, g) in enumerate(zip(params, grads)):
             m1[i] = beta1 * m1[i] + (1 - beta1) * g

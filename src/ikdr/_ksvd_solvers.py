@@ -101,19 +101,32 @@ def asymmetric_nystrom(G_blocks: Any, n_components: int, n_landmarks: int | tupl
     standard Nystrom approximation of Williams and Seeger), takes the
     rank-r SVD ``G[I, J] = u diag(lambda) v^T`` and extends it:
     ``U~ = G[:, J] v / lambda``, ``V~ = G[I, :]^T u / lambda`` (columns then
-    normalised), ``lambda~ = sqrt(N M / (n m)) lambda``. Needs only the
-    blocks G[:, J] and G[I, :]: O((N m + n M)) kernel entries.
+    scaled to unit length; they are not re-orthogonalised),
+    ``lambda~ = sqrt(N M / (n m)) lambda``. A zero ``lambda`` (the landmarks
+    do not resolve that component) leaves a zero singular value and zero
+    vectors. Needs only the blocks G[:, J] and G[I, :]: O((N m + n M))
+    kernel entries. With all rows and columns as landmarks it is the exact
+    SVD. No accuracy check: for landmarks grown until an estimated
+    per-component error meets a tolerance, use ``KernelSVD(solver="nystrom")``
+    (automatic landmarks), and measure against an exact SVD with
+    :func:`ikdr.metrics.svd_accuracy`.
 
     Parameters
     ----------
     G_blocks : ndarray of shape (N, M) or object with ``block(rows, cols)``, ``n``, ``m``
+        The matrix, or an evaluator of its blocks (``rows`` / ``cols`` index
+        arrays or None for all).
     n_components : int
+        r, at most the landmarks on either side.
     n_landmarks : int or (int, int)
+        n = m, or (n, m): landmark rows and columns, at most N and M.
     random_state : int, RandomState instance or None
+        The landmark sample.
 
     Returns
     -------
     U : ndarray (N, r), s : ndarray (r,), V : ndarray (M, r), (I, J) : sampled indices
+        s in decreasing order; I and J sorted.
     """
     blocks = _ArrayBlocks(G_blocks) if isinstance(G_blocks, np.ndarray) else G_blocks
     N, M = blocks.n, blocks.m
@@ -128,7 +141,7 @@ def asymmetric_nystrom(G_blocks: Any, n_components: int, n_landmarks: int | tupl
     return U, s, V, (I, J)
 
 
-def _landmark_pair(n_landmarks, N, M, r):
+def _landmark_pair(n_landmarks, N, M, r, auto=False):
     if isinstance(n_landmarks, (numbers.Integral, np.integer)) and not isinstance(n_landmarks, bool):
         pair = (int(n_landmarks), int(n_landmarks))
     elif isinstance(n_landmarks, (tuple, list)) and len(n_landmarks) == 2 and all(
@@ -136,8 +149,9 @@ def _landmark_pair(n_landmarks, N, M, r):
             for x in n_landmarks):
         pair = (int(n_landmarks[0]), int(n_landmarks[1]))
     else:
-        raise ValueError(f'n_landmarks must be an int, a pair (n, m) of ints or "auto", '
-                         f"got {n_landmarks!r}")
+        kinds = 'an int, a pair (n, m) of ints or "auto"' if auto else \
+            "an int or a pair (n, m) of ints"
+        raise ValueError(f"n_landmarks must be {kinds}, got {n_landmarks!r}")
     n, m = pair
     if n > N:
         raise ValueError(f"n_landmarks asks for {n} rows but G has only {N} rows "

@@ -4,9 +4,10 @@ A directed graph's adjacency A (A_ij = 1 for an edge i -> j) gives each node
 two roles: source, with out-links x_i = A[i, :], and target, with in-links
 z_j = A[:, j]. KSVD on G_ij = kappa(x_i, z_j) embeds both (ICML 2024 paper,
 Section 4.1); a node's embedding concatenates its source and target parts.
-:func:`node_features` gives the paper's vectors or (the default of
-:func:`node_embeddings`) the same with a self-loop scaled to unit length,
-under which the SNE kernel sees direct edges and not the degrees.
+:func:`node_features` gives the paper's vectors, or vectors under which
+the kernel sees the direct edges and each node itself, with a regularised
+degree normalisation (the default of :func:`node_embeddings`), or the
+older self-loop cosine vectors.
 """
 from __future__ import annotations
 
@@ -33,17 +34,30 @@ def _check_adjacency(A):
 
 
 #: Input features of the SNE kernel for a graph (see :func:`node_features`).
-FEATURES = ("cosine", "adjacency")
+FEATURES = ("edges", "cosine", "adjacency")
 
 
-def node_features(A: Any, features: str = "cosine") -> tuple[Any, Any]:
+def node_features(A: Any, features: str = "edges") -> tuple[Any, Any]:
     r"""The two point sets KSVD compares for a directed graph: sources and targets.
 
     Parameters
     ----------
     A : {array-like, sparse matrix} of shape (N, N)
         Adjacency, A_ij != 0 for an edge i -> j.
-    features : {"cosine", "adjacency"}, default="cosine"
+    features : {"edges", "cosine", "adjacency"}, default="edges"
+        ``"edges"``: the out-links, the node and the node again for a source,
+        the node, the in-links and the node for a target (3N coordinates),
+        :math:`x_i = (A[i, :], e_i, e_i) / \sqrt{\|A[i, :]\|^2 + 2 + \tau}`,
+        :math:`z_j = (e_j, A[:, j], e_j) / \sqrt{\|A[:, j]\|^2 + 2 + \tau}`,
+        with :math:`\tau = \|A\|_F^2 / N` (the mean degree of a binary A).
+        Then :math:`x_i^T z_j = (2 A_{ij} + [i = j]) / (\ldots)`: the kernel
+        sees the direct edge i -> j (from both of its ends) and the node
+        itself, and no two-step paths, whose communities differ from the
+        edges' when the communities are asymmetric. :math:`\tau` is the
+        regularised degree normalisation of spectral embeddings of sparse
+        graphs (Qin and Rohe, 2013; Amini et al., 2013): without it a pair of
+        low-degree nodes joined by an edge is at cosine 1 and the top
+        components sit on such pairs (measured below).
         ``"adjacency"`` (the paper's, Section 4.1): :math:`x_i = A[i, :]`
         (out-links) and :math:`z_j = A[:, j]` (in-links). Then
         :math:`\|x_i - z_j\|^2 = d^{out}_i + d^{in}_j - 2(A^2)_{ij}`: a direct
@@ -60,35 +74,45 @@ def node_features(A: Any, features: str = "cosine") -> tuple[Any, Any]:
 
     Returns
     -------
-    X, Z : scipy.sparse.csr_matrix of shape (N, N)
+    X, Z : scipy.sparse.csr_matrix of shape (N, N), or (N, 3N) for ``"edges"``
         Sources (rows) and targets (rows), for ``KernelSVD().fit(X, Z)``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from ikdr.graph import node_features
-    >>> X, Z = node_features(np.array([[0, 1], [0, 0]]))
+    >>> X, Z = node_features(np.array([[0, 1], [0, 0]]), "cosine")
     >>> np.round(X.toarray(), 3)
     array([[0.707, 0.707],
            [0.   , 1.   ]])
+    >>> X, Z = node_features(np.array([[0, 1], [0, 0]]))  # "edges", tau = 1/2
+    >>> np.round((X @ Z.T).toarray(), 3)  # (2 A + I) / sqrt((d_out + 2.5)(d_in + 2.5))
+    array([[0.338, 0.571],
+           [0.   , 0.338]])
     """
     A = _check_adjacency(A)
     if features not in FEATURES:
         raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
     if features == "adjacency":
         return A, A.T.tocsr()
-    A = (A + sp.eye(A.shape[0], format="csr")).tocsr()
-    A.sum_duplicates()
-    return _unit_rows(A), _unit_rows(A.T.tocsr())
+    if features == "cosine":
+        B = (A + sp.eye(A.shape[0], format="csr")).tocsr()
+        B.sum_duplicates()
+        return _scaled_rows(B), _scaled_rows(B.T.tocsr())
+    eye = sp.eye(A.shape[0], format="csr")
+    tau = float(A.multiply(A).sum()) / A.shape[0]
+    return (_scaled_rows(sp.hstack([A, eye, eye], format="csr"), tau),
+            _scaled_rows(sp.hstack([eye, A.T, eye], format="csr"), tau))
 
 
-def _unit_rows(X):
-    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+def _scaled_rows(X, tau=0.0):
+    """Rows divided by sqrt(||row||^2 + tau) (unit rows for tau = 0)."""
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel() + tau)
     return sp.csr_matrix(sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ X)
 
 
 def node_embeddings(A: Any, n_components: int = 8, *, kernel: str = "sne",
-                    features: str = "cosine", center: bool = True,
+                    features: str = "edges", center: bool = True,
                     return_model: bool = False, **params: Any) -> Any:
     r"""Source and target embeddings of the nodes of a directed graph, concatenated.
 
@@ -102,11 +126,13 @@ def node_embeddings(A: Any, n_components: int = 8, *, kernel: str = "sne",
     n_components : int, default=8
         r.
     kernel : str or callable, default="sne"
-    features : {"cosine", "adjacency"}, default="cosine"
-        What the kernel compares (:func:`node_features`): ``"adjacency"`` is
-        the paper's out-links against in-links; ``"cosine"`` adds a self-loop
-        and scales each vector to unit length, so the kernel sees direct
-        edges and not the degrees.
+    features : {"edges", "cosine", "adjacency"}, default="edges"
+        What the kernel compares (:func:`node_features`): ``"edges"``, the
+        direct edges and the node itself under a regularised degree
+        normalisation; ``"adjacency"`` is the paper's out-links against
+        in-links; ``"cosine"`` (the default before 0.2) adds a self-loop and
+        scales each vector to unit length, so the kernel also sees the
+        two-step paths.
     center : bool, default=True
         Double centring :math:`H G H` (the paper's centred feature maps,
         Section 2.2): the first component is then not the near-constant
@@ -123,20 +149,35 @@ def node_embeddings(A: Any, n_components: int = 8, *, kernel: str = "sne",
 
     Notes
     -----
-    The bandwidth. ``gamma=None`` is KernelSVD's median rule: with the
-    default ``"cosine"`` features of a sparse graph most pairs share no
-    neighbour, so the median distance is :math:`\sqrt 2` and
-    :math:`\gamma = \sqrt 2`. The paper's rule for the adjacency features is
+    The bandwidth. ``gamma=None`` is KernelSVD's median rule: on a sparse
+    graph most source-target pairs share no coordinate, so the median
+    distance is that of two unrelated low-degree nodes (about 1.1 with the
+    default ``"edges"`` features, :math:`\sqrt 2` with ``"cosine"``). The
+    paper's rule for the adjacency features is
     ``features="adjacency", gamma=paper_gamma(A)`` (:func:`paper_gamma`).
+
     Measured (``benchmarks/bench_ksvd.py``, graph table; logistic regression
-    on the standardised embeddings, 5-fold; reconstruction precision):
-    on ``directed_sbm("cora", random_state=0)`` with r = 16 the defaults give
-    0.73 accuracy and precision 0.14, the paper's features and rule 0.57 and
-    0.011, the SVD of A 0.70 and 0.032, random embeddings 0.23 and 0.018.
-    It does not win everywhere: with r = 16 on the PubMed preset (0.74
-    against 0.76; r = 32: 0.81 against 0.77) and on asymmetric communities
-    (``directed_sbm("cora", target_offset=1)``: 0.58 against 0.69) the SVD of
-    A classifies better, though the defaults still reconstruct far better.
+    on the standardised embeddings, stratified 5-fold; reconstruction
+    precision), r = 16, accuracy / precision:
+    ``directed_sbm("cora", random_state=0)``: the defaults 0.81 / 0.105,
+    the ``"cosine"`` features 0.73 / 0.14, the paper's features and rule
+    0.57 / 0.011, the SVD of A 0.70 / 0.032, random embeddings 0.23 / 0.018;
+    asymmetric communities (``target_offset=1``): 0.76 / 0.051, cosine
+    0.58 / 0.12, SVD of A 0.69 / 0.005; Citeseer preset: 0.73 / 0.043,
+    cosine 0.69 / 0.12, SVD of A 0.54 / 0.007; PubMed preset: 0.87, cosine
+    0.74, SVD of A 0.76. Why the cosine features lost to the SVD of A on
+    the last two graphs (measured): their two-step paths i -> k -> j point
+    to community k + 2 when the planted edges go from k to k + 1, so each
+    row of G mixes three communities; and unit-length vectors put every
+    edge between two low-degree nodes at cosine near 1, so on PubMed the
+    top target components sit on a few such nodes (inverse participation
+    ratio up to 0.57) and the communities need r = 32. The ``"edges"``
+    features drop the two-step paths and add :math:`\tau` to the squared
+    norms (regularised spectral embedding); each change alone helps little
+    (asymmetric Cora: no paths 0.73 with :math:`\tau`, 0.42 without;
+    :math:`\tau` with paths 0.59). The price: the cosine features reconstruct
+    better (their two-step paths are what reconstruction rewards), though
+    the defaults stay far above the SVD of A and random embeddings.
     Bandwidths below about 1 on the cosine features (and per-row bandwidths
     calibrated to a perplexity, as t-SNE does, on either features) make G
     nearly diagonal: its top components then sit on a few nodes and the
