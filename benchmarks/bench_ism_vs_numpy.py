@@ -220,7 +220,7 @@ def main(argv=None):
                 lines.append(row)
                 print(row, flush=True)
     lines += ["", "Every answer at the local maximum (leading q - 1 directions, sin < 1e-4): "
-              + ("yes, every case" if ok else "NO (see sin q-1)")]
+              + ("yes, every case" if ok else "NO (see sin to max)")]
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
