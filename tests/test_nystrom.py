@@ -73,7 +73,13 @@ def test_every_point_a_landmark_equals_exact(wine, kernel):
     approx, info = approximate_ism(X, g, kernel, 3, n_landmarks=X.shape[0], criterion="angle",
                                    tol=1e-9)
     assert info["n_landmarks"] == X.shape[0]
-    assert np.sin(principal_angle(exact.components, approx.components)) < 1e-5
+    # The landmark form with m = n goes through the pseudo-inverse of the
+    # ill-conditioned n x n kernel: its objective carries that rounding, and the
+    # safeguard stalls (by design, see approximate_ism) where the ascent it
+    # predicts falls below it. With the Gaussian that leaves the subspace
+    # 3e-6 to 3e-4 from the exact one depending on the exp's last bits; a
+    # wrong landmark formula is O(1) away.
+    assert np.sin(principal_angle(exact.components, approx.components)) < 1e-3
     assert abs(approx.objective - exact.objective) <= 1e-6 * abs(exact.objective)
 
 
