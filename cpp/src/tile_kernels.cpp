@@ -323,10 +323,10 @@ struct RowBuffers {
 };
 
 // The single-Gaussian Psi entries coef g_ij k_ij of a whole tile (kTileRows x
-// kTileCols; rows past mr repeat row mr - 1, as the Gram tile does), the rows
-// interleaved so that four independent exp chains are in flight: the exp is
-// latency-bound, a row at a time it left the vector units idle. tile_row then
-// finishes each row (diagonal, tail, sums).
+// kTileCols; rows past mr repeat row mr - 1, as the Gram tile does) in one
+// loop whose four rows are independent exp chains (the exp's dependency chain
+// is long; nothing between the rows waits on it). tile_row then finishes each
+// row (diagonal, tail, sums).
 template <class T>
 inline void gaussian_tile(const PassPlan<T>& p, Index i0, Index mr, Index j0, const T* dot,
                           const T* g, T* m) {
