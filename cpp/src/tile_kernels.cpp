@@ -76,11 +76,12 @@ typedef std::int64_t vint64 __attribute__((vector_size(IKDR_VECTOR_BYTES), align
 typedef std::int32_t vint32 __attribute__((vector_size(IKDR_VECTOR_BYTES), aligned(4), __may_alias__));
 
 // The integer type of the same width as a float type (scalar or vector):
-// BitsOf<V> (declarations only, for decltype).
-std::int64_t integer_like(double);
-std::int32_t integer_like(float);
-vint64 integer_like(vdouble);
-vint32 integer_like(vfloat);
+// BitsOf<V> (overloads for decltype only; as template arguments the vector
+// types would lose their attributes).
+inline std::int64_t integer_like(double) { return {}; }
+inline std::int32_t integer_like(float) { return {}; }
+inline vint64 integer_like(vdouble) { return vint64{}; }
+inline vint32 integer_like(vfloat) { return vint32{}; }
 template <class V>
 using BitsOf = decltype(integer_like(V{}));
 
@@ -120,27 +121,39 @@ inline V zero_unless(M keep, V v) {
   return bit_cast<V>(bit_cast<I>(v) & bit_cast<I>(keep));
 }
 
-// exp(x) to about 1 ulp for results in the normal range, one element or one
-// vector register at a time (the same operations, so a vectorised loop and
-// its scalar tail agree bitwise): x = n ln2 + r, |r| <= ln2/2, a degree-11
-// polynomial for e^r (near-minimax on that interval, relative error 1e-17),
-// and 2^n assembled in the exponent bits. The polynomial is split into its
-// even and odd parts in u = r^2, each by Horner's rule: two independent
-// chains of five FMAs whose coefficients are memory operands, where Estrin's
-// scheme needs a register copy of every coefficient pair (the loops keep more
-// constants than there are vector registers). The integer n is read from the
-// mantissa of (y + 1.5*2^52), so no float->int conversion is needed. x is
-// clamped to [-708, 709.7] by one min and one max, and results that would be
-// subnormal (x < -708, exp(x) < 3.3e-308) are flushed to 0 by a bit mask:
-// they cannot change a sum of kernel values.
+// The element type of a float type (scalar or vector): ElementOf<V>.
+inline double element_of(double) { return {}; }
+inline double element_of(vdouble) { return {}; }
+inline float element_of(float) { return {}; }
+inline float element_of(vfloat) { return {}; }
 template <class V>
-inline V exp_kernel_f64(V x) {
-  using I = BitsOf<V>;
-  const V shifter = V{} + 0x1.8p52;
-  const V xc = min_of(max_of(x, V{} - 708.0), V{} + 709.7);
-  const V t = xc * 1.4426950408889634 + shifter;
-  const V nf = t - shifter;
-  const V r = (xc - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
+using ElementOf = decltype(element_of(V{}));
+
+// exp's constants per precision: the clamp [lo, hi] (below lo the result
+// would be subnormal), the shifter 1.5 * 2^mantissa, log2(e), ln 2 split in
+// a high part exact in a few bits and the rest, the exponent bias.
+template <class T>
+struct ExpConstants;
+template <>
+struct ExpConstants<double> {
+  static constexpr double lo = -708.0, hi = 709.7, shifter = 0x1.8p52, log2e = 1.4426950408889634,
+                          ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  static constexpr int bias = 1023, mantissa = 52;
+};
+template <>
+struct ExpConstants<float> {
+  static constexpr float lo = -87.0f, hi = 88.7f, shifter = 0x1.8p23f, log2e = 1.44269504f,
+                         ln2_hi = 0.693145752f, ln2_lo = 1.42860677e-06f;
+  static constexpr int bias = 127, mantissa = 23;
+};
+
+// e^r on |r| <= ln2/2, split into its even and odd parts in u = r^2, each by
+// Horner's rule: two independent chains of FMAs whose coefficients are memory
+// operands, where Estrin's scheme needs a register copy of every coefficient
+// pair (the loops keep more constants than there are vector registers).
+// float64: degree 11, near-minimax on the interval, relative error 1e-17.
+template <class V>
+inline V exp_polynomial(V r, double) {
   const V u = r * r;
   V even = u * 2.763102993654247e-07 + 2.4801490644821428e-05;
   even = even * u + 0.0013888888946349174;
@@ -152,36 +165,41 @@ inline V exp_kernel_f64(V x) {
   odd = odd * u + 0.008333333333547997;
   odd = odd * u + 0.16666666666666222;
   odd = odd * u + 1.0;
-  const V p = odd * r + even;
-  const I n = bit_cast<I>(t) - bit_cast<I>(shifter);
-  const V scale = bit_cast<V>((n + 1023) << 52);
-  return zero_unless(x >= V{} - 708.0, p * scale);
+  return odd * r + even;
 }
-
-// The float32 version: degree-7 Taylor polynomial (relative error 5e-9 on
-// |r| <= ln2/2), even and odd parts as above, x clamped to [-87, 88.7],
-// results below the normal range (x < -87) flushed to 0.
+// float32: the degree-7 Taylor polynomial, relative error 5e-9.
 template <class V>
-inline V exp_kernel_f32(V x) {
-  using I = BitsOf<V>;
-  const V shifter = V{} + 0x1.8p23f;
-  const V xc = min_of(max_of(x, V{} - 87.0f), V{} + 88.7f);
-  const V t = xc * 1.44269504f + shifter;
-  const V nf = t - shifter;
-  const V r = (xc - nf * 0.693145752f) - nf * 1.42860677e-06f;
+inline V exp_polynomial(V r, float) {
   const V u = r * r;
   const V even = ((u * (1.0f / 720.0f) + (1.0f / 24.0f)) * u + 0.5f) * u + 1.0f;
   const V odd = ((u * (1.0f / 5040.0f) + (1.0f / 120.0f)) * u + (1.0f / 6.0f)) * u + 1.0f;
-  const V p = odd * r + even;
-  const I n = bit_cast<I>(t) - bit_cast<I>(shifter);
-  const V scale = bit_cast<V>((n + 127) << 23);
-  return zero_unless(x >= V{} - 87.0f, p * scale);
+  return odd * r + even;
 }
 
-inline double exp_kernel(double x) { return exp_kernel_f64(x); }
-inline vdouble exp_kernel(vdouble x) { return exp_kernel_f64(x); }
-inline float exp_kernel(float x) { return exp_kernel_f32(x); }
-inline vfloat exp_kernel(vfloat x) { return exp_kernel_f32(x); }
+// exp(x) to about 1 ulp for results in the normal range, one element or one
+// vector register at a time (the same operations, so a vectorised loop and
+// its scalar tail agree bitwise): x = n ln2 + r, |r| <= ln2/2, the polynomial
+// above for e^r, and 2^n assembled in the exponent bits. The integer n is read
+// from the mantissa of (x log2(e) + shifter), so no float->int conversion is
+// needed. x is clamped to [lo, hi] by one min and one max, and results that
+// would be subnormal (x < lo: exp(x) < 3.3e-308 in float64, 1.6e-38 in
+// float32) are flushed to 0 by a bit mask: they cannot change a sum of kernel
+// values.
+template <class V>
+inline V exp_kernel(V x) {
+  using T = ElementOf<V>;
+  using C = ExpConstants<T>;
+  using I = BitsOf<V>;
+  const V shifter = V{} + C::shifter;
+  const V xc = min_of(max_of(x, V{} + C::lo), V{} + C::hi);
+  const V t = xc * C::log2e + shifter;
+  const V nf = t - shifter;
+  const V r = (xc - nf * C::ln2_hi) - nf * C::ln2_lo;
+  const V p = exp_polynomial(r, T{});
+  const I n = bit_cast<I>(t) - bit_cast<I>(shifter);
+  const V scale = bit_cast<V>((n + C::bias) << C::mantissa);
+  return zero_unless(x >= V{} + C::lo, p * scale);
+}
 
 // Sum of a tile row (kTileCols entries) in vector registers; accumulated in T
 // over one tile (64 entries), then in double across tiles by the caller.
