@@ -21,7 +21,7 @@ from ._validation import check_scale, keep_state_on_error
 from .gamma import Gamma, centered, clustering_gamma
 from .kernels import Gaussian, Kernel, RelativeGaussian
 from .spectral import (AUTO_NEIGHBORS, auto_kernel, kernel_degrees, njw_labels,
-                       spectral_embedding)
+                       row_normalised, spectral_embedding)
 from ._typing import RandomStateLike, SigmaLike
 
 __all__ = ["KNetClustering", "KNetTraining", "auto_sigma", "cayley_step",
@@ -126,13 +126,6 @@ def _partition_hsic(Psi, kernel, degrees, labels, k):
         return -np.inf
     Q = np.linalg.qr(Y)[0]
     return _u_gradient(Psi, kernel, Q, degrees)[1]
-
-
-def _row_normalised(U):
-    """Rows of U scaled to unit length (zero rows kept): the NJW rounding's input."""
-    norms = np.linalg.norm(U, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return U / norms
 
 
 def _spread(Psi):
@@ -633,7 +626,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         with threadpool_limits(limits=1):
             km = KMeans(n_clusters=k, n_init=10, random_state=rng.randint(2**31 - 1)).fit(Psi)
             njw = KMeans(n_clusters=k, n_init=10,
-                         random_state=rng.randint(2**31 - 1)).fit(_row_normalised(U))
+                         random_state=rng.randint(2**31 - 1)).fit(row_normalised(U))
             candidates = {"kmeans": km.labels_, "spectral": njw.labels_}
             if U_local is not None:
                 candidates["local"] = njw_labels(U_local, k, random_state=seed)
@@ -696,7 +689,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             far = deg <= 0.0
             deg[far] = 1.0
             u = (KS / np.sqrt(deg)[:, None] - self._nystrom_shift) @ self._nystrom_inverse
-            d2 = (_row_normalised(u)[:, None, :] - self._spectral_centers[None, :, :]) ** 2
+            d2 = (row_normalised(u)[:, None, :] - self._spectral_centers[None, :, :]) ** 2
             lab = np.argmin(d2.sum(axis=2), axis=1)
             if np.any(far):  # no training point within reach of the kernel: nearest one
                 nearest = np.argmin(((P[far][:, None, :] - self.embedding_[None]) ** 2).sum(2), 1)

@@ -24,8 +24,8 @@ from ._eig import lapack_top
 from .distributed import Projected
 from .kernels import Kernel, RelativeGaussian
 
-__all__ = ["DENSE_MAX_N", "auto_kernel", "kernel_degrees", "spectral_embedding", "njw_labels",
-           "AUTO_NEIGHBORS"]
+__all__ = ["DENSE_MAX_N", "auto_kernel", "kernel_degrees", "row_normalised", "spectral_embedding",
+           "njw_labels", "AUTO_NEIGHBORS"]
 
 #: up to this many samples the U-step builds the dense n x n matrix
 DENSE_MAX_N = 3000
@@ -187,9 +187,6 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
                 # a warm start inside an alternation: LOBPCG's block products with the
                 # dense M cost O(n^2 k) each against dsyevr's O(n^3)
                 vals, U = _warm_lobpcg(M, np.asarray(U0, dtype=np.float64))
-                if vals is not None:
-                    order = np.argsort(vals)[::-1]
-                    vals, U = vals[order], U[:, order]
             if vals is None:
                 vals, U = lapack_top(M, k)
     elif method == "lanczos":
@@ -245,7 +242,7 @@ LOBPCG_TOL = 1e-8
 
 
 def _warm_lobpcg(op, U0, max_iter=40):
-    """Top eigenpairs by LOBPCG from U0; (None, None) when it does not converge."""
+    """Top eigenpairs by LOBPCG from U0, largest first; (None, None) when it does not converge."""
     import warnings
 
     from scipy.sparse.linalg import lobpcg
@@ -256,15 +253,21 @@ def _warm_lobpcg(op, U0, max_iter=40):
         vals, U = lobpcg(op, X0, largest=True, tol=LOBPCG_TOL, maxiter=max_iter)
     if any("not reaching the requested tolerance" in str(w.message) for w in caught):
         return None, None
-    return vals, U
+    order = np.argsort(vals)[::-1]
+    return vals[order], U[:, order]
+
+
+def row_normalised(U):
+    """Rows of U scaled to unit length (zero rows kept): the NJW rounding's input."""
+    norms = np.linalg.norm(U, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return U / norms
 
 
 def njw_labels(U, n_clusters, *, random_state=None, n_init=10):
     """Ng-Jordan-Weiss assignment: k-means on the row-normalised embedding U."""
-    norms = np.linalg.norm(U, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
     km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state)
     # k-means on an n x k embedding is light; its OpenMP threads only add
     # contention on busy cores (47 ms instead of ~1 ms per run at n = 400).
     with threadpool_limits(limits=1):
-        return km.fit_predict(U / norms)
+        return km.fit_predict(row_normalised(U))
