@@ -9,7 +9,8 @@ from sklearn.exceptions import ConvergenceWarning
 import ikdr
 from ikdr import principal_angle
 from ikdr._eig import block_top_eigenvectors, lapack_top
-from ikdr._solver import _use_matrix_free
+from ikdr import _solver
+from ikdr._solver import phi_mode
 from ikdr.kernels import Gaussian, Linear, Polynomial
 
 
@@ -107,14 +108,49 @@ def test_matrix_free_hands_over_to_the_trust_region():
 
 def test_auto_rule():
     g = Gaussian(1.0)
-    assert not _use_matrix_free("auto", g, 10_000, 64, 10)
-    assert _use_matrix_free("auto", g, 10_000, 3000, 10)
-    assert not _use_matrix_free("auto", g, 500, 3000, 10)      # too few samples
-    assert not _use_matrix_free("auto", Linear(), 10_000, 3000, 10)   # Phi is W-free
-    assert _use_matrix_free("matrix_free", g, 10, 5, 2)
-    assert not _use_matrix_free("dense", g, 10_000, 3000, 10)
+    assert phi_mode("auto", g, 10_000, 64, 10) == "dense"
+    assert phi_mode("auto", g, 10_000, 300, 10) == "dense"
+    assert phi_mode("auto", g, 10_000, 784, 10) == "hybrid"
+    assert phi_mode("auto", g, 10_000, 3000, 10) == "matrix_free"
+    assert phi_mode("auto", g, 500, 3000, 10) == "dense"      # too few samples
+    assert phi_mode("auto", Linear(), 10_000, 3000, 10) == "dense"   # Phi is W-free
+    assert phi_mode("matrix_free", g, 10, 5, 2) == "matrix_free"
+    assert phi_mode("hybrid", g, 10, 5, 2) == "hybrid"
+    assert phi_mode("dense", g, 10_000, 3000, 10) == "dense"
     with pytest.raises(ValueError, match="phi_solver"):
-        _use_matrix_free("lanczos", g, 10, 5, 2)
+        phi_mode("lanczos", g, 10, 5, 2)
+
+
+@pytest.mark.parametrize("certify", [True, False])
+def test_hybrid_matches_dense(supervised, certify):
+    X, y, gamma, kernel = supervised
+    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", certify=certify)
+    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", certify=certify)
+    assert hybrid.n_iter == dense.n_iter
+    assert sin_angle(dense.components, hybrid.components) < 1e-6
+    assert abs(hybrid.objective - dense.objective) <= 1e-8 * abs(dense.objective)
+    # the first step forms Phi (LAPACK), every later one is matrix-free
+    methods = [h["eigen_solver"] for h in hybrid.history[1:]]
+    assert methods[0] == "lapack"
+    assert all(m.startswith("matrix-free") for m in methods[1:])
+    assert hybrid.convergence.dense_phi_evaluations == 1
+    assert dense.convergence.dense_phi_evaluations == dense.n_iter + int(certify)
+    if certify:
+        a, b = dense.convergence, hybrid.convergence
+        assert abs(a.eigengap - b.eigengap) <= 1e-5 * abs(a.eigengap)
+        assert a.second_order == b.second_order
+
+
+def test_hybrid_goes_back_to_dense_when_a_block_eigensolve_fails(supervised, monkeypatch):
+    X, y, gamma, kernel = supervised
+    monkeypatch.setattr(_solver, "_block_budget", lambda mode, d, q: 1)  # no block solve converges
+    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense")
+    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid")
+    # every step after the first tried the block eigensolver, then formed Phi at the same point
+    assert all(h["eigen_solver"] == "lapack" for h in hybrid.history[1:])
+    assert hybrid.convergence.dense_phi_evaluations == hybrid.n_iter
+    assert hybrid.n_iter == dense.n_iter
+    assert sin_angle(dense.components, hybrid.components) < 1e-8
 
 
 def rel(a, b):

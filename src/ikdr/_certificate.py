@@ -106,6 +106,9 @@ class ISMConvergence:
     phi_evaluations : int
         Passes that formed :math:`\Phi` or products :math:`\Phi V` (each also
         gives the objective), certificate included, Hessian products excluded.
+    dense_phi_evaluations : int
+        Those of ``phi_evaluations`` that formed the dense d x d :math:`\Phi`
+        (a pass with the d columns of X); the others are thin (a few columns).
     objective_evaluations : int
         Passes that computed only the objective (trust-region candidates).
     solve_time, certificate_time : float
@@ -128,6 +131,7 @@ class ISMConvergence:
     hessian_products: int
     phi_evaluations: int
     objective_evaluations: int
+    dense_phi_evaluations: int = 0
     hessian_residual: float = np.nan
     hessian_converged: bool | None = None
     certificate_hessian_products: int = 0
@@ -262,7 +266,7 @@ def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, e
         mu_max, mu_low, u = _deflated_top(problem, W, PW, extra)
         out["eigengap"] = float(nu.min() - mu_max)
         scale = 2.0 * max(nu.max() - min(mu_low, nu.min()), mu_max - nu.min(), 0.0)
-        out["hessian_scale"] = scale
+        out["hessian_scale"] = scale = float(scale)
         # least negative surrogate curvature: top complement direction x lowest chosen one
         x0, precondition = np.outer(u, Q[:, 0]), None
         x0 = x0 - W @ (W.T @ x0)

@@ -19,6 +19,7 @@ subclasses :class:`KernelProblem` and replaces ``product``, ``objective`` and
                                            one thin pass (q columns with the dense phi,
                                            2q without)
 ``n_phi``, ``n_objective``, ``n_hessian``  passes made by each kind of call
+``n_dense_phi``                            those of ``n_phi`` that formed the dense Phi
 ========================================  ===================================================
 
 ``native=True`` computes in the problem's own dtype (float32 or float64, the
@@ -62,7 +63,7 @@ class KernelProblem:
         self.n, self.d = X.shape
         self.native_dtype = X.dtype
         self.depends_on_w = bool(kernel.depends_on_w)
-        self.n_phi = self.n_objective = self.n_hessian = 0
+        self.n_phi = self.n_dense_phi = self.n_objective = self.n_hessian = 0
 
     @property
     def X64(self):
@@ -88,6 +89,7 @@ class KernelProblem:
     def phi(self, W, native=False):
         """(dense Phi(W), f(W)): one pass with the d columns of X."""
         self.n_phi += 1
+        self.n_dense_phi += 1
         return self.product(W, None, native)
 
     def phi_product(self, W, V, native=False):

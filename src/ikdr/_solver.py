@@ -64,20 +64,27 @@ __all__ = ["ism", "solve", "ISMResult", "ISMConvergence", "principal_angle", "ch
 #: plain steps are abandoned (gradient criterion) when the gradient shrinks by less than this per step
 _SLOW_CONTRACTION = 0.5
 
-# Dense or matrix-free Phi (``phi_solver="auto"``). Costs per entry of the n x n
-# kernel panel, in flops: every fused pass forms the panel (Gram row, Gamma row,
-# exp, combine: about _PANEL_FLOPS, measured by benchmarks/bench_core_rate.py)
-# and multiplies it by its right-hand side (2 flops per column). Forming Phi
-# passes X itself (d columns); a matrix-free ISM step makes about
-# _MF_EXPECTED_PASSES passes with at most 2p columns (p = q + extra Ritz
-# vectors): measured 2 (warm, tol 1e-6) to 20 (warm, 1e-8) to 50 (from Phi_0)
-# block iterations when Phi's q-th eigenvalue lies inside its bulk (supervised
-# ISM with q = number of classes). Matrix-free wins when
-#     _PANEL_FLOPS + 2 d  >  _MF_EXPECTED_PASSES (_PANEL_FLOPS + 4 p),
-# i.e. for q = 10 (p = 20) above d ~ 1,370. Below _MF_MIN_SAMPLES the Python
-# overhead of the extra passes dominates and Phi is formed densely.
+# Dense, hybrid or matrix-free Phi (``phi_solver="auto"``). Costs per entry of
+# the n x n kernel panel, in flops: every fused pass forms the panel (Gram row,
+# Gamma row, exp, combine: about _PANEL_FLOPS, measured by
+# benchmarks/bench_core_rate.py) and multiplies it by its right-hand side
+# (2 flops per column). Forming Phi passes X itself (d columns); a block
+# iteration of the matrix-free eigensolver makes one pass with at most 2p
+# columns (p = q + extra Ritz vectors). Measured block iterations per step
+# when Phi's q-th eigenvalue lies inside its bulk (supervised ISM with q = the
+# number of classes; 10,000 x 784, tol 1e-8): about 40 for the first step,
+# whose start (the top eigenvectors of Phi_0) is far from those of Phi(W_1),
+# and 12, then 2, for the steps after it. Hence three modes:
+#   matrix-free every step when  _PANEL_FLOPS + 2 d > _MF_EXPECTED_PASSES (_PANEL_FLOPS + 4 p)
+#     (above d ~ 1,370 for q = 10, p = 20; also when the d x d Phi is too big to form);
+#   hybrid (the first step dense, later ones matrix-free) when
+#     _PANEL_FLOPS + 2 d > _HYBRID_EXPECTED_PASSES (_PANEL_FLOPS + 4 p)
+#     (above d ~ 530 for q = 10);
+#   dense otherwise. Below _MF_MIN_SAMPLES the Python overhead of the extra
+# passes dominates and Phi is formed densely.
 _PANEL_FLOPS = 60
 _MF_EXPECTED_PASSES = 20
+_HYBRID_EXPECTED_PASSES = 8
 _MF_MIN_SAMPLES = 1000
 #: relative residual (to the largest Ritz value) of the matrix-free eigensolves
 _MF_TOL = 1e-8
@@ -86,18 +93,36 @@ def _extra_columns(d, q):
     return min(max(10, q), d - q)
 
 
-def _use_matrix_free(phi_solver, kernel, n, d, q):
-    """The rule of ``phi_solver="auto"`` (see the constants above)."""
-    if phi_solver not in ("auto", "dense", "matrix_free"):
-        raise ValueError(f"phi_solver must be 'auto', 'dense' or 'matrix_free', got {phi_solver!r}")
-    if not kernel.depends_on_w or phi_solver == "dense":
-        return False
-    if phi_solver == "matrix_free":
-        return True
-    p = q + _extra_columns(d, q)
+PHI_SOLVERS = ("auto", "dense", "hybrid", "matrix_free")
+
+
+def phi_mode(phi_solver, kernel, n, d, q):
+    """The plain steps' way to Phi's eigenvectors: ``"dense"``, ``"hybrid"`` or
+    ``"matrix_free"`` (``phi_solver="auto"`` by the flop counts above)."""
+    if phi_solver not in PHI_SOLVERS:
+        raise ValueError(f"phi_solver must be one of {', '.join(map(repr, PHI_SOLVERS))}, "
+                         f"got {phi_solver!r}")
+    if not kernel.depends_on_w:
+        return "dense"
+    if phi_solver != "auto":
+        return phi_solver
+    if n < _MF_MIN_SAMPLES:
+        return "dense"
     dense = _PANEL_FLOPS + 2 * d
-    matrix_free = _MF_EXPECTED_PASSES * (_PANEL_FLOPS + 4 * p)
-    return n >= _MF_MIN_SAMPLES and dense > matrix_free
+    block = _PANEL_FLOPS + 4 * (q + _extra_columns(d, q))
+    if dense > _MF_EXPECTED_PASSES * block:
+        return "matrix_free"
+    return "hybrid" if dense > _HYBRID_EXPECTED_PASSES * block else "dense"
+
+
+def _block_budget(mode, d, q):
+    """Block iterations a plain step may spend: the hybrid's worth about two
+    dense passes (then it forms Phi instead), at least 10."""
+    if mode != "hybrid":
+        return _MF_MAX_ITER
+    dense = _PANEL_FLOPS + 2 * d
+    block = _PANEL_FLOPS + 4 * (q + _extra_columns(d, q))
+    return int(min(_MF_MAX_ITER, max(10, 2 * dense // block)))
 
 
 @dataclass
@@ -211,35 +236,65 @@ def _dense64(problem, point):
 
 
 class _PlainStep:
-    r"""The plain step :math:`W \leftarrow V_{\max}(\Phi(W))`, dense or matrix-free.
+    r"""The plain step :math:`W \leftarrow V_{\max}(\Phi(W))`: dense, hybrid or matrix-free.
 
-    ``eigensolve(point)`` returns the top-q eigenpairs of :math:`\Phi(W)`
-    (LAPACK / power on the dense Phi, or the block eigensolver on thin
-    products warm-started from W); ``evaluate(V, final)`` makes the one pass
-    that gives the new iterate's f and what the next step needs: the dense
-    :math:`\Phi(V)`, or the thin :math:`\Phi(V)V` (matrix-free steps, and the
-    last step of a dense run whose certificate does not need the dense Phi).
+    ``eigensolve(point)`` returns the top-q eigenpairs of :math:`\Phi(W)`:
+    LAPACK / power when the point carries the dense Phi, else the block
+    eigensolver on thin products warm-started from W and the extra Ritz
+    vectors of the previous eigensolve. ``evaluate(V, final)`` makes the one
+    pass that gives the new iterate's f and what the next step needs: the
+    dense :math:`\Phi(V)`, or the thin :math:`\Phi(V)V`.
+
+    ``mode``: ``"dense"`` forms Phi at every iterate (thin at the last one
+    when the certificate does not need the dense Phi); ``"matrix_free"``
+    never forms it; ``"hybrid"`` forms it for the first step only, whose
+    start is far from Phi(W_1)'s eigenvectors (about 40 block iterations,
+    more than one dense pass costs when d is large), takes its next p - q
+    eigenvectors as the block eigensolver's extra start columns, and goes
+    matrix-free from there (a dozen block iterations, then a few). A hybrid
+    block eigensolve that does not converge within ``block_budget``
+    iterations is replaced by the dense one at the same point, so every step
+    is exact to ``tol``.
     """
 
-    def __init__(self, problem, q, *, matrix_free, eigen_solver, dense_final, tol):
-        self.problem, self.q, self.matrix_free = problem, q, matrix_free
+    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, block_budget):
+        self.problem, self.q, self.mode = problem, q, mode
         self.eigen_solver, self.dense_final, self.tol = eigen_solver, dense_final, tol
+        self.block_budget = block_budget
         self.exact = problem.native_dtype == np.float64
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
+        self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
+
+    @property
+    def thin_certificate(self):
+        """The certificate uses thin products (no dense Phi at the returned W)."""
+        return self.mode != "dense"
 
     def eigensolve(self, point):
-        if not self.matrix_free:
+        if point.phi is None:
+            W = point.W
+            vals, V, info = block_top_eigenvectors(
+                lambda S: self.problem.phi_product(W, S, native=True)[0], W, point.pw, self.q,
+                extra=self.extra, tol=self.tol, max_iter=self.block_budget)
+            self.extra = info["extra"]
+            info["method"] = (f"matrix-free ({info['iterations']} it, "
+                              f"residual {info['residual']:.1e})")
+            if info["converged"] or self.mode == "matrix_free":
+                return vals, V, info
+            point.phi = self.problem.phi(W, native=True)[0]
+        if self.mode != "hybrid":
             return top_eigenvectors(point.phi, self.q, point.W, method=self.eigen_solver)
-        W = point.W
-        vals, V, info = block_top_eigenvectors(
-            lambda S: self.problem.phi_product(W, S, native=True)[0], W, point.pw, self.q,
-            extra=self.extra, tol=self.tol, max_iter=_MF_MAX_ITER)
-        self.extra = info["extra"]
-        info["method"] = f"matrix-free ({info['iterations']} it, residual {info['residual']:.1e})"
-        return vals, V, info
+        # LAPACK's next p - q eigenvectors start the next block eigensolve
+        d = point.phi.shape[0]
+        vals, vecs, info = top_eigenvectors(point.phi, min(d, self.q + _extra_columns(d, self.q)),
+                                            method="lapack")
+        self.extra, self.dense_start = vecs[:, self.q:], False
+        return vals[:self.q].copy(), np.ascontiguousarray(vecs[:, :self.q]), info
 
     def evaluate(self, V, final=False):
-        if self.matrix_free or (final and not self.dense_final):
+        dense = not final and self.dense_start if self.mode != "dense" else \
+            not final or self.dense_final
+        if not dense:
             PV, f = self.problem.phi_product(V, V, native=True)
             return _Point(V, f, PW=PV, exact=self.exact)
         phi, f = self.problem.phi(V, native=True)
@@ -386,7 +441,7 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         Precision of the plain steps' C++ products; None keeps X's own
         (float32 or float64). The safeguarded phase and the certificate
         always work in float64.
-    phi_solver : {"auto", "dense", "matrix_free"}, default="auto"
+    phi_solver : {"auto", "dense", "hybrid", "matrix_free"}, default="auto"
         How a plain step finds the top-q eigenvectors of :math:`\Phi(W)`.
         ``"dense"`` forms the d x d :math:`\Phi = X^T L(\Psi) X` (one fused pass
         with the d columns of X: :math:`O(n^2 d)`) and calls LAPACK.
@@ -397,14 +452,21 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         the few columns of XV each (:math:`O(n^2 q)`); the pass that evaluates
         a candidate W also yields :math:`\Phi(W)W` (the next gradient and the
         next eigensolve's first product) and, for a Gaussian kernel, its
-        objective. ``"auto"`` goes matrix-free when the estimated flops say so:
-        :math:`F + 2d > 20(F + 4p)` with F about 60 flops to form one panel
-        entry, p = q + max(10, q) and 20 the typical number of block
-        iterations per step, i.e. above d of about 1,370 for q = 10, and
-        n >= 1000. The safeguarded (trust-region) phase, which is rarely
-        needed, forms :math:`\Phi` densely; the certificate after a
-        matrix-free run uses the same products (its eigengap by a short block
-        iteration, its Hessian eigenvalue unpreconditioned).
+        objective. ``"hybrid"`` forms Phi for the first step only (its start,
+        the top eigenvectors of :math:`\Phi_0`, is far from those of
+        :math:`\Phi(W_1)`, and the block eigensolver would need about 40
+        iterations), seeds the block eigensolver with that Phi's next
+        eigenvectors, and is matrix-free from then on (back to one dense step
+        when a block eigensolve does not converge). ``"auto"`` chooses by the
+        estimated flops, with F about 60 flops to form one panel entry and
+        p = q + max(10, q) columns in the block eigensolver: matrix-free when
+        :math:`F + 2d > 20(F + 4p)` (above d of about 1,370 for q = 10), hybrid
+        when :math:`F + 2d > 8(F + 4p)` (above d of about 530), dense
+        otherwise or when n < 1000. The safeguarded (trust-region) phase,
+        which is rarely needed, forms :math:`\Phi` densely; the certificate
+        after a hybrid or matrix-free run uses the same thin products (its
+        eigengap by a short block iteration, its Hessian eigenvalue
+        unpreconditioned).
     min_components : int, default=1
         Smallest q considered when ``n_components=None``.
     approximation : ikdr._nystrom.Approximation or None, default=None
@@ -508,11 +570,11 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
             choose_n_components(np.linalg.eigvalsh(phi0), minimum=min(int(min_components), d))
     else:
         q = int(n_components)
-    matrix_free = _use_matrix_free(phi_solver, problem, problem.n, d, q)
+    mode = phi_mode(phi_solver, problem, problem.n, d, q)
     eps = float(np.finfo(problem.native_dtype).eps)
     mf_tol = max(_MF_TOL, 50 * eps) if problem.native_dtype == np.float32 else _MF_TOL
-    step = _PlainStep(problem, q, matrix_free=matrix_free, eigen_solver=eigen_solver,
-                      dense_final=certify, tol=mf_tol)
+    step = _PlainStep(problem, q, mode=mode, eigen_solver=eigen_solver,
+                      dense_final=certify, tol=mf_tol, block_budget=_block_budget(mode, d, q))
     if W0 is not None and problem.depends_on_w:
         # A warm start is the first iterate itself, not the first plain step from it:
         # that step can descend (a cycling problem, or a start near another basin's
@@ -605,7 +667,7 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
     if not stalled and not converged:
         stopping_rule = "max_iter"
     solve_time = time.perf_counter() - t0
-    if certify and not matrix_free:
+    if certify and not step.thin_certificate:
         point = _dense64(problem, point)
     exact = point.exact
     fields = certify_point(problem, point.W, point.objective,
@@ -615,6 +677,7 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
         converged=bool(converged), stopping_rule=stopping_rule, objective=point.objective,
         plain_steps=plain_steps, safeguarded_steps=tr_steps, rejected_steps=rejected,
         hessian_products=problem.n_hessian, phi_evaluations=problem.n_phi,
+        dense_phi_evaluations=problem.n_dense_phi,
         objective_evaluations=problem.n_objective, **fields)
     history[-1]["gradient_norm"] = certificate.gradient_norm
     certificate.solve_time = solve_time
