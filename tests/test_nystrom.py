@@ -73,14 +73,11 @@ def test_every_point_a_landmark_equals_exact(wine, kernel):
     approx, info = approximate_ism(X, g, kernel, 3, n_landmarks=X.shape[0], criterion="angle",
                                    tol=1e-9)
     assert info["n_landmarks"] == X.shape[0]
-    # The landmark form with m = n goes through the pseudo-inverse of the
-    # ill-conditioned n x n kernel: its objective carries that rounding, and the
-    # safeguard stalls (by design, see approximate_ism) where the ascent it
-    # predicts falls below it. With the Gaussian that leaves the subspace
-    # 3e-6 to 3e-4 from the exact one depending on the exp's last bits; a
-    # wrong landmark formula is O(1) away.
-    assert np.sin(principal_angle(exact.components, approx.components)) < 1e-3
-    assert abs(approx.objective - exact.objective) <= 1e-6 * abs(exact.objective)
+    np.testing.assert_array_equal(info["index"], np.arange(X.shape[0]))
+    # m = n is the exact kernel: the exact passes, not the landmark form
+    # (whose pseudo-inverse of the n x n kernel would only add rounding)
+    assert np.sin(principal_angle(exact.components, approx.components)) < 1e-12
+    assert approx.objective == pytest.approx(exact.objective, rel=1e-14)
 
 
 def test_polish_equals_exact_in_fewer_passes(wine):

@@ -904,7 +904,10 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     from the last, until the sine of the largest principal angle between two
     successive fits is below ``auto_tol``; it stops at ``min(n, auto_max)``
     and then warns (``ConvergenceWarning``) with its last estimate. m = n
-    (every sample a landmark) is the exact kernel and needs no warning.
+    (every sample a landmark) is the exact kernel: that fit runs the exact
+    passes (:func:`ikdr.ism` with the caller's options) rather than the
+    landmark form, whose pseudo-inverse of the n x n kernel matrix would only
+    add its rounding, and needs no warning.
 
     ``polish=True`` continues from the approximate fixed point with exact
     passes (:func:`ikdr.ism` without approximation, ``polish_kwargs`` its
@@ -942,15 +945,23 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     # APPROX_GTOL: below it the landmark error dominates.
     ism_kwargs.setdefault("gtol", APPROX_GTOL)
     m = check_n_landmarks(n_landmarks, n if approximation == "nystrom" else None)
+
+    def fit(m, start):
+        """(result, landmark rows) of the fit with m landmarks or features."""
+        if approximation == "nystrom" and m == n:
+            return ism(X, gamma, kernel, q, W0=start, **dict(exact_kwargs, warn=False)), \
+                np.arange(n)
+        result, approx = _fit_at(X, gamma, kernel, q, m, approximation, start, ism_kwargs,
+                                 method, dtype, random_state, block_rows)
+        return result, approx.index
+
     trail = []
     if m != "auto":
-        result, approx = _fit_at(X, gamma, kernel, q, m, approximation, W0, ism_kwargs, method,
-                                 dtype, random_state, block_rows)
+        result, index = fit(m, W0)
     else:
         m = min(n, AUTO_START if approximation == "nystrom" else RFF_DEFAULT)
         cap = min(n, auto_max) if approximation == "nystrom" else auto_max
-        result, approx = _fit_at(X, gamma, kernel, q, m, approximation, W0, ism_kwargs, method,
-                                 dtype, random_state, block_rows)
+        result, index = fit(m, W0)
         trail.append((m, np.nan))
         while True:
             if approximation == "nystrom" and m >= n:
@@ -964,16 +975,13 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
                               stacklevel=3)
                 break
             m_next = min(cap, 2 * m)
-            nxt, approx_next = _fit_at(X, gamma, kernel, q, m_next, approximation,
-                                       result.components, ism_kwargs, method, dtype,
-                                       random_state, block_rows)
+            nxt, index_next = fit(m_next, result.components)
             change = float(np.sin(principal_angle(result.components, nxt.components)))
             trail.append((m_next, change))
-            result, approx, m = nxt, approx_next, m_next
+            result, index, m = nxt, index_next, m_next
             if change < auto_tol:
                 break
-    info = {"n_landmarks": m, "auto": trail, "approximate_result": result,
-            "index": approx.index}
+    info = {"n_landmarks": m, "auto": trail, "approximate_result": result, "index": index}
     if warn and not polish:
         _warn_if_unconverged(result.convergence, approximation, m)
     if polish:
