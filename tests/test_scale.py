@@ -121,8 +121,15 @@ def test_auto_rule():
         phi_mode("lanczos", g, 10, 5, 2)
 
 
+@pytest.fixture
+def cheap_blocks(monkeypatch):
+    """A block iteration costs 1/1000 of a dense pass: the hybrid always prefers it."""
+    monkeypatch.setattr(_solver._PassCosts, "of", classmethod(
+        lambda cls, n, d, q: cls(dense=1000.0, block=1.0)))
+
+
 @pytest.mark.parametrize("certify", [True, False])
-def test_hybrid_matches_dense(supervised, certify):
+def test_hybrid_matches_dense(supervised, certify, cheap_blocks):
     X, y, gamma, kernel = supervised
     dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", certify=certify)
     hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", certify=certify)
@@ -141,14 +148,27 @@ def test_hybrid_matches_dense(supervised, certify):
         assert a.second_order == b.second_order
 
 
-def test_hybrid_goes_back_to_dense_when_a_block_eigensolve_fails(supervised, monkeypatch):
+def test_hybrid_goes_back_to_dense_when_a_block_eigensolve_fails(supervised, monkeypatch,
+                                                                  cheap_blocks):
     X, y, gamma, kernel = supervised
-    monkeypatch.setattr(_solver, "_block_budget", lambda mode, d, q: 1)  # no block solve converges
+    monkeypatch.setattr(_solver, "_MF_MAX_ITER", 1)     # no block eigensolve converges
     dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense")
     hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid")
     # every step after the first tried the block eigensolver, then formed Phi at the same point
     assert all(h["eigen_solver"] == "lapack" for h in hybrid.history[1:])
     assert hybrid.convergence.dense_phi_evaluations == hybrid.n_iter
+    assert hybrid.n_iter == dense.n_iter
+    assert sin_angle(dense.components, hybrid.components) < 1e-8
+
+
+def test_hybrid_forms_phi_when_block_iterations_would_cost_more(supervised):
+    # 600 x 30: a block iteration costs about as much as a dense pass, so the
+    # predicted iterations of every step cost more and each step forms Phi
+    X, y, gamma, kernel = supervised
+    assert _solver._PassCosts.of(600, 30, 3).ratio < 2
+    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", certify=False)
+    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", certify=False)
+    assert all(h["eigen_solver"] == "lapack" for h in hybrid.history[1:])
     assert hybrid.n_iter == dense.n_iter
     assert sin_angle(dense.components, hybrid.components) < 1e-8
 

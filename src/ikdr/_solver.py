@@ -65,21 +65,21 @@ __all__ = ["ism", "solve", "ISMResult", "ISMConvergence", "principal_angle", "ch
 _SLOW_CONTRACTION = 0.5
 
 # Dense, hybrid or matrix-free Phi (``phi_solver="auto"``). Costs per entry of
-# the n x n kernel panel, in flops: every fused pass forms the panel (Gram row,
-# Gamma row, exp, combine: about _PANEL_FLOPS, measured by
+# the n x n kernel panel, in flops (_PassCosts): every fused pass forms the
+# panel (Gram row, Gamma row, exp, combine: about _PANEL_FLOPS, measured by
 # benchmarks/bench_core_rate.py) and multiplies it by its right-hand side
-# (2 flops per column). Forming Phi passes X itself (d columns); a block
-# iteration of the matrix-free eigensolver makes one pass with at most 2p
-# columns (p = q + extra Ritz vectors). Measured block iterations per step
-# when Phi's q-th eigenvalue lies inside its bulk (supervised ISM with q = the
-# number of classes; 10,000 x 784, tol 1e-8): about 40 for the first step,
-# whose start (the top eigenvectors of Phi_0) is far from those of Phi(W_1),
-# and 12, then 2, for the steps after it. Hence three modes:
-#   matrix-free every step when  _PANEL_FLOPS + 2 d > _MF_EXPECTED_PASSES (_PANEL_FLOPS + 4 p)
-#     (above d ~ 1,370 for q = 10, p = 20; also when the d x d Phi is too big to form);
-#   hybrid (the first step dense, later ones matrix-free) when
-#     _PANEL_FLOPS + 2 d > _HYBRID_EXPECTED_PASSES (_PANEL_FLOPS + 4 p)
-#     (above d ~ 530 for q = 10);
+# (2 flops per column). Forming Phi passes X itself (d columns); an iteration
+# of the block eigensolver makes one pass with at most 2p columns (p = q +
+# extra Ritz vectors) plus the products X S and X^T (L X S) (4 d p / n flops per
+# panel entry each). Measured block iterations per step when Phi's q-th
+# eigenvalue lies inside its bulk (supervised ISM with q = the number of
+# classes; 10,000 x 784, tol 1e-8): about 40 for the first step, whose start
+# (the top eigenvectors of Phi_0) is far from those of Phi(W_1), then 12 and 2,
+# the residual shrinking by about _BLOCK_RATE per iteration. Hence three modes:
+#   matrix-free every step when a dense pass costs more than _MF_EXPECTED_PASSES
+#     block iterations (above d ~ 1,400 for q = 10 at n = 10,000);
+#   hybrid when it costs more than _HYBRID_EXPECTED_PASSES of them (above
+#     d ~ 560): the first step dense, then each step by its predicted cost;
 #   dense otherwise. Below _MF_MIN_SAMPLES the Python overhead of the extra
 # passes dominates and Phi is formed densely.
 _PANEL_FLOPS = 60
@@ -89,8 +89,30 @@ _MF_MIN_SAMPLES = 1000
 #: relative residual (to the largest Ritz value) of the matrix-free eigensolves
 _MF_TOL = 1e-8
 _MF_MAX_ITER = 60
+#: residual reduction per block iteration assumed before one has been observed
+_BLOCK_RATE = 0.5
+
+
 def _extra_columns(d, q):
     return min(max(10, q), d - q)
+
+
+@dataclass(frozen=True)
+class _PassCosts:
+    """Flops per kernel-panel entry of the two ways to a plain step."""
+
+    dense: float        # the pass that forms Phi (the panel times the d columns of X)
+    block: float        # one block-eigensolver iteration (at most 2p columns, and X S, X^T Y)
+
+    @classmethod
+    def of(cls, n, d, q):
+        p = q + _extra_columns(d, q)
+        return cls(dense=_PANEL_FLOPS + 2 * d, block=_PANEL_FLOPS + 4 * p + 8 * d * p / n)
+
+    @property
+    def ratio(self):
+        """Block iterations that cost one dense pass."""
+        return self.dense / self.block
 
 
 PHI_SOLVERS = ("auto", "dense", "hybrid", "matrix_free")
@@ -108,21 +130,19 @@ def phi_mode(phi_solver, kernel, n, d, q):
         return phi_solver
     if n < _MF_MIN_SAMPLES:
         return "dense"
-    dense = _PANEL_FLOPS + 2 * d
-    block = _PANEL_FLOPS + 4 * (q + _extra_columns(d, q))
-    if dense > _MF_EXPECTED_PASSES * block:
+    ratio = _PassCosts.of(n, d, q).ratio
+    if ratio > _MF_EXPECTED_PASSES:
         return "matrix_free"
-    return "hybrid" if dense > _HYBRID_EXPECTED_PASSES * block else "dense"
+    return "hybrid" if ratio > _HYBRID_EXPECTED_PASSES else "dense"
 
 
-def _block_budget(mode, d, q):
-    """Block iterations a plain step may spend: the hybrid's worth about two
-    dense passes (then it forms Phi instead), at least 10."""
-    if mode != "hybrid":
-        return _MF_MAX_ITER
-    dense = _PANEL_FLOPS + 2 * d
-    block = _PANEL_FLOPS + 4 * (q + _extra_columns(d, q))
-    return int(min(_MF_MAX_ITER, max(10, 2 * dense // block)))
+def _relative_residual(W, PW):
+    """max_j ||(Phi W - W W^T Phi W)_j|| / max |eig(W^T Phi W)|: the block
+    eigensolver's measure, at its start."""
+    ritz = W.T @ PW
+    scale = float(np.abs(np.linalg.eigvalsh(0.5 * (ritz + ritz.T))).max())
+    residual = float(np.linalg.norm(PW - W @ ritz, axis=0).max())
+    return residual / scale if scale > 0 else np.inf
 
 
 @dataclass
@@ -251,19 +271,34 @@ class _PlainStep:
     start is far from Phi(W_1)'s eigenvectors (about 40 block iterations,
     more than one dense pass costs when d is large), takes its next p - q
     eigenvectors as the block eigensolver's extra start columns, and goes
-    matrix-free from there (a dozen block iterations, then a few). A hybrid
-    block eigensolve that does not converge within ``block_budget``
-    iterations is replaced by the dense one at the same point, so every step
-    is exact to ``tol``.
+    matrix-free from there when that is cheaper: the block iterations a step
+    needs are predicted from the residual of W in :math:`\Phi(W)` (known from
+    the thin pass that evaluated W) and the residual reduction per iteration
+    observed so far (:data:`_BLOCK_RATE` before any); when they would cost
+    more than a dense pass, the step forms Phi instead. A hybrid block
+    eigensolve that does not converge within twice a dense pass's worth of
+    iterations is replaced by the dense one at the same point, so every
+    step is exact to ``tol``.
     """
 
-    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, block_budget):
+    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol):
         self.problem, self.q, self.mode = problem, q, mode
         self.eigen_solver, self.dense_final, self.tol = eigen_solver, dense_final, tol
-        self.block_budget = block_budget
+        self.costs = _PassCosts.of(problem.n, problem.d, q)
+        self.block_budget = _MF_MAX_ITER if mode != "hybrid" else \
+            int(min(_MF_MAX_ITER, max(10, 2 * self.costs.ratio)))
+        self.rate = _BLOCK_RATE     # residual reduction per block iteration, as last observed
         self.exact = problem.native_dtype == np.float64
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
         self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
+
+    def _block_is_cheaper(self, point):
+        """The hybrid's choice: predicted block iterations cost less than a dense pass."""
+        start = _relative_residual(point.W, point.pw)
+        if start <= self.tol:
+            return True
+        iterations = np.log(self.tol / start) / np.log(self.rate)
+        return iterations < self.costs.ratio
 
     @property
     def thin_certificate(self):
@@ -271,17 +306,22 @@ class _PlainStep:
         return self.mode != "dense"
 
     def eigensolve(self, point):
-        if point.phi is None:
+        if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(point)):
             W = point.W
+            start = _relative_residual(W, point.pw)
             vals, V, info = block_top_eigenvectors(
                 lambda S: self.problem.phi_product(W, S, native=True)[0], W, point.pw, self.q,
                 extra=self.extra, tol=self.tol, max_iter=self.block_budget)
             self.extra = info["extra"]
+            if info["iterations"] > 1 and start > info["residual"] > 0:
+                self.rate = float(np.clip((info["residual"] / start) ** (1 / info["iterations"]),
+                                          0.05, 0.95))
             info["method"] = (f"matrix-free ({info['iterations']} it, "
                               f"residual {info['residual']:.1e})")
             if info["converged"] or self.mode == "matrix_free":
                 return vals, V, info
-            point.phi = self.problem.phi(W, native=True)[0]
+        if point.phi is None:
+            point.phi = self.problem.phi(point.W, native=True)[0]
         if self.mode != "hybrid":
             return top_eigenvectors(point.phi, self.q, point.W, method=self.eigen_solver)
         # LAPACK's next p - q eigenvectors start the next block eigensolve
@@ -452,21 +492,25 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         the few columns of XV each (:math:`O(n^2 q)`); the pass that evaluates
         a candidate W also yields :math:`\Phi(W)W` (the next gradient and the
         next eigensolve's first product) and, for a Gaussian kernel, its
-        objective. ``"hybrid"`` forms Phi for the first step only (its start,
-        the top eigenvectors of :math:`\Phi_0`, is far from those of
+        objective. ``"hybrid"`` forms Phi for the first step (its start, the
+        top eigenvectors of :math:`\Phi_0`, is far from those of
         :math:`\Phi(W_1)`, and the block eigensolver would need about 40
         iterations), seeds the block eigensolver with that Phi's next
-        eigenvectors, and is matrix-free from then on (back to one dense step
-        when a block eigensolve does not converge). ``"auto"`` chooses by the
-        estimated flops, with F about 60 flops to form one panel entry and
-        p = q + max(10, q) columns in the block eigensolver: matrix-free when
-        :math:`F + 2d > 20(F + 4p)` (above d of about 1,370 for q = 10), hybrid
-        when :math:`F + 2d > 8(F + 4p)` (above d of about 530), dense
-        otherwise or when n < 1000. The safeguarded (trust-region) phase,
-        which is rarely needed, forms :math:`\Phi` densely; the certificate
-        after a hybrid or matrix-free run uses the same thin products (its
-        eigengap by a short block iteration, its Hessian eigenvalue
-        unpreconditioned).
+        eigenvectors, and then takes each step the cheaper way: the block
+        iterations are predicted from the residual of W (known from the thin
+        pass that evaluated it) and the convergence rate observed so far, and
+        Phi is formed when they would cost more than a dense pass (or when a
+        block eigensolve does not converge). ``"auto"`` chooses by the
+        estimated flops per kernel-panel entry, F about 60 to form an entry,
+        a dense pass F + 2d, a block iteration F + 4p + 8dp/n with
+        p = q + max(10, q) columns: matrix-free when a dense pass costs more
+        than 20 block iterations (above d of about 1,600 for q = 10 and
+        n = 10,000), hybrid when it costs more than 8 (above d of about 570),
+        dense otherwise or when n < 1000. The safeguarded (trust-region)
+        phase, which is rarely needed, forms :math:`\Phi` densely; the
+        certificate after a hybrid or matrix-free run uses the same thin
+        products (its eigengap by a short block iteration, its Hessian
+        eigenvalue unpreconditioned).
     min_components : int, default=1
         Smallest q considered when ``n_components=None``.
     approximation : ikdr._nystrom.Approximation or None, default=None
@@ -574,7 +618,7 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
     eps = float(np.finfo(problem.native_dtype).eps)
     mf_tol = max(_MF_TOL, 50 * eps) if problem.native_dtype == np.float32 else _MF_TOL
     step = _PlainStep(problem, q, mode=mode, eigen_solver=eigen_solver,
-                      dense_final=certify, tol=mf_tol, block_budget=_block_budget(mode, d, q))
+                      dense_final=certify, tol=mf_tol)
     if W0 is not None and problem.depends_on_w:
         # A warm start is the first iterate itself, not the first plain step from it:
         # that step can descend (a cycling problem, or a start near another basin's
