@@ -263,3 +263,21 @@ def test_fork_after_use_fits_correctly_and_never_hangs():
 
 # Concurrent fits from Python threads: tests/test_runtime.py
 # (test_two_estimators_in_two_threads).
+
+
+def test_core_calls_hold_the_blas_at_one_thread_and_restore_it():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from ikdr._config import single_threaded_blas
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"]
+
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        outer = blas_threads()
+        with single_threaded_blas():
+            assert set(blas_threads()) <= {1}
+            with single_threaded_blas():            # nested: still one, then back to one
+                assert set(blas_threads()) <= {1}
+            assert set(blas_threads()) <= {1}
+        assert blas_threads() == outer
