@@ -205,9 +205,11 @@ def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=
         theta = float(np.vdot(x, Ax))
 
 
-def _deflated_top(problem, W, PW, extra):
+def _deflated_top(problem, W, PW, extra, extra_product=None):
     r"""Largest eigenvalue of :math:`W_\perp^T\Phi W_\perp` and a few lower Ritz values
-    by a short block iteration on the deflated operator (matrix-free eigengap)."""
+    by a short block iteration on the deflated operator (matrix-free eigengap),
+    started from the columns ``extra`` (orthonormal and orthogonal to W when
+    their products :math:`\Phi E` come with them as ``extra_product``)."""
     d, q = W.shape
 
     def deflated(V):
@@ -215,18 +217,26 @@ def _deflated_top(problem, W, PW, extra):
         out, _ = problem.phi_product(W, V)
         return out - W @ (W.T @ out)
 
-    E = extra if extra is not None and extra.shape[1] else \
-        np.random.default_rng(0).standard_normal((d, min(max(10, q), d - q)))
-    E = E - W @ (W.T @ E)
-    E, _ = np.linalg.qr(E - W @ (W.T @ E))
-    mu, U, info = block_top_eigenvectors(deflated, E[:, :1], deflated(E[:, :1]), 1,
-                                         extra=E[:, 1:], tol=1e-6, max_iter=8)
+    if extra is not None and extra_product is not None:
+        E = extra
+        AE = extra_product - W @ (W.T @ extra_product)
+    else:
+        E = extra if extra is not None and extra.shape[1] else \
+            np.random.default_rng(0).standard_normal((d, min(max(10, q), d - q)))
+        E = E - W @ (W.T @ E)
+        E, _ = np.linalg.qr(E - W @ (W.T @ E))
+        AE = deflated(E)
+    mu, U, info = block_top_eigenvectors(deflated, E, AE, 1, extra=np.empty((d, 0)),
+                                         tol=1e-6, max_iter=8)
     ritz = info["ritz_values"]
     return float(mu[0]), float(np.min(ritz)) if ritz is not None else float(mu[0]), U[:, 0]
 
 
-def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, extra=None):
-    """The certificate's numbers at W (float64 ``phi`` or ``PW`` = Phi(W) W when known).
+def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, extra=None,
+            extra_product=None):
+    """The certificate's numbers at W (float64 ``phi`` or ``PW`` = Phi(W) W when known;
+    ``extra``: start columns of the matrix-free eigengap iteration, with their
+    products Phi(W) extra as ``extra_product`` when known).
 
     Returns a dict of :class:`ISMConvergence` fields: ``gradient_norm``,
     ``relative_gradient_norm``, ``first_order``, ``eigengap``, ``hessian_*``,
@@ -263,7 +273,7 @@ def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, e
             return out
     else:
         nu, Q = np.linalg.eigh(0.5 * (W.T @ PW + PW.T @ W))
-        mu_max, mu_low, u = _deflated_top(problem, W, PW, extra)
+        mu_max, mu_low, u = _deflated_top(problem, W, PW, extra, extra_product)
         out["eigengap"] = float(nu.min() - mu_max)
         scale = 2.0 * max(nu.max() - min(mu_low, nu.min()), mu_max - nu.min(), 0.0)
         out["hessian_scale"] = scale = float(scale)

@@ -67,7 +67,7 @@ def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
     return vals, _fix_signs(vecs), info
 
 
-def _orthonormal_complement_block(S, X):
+def orthonormal_complement(S, X):
     """Orthonormal basis of the part of span(S) orthogonal to the orthonormal X
     (two projection passes; directions lost to rounding are dropped)."""
     for _ in range(2):
@@ -97,13 +97,16 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
     Parameters
     ----------
     matmat : callable, (d, k) -> (d, k)
-    V0 : ndarray (d, q)
-        Warm start, orthonormal columns (e.g. the previous ISM iterate).
-    AV0 : ndarray (d, q)
+    V0 : ndarray (d, k), k >= q
+        Warm start, orthonormal columns (e.g. the previous ISM iterate, or it
+        and extra start columns whose products are known too).
+    AV0 : ndarray (d, k)
         ``matmat(V0)``, usually already known (it is the gradient product).
     extra : ndarray (d, e), optional
         Additional start columns (e.g. the extra Ritz vectors of the previous
-        call); without them e = max(10, q) random columns are used.
+        call), multiplied by the first iteration; without them and with
+        k = q, e = max(10, q) random columns are used. The Ritz block has
+        ``p = max(k, q + e)`` columns.
     tol : float
         Stop when every one of the first q residuals
         :math:`\|Av_j - \theta_j v_j\|` is at most ``tol`` times the largest
@@ -121,13 +124,13 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
     V0 = np.asarray(V0, dtype=np.float64)
     d = V0.shape[0]
     if extra is None:
-        e = min(max(10, q), d - q)
+        e = min(max(10, q), d - q) if V0.shape[1] == q else 0
         rng = np.random.default_rng(0)
         extra = rng.standard_normal((d, e))
-    p = min(d, q + extra.shape[1])
+    p = min(d, max(V0.shape[1], q + extra.shape[1]))
     X = V0
     AX = np.asarray(AV0, dtype=np.float64)
-    S = _orthonormal_complement_block(extra, X)
+    S = orthonormal_complement(extra, X)
     products = 0
     P = None
     theta = None
@@ -158,9 +161,9 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
         if residual <= tol:
             converged = True
             break
-        if S.shape[1] == 0:
+        S = orthonormal_complement(np.hstack([R, P]), X)
+        if S.shape[1] == 0:             # nothing left to add
             break
-        S = _orthonormal_complement_block(np.hstack([R, P]), X)
     info = {"method": "matrix-free", "iterations": it, "products": products,
             "residual": residual, "converged": converged,
             "ritz_values": None if theta is None else theta.copy(),

@@ -51,7 +51,7 @@ from . import distributed as _distributed
 from ._certificate import ISMConvergence
 from ._certificate import certify as certify_point
 from ._config import single_threaded_blas
-from ._eig import _fix_signs, block_top_eigenvectors, top_eigenvectors
+from ._eig import _fix_signs, block_top_eigenvectors, orthonormal_complement, top_eigenvectors
 from ._ism_problem import KernelProblem, riemannian_gradient
 from ._trust_region import TrustRegion
 from ._validation import check_float_matrix, check_vector
@@ -230,12 +230,15 @@ def _check_orthonormal_start(W0, d, q):
 class _Point:
     """An iterate: W, f(W) and whichever of the dense Phi(W) / Phi(W) W the last pass gave.
 
-    ``exact``: computed in float64 (else in the problem's float32)."""
+    ``exact``: computed in float64 (else in the problem's float32). ``E``,
+    ``PE``: extra start columns of the block eigensolver (orthonormal, orthogonal
+    to W) and their products Phi(W) E, made by the same thin pass as Phi(W) W."""
 
-    __slots__ = ("W", "objective", "phi", "PW", "exact")
+    __slots__ = ("W", "objective", "phi", "PW", "exact", "E", "PE")
 
-    def __init__(self, W, objective, *, phi=None, PW=None, exact=True):
+    def __init__(self, W, objective, *, phi=None, PW=None, exact=True, E=None, PE=None):
         self.W, self.objective, self.phi, self.PW, self.exact = W, float(objective), phi, PW, exact
+        self.E, self.PE = E, PE
 
     @property
     def pw(self):
@@ -261,9 +264,12 @@ class _PlainStep:
     ``eigensolve(point)`` returns the top-q eigenpairs of :math:`\Phi(W)`:
     LAPACK / power when the point carries the dense Phi, else the block
     eigensolver on thin products warm-started from W and the extra Ritz
-    vectors of the previous eigensolve. ``evaluate(V, final)`` makes the one
+    vectors E of the previous eigensolve. ``evaluate(V, final)`` makes the one
     pass that gives the new iterate's f and what the next step needs: the
-    dense :math:`\Phi(V)`, or the thin :math:`\Phi(V)V`.
+    dense :math:`\Phi(V)`, or the thin :math:`\Phi(V)[V, E]` (E made
+    orthogonal to V; at the last iterate only for the certificate, whose
+    eigengap iteration starts from the same columns), so the block
+    eigensolver's first iteration needs no pass of its own.
 
     ``mode``: ``"dense"`` forms Phi at every iterate (thin at the last one
     when the certificate does not need the dense Phi); ``"matrix_free"``
@@ -309,9 +315,14 @@ class _PlainStep:
         if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(point)):
             W = point.W
             start = _relative_residual(W, point.pw)
+            if point.E is not None:
+                V0, AV0, extra = np.hstack([W, point.E]), np.hstack([point.pw, point.PE]), \
+                    np.empty((W.shape[0], 0))
+            else:
+                V0, AV0, extra = W, point.pw, self.extra
             vals, V, info = block_top_eigenvectors(
-                lambda S: self.problem.phi_product(W, S, native=True)[0], W, point.pw, self.q,
-                extra=self.extra, tol=self.tol, max_iter=self.block_budget)
+                lambda S: self.problem.phi_product(W, S, native=True)[0], V0, AV0, self.q,
+                extra=extra, tol=self.tol, max_iter=self.block_budget)
             self.extra = info["extra"]
             if info["iterations"] > 1 and start > info["residual"] > 0:
                 self.rate = float(np.clip((info["residual"] / start) ** (1 / info["iterations"]),
@@ -335,8 +346,13 @@ class _PlainStep:
         dense = not final and self.dense_start if self.mode != "dense" else \
             not final or self.dense_final
         if not dense:
-            PV, f = self.problem.phi_product(V, V, native=True)
-            return _Point(V, f, PW=PV, exact=self.exact)
+            if self.extra is None or self.mode == "dense" or (final and not self.dense_final):
+                PV, f = self.problem.phi_product(V, V, native=True)
+                return _Point(V, f, PW=PV, exact=self.exact)
+            E = orthonormal_complement(self.extra, V)
+            both, f = self.problem.phi_product(V, np.hstack([V, E]), native=True)
+            q = V.shape[1]
+            return _Point(V, f, PW=both[:, :q], exact=self.exact, E=E, PE=both[:, q:])
         phi, f = self.problem.phi(V, native=True)
         return _Point(V, f, phi=phi, exact=self.exact)
 
@@ -716,7 +732,9 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
     exact = point.exact
     fields = certify_point(problem, point.W, point.objective,
                            phi=point.phi if exact else None, PW=point.PW if exact else None,
-                           full=certify, gtol=gtol, extra=step.extra)
+                           full=certify, gtol=gtol,
+                           extra=point.E if point.E is not None and exact else step.extra,
+                           extra_product=point.PE if exact else None)
     certificate = ISMConvergence(
         converged=bool(converged), stopping_rule=stopping_rule, objective=point.objective,
         plain_steps=plain_steps, safeguarded_steps=tr_steps, rejected_steps=rejected,
