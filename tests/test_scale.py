@@ -208,3 +208,14 @@ def test_bad_dtype(cls):
     X, y = mixture(60, 4, 2)
     with pytest.raises(ValueError, match="dtype"):
         cls(dtype=np.int32).fit(X, y)
+
+
+def test_unconverged_block_eigensolves_never_stop_the_fit(supervised, monkeypatch):
+    # Eigenvalues of an eigensolve that missed its tolerance are too rough for
+    # the papers' rule: the fit runs out of iterations instead of claiming it.
+    X, y, gamma, kernel = supervised
+    monkeypatch.setattr(_solver, "_MF_MAX_ITER", 1)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        result = ikdr.ism(X, gamma, kernel, 3, phi_solver="matrix_free", tol=1e-2, max_iter=6)
+    assert not result.converged and result.n_iter == 6
+    assert all("residual" in h["eigen_solver"] for h in result.history[1:])

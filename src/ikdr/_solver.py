@@ -675,7 +675,10 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
                 break
             lam_new, V, info = step.eigensolve(point)
             change, angle = _relative_change(lam_new, lam), principal_angle(point.W, V)
-            rule = _plain_stopping_rule(criterion, change, angle, tol)
+            # an eigensolve that missed its tolerance (matrix-free, out of
+            # iterations) gives eigenvalues too rough to declare convergence by
+            rule = _plain_stopping_rule(criterion, change, angle, tol) \
+                if info.get("converged", True) else None
             new = step.evaluate(V, final=rule is not None)
             if new.objective < point.objective - 16 * eps * abs(point.objective):
                 # The plain step would descend (cycle / overshoot): refuse it.
