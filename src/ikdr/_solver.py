@@ -77,9 +77,9 @@ _SLOW_CONTRACTION = 0.5
 # (the top eigenvectors of Phi_0) is far from those of Phi(W_1), then 12 and 2,
 # the residual shrinking by about _BLOCK_RATE per iteration. Hence three modes:
 #   matrix-free every step when a dense pass costs more than _MF_EXPECTED_PASSES
-#     block iterations (above d ~ 1,400 for q = 10 at n = 10,000);
+#     block iterations (above d ~ 1,600 for q = 10 at n = 10,000);
 #   hybrid when it costs more than _HYBRID_EXPECTED_PASSES of them (above
-#     d ~ 560): the first step dense, then each step by its predicted cost;
+#     d ~ 570): the first step dense, then each step by its predicted cost;
 #   dense otherwise. Below _MF_MIN_SAMPLES the Python overhead of the extra
 # passes dominates and Phi is formed densely.
 _PANEL_FLOPS = 60
@@ -298,9 +298,9 @@ class _PlainStep:
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
         self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
 
-    def _block_is_cheaper(self, point):
-        """The hybrid's choice: predicted block iterations cost less than a dense pass."""
-        start = _relative_residual(point.W, point.pw)
+    def _block_is_cheaper(self, start):
+        """The hybrid's choice: the block iterations predicted from the start
+        residual cost less than a dense pass."""
         if start <= self.tol:
             return True
         iterations = np.log(self.tol / start) / np.log(self.rate)
@@ -312,9 +312,9 @@ class _PlainStep:
         return self.mode != "dense"
 
     def eigensolve(self, point):
-        if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(point)):
+        start = _relative_residual(point.W, point.pw) if point.phi is None else np.nan
+        if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(start)):
             W = point.W
-            start = _relative_residual(W, point.pw)
             if point.E is not None:
                 V0, AV0, extra = np.hstack([W, point.E]), np.hstack([point.pw, point.PE]), \
                     np.empty((W.shape[0], 0))
@@ -346,7 +346,7 @@ class _PlainStep:
         dense = not final and self.dense_start if self.mode != "dense" else \
             not final or self.dense_final
         if not dense:
-            if self.extra is None or self.mode == "dense" or (final and not self.dense_final):
+            if self.extra is None or (final and not self.dense_final):
                 PV, f = self.problem.phi_product(V, V, native=True)
                 return _Point(V, f, PW=PV, exact=self.exact)
             E = orthonormal_complement(self.extra, V)
