@@ -56,13 +56,32 @@ def test_moon_polynomial_kernel(moon):
     assert np.linalg.norm(model.components_[:2]) ** 2 > 1.9
 
 
-def test_face_pose():
-    # Existing clustering: identity (20 people); 4 alternative clusters.
-    # sigma = 3.1 and lambda = 1 as in the thesis; q by the eigengap of Phi_0
-    # (Eq. 3.11, q = 6 here): the thesis' q = 17 gives NMI 0.06 here.
-    X = shared_csv("face_624x20.csv")
-    identity = shared_csv("face_624x20_identity_label.csv")
-    pose = shared_csv("face_624x20_pose_label.csv")
+@pytest.fixture(scope="module")
+def face():
+    return (shared_csv("face_624x20.csv"), shared_csv("face_624x20_identity_label.csv"),
+            shared_csv("face_624x20_pose_label.csv"))
+
+
+def test_face_thesis_row(face):
+    # Thesis Table 3.1, row ISM SI (NMI 0.57, novelty 0.004) with Table 3.2's
+    # sigma 3.1, lambda 1, q 17. The authors' code (neu-spiral/ISM, tests/face.py)
+    # gives the 4 poses as the existing clustering and scores the 4 alternative
+    # clusters against the 20 identities (at most NMI 0.68 for 4 clusters); a
+    # dense numpy transcription of that code gives 0.566 / 0.004, as ikdr does.
+    X, identity, pose = face
+    model = ikdr.KDAC(n_clusters=4, n_components=17, sigma=3.1, lam=1.0,
+                      random_state=0).fit(X, pose)
+    assert nmi(identity, model.labels_) >= 0.56
+    assert model.novelty_ <= 0.05
+    assert model.converged_ and model.components_.shape == (20, 17)
+
+
+def test_face_identity_to_pose(face):
+    # The direction the thesis' text states: existing clustering = identity (20
+    # people), 4 alternative clusters scored against the pose. sigma = 3.1 and
+    # lambda = 1; q by the eigengap of Phi_0 (Eq. 3.11, q = 6 here): the thesis'
+    # q = 17 gives NMI 0.06 here (and 0.04 in the authors' code).
+    X, identity, pose = face
     model = ikdr.KDAC(n_clusters=4, sigma=3.1, lam=1.0, random_state=0).fit(X, identity)
     assert model.components_.shape == (20, 6)
     assert nmi(pose, model.labels_) >= 0.45
