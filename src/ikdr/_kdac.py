@@ -16,7 +16,8 @@ from ._clustering import _COMMON_ATTRS, _COMMON_PARAMS, _AlternatingClustering, 
 from ._validation import TargetRequiredMixin, check_matrix, check_positive
 from ._validation import keep_state_on_error
 from .gamma import alternative_gamma, centered, one_hot
-from .kernels import median_sigma
+from .kernels import RelativeGaussian, median_sigma
+from .spectral import median_scale_gaussian
 from .metrics import nmi
 from ._typing import ArrayLike, DTypeLike, KernelLike, RandomStateLike, SigmaLike
 
@@ -228,6 +229,8 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
             existing_dependence(X, affinity, Y, normalize=normalize,
                                 random_state=self.random_state)
         alternative = self.existing_dependence_ >= DEPENDENCE_THRESHOLD
+        if alternative:
+            kernel, affinity = self._global_scale(kernel, affinity)
 
         def build(U, deg):
             return alternative_gamma(U, Y, deg, lam)
@@ -243,6 +246,21 @@ class KDAC(TargetRequiredMixin, _AlternatingClustering):
         self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
         self.novelty_ = max(nmi(y, self.labels_) for y in existing)
         return self
+
+    def _global_scale(self, kernel, affinity):
+        """sigma="auto" against an existing clustering visible in X: the local-scaling
+        kernels of the default become one global Gaussian at their median scale
+        (:func:`ikdr.spectral.median_scale_gaussian`; docs/clustering_defaults.md)."""
+        if not (isinstance(self.sigma, str) and self.sigma == "auto"):
+            return kernel, affinity
+        default = {"kernel": isinstance(self.kernel, str) and self.kernel.lower() == "gaussian",
+                   "affinity": self.affinity is None or (isinstance(self.affinity, str) and
+                                                         self.affinity.lower() == "gaussian")}
+        swap = {}
+        for role, K in (("kernel", kernel), ("affinity", affinity)):
+            if default[role] and isinstance(K, RelativeGaussian) and id(K) not in swap:
+                swap[id(K)] = median_scale_gaussian(K)
+        return swap.get(id(kernel), kernel), swap.get(id(affinity), affinity)
 
     def fit_predict(self, X, y_existing, **kwargs):
         """Fit and return ``labels_``."""
