@@ -411,11 +411,19 @@ def _kdac_cases(ctx, result):
         ident = ctx.csv("face_624x20_identity_label.csv")
         pose = ctx.csv("face_624x20_pose_label.csv")
         sigma, lam, q = PAPER_KDAC["Face"][1]
+        # Table 3.1's Face row is pose -> identity: the authors' code (neu-spiral/ISM,
+        # tests/face.py) gives the 4-class pose labels as the existing clustering,
+        # seeks 4 alternative clusters and scores them against the 20 identities (at
+        # most NMI 0.68 for 4 clusters); the thesis' text states the reverse, whose
+        # row is reported beside it (docs/clustering_defaults.md)
+        four = {"n_clusters": 4}
         if ctx.quick:
             result.skipped.append("KDAC Face with the thesis' q = 17 (--quick)")
         else:
-            yield "Face", X, ident, pose, (sigma, lam, q), {}
-        yield "Face", X, ident, pose, (sigma, lam, None), {"q": "eigengap"}
+            yield "Face", X, pose, ident, (sigma, lam, q), four
+        yield "Face", X, pose, ident, (sigma, lam, None), {**four, "q": "eigengap"}
+        yield ("Face identity -> pose", X, ident, pose, (sigma, lam, None),
+               {**four, "q": "eigengap", "no_paper": True, "figure": True})
 
 
 @_experiment("kdac",
@@ -441,7 +449,7 @@ def kdac(ctx):
             # (2 segments), the alternative must differ from it (Thesis Fig. 3.3).
             y_orig = _quiet(ISMClustering(n_clusters=2, n_components=2,
                                           random_state=ctx.seed).fit_predict, X)
-        k = len(np.unique(y_alt)) if y_alt is not None else 2
+        k = extra.get("n_clusters", len(np.unique(y_alt)) if y_alt is not None else 2)
         try:
             t, model = _timed(KDAC(n_clusters=k, n_components=q, sigma=sigma, lam=lam,
                                    random_state=ctx.seed).fit, X, y_orig)
@@ -450,7 +458,7 @@ def kdac(ctx):
                               + [f"failed: {type(exc).__name__}: {exc}"] + [""] * 9)
             continue
         best = model.history_[model.best_iteration_ - 1]
-        paper = PAPER_KDAC[name][0]
+        paper = ("-",) * 5 if extra.get("no_paper") else PAPER_KDAC[name][0]
         q_text = f"{model.components_.shape[1]}" + (" (eigengap)" if q is None else "")
         score = "-" if y_alt is None else f"{nmi(y_alt, model.labels_):.3f}"
         table.rows.append([name, f"{X.shape[0]}x{X.shape[1]}", f"{sigma:g}, {lam:g}, {q_text}",
@@ -459,14 +467,18 @@ def kdac(ctx):
                            _seconds(t)])
         if name == "Flower":
             _flower_figure(ctx, result, extra, y_orig, model.labels_)
-        elif name == "Face" and q is None:
+        elif extra.get("figure"):
             _face_figure(ctx, result, X, y_alt, model.labels_)
     table.note = ("Data standardised (Face: as given). NMI: alternative clustering against the "
                   "alternative truth; novelty: NMI against the original clustering; CQ = "
                   "HSIC(XW, U) with KDAC's normalisation (at most the number of clusters); "
                   "cost = -(CQ - lambda HSIC(XW, original)). Table 3.2 lists the hyperparameters "
                   "with garbled labels ('Gauss A', 'Gauss B 200', 'Moon+N 200'): read here as "
-                  "SG, LG and MoonN. The thesis' Face q = 17 is reported beside q by the "
+                  "SG, LG and MoonN. Face: the existing clustering is the pose and the 4 "
+                  "alternative clusters are scored against the identity, as in the authors' "
+                  "code (neu-spiral/ISM tests/face.py), which reproduces the thesis' NMI and "
+                  "novelty; the thesis' text states identity -> pose, reported as its own row "
+                  "(no paper figures). The thesis' Face q = 17 is reported beside q by the "
                   "eigengap of Phi (Eq. 3.11). Paper times: Intel Xeon E7.")
     result.tables.append(table)
     return result

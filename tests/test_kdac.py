@@ -56,13 +56,71 @@ def test_moon_polynomial_kernel(moon):
     assert np.linalg.norm(model.components_[:2]) ** 2 > 1.9
 
 
-def test_face_pose():
-    # Existing clustering: identity (20 people); 4 alternative clusters.
-    # sigma = 3.1 and lambda = 1 as in the thesis; q by the eigengap of Phi_0
-    # (Eq. 3.11, q = 6 here): the thesis' q = 17 gives NMI 0.06 here.
-    X = shared_csv("face_624x20.csv")
-    identity = shared_csv("face_624x20_identity_label.csv")
-    pose = shared_csv("face_624x20_pose_label.csv")
+@pytest.fixture(scope="module")
+def face():
+    return (shared_csv("face_624x20.csv"), shared_csv("face_624x20_identity_label.csv"),
+            shared_csv("face_624x20_pose_label.csv"))
+
+
+def test_face_thesis_row(face):
+    # Thesis Table 3.1, row ISM SI (NMI 0.57, novelty 0.004) with Table 3.2's
+    # sigma 3.1, lambda 1, q 17. The authors' code (neu-spiral/ISM, tests/face.py)
+    # gives the 4 poses as the existing clustering and scores the 4 alternative
+    # clusters against the 20 identities (at most NMI 0.68 for 4 clusters); a
+    # dense numpy transcription of that code gives 0.566 / 0.004, as ikdr does.
+    X, identity, pose = face
+    model = ikdr.KDAC(n_clusters=4, n_components=17, sigma=3.1, lam=1.0,
+                      random_state=0).fit(X, pose)
+    assert nmi(identity, model.labels_) >= 0.56
+    assert model.novelty_ <= 0.05
+    assert model.converged_ and model.components_.shape == (20, 17)
+
+
+def test_face_thesis_row_with_the_defaults(face):
+    # the same row with only n_clusters given: sigma="auto" is the global Gaussian
+    # at the median 7-NN distance here (the existing clustering is visible in X),
+    # q by the eigengap (17), lambda 1. Local scaling gave 0.49 (docs/clustering_defaults.md).
+    X, identity, pose = face
+    model = ikdr.KDAC(n_clusters=4, random_state=0).fit(X, pose)
+    assert model.existing_dependence_ >= ikdr._kdac.DEPENDENCE_THRESHOLD
+    assert isinstance(model.kernel_, Gaussian) and model.affinity_ is model.kernel_
+    assert model.sigma_ == pytest.approx(np.median(
+        ikdr.kernels.RelativeGaussian(7).fit(X).scales_))
+    assert nmi(identity, model.labels_) >= 0.57
+    assert model.novelty_ <= 0.05
+    # identity -> pose with the defaults: 0.02 with local scaling
+    model = ikdr.KDAC(n_clusters=4, random_state=0).fit(X, identity)
+    assert nmi(pose, model.labels_) >= 0.44 and model.novelty_ <= 0.05
+
+
+def test_auto_sigma_stays_local_against_an_unrelated_clustering():
+    # a random existing partition is not visible in X: sigma="auto" keeps local
+    # scaling (the rings need it; issue 15's table)
+    from sklearn.datasets import make_circles
+    X, y = make_circles(400, factor=0.45, noise=0.06, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    random = np.random.default_rng(0).integers(0, 2, X.shape[0])
+    model = ikdr.KDAC(n_clusters=2, random_state=0).fit(X, random)
+    assert model.existing_dependence_ < ikdr._kdac.DEPENDENCE_THRESHOLD
+    assert isinstance(model.kernel_, ikdr.kernels.RelativeGaussian)
+    assert nmi(y, model.labels_) >= 0.95
+
+
+def test_moon_defaults_use_the_global_scale(moon):
+    X, y_orig, y_alt = moon
+    model = ikdr.KDAC(n_clusters=2, random_state=0).fit(X, y_orig)
+    assert isinstance(model.kernel_, Gaussian)
+    assert nmi(y_alt, model.labels_) >= 0.8 and model.novelty_ <= 0.05   # local scaling: 0.76
+
+
+
+
+def test_face_identity_to_pose(face):
+    # The direction the thesis' text states: existing clustering = identity (20
+    # people), 4 alternative clusters scored against the pose. sigma = 3.1 and
+    # lambda = 1; q by the eigengap of Phi_0 (Eq. 3.11, q = 6 here): the thesis'
+    # q = 17 gives NMI 0.06 here (and 0.04 in the authors' code).
+    X, identity, pose = face
     model = ikdr.KDAC(n_clusters=4, sigma=3.1, lam=1.0, random_state=0).fit(X, identity)
     assert model.components_.shape == (20, 6)
     assert nmi(pose, model.labels_) >= 0.45
@@ -114,7 +172,10 @@ def test_list_of_earlier_clusterings():
     X, (y1, y2, y3) = _three_views()
     with warnings.catch_warnings():  # y2 and y3 are equally good: slow to settle
         warnings.simplefilter("ignore")
-        first = ikdr.KDAC(n_clusters=2, n_components=1, random_state=0).fit(X, y1)
+        # q by the eigengap (2): with q = 1 forced, the default global scale (the
+        # 7-NN distance, y1 is visible in X) leaves the 8 cells disconnected at
+        # W = I and U_0 is an arbitrary vector of that 8-fold eigenspace
+        first = ikdr.KDAC(n_clusters=2, random_state=0).fit(X, y1)
     assert nmi(y1, first.labels_) < 0.05
     assert max(nmi(y2, first.labels_), nmi(y3, first.labels_)) > 0.95
     second = ikdr.KDAC(n_clusters=2, n_components=1, random_state=0).fit(X, [y1, y2])
