@@ -949,7 +949,8 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     def fit(m, start):
         """(result, landmark rows) of the fit with m landmarks or features."""
         if approximation == "nystrom" and m == n:
-            return ism(X, gamma, kernel, q, W0=start, **dict(exact_kwargs, warn=False)), \
+            return ism(X, gamma, kernel, q, W0=start, dtype=dtype,
+                       **dict(exact_kwargs, warn=False)), \
                 np.arange(n)
         result, approx = _fit_at(X, gamma, kernel, q, m, approximation, start, ism_kwargs,
                                  method, dtype, random_state, block_rows)
