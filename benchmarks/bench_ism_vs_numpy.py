@@ -38,9 +38,10 @@ The roofline of a case is ikdr's n^2 passes (``convergence_.passes``: Phi
 passes, objective-only passes, Hessian products) times the time of the dense
 GEMMs of one pass on this machine, measured in the same run: the n x n Gram of
 Z = XW (n x q) and the product of the n x n panel with the d columns of X for
-a pass that forms the dense Phi (``convergence_.dense_phi_evaluations``), with
-q columns for every other (thin) pass, which has q to 2p columns; both with
-numpy's BLAS in float64, by row blocks of 2,048 rows (the same flops with a
+a pass that forms the dense Phi (``convergence_.dense_phi_evaluations``; in
+float32 for the coarse ones, ``convergence_.coarse_phi_evaluations``), with
+q columns for every other (thin) pass, which has q to 2p columns; with
+numpy's BLAS, by row blocks of 2,048 rows (the same flops with a
 bounded memory). A fused pass does this work plus the kernel function's exp,
 so the roofline is a lower bound of what ikdr could reach with its passes.
 """
@@ -84,13 +85,14 @@ def parse_case(text):
     return n, d, q, c, target
 
 
-def gemm_time_per_pass(n, d, q, repeat=3):
+def gemm_time_per_pass(n, d, q, repeat=3, dtype=np.float64):
     """Seconds of the dense GEMMs of one pass (n x n Gram of an n x q Z, n x n panel times n x d X).
 
-    A thin pass with k right-hand sides: ``gemm_time_per_pass(n, k, q)``."""
+    A thin pass with k right-hand sides: ``gemm_time_per_pass(n, k, q)``; a
+    coarse (float32) dense pass: ``dtype=np.float32``."""
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, d))
-    Z = rng.standard_normal((n, q))
+    X = rng.standard_normal((n, d)).astype(dtype)
+    Z = rng.standard_normal((n, q)).astype(dtype)
     best = np.inf
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -132,6 +134,7 @@ def worker(impl, n, d, q, tol, data_path, out_path):
         rec = {"passes": c.passes, "phi_evaluations": c.phi_evaluations,
                "hessian_products": c.hessian_products, "certificate_time": c.certificate_time,
                "dense_passes": c.dense_phi_evaluations,
+               "coarse_passes": c.coarse_phi_evaluations,
                "second_order": c.second_order, "hessian_converged": c.hessian_converged}
     elapsed = time.perf_counter() - t0
     np.save(out_path, W)
@@ -184,10 +187,12 @@ def main(argv=None):
              f"Gaussian mixture, Gaussian kernel, median sigma (shared), tol {args.tol:g}; "
              f"best of {args.repeat}. Ratio: reference time / time. Roofline: ikdr's passes x "
              "the dense GEMM time of one pass (n x n Gram of XW + panel x X for a pass that "
-             "forms Phi, panel x (n x q) for a thin one), measured here. Passes: all n^2 "
-             "passes (those that formed the dense Phi).", ""]
+             "forms Phi (in float32 for a coarse one), panel x (n x q) for a thin one), measured "
+             "here. Passes: all n^2 passes (those that formed the dense Phi, those of them in "
+             "float32).", ""]
     header = ("| n x d, q (classes) | impl | iters | time (s) | ratio | target | peak MB "
-              "| cert. share | passes (dense) | GEMM/pass dense, thin (s) | roofline (s) "
+              "| cert. share | passes (dense, float32) | GEMM/pass dense, float32, thin (s) "
+              "| roofline (s) "
               "| time / roofline "
               "| sin q-1 | sin to max | obj rel |")
     lines += [header, "|" + "---|" * (header.count("|") - 1)]
@@ -204,6 +209,7 @@ def main(argv=None):
             del X, y
             gemm = gemm_time_per_pass(n, d, q)
             gemm_thin = gemm_time_per_pass(n, q, q)
+            gemm32 = gemm_time_per_pass(n, d, q, dtype=np.float32)
             ref = None
             for impl in args.impls:
                 recs = [run(impl, n, d, q, args.tol, data_path, tmp) for _ in range(args.repeat)]
@@ -214,15 +220,18 @@ def main(argv=None):
                 rel = abs(a["objective"] - b["objective"]) / abs(a["objective"])
                 ok &= sin_max < 1e-4
                 passes, dense = b.get("passes"), b.get("dense_passes")
-                roof = None if passes is None else dense * gemm + (passes - dense) * gemm_thin
+                coarse = b.get("coarse_passes", 0)
+                roof = None if passes is None else \
+                    (dense - coarse) * gemm + coarse * gemm32 + (passes - dense) * gemm_thin
                 b_time = b["time"]
                 share = (f"{b['certificate_time'] / b['time']:.0%}"
                          if "certificate_time" in b else "")
                 row = (f"| {n:,} x {d}, q = {q} ({classes}) | {impl} | {b['n_iter']} "
                        f"| {b['time']:.3f} | {a['time'] / b['time']:.2f}x "
                        f"| {'' if target is None or b is a else f'>= {target:g}x'} "
-                       f"| {b['peak_mb']:.0f} | {share} | {'' if passes is None else f'{passes} ({dense})'} "
-                       f"| {gemm:.4f}, {gemm_thin:.4f} | {'' if roof is None else f'{roof:.3f}'} "
+                       f"| {b['peak_mb']:.0f} | {share} "
+                       f"| {'' if passes is None else f'{passes} ({dense}, {coarse})'} "
+                       f"| {gemm:.4f}, {gemm32:.4f}, {gemm_thin:.4f} | {'' if roof is None else f'{roof:.3f}'} "
                        f"| {'' if roof is None else f'{b_time / roof:.1f}'} "
                        f"| {sin1:.1e} | {sin_max:.1e} | {rel:.1e} |")
                 lines.append(row)

@@ -173,6 +173,82 @@ def test_hybrid_forms_phi_when_block_iterations_would_cost_more(supervised):
     assert sin_angle(dense.components, hybrid.components) < 1e-8
 
 
+@pytest.fixture(scope="module")
+def supervised_large():
+    """Enough samples for coarse (float32) dense passes in the early steps."""
+    X, y = mixture(1200, 16, 4, seed=2)
+    gamma, _ = ikdr.supervised_gamma(y)
+    return X, y, gamma, Gaussian(0.5 * ikdr.median_sigma(X))
+
+
+def float64_only(monkeypatch):
+    monkeypatch.setattr(_solver, "_COARSE_MIN_SAMPLES", 10**12)
+
+
+def coarse_methods(result):
+    return ["float32" in h["eigen_solver"] for h in result.history[1:]]
+
+
+@pytest.mark.parametrize("phi_solver", ["dense", "hybrid"])
+def test_coarse_steps_reach_the_float64_answer(supervised_large, monkeypatch, phi_solver):
+    X, y, gamma, kernel = supervised_large
+    coarse = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver=phi_solver)
+    float64_only(monkeypatch)
+    exact = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver=phi_solver)
+    c = coarse.convergence
+    assert exact.convergence.coarse_phi_evaluations == 0
+    assert 1 <= c.coarse_phi_evaluations <= _solver._MAX_COARSE_STEPS
+    assert c.coarse_phi_evaluations <= c.dense_phi_evaluations
+    used = coarse_methods(coarse)
+    assert used[0] and not used[-1]            # far steps coarse, the deciding step float64
+    assert used == sorted(used, reverse=True)  # coarse steps only at the start
+    assert coarse.converged and c.stopping_rule == "eigenvalues"
+    assert sin_angle(exact.components, coarse.components) < 1e-7
+    assert rel(coarse.objective, exact.objective) < 1e-12
+    # objectives are exact at every iterate, so they never decrease (beyond rounding)
+    f = [h["objective"] for h in coarse.history]
+    assert all(b >= a - 1e-13 * abs(a) for a, b in zip(f, f[1:]))
+    np.testing.assert_allclose(f, [h["objective"] for h in exact.history], rtol=1e-9)
+    assert c.second_order == exact.convergence.second_order
+    assert rel(c.eigengap, exact.convergence.eigengap) < 1e-6
+
+
+def test_coarse_steps_are_bounded(supervised_large, monkeypatch):
+    # even if every step looked far from the maximum, at most _MAX_COARSE_STEPS are coarse
+    X, y, gamma, kernel = supervised_large
+    monkeypatch.setattr(_solver, "_COARSE_ANGLE", 0.0)
+    result = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense")
+    assert result.convergence.coarse_phi_evaluations == _solver._MAX_COARSE_STEPS
+    assert not coarse_methods(result)[-1]
+    float64_only(monkeypatch)
+    exact = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense")
+    assert sin_angle(exact.components, result.components) < 1e-7
+
+
+def test_a_tight_tol_never_stops_on_a_coarse_step(supervised_large, monkeypatch):
+    # Every eigensolve coarse (no budget limit): a loose tol may stop on one,
+    # a tight one runs until float64 steps decide, i.e. to max_iter here.
+    X, y, gamma, kernel = supervised_large
+    monkeypatch.setattr(_solver, "_COARSE_ANGLE", 0.0)
+    monkeypatch.setattr(_solver, "_MAX_COARSE_STEPS", 10**6)
+    loose = ikdr.ism(X, gamma, kernel, 3, tol=1e-2, phi_solver="dense")
+    assert loose.converged and coarse_methods(loose)[-1]
+    with pytest.warns(ConvergenceWarning):
+        tight = ikdr.ism(X, gamma, kernel, 3, tol=1e-6, phi_solver="dense", max_iter=12)
+    assert not tight.converged and all(coarse_methods(tight))
+    # the start and every iterate coarse; the certificate's Phi at the returned W is float64
+    assert tight.convergence.coarse_phi_evaluations == 13
+    assert tight.convergence.dense_phi_evaluations == 14
+
+
+def test_float32_data_and_small_problems_make_no_coarse_passes(supervised, supervised_large):
+    X, y, gamma, kernel = supervised_large
+    f32 = ikdr.ism(X, gamma, kernel, 3, dtype=np.float32)
+    assert f32.convergence.coarse_phi_evaluations == 0
+    X, y, gamma, kernel = supervised        # 600 samples: Algorithm 1's float64 iterates
+    assert ikdr.ism(X, gamma, kernel, 3).convergence.coarse_phi_evaluations == 0
+
+
 def rel(a, b):
     return abs(a - b) / abs(b)
 

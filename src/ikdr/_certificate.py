@@ -109,6 +109,9 @@ class ISMConvergence:
     dense_phi_evaluations : int
         Those of ``phi_evaluations`` that formed the dense d x d :math:`\Phi`
         (a pass with the d columns of X); the others are thin (a few columns).
+    coarse_phi_evaluations : int
+        Those of ``dense_phi_evaluations`` made in float32 for float64 data
+        (plain steps far from the maximum, at about half the cost).
     objective_evaluations : int
         Passes that computed only the objective (trust-region candidates).
     solve_time, certificate_time : float
@@ -132,6 +135,7 @@ class ISMConvergence:
     phi_evaluations: int
     objective_evaluations: int
     dense_phi_evaluations: int = 0
+    coarse_phi_evaluations: int = 0
     hessian_residual: float = np.nan
     hessian_converged: bool | None = None
     certificate_hessian_products: int = 0

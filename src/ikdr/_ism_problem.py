@@ -13,19 +13,27 @@ subclasses :class:`KernelProblem` and replaces ``product``, ``objective`` and
                                            whether :math:`\Phi` depends on W
 ``phi0()``                                 :math:`\Phi_0` (d x d), no n^2 pass when Gamma is factored
 ``phi(W, native)``                         (dense :math:`\Phi(W)`, f(W)): one pass, d columns
+``coarse_phi(W)``                          the same in float32 for a float64 problem
+                                           (``supports_coarse``; plain steps far from
+                                           the maximum), ``release_coarse()``
 ``phi_product(W, V, native)``              (:math:`\Phi(W)V`, f(W)): one thin pass, k columns
 ``objective(W, native)``                   f(W), one pass without right-hand side
 ``hessian_product(W, Z, PW, phi)``         Riemannian Hessian at W along the tangent Z:
                                            one thin pass (q columns with the dense phi,
                                            2q without)
 ``n_phi``, ``n_objective``, ``n_hessian``  passes made by each kind of call
-``n_dense_phi``                            those of ``n_phi`` that formed the dense Phi
+``n_dense_phi``, ``n_coarse_phi``          those of ``n_phi`` that formed the dense Phi,
+                                           and those of them made by ``coarse_phi``
 ========================================  ===================================================
 
 ``native=True`` computes in the problem's own dtype (float32 or float64, the
 plain steps); ``native=False`` in float64 (the trust region and the
 certificate, where a relative gradient of 1e-6 and finite differences need
-double precision). Every returned array is float64.
+double precision). ``coarse_phi`` makes a float64 problem's dense pass in
+float32 (half the time: the pass is a GEMM with the d columns of X); the
+driver uses it only for plain steps far from the maximum, whose
+eigenvectors need not be exact to the last digit (:mod:`ikdr._solver`).
+Every returned array is float64.
 """
 from __future__ import annotations
 
@@ -56,14 +64,19 @@ class KernelProblem:
     n_threads : int or None
     """
 
+    #: whether :meth:`coarse_phi` exists (a problem whose passes are not the
+    #: kernel layer's, landmarks or a cluster, sets this to False)
+    supports_coarse = True
+
     def __init__(self, X, gamma, kernel, n_threads=None):
         self.X = X
         self._X64 = X if X.dtype == np.float64 else None
+        self._X32 = None
         self.gamma, self.kernel, self.n_threads = gamma, kernel, n_threads
         self.n, self.d = X.shape
         self.native_dtype = X.dtype
         self.depends_on_w = bool(kernel.depends_on_w)
-        self.n_phi = self.n_dense_phi = self.n_objective = self.n_hessian = 0
+        self.n_phi = self.n_dense_phi = self.n_coarse_phi = self.n_objective = self.n_hessian = 0
 
     @property
     def X64(self):
@@ -91,6 +104,26 @@ class KernelProblem:
         self.n_phi += 1
         self.n_dense_phi += 1
         return self.product(W, None, native)
+
+    @property
+    def has_coarse(self):
+        """A float32 dense pass exists and is cheaper than the problem's own."""
+        return self.supports_coarse and self.native_dtype == np.float64
+
+    def coarse_phi(self, W):
+        """(dense Phi(W), f(W)) from a float32 copy of X: one pass at about half
+        the cost, relative error near 1e-7 (the passes sum in float64). Counted
+        as a dense Phi pass."""
+        self.n_phi += 1
+        self.n_dense_phi += 1
+        self.n_coarse_phi += 1
+        if self._X32 is None:
+            self._X32 = self.X.astype(np.float32)
+        return self.kernel.phi_product(self._X32, W, self.gamma, None, n_threads=self.n_threads)
+
+    def release_coarse(self):
+        """Drop the float32 copy of X (the driver's coarse steps are over)."""
+        self._X32 = None
 
     def phi_product(self, W, V, native=False):
         """(Phi(W) V, f(W)): one pass with the k columns of XV."""

@@ -541,6 +541,8 @@ class LandmarkProblem(KernelProblem):
     landmark *points* :math:`X_L W` move with W.
     """
 
+    supports_coarse = False     # its passes are its own, not the kernel layer's
+
     def __init__(self, X, gamma, kernel, n_threads, *, approximation):
         super().__init__(X, gamma, kernel, n_threads)
         self._X64 = X         # passes cast X block by block; never a whole copy

@@ -92,6 +92,33 @@ _MF_MAX_ITER = 60
 #: residual reduction per block iteration assumed before one has been observed
 _BLOCK_RATE = 0.5
 
+# Coarse steps. A float64 problem's dense Phi pass made in float32
+# (``KernelProblem.coarse_phi``) costs half (it is a GEMM with the d columns
+# of X) and is accurate to about 1e-7 relative (the passes sum in float64);
+# its top eigenvectors were measured within 2e-5 to 5e-5 (sine) of the exact
+# ones on 10,000 x 784 and 6e-6 on 10,000 x 64, where the q-th eigenvalue
+# lies in Phi's bulk (gap 1e-5 of the largest). A plain step far from the
+# maximum moves W by far more than that, so while the last step turned W by
+# more than _COARSE_ANGLE radians the next dense Phi is coarse; from the first
+# step that turned it less, every dense pass is float64 again. At most
+# _MAX_COARSE_STEPS are coarse, so a problem whose eigengap is too small for
+# float32 cannot keep the iteration coarse by moving W with rounding noise.
+# Objectives are always exact (a coarse point's by an objective pass), and
+# so is the certificate's pass at the returned W.
+#
+# A coarse step stops the iteration only when the rule's tolerance is at least
+# _COARSE_STOP_TOL, 20 times the coarse eigenvectors' error (the papers' tol =
+# 0.01 is; a tight tol such as 1e-6 is decided by float64 steps), so the
+# returned W can differ from the all-float64 iteration's by that error only
+# where the tolerance admits far more. Below _COARSE_MIN_SAMPLES a pass costs
+# little beside the fixed costs of a step and every step is float64: there the
+# iterates are those of the papers' Algorithm 1 to the last bits
+# (tests/test_convergence.py).
+_COARSE_ANGLE = 1e-2
+_MAX_COARSE_STEPS = 4
+_COARSE_MIN_SAMPLES = 1000
+_COARSE_STOP_TOL = 1e-3
+
 
 def _extra_columns(d, q):
     return min(max(10, q), d - q)
@@ -230,15 +257,23 @@ def _check_orthonormal_start(W0, d, q):
 class _Point:
     """An iterate: W, f(W) and whichever of the dense Phi(W) / Phi(W) W the last pass gave.
 
-    ``exact``: computed in float64 (else in the problem's float32). ``E``,
-    ``PE``: extra start columns of the block eigensolver (orthonormal, orthogonal
-    to W) and their products Phi(W) E, made by the same thin pass as Phi(W) W."""
+    ``exact``: computed in float64 (else in the problem's float32). ``coarse``:
+    its dense Phi was made in float32 for a float64 problem (a coarse step);
+    its objective is exact all the same. ``E``, ``PE``: extra start
+    columns of the block eigensolver (orthonormal, orthogonal to W) and their
+    products Phi(W) E, made by the same thin pass as Phi(W) W."""
 
-    __slots__ = ("W", "objective", "phi", "PW", "exact", "E", "PE")
+    __slots__ = ("W", "objective", "phi", "PW", "exact", "coarse", "E", "PE")
 
-    def __init__(self, W, objective, *, phi=None, PW=None, exact=True, E=None, PE=None):
+    def __init__(self, W, objective, *, phi=None, PW=None, exact=True, coarse=False, E=None,
+                 PE=None):
         self.W, self.objective, self.phi, self.PW, self.exact = W, float(objective), phi, PW, exact
-        self.E, self.PE = E, PE
+        self.coarse, self.E, self.PE = coarse, E, PE
+
+    @property
+    def exact_phi(self):
+        """The dense Phi(W) in float64, when the point carries it."""
+        return self.phi if self.exact and not self.coarse else None
 
     @property
     def pw(self):
@@ -252,10 +287,12 @@ class _Point:
 
 def _dense64(problem, point):
     """The point with its dense Phi in float64 (one pass unless already known)."""
-    if point.phi is not None and point.exact:
+    if point.exact_phi is not None:
         return point
     phi, f = problem.phi(point.W)
-    return _Point(point.W, f, phi=phi)
+    # an exact objective is kept: the two passes may differ in the last bit,
+    # and the history's objectives must not decrease by rounding
+    return _Point(point.W, point.objective if point.exact else f, phi=phi)
 
 
 class _PlainStep:
@@ -285,9 +322,14 @@ class _PlainStep:
     eigensolve that does not converge within twice a dense pass's worth of
     iterations is replaced by the dense one at the same point, so every
     step is exact to ``tol``.
+
+    Every dense Phi of a float64 problem is coarse (float32) while the last
+    step turned W by more than :data:`_COARSE_ANGLE` (``coarse=True``; see
+    there); an eigensolve of a coarse Phi says so (``info["coarse"]``), and the
+    driver stops on it only for a loose tol (:data:`_COARSE_STOP_TOL`).
     """
 
-    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol):
+    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, coarse=True):
         self.problem, self.q, self.mode = problem, q, mode
         self.eigen_solver, self.dense_final, self.tol = eigen_solver, dense_final, tol
         self.costs = _PassCosts.of(problem.n, problem.d, q)
@@ -297,6 +339,27 @@ class _PlainStep:
         self.exact = problem.native_dtype == np.float64
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
         self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
+        self.coarse = bool(coarse) and problem.has_coarse and problem.depends_on_w and \
+            problem.n >= _COARSE_MIN_SAMPLES
+        self.coarse_steps = 0
+
+    def _phi(self, W, final=False):
+        """A dense Phi pass: coarse while the steps are far from the maximum
+        (never at the returned W, whose Phi the certificate uses)."""
+        if self.coarse and not final:
+            self.coarse_steps += 1
+            phi, f = self.problem.coarse_phi(W)
+            return phi, f, True
+        phi, f = self.problem.phi(W, native=True)
+        return phi, f, False
+
+    def moved(self, angle):
+        """The driver's report of how far the last step turned W (inf: the start
+        from Phi_0, far from the maximum). Ends the coarse steps for good when
+        the step was short or their budget is spent."""
+        if self.coarse and not (angle > _COARSE_ANGLE and self.coarse_steps < _MAX_COARSE_STEPS):
+            self.coarse = False
+            self.problem.release_coarse()
 
     def _block_is_cheaper(self, start):
         """The hybrid's choice: the block iterations predicted from the start
@@ -332,15 +395,21 @@ class _PlainStep:
             if info["converged"] or self.mode == "matrix_free":
                 return vals, V, info
         if point.phi is None:
-            point.phi = self.problem.phi(point.W, native=True)[0]
+            point.phi, _, point.coarse = self._phi(point.W)
         if self.mode != "hybrid":
-            return top_eigenvectors(point.phi, self.q, point.W, method=self.eigen_solver)
-        # LAPACK's next p - q eigenvectors start the next block eigensolve
-        d = point.phi.shape[0]
-        vals, vecs, info = top_eigenvectors(point.phi, min(d, self.q + _extra_columns(d, self.q)),
-                                            method="lapack")
-        self.extra, self.dense_start = vecs[:, self.q:], False
-        return vals[:self.q].copy(), np.ascontiguousarray(vecs[:, :self.q]), info
+            vals, V, info = top_eigenvectors(point.phi, self.q, point.W, method=self.eigen_solver)
+        else:
+            # LAPACK's next p - q eigenvectors start the next block eigensolve
+            d = point.phi.shape[0]
+            vals, vecs, info = top_eigenvectors(point.phi,
+                                                min(d, self.q + _extra_columns(d, self.q)),
+                                                method="lapack")
+            self.extra, self.dense_start = vecs[:, self.q:], False
+            vals, V = vals[:self.q].copy(), np.ascontiguousarray(vecs[:, :self.q])
+        if point.coarse:
+            info["coarse"] = True
+            info["method"] = f"{info['method']} (float32 Phi)"
+        return vals, V, info
 
     def evaluate(self, V, final=False):
         dense = not final and self.dense_start if self.mode != "dense" else \
@@ -353,8 +422,13 @@ class _PlainStep:
             both, f = self.problem.phi_product(V, np.hstack([V, E]), native=True)
             q = V.shape[1]
             return _Point(V, f, PW=both[:, :q], exact=self.exact, E=E, PE=both[:, q:])
-        phi, f = self.problem.phi(V, native=True)
-        return _Point(V, f, phi=phi, exact=self.exact)
+        phi, f, coarse = self._phi(V, final)
+        if coarse:
+            # f decides whether the step is accepted and is the history's
+            # record: exact, by one objective pass (a quarter of a dense pass
+            # at d = 64, a thirtieth at d = 784)
+            f = self.problem.objective(V, native=True)
+        return _Point(V, f, phi=phi, exact=self.exact, coarse=coarse)
 
 
 #: the eigenvalue rule also needs W to have settled: a step that turns W by more
@@ -600,12 +674,13 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
 
 def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", max_iter=100,
           eigen_solver="auto", warn=True, gtol=1e-6, certify=True, callback=None,
-          phi_solver="auto", min_components=1, _stacklevel=2):
+          phi_solver="auto", min_components=1, coarse_steps=True, _stacklevel=2):
     """The ISM driver on any problem of the interface of :mod:`ikdr._ism_problem`.
 
     Same options as :func:`ism` (which validates them, builds a
     :class:`ikdr._ism_problem.KernelProblem` and calls this); returns an
-    :class:`ISMResult` with ``kernel=None``.
+    :class:`ISMResult` with ``kernel=None``. ``coarse_steps=False`` makes every
+    dense Phi pass in the problem's own precision (see :data:`_COARSE_ANGLE`).
     """
     _check_solver_options(criterion, tol, gtol, max_iter)
     max_iter = int(max_iter)
@@ -634,12 +709,14 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
     eps = float(np.finfo(problem.native_dtype).eps)
     mf_tol = max(_MF_TOL, 50 * eps) if problem.native_dtype == np.float32 else _MF_TOL
     step = _PlainStep(problem, q, mode=mode, eigen_solver=eigen_solver,
-                      dense_final=certify, tol=mf_tol)
+                      dense_final=certify, tol=mf_tol, coarse=coarse_steps)
     if W0 is not None and problem.depends_on_w:
         # A warm start is the first iterate itself, not the first plain step from it:
         # that step can descend (a cycling problem, or a start near another basin's
         # maximum) and must meet the same safeguard as every later one. The
-        # eigenvalue rule's first reference is W0's Ritz values.
+        # eigenvalue rule's first reference is W0's Ritz values. A warm start is
+        # presumed near the maximum: no coarse steps.
+        step.moved(0.0)
         point = step.evaluate(_check_orthonormal_start(W0, d, q))
         ritz = point.W.T @ point.pw
         lam = np.linalg.eigvalsh(0.5 * (ritz + ritz.T))[::-1].copy()
@@ -670,20 +747,24 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
         if phase == "plain":
             gnorm = point.gradient_norm()
             history[-1]["gradient_norm"] = gnorm
-            if criterion == "gradient" and gnorm <= gtol * abs(point.objective):
+            if criterion == "gradient" and not point.coarse and gnorm <= gtol * abs(point.objective):
                 converged, stopping_rule = True, "gradient"
                 break
             lam_new, V, info = step.eigensolve(point)
             change, angle = _relative_change(lam_new, lam), principal_angle(point.W, V)
             # an eigensolve that missed its tolerance (matrix-free, out of
-            # iterations) gives eigenvalues too rough to declare convergence by
-            rule = _plain_stopping_rule(criterion, change, angle, tol) \
-                if info.get("converged", True) else None
+            # iterations), or of a coarse Phi for a tight tol, gives
+            # eigenvalues too rough to declare convergence by
+            rough = not info.get("converged", True) or \
+                (info.get("coarse", False) and tol < _COARSE_STOP_TOL)
+            rule = None if rough else _plain_stopping_rule(criterion, change, angle, tol)
+            step.moved(angle)
             new = step.evaluate(V, final=rule is not None)
             if new.objective < point.objective - 16 * eps * abs(point.objective):
                 # The plain step would descend (cycle / overshoot): refuse it.
                 rejected += 1
                 phase = "trust-region"
+                step.moved(0.0)
                 continue
             n_iter += 1
             plain_steps += 1
@@ -734,7 +815,7 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
         point = _dense64(problem, point)
     exact = point.exact
     fields = certify_point(problem, point.W, point.objective,
-                           phi=point.phi if exact else None, PW=point.PW if exact else None,
+                           phi=point.exact_phi, PW=point.PW if exact else None,
                            full=certify, gtol=gtol,
                            extra=point.E if point.E is not None and exact else step.extra,
                            extra_product=point.PE if exact else None)
@@ -742,7 +823,7 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
         converged=bool(converged), stopping_rule=stopping_rule, objective=point.objective,
         plain_steps=plain_steps, safeguarded_steps=tr_steps, rejected_steps=rejected,
         hessian_products=problem.n_hessian, phi_evaluations=problem.n_phi,
-        dense_phi_evaluations=problem.n_dense_phi,
+        dense_phi_evaluations=problem.n_dense_phi, coarse_phi_evaluations=problem.n_coarse_phi,
         objective_evaluations=problem.n_objective, **fields)
     history[-1]["gradient_norm"] = certificate.gradient_norm
     certificate.solve_time = solve_time

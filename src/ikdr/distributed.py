@@ -503,6 +503,8 @@ class DaskProblem(KernelProblem):
     the client on top of them.
     """
 
+    supports_coarse = False     # its passes are the cluster's, not the kernel layer's
+
     def __init__(self, X, gamma, kernel, n_threads=None):
         _refuse_local_bandwidths(kernel)
         super().__init__(X, gamma, kernel, n_threads)
