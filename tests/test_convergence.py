@@ -415,3 +415,33 @@ def test_n_components_none_is_chosen_by_the_solver(wine):
     model = ikdr.ISM().fit(X, y)                 # at least (classes - 1) = 2
     expected = ikdr.choose_n_components(np.linalg.eigvalsh(phi0), minimum=2)
     assert model.components_.shape[1] == expected
+
+
+class _MatrixProblem:
+    """A W-free Phi = A, for the certificate's matrix-free eigengap alone."""
+
+    def __init__(self, A):
+        self.A, self.passes = A, 0
+
+    def phi_product(self, W, V):
+        self.passes += 1
+        return self.A @ V, 0.0
+
+
+@pytest.mark.parametrize("noise, iterates", [(0.0, False), (1e-2, True)])
+def test_matrix_free_eigengap_iterates_only_when_the_start_cannot_fix_it(rng, noise, iterates):
+    d, q, e = 40, 3, 6
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    values = np.concatenate([[10.0, 9.0, 8.0], np.linspace(5.0, -5.0, d - q)])
+    A = (Q * values) @ Q.T
+    W = Q[:, :q]
+    # start block: the top complement eigenvectors, exact or perturbed
+    E = Q[:, q:q + e] + noise * rng.standard_normal((d, e))
+    E = E - W @ (W.T @ E)
+    E, _ = np.linalg.qr(E)
+    problem = _MatrixProblem(A)
+    mu, low, u = _certificate._deflated_top(problem, W, A @ W, E, A @ E, reference=8.0)
+    assert (problem.passes > 0) == iterates
+    # the gap 8 - mu to 1e-3 relative, never over-claimed by more than that
+    assert abs((8.0 - mu) - 3.0) <= _certificate.EIGENGAP_RTOL * 3.0
+    assert mu <= 5.0 + 1e-12                       # a Ritz value: a lower bound
