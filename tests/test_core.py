@@ -298,3 +298,27 @@ def test_rank_zero_gamma_is_the_zero_matrix(rng):
     Z = rng.standard_normal((150, 3))
     y, sums = fused(Z, [term(GAUSS)], 1, gamma_factor=np.zeros((150, 0)), rhs=Z, n_threads=2)
     assert np.all(y == 0) and np.all(sums == 0)
+
+
+@pytest.mark.parametrize("centred", [True, False])
+@pytest.mark.parametrize("form", ["factored", "dense"])
+def test_laplacian_quadratic_matches_the_dense_formula(rng, centred, form):
+    # X^T L(D_w Gamma D_w) X, L(M) = diag(M 1) - M; a centred Gamma's row sums are
+    # rounding and its degree term is dropped, any other Gamma's is kept
+    from ikdr.gamma import Gamma, centered
+    n, d, r = 300, 7, 4
+    F = rng.standard_normal((n, r))
+    if centred:
+        F = centered(F)
+    gamma = Gamma(F, rng.uniform(0.5, 2.0, r))
+    if form == "dense":
+        gamma = Gamma(dense=gamma.toarray())
+    X, w = rng.standard_normal((n, d)), rng.uniform(0.5, 1.5, n)
+    for weights in (None, w):
+        M = gamma.toarray() if weights is None else np.outer(w, w) * gamma.toarray()
+        expected = X.T @ ((np.diag(M.sum(axis=1)) - M) @ X)
+        got = gamma.laplacian_quadratic(X, weights)
+        assert np.abs(got - expected).max() <= 1e-12 * np.abs(expected).max()
+    # the rounding bound covers the computed row sums of a centred Gamma, and only those
+    sums = np.abs(gamma.row_sums())
+    assert (sums <= gamma.row_sums_rounding()).all() == centred
