@@ -341,13 +341,14 @@ struct RowBuffers {
 };
 
 // The single-Gaussian Psi entries coef g_ij k_ij of a whole tile (kTileRows x
-// kTileCols; rows past mr repeat row mr - 1, as the Gram tile does) in one
+// kTileCols; rows past mr repeat row mr - 1, as the Gram tile does; g: the
+// rows' Gamma entries, or null for Gamma = 1) in one
 // loop whose four rows are independent exp chains (the exp's dependency chain
 // is long; nothing between the rows waits on it). tile_row then finishes each
 // row (diagonal, tail, sums).
 template <class T>
 inline void gaussian_tile(const PassPlan<T>& p, Index i0, Index mr, Index j0, const T* dot,
-                          const T* g, T* m) {
+                          const T* const* g, T* m) {
   using vec = typename Simd<T>::vec;
   constexpr Index W = Simd<T>::width;
   const Term<T>& t = p.terms[0];
@@ -368,7 +369,7 @@ inline void gaussian_tile(const PassPlan<T>& p, Index i0, Index mr, Index j0, co
   if (g != nullptr) {
     for (Index j = 0; j < kTileCols; j += W)
       for (Index r = 0; r < kTileRows; ++r)
-        store(m + r * kTileCols + j, coef * load(g + r * kTileCols + j) * kernel_values(r, j));
+        store(m + r * kTileCols + j, coef * load(g[r] + j) * kernel_values(r, j));
   } else {
     for (Index j = 0; j < kTileCols; j += W)
       for (Index r = 0; r < kTileRows; ++r) store(m + r * kTileCols + j, coef * kernel_values(r, j));
@@ -559,6 +560,23 @@ inline void copy_tile(const T* src, Index ld, Index rows, Index len, T* out) {
   }
 }
 
+// Gamma rows of the row group at i0 (mr rows; rows past mr repeat row
+// mr - 1) and columns j0.. from a thin factor: rows of the class table, or
+// the rank-r product formed in `tile`.
+template <class T>
+inline void factor_gamma_rows(const PassPlan<T>& p, Index i0, Index mr, Index j0, T* tile,
+                              const T* (&g)[kTileRows]) {
+  if (p.g_table != nullptr) {
+    for (Index r = 0; r < kTileRows; ++r)
+      g[r] = p.g_table + p.g_class[i0 + std::min(r, mr - 1)] * p.m_pad + j0;
+    return;
+  }
+  const T* rp[kTileRows];
+  for (Index r = 0; r < kTileRows; ++r) rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
+  product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, tile);
+  for (Index r = 0; r < kTileRows; ++r) g[r] = tile + r * kTileCols;
+}
+
 template <class T>
 void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
   const Index r0 = task * p.task_rows, r1 = std::min(p.n, r0 + p.task_rows);
@@ -602,23 +620,23 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
           }
         }
         bool has_gamma = true;
-        if (p.g_dense != nullptr) {
-          copy_tile(p.g_dense + i0 * p.m + j0, p.m, mr, len, gam_t);
-        } else if (wide_gamma) {
-          copy_tile(s.gamma_panel.data() + li * cbmax + (j0 - c0), cbmax, mr, len, gam_t);
+        const T* g_t[kTileRows];  // the group's Gamma rows
+        if (p.g_dense != nullptr || wide_gamma) {
+          if (p.g_dense != nullptr)
+            copy_tile(p.g_dense + i0 * p.m + j0, p.m, mr, len, gam_t);
+          else
+            copy_tile(s.gamma_panel.data() + li * cbmax + (j0 - c0), cbmax, mr, len, gam_t);
+          for (Index r = 0; r < kTileRows; ++r) g_t[r] = gam_t + r * kTileCols;
         } else if (p.g_rows != nullptr) {
-          const T* rp[kTileRows];
-          for (Index r = 0; r < kTileRows; ++r)
-            rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
-          product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
+          factor_gamma_rows(p, i0, mr, j0, gam_t, g_t);
         } else {
           has_gamma = false;
         }
         if (p.single_gaussian)
-          gaussian_tile(p, i0, mr, j0, dot_t, has_gamma ? gam_t : nullptr, m_t);
+          gaussian_tile(p, i0, mr, j0, dot_t, has_gamma ? g_t : nullptr, m_t);
         for (Index r = 0; r < mr; ++r)
           tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
-                   has_gamma ? gam_t + r * kTileCols : nullptr, m_t + r * kTileCols, buf,
+                   has_gamma ? g_t[r] : nullptr, m_t + r * kTileCols, buf,
                    s.value_sum[li + r], s.lap_sum[li + r]);
         for (Index r = mr; r < kTileRows; ++r)
           std::fill(m_t + r * kTileCols, m_t + (r + 1) * kTileCols, T(0));
@@ -727,17 +745,13 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
           for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
           product_tile(rp, p.k, p.b_t + j0, p.m_pad, dot_t);
         }
-        if (has_gamma) {
-          const T* rp[kTileRows];
-          for (Index r = 0; r < kTileRows; ++r)
-            rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
-          product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
-        }
+        const T* g_t[kTileRows];  // the group's Gamma rows
+        if (has_gamma) factor_gamma_rows(p, i0, mr, j0, gam_t, g_t);
         if (p.single_gaussian)
-          gaussian_tile(p, i0, mr, j0, dot_t, has_gamma ? gam_t : nullptr, m_g);
+          gaussian_tile(p, i0, mr, j0, dot_t, has_gamma ? g_t : nullptr, m_g);
         for (Index r = 0; r < mr; ++r)
           tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
-                   has_gamma ? gam_t + r * kTileCols : nullptr, m_g + r * kTileCols, buf,
+                   has_gamma ? g_t[r] : nullptr, m_g + r * kTileCols, buf,
                    p.value_all[i0 + r], p.lap_all[i0 + r], col_value, col_lap);
         for (Index r = mr; r < kTileRows; ++r)
           std::fill(m_g + r * kTileCols, m_g + (r + 1) * kTileCols, T(0));

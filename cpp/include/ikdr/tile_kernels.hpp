@@ -51,6 +51,11 @@ struct PassPlan {
   const T* g_cols = nullptr;         // m x r
   const T* g_cols_t = nullptr;       // r x m_pad transposed, zero padded (thin factor)
   Index rank = 0;
+  // A factor whose rows take few distinct values (class labels): row i of
+  // Gamma is row g_class[i] of g_table (classes x m_pad, the distinct rows
+  // times the column factor, zero padded), read instead of a rank-r product
+  const T* g_table = nullptr;
+  const std::int32_t* g_class = nullptr;  // n
   // kernel terms; per term 1 / scale_cols (m_pad, padded with 1) or null
   const Term<T>* terms = nullptr;
   int n_terms = 0;
