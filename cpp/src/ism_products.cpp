@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -182,8 +183,10 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   p.single_gaussian = plain_gaussian;
   if (plain_gaussian) {
     const T u = T(0.5 / (terms[0].sigma * terms[0].sigma));
-    pp.scaled_sq_b.resize(pp.sq_b.size());
-    for (std::size_t j = 0; j < pp.sq_b.size(); ++j) pp.scaled_sq_b[j] = -u * pp.sq_b[j];
+    // padded with -inf: a padding column's kernel value is exactly 0, so the
+    // tiles' sums need no mask for the last, partial tile
+    pp.scaled_sq_b.assign(pp.sq_b.size(), -std::numeric_limits<T>::infinity());
+    for (Index j = 0; j < pts.m; ++j) pp.scaled_sq_b[j] = -u * pp.sq_b[j];
     p.scaled_sq_b = pp.scaled_sq_b.data();
   }
   // Right-hand side: thin ones are accumulated tile by tile from a padded copy.

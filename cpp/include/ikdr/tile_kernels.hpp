@@ -61,7 +61,7 @@ struct PassPlan {
   int n_terms = 0;
   const T* const* col_inv_scale = nullptr;
   bool single_gaussian = false;      // one Gaussian member with a scalar bandwidth (fast path)
-  const T* scaled_sq_b = nullptr;    // single Gaussian: -u sq_b (m_pad), u = 1 / (2 sigma^2)
+  const T* scaled_sq_b = nullptr;    // single Gaussian: -u sq_b (m_pad, padded with -inf), u = 1 / (2 sigma^2)
   Mode mode = Mode::value;
   // right-hand side (m x c); for thin ones a zero-padded copy with rows m_pad, columns c_pad
   const T* rhs = nullptr;
