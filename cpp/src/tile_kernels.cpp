@@ -181,17 +181,19 @@ inline V exp_polynomial(V r, float) {
 // its scalar tail agree bitwise): x = n ln2 + r, |r| <= ln2/2, the polynomial
 // above for e^r, and 2^n assembled in the exponent bits. The integer n is read
 // from the mantissa of (x log2(e) + shifter), so no float->int conversion is
-// needed. x is clamped to [lo, hi] by one min and one max, and results that
+// needed. x is clamped to [lo, hi] by one max and one min (a caller whose
+// arguments must not exceed some smaller bound passes it as hi: the clamp
+// costs nothing more), and results that
 // would be subnormal (x < lo: exp(x) < 3.3e-308 in float64, 1.6e-38 in
 // float32) are flushed to 0 by a bit mask: they cannot change a sum of kernel
 // values.
 template <class V>
-inline V exp_kernel(V x) {
+inline V exp_kernel(V x, V hi) {
   using T = ElementOf<V>;
   using C = ExpConstants<T>;
   using I = BitsOf<V>;
   const V shifter = V{} + C::shifter;
-  const V xc = min_of(max_of(x, V{} + C::lo), V{} + C::hi);
+  const V xc = min_of(max_of(x, V{} + C::lo), hi);
   const V t = xc * C::log2e + shifter;
   const V nf = t - shifter;
   const V r = (xc - nf * C::ln2_hi) - nf * C::ln2_lo;
@@ -199,6 +201,10 @@ inline V exp_kernel(V x) {
   const I n = bit_cast<I>(t) - bit_cast<I>(shifter);
   const V scale = bit_cast<V>((n + C::bias) << C::mantissa);
   return zero_unless(x >= V{} + C::lo, p * scale);
+}
+template <class V>
+inline V exp_kernel(V x) {
+  return exp_kernel(x, V{} + ExpConstants<ElementOf<V>>::hi);
 }
 
 // Sum of a tile row (kTileCols entries) in vector registers; accumulated in T
@@ -243,6 +249,21 @@ inline void product_tile(const T* const* rows, Index width, const T* cols_t, Ind
   }
 }
 
+// out[0, lanes of v) += v in double, by whole vectors (float32: each half
+// widened to a register of doubles). Written per vector: the accumulation
+// loop before it uses every register, and a flush taking the row's vectors
+// by reference made the compiler spill inside that loop.
+inline void add_to_double(double* out, vdouble v) { store(out, load(out) + v); }
+inline void add_to_double(double* out, vfloat v) {
+  typedef float vhalf __attribute__((vector_size(IKDR_VECTOR_BYTES / 2), aligned(4), __may_alias__));
+  constexpr Index H = Simd<double>::width;
+  for (Index h = 0; h < Simd<float>::width; h += H) {
+    vhalf part;
+    std::memcpy(&part, reinterpret_cast<const float*>(&v) + h, sizeof part);
+    add_to_double(out + h, __builtin_convertvector(part, vdouble));
+  }
+}
+
 // acc[r][c] += sum_j m[r][j] rhs[j][c] for the tile's rows and G vectors of
 // right-hand-side columns starting at column cv: the tile of Psi is used
 // while it is in L1, and nothing n x n is stored.
@@ -261,8 +282,7 @@ inline void accumulate_tile(const T* m, const T* rhs, Index ldr, Index cv, doubl
     }
   }
   for (Index r = 0; r < kTileRows; ++r)
-    for (int g = 0; g < G; ++g)
-      for (Index l = 0; l < W; ++l) acc[r * ldacc + cv + g * W + l] += a[r][g][l];
+    for (int g = 0; g < G; ++g) add_to_double(acc + r * ldacc + cv + g * W, a[r][g]);
 }
 
 // acc rows += M rhs for `groups` consecutive row groups of a Psi panel (each
@@ -380,8 +400,8 @@ inline void gaussian_tile(const PassPlan<T>& p, Index i0, Index mr, Index j0, In
   constexpr Index W = Simd<T>::width;
   const GaussianScales<T> sc = gaussian_scales(p);
   const T inf = std::numeric_limits<T>::infinity();
-  // -u d = (-u |a_i|^2 - u |b_j|^2) + 2u <a_i, b_j>, at most 0 (rounding can
-  // make the distance of close points negative)
+  // -u d = (-u |a_i|^2 - u |b_j|^2) + 2u <a_i, b_j>, clamped to at most 0 by
+  // exp's upper bound (rounding can make the distance of close points negative)
   T row_term[kTileRows];
   for (Index r = 0; r < kTileRows; ++r) row_term[r] = r < mr ? -sc.u * p.sq_a[i0 + r] : -inf;
   // k_ii = 1 exactly, whatever the rounding of d: <a_i, a_i> = +inf makes
@@ -394,7 +414,7 @@ inline void gaussian_tile(const PassPlan<T>& p, Index i0, Index mr, Index j0, In
   const vec zero = {};
   auto kernel_values = [&](Index r, Index j) {
     const vec x = (row_term[r] + load(col_term + j)) + two_u * load(dot + r * kTileCols + j);
-    return exp_kernel(min_of(x, zero));
+    return exp_kernel(x, zero);
   };
   vec row_acc[kTileRows] = {};
   auto run = [&](auto coef_of) {
