@@ -137,6 +137,37 @@ def test_fused_relative_gaussian_phi(rng):
     assert rel_err(X.T @ y, dense_phi(GAUSS, X, X @ W, G @ G.T, s=s)) < 1e-10
 
 
+@pytest.mark.parametrize("classes", [3, 16, 17])
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-10), (np.float32, 1e-4)])
+def test_class_structured_gamma(classes, dtype, tol, rng):
+    # A factor whose rows repeat (centred one-hot class indicators, the
+    # supervised Gamma) is read from a table of its distinct rows (at most
+    # 16); the answer is the dense formula's, with the points themselves
+    # (symmetric pass) and between two point sets.
+    n, m, d = 150, 70, 4
+    labels = np.arange(n) % classes
+    rng.shuffle(labels)
+    F = np.eye(classes)[labels]
+    G = F - F.mean(0)
+    s = rng.uniform(0.5, 2.0, classes)
+    X, Y = rng.standard_normal((n, d)), rng.standard_normal((m, d))
+    Gc = G[:m][::-1].copy()
+    gamma = (G * s) @ G.T
+    for kind in (GAUSS, POLY):
+        y, sums = fused(X.astype(dtype), [term(kind)], 1, gamma_factor=G.astype(dtype),
+                        gamma_scale=s.astype(dtype), rhs=X.astype(dtype), n_threads=2)
+        assert rel_err(X.T @ y.astype(np.float64), dense_phi(kind, X, X, gamma)) < tol
+        M = gamma * dense_value(kind, X, X)
+        assert rel_err(sums.astype(np.float64), M.sum(1)) < tol
+        y, sums = _native.fused_product(X.astype(dtype), [term(kind)],
+                                        gamma=GammaArrays(G.astype(dtype), s.astype(dtype)),
+                                        columns=Y.astype(dtype), gamma_columns=Gc.astype(dtype),
+                                        rhs=Y.astype(dtype), n_threads=2)
+        M = ((G * s) @ Gc.T) * dense_value(kind, X, Y)
+        assert rel_err(y.astype(np.float64), M @ Y) < tol
+        assert rel_err(sums.astype(np.float64), M.sum(1)) < tol
+
+
 def test_fused_value_mode_row_sums_and_product(rng):
     n = 120
     Z = rng.standard_normal((n, 3))
@@ -255,7 +286,7 @@ def test_view_at_offset_zero_is_not_the_same_point_set(rng):
 
 
 @pytest.mark.parametrize("case", ["thin", "wide_rhs", "wide_points", "dense_gamma", "value",
-                                  "float32", "conic"])
+                                  "float32", "conic", "classes"])
 def test_results_are_bitwise_independent_of_the_thread_count(case, rng):
     # Rows are computed by tasks of a fixed size, whatever thread runs them.
     n, dtype = 700, np.float32 if case == "float32" else np.float64
@@ -263,6 +294,8 @@ def test_results_are_bitwise_independent_of_the_thread_count(case, rng):
     Z = rng.standard_normal((n, k)).astype(dtype)
     R = rng.standard_normal((n, 100 if case == "wide_rhs" else 5)).astype(dtype)
     G = rng.standard_normal((n, 2)).astype(dtype)
+    if case == "classes":  # rows from a few distinct values: the class table
+        G = np.eye(5, dtype=dtype)[np.arange(n) % 5]
     terms = [term(GAUSS, sigma=3.0)] if case != "conic" else [term(GAUSS, 0.5), term(POLY, 0.2),
                                                               term(MQ, 1.0)]
     kwargs = {"gamma_dense": (G @ G.T).astype(dtype)} if case == "dense_gamma" else {"gamma_factor": G}

@@ -4,6 +4,9 @@
 #include "ikdr/ism_products.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -29,6 +32,11 @@ constexpr Index kPanelElements = Index(1) << 21;
 constexpr Index kSymmetricBlocks = 8;
 constexpr Index kSymmetricMaxBlockRows = 512;
 constexpr Index kSymmetricAccElements = Index(1) << 25;
+// A Gamma factor whose rows take at most this many distinct values (the
+// supervised Gamma of class labels: centred one-hot rows) is read from a
+// table of its distinct rows times the column factor (classes x m entries,
+// computed once) instead of a rank-r product per kernel entry.
+constexpr Index kMaxGammaClasses = 16;
 
 template <class T>
 std::vector<T> squared_norms(const T* z, Index n, Index k, Index n_pad) {
@@ -50,6 +58,37 @@ std::vector<T> transposed(const T* a, Index rows, Index cols, Index ld) {
   return t;
 }
 
+// The distinct rows of f (n x r) when there are at most kMaxGammaClasses:
+// the index of each one's first occurrence (reps) and every row's class (cls,
+// n). Rows are the same class only when bitwise equal, so a class's table row
+// is exactly what each of its rows would give. False when there are more.
+template <class T>
+bool factor_classes(const T* f, Index n, Index r, std::vector<Index>& reps,
+                    std::vector<std::int32_t>& cls) {
+  const std::size_t bytes = static_cast<std::size_t>(r) * sizeof(T);
+  std::vector<std::uint64_t> rep_hash;
+  reps.clear();
+  cls.resize(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) {
+    const T* row = f + i * r;
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the row's 32-bit words
+    for (std::size_t k = 0; k < bytes; k += 4) {
+      std::uint32_t word;
+      std::memcpy(&word, reinterpret_cast<const unsigned char*>(row) + k, 4);
+      h = (h ^ word) * 1099511628211ull;
+    }
+    std::size_t c = 0;
+    while (c < reps.size() && !(rep_hash[c] == h && std::memcmp(f + reps[c] * r, row, bytes) == 0)) ++c;
+    if (c == reps.size()) {
+      if (static_cast<Index>(reps.size()) == kMaxGammaClasses) return false;
+      reps.push_back(i);
+      rep_hash.push_back(h);
+    }
+    cls[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(c);
+  }
+  return true;
+}
+
 template <class T>
 bool any_of_kind(const std::vector<Term<T>>& terms, std::initializer_list<TermKind> kinds) {
   for (const auto& t : terms)
@@ -63,7 +102,8 @@ bool any_of_kind(const std::vector<Term<T>>& terms, std::initializer_list<TermKi
 template <class T>
 struct PreparedPass {
   PassPlan<T> plan;
-  std::vector<T> sq_a, sq_b, scaled_sq_b, b_t, g_rows, g_cols_t, rhs_pad;
+  std::vector<T> sq_a, sq_b, scaled_sq_b, b_t, g_rows, g_cols_t, g_table, rhs_pad;
+  std::vector<std::int32_t> g_class;
   std::vector<double> acc_all, value_all, lap_all;
   std::vector<std::vector<T>> inv_scales;
   std::vector<const T*> inv_scale_ptrs;
@@ -111,6 +151,20 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
     if (gamma.rank <= kThinWidth) {
       pp.g_cols_t = transposed(gamma.g_cols, pts.m, gamma.rank, p.m_pad);
       p.g_cols_t = pp.g_cols_t.data();
+      std::vector<Index> reps;
+      if (factor_classes(p.g_rows, pts.n, gamma.rank, reps, pp.g_class)) {
+        // table row l = (scaled factor row of class l) G_cols^T, summed over
+        // the rank in order, as the tiles' products do
+        pp.g_table.assign(reps.size() * static_cast<std::size_t>(p.m_pad), T(0));
+        for (std::size_t l = 0; l < reps.size(); ++l) {
+          T* out = pp.g_table.data() + l * static_cast<std::size_t>(p.m_pad);
+          const T* row = p.g_rows + reps[l] * gamma.rank;
+          for (Index c = 0; c < gamma.rank; ++c)
+            for (Index j = 0; j < p.m_pad; ++j) out[j] += row[c] * pp.g_cols_t[c * p.m_pad + j];
+        }
+        p.g_table = pp.g_table.data();
+        p.g_class = pp.g_class.data();
+      }
     }
   }
   // Relative Gaussian: e_ij = (1 / (2 s_i)) (1 / s_j); store 1 / s_j, padded with 1.
@@ -129,8 +183,10 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   p.single_gaussian = plain_gaussian;
   if (plain_gaussian) {
     const T u = T(0.5 / (terms[0].sigma * terms[0].sigma));
-    pp.scaled_sq_b.resize(pp.sq_b.size());
-    for (std::size_t j = 0; j < pp.sq_b.size(); ++j) pp.scaled_sq_b[j] = -u * pp.sq_b[j];
+    // padded with -inf: a padding column's kernel value is exactly 0, so the
+    // tiles' sums need no mask for the last, partial tile
+    pp.scaled_sq_b.assign(pp.sq_b.size(), -std::numeric_limits<T>::infinity());
+    for (Index j = 0; j < pts.m; ++j) pp.scaled_sq_b[j] = -u * pp.sq_b[j];
     p.scaled_sq_b = pp.scaled_sq_b.data();
   }
   // Right-hand side: thin ones are accumulated tile by tile from a padded copy.

@@ -181,17 +181,19 @@ inline V exp_polynomial(V r, float) {
 // its scalar tail agree bitwise): x = n ln2 + r, |r| <= ln2/2, the polynomial
 // above for e^r, and 2^n assembled in the exponent bits. The integer n is read
 // from the mantissa of (x log2(e) + shifter), so no float->int conversion is
-// needed. x is clamped to [lo, hi] by one min and one max, and results that
+// needed. x is clamped to [lo, hi] by one max and one min (a caller whose
+// arguments must not exceed some smaller bound passes it as hi: the clamp
+// costs nothing more), and results that
 // would be subnormal (x < lo: exp(x) < 3.3e-308 in float64, 1.6e-38 in
 // float32) are flushed to 0 by a bit mask: they cannot change a sum of kernel
 // values.
 template <class V>
-inline V exp_kernel(V x) {
+inline V exp_kernel(V x, V hi) {
   using T = ElementOf<V>;
   using C = ExpConstants<T>;
   using I = BitsOf<V>;
   const V shifter = V{} + C::shifter;
-  const V xc = min_of(max_of(x, V{} + C::lo), V{} + C::hi);
+  const V xc = min_of(max_of(x, V{} + C::lo), hi);
   const V t = xc * C::log2e + shifter;
   const V nf = t - shifter;
   const V r = (xc - nf * C::ln2_hi) - nf * C::ln2_lo;
@@ -199,6 +201,10 @@ inline V exp_kernel(V x) {
   const I n = bit_cast<I>(t) - bit_cast<I>(shifter);
   const V scale = bit_cast<V>((n + C::bias) << C::mantissa);
   return zero_unless(x >= V{} + C::lo, p * scale);
+}
+template <class V>
+inline V exp_kernel(V x) {
+  return exp_kernel(x, V{} + ExpConstants<ElementOf<V>>::hi);
 }
 
 // Sum of a tile row (kTileCols entries) in vector registers; accumulated in T
@@ -243,6 +249,21 @@ inline void product_tile(const T* const* rows, Index width, const T* cols_t, Ind
   }
 }
 
+// out[0, lanes of v) += v in double, by whole vectors (float32: each half
+// widened to a register of doubles). Written per vector: the accumulation
+// loop before it uses every register, and a flush taking the row's vectors
+// by reference made the compiler spill inside that loop.
+inline void add_to_double(double* out, vdouble v) { store(out, load(out) + v); }
+inline void add_to_double(double* out, vfloat v) {
+  typedef float vhalf __attribute__((vector_size(IKDR_VECTOR_BYTES / 2), aligned(4), __may_alias__));
+  constexpr Index H = Simd<double>::width;
+  for (Index h = 0; h < Simd<float>::width; h += H) {
+    vhalf part;
+    std::memcpy(&part, reinterpret_cast<const float*>(&v) + h, sizeof part);
+    add_to_double(out + h, __builtin_convertvector(part, vdouble));
+  }
+}
+
 // acc[r][c] += sum_j m[r][j] rhs[j][c] for the tile's rows and G vectors of
 // right-hand-side columns starting at column cv: the tile of Psi is used
 // while it is in L1, and nothing n x n is stored.
@@ -261,8 +282,7 @@ inline void accumulate_tile(const T* m, const T* rhs, Index ldr, Index cv, doubl
     }
   }
   for (Index r = 0; r < kTileRows; ++r)
-    for (int g = 0; g < G; ++g)
-      for (Index l = 0; l < W; ++l) acc[r * ldacc + cv + g * W + l] += a[r][g][l];
+    for (int g = 0; g < G; ++g) add_to_double(acc + r * ldacc + cv + g * W, a[r][g]);
 }
 
 // acc rows += M rhs for `groups` consecutive row groups of a Psi panel (each
@@ -340,43 +360,90 @@ struct RowBuffers {
   T* db;   // distance derivative weights b (then 2 Gamma o b, for the row sums)
 };
 
-// The single-Gaussian Psi entries coef g_ij k_ij of a whole tile (kTileRows x
-// kTileCols; rows past mr repeat row mr - 1, as the Gram tile does) in one
-// loop whose four rows are independent exp chains (the exp's dependency chain
-// is long; nothing between the rows waits on it). tile_row then finishes each
-// row (diagonal, tail, sums).
+// The scalars of the single-Gaussian fast path: u = 1 / (2 sigma^2), the
+// weight w, Psi's coefficient (value mode M = w g k, gradient mode
+// M = 2 w u g k; the distance weight is b = -w u k), and the factors that turn
+// a sum of M into the sums of Gamma o K (to_value) and 2 Gamma o b (to_lap).
 template <class T>
-inline void gaussian_tile(const PassPlan<T>& p, Index i0, Index mr, Index j0, const T* dot,
-                          const T* g, T* m) {
+struct GaussianScales {
+  T u, w, coef;
+  double to_value, to_lap;
+};
+
+template <class T>
+inline GaussianScales<T> gaussian_scales(const PassPlan<T>& p) {
+  const Term<T>& t = p.terms[0];
+  GaussianScales<T> sc;
+  sc.u = T(0.5 / (t.sigma * t.sigma));
+  sc.w = T(t.weight);
+  sc.coef = p.mode == Mode::gradient ? T(2) * sc.w * sc.u : sc.w;
+  sc.to_value = double(sc.w) / double(sc.coef);
+  sc.to_lap = -2.0 * double(sc.w) * double(sc.u) / double(sc.coef);
+  return sc;
+}
+
+// The single-Gaussian Psi entries M = coef g_ij k_ij of a whole tile
+// (kTileRows x kTileCols; g: the rows' Gamma entries, or null for Gamma = 1)
+// and their sums, in one loop whose four rows are independent exp chains (the
+// exp's dependency chain is long; nothing between the rows waits on it), while
+// the values are in registers: the rows' sums of Gamma o K and 2 Gamma o b
+// into value_sum and lap_sum (mr entries each), and when col_sum is given the
+// columns' sums of M (kTileCols) for the transposed half of a symmetric pass.
+// Rows past mr (the Gram tile repeats row mr - 1 there) and the padding
+// columns (-inf in scaled_sq_b) get exp(-inf) = 0 exactly, so they add
+// nothing; dot's diagonal entries are overwritten (see below).
+template <class T>
+inline void gaussian_tile(const PassPlan<T>& p, Index i0, Index mr, Index j0, Index len, T* dot,
+                          const T* const* g, T* m, double* value_sum, double* lap_sum,
+                          T* col_sum) {
   using vec = typename Simd<T>::vec;
   constexpr Index W = Simd<T>::width;
-  const Term<T>& t = p.terms[0];
-  const T u = T(0.5 / (t.sigma * t.sigma));
-  const T w = T(t.weight);
-  const T coef = p.mode == Mode::gradient ? T(2) * w * u : w;
-  // -u d = (-u |a_i|^2 - u |b_j|^2) + 2u <a_i, b_j>, at most 0 (rounding can
-  // make the distance of close points negative)
+  const GaussianScales<T> sc = gaussian_scales(p);
+  const T inf = std::numeric_limits<T>::infinity();
+  // -u d = (-u |a_i|^2 - u |b_j|^2) + 2u <a_i, b_j>, clamped to at most 0 by
+  // exp's upper bound (rounding can make the distance of close points negative)
   T row_term[kTileRows];
-  for (Index r = 0; r < kTileRows; ++r) row_term[r] = -u * p.sq_a[i0 + std::min(r, mr - 1)];
-  const T two_u = T(2) * u;
+  for (Index r = 0; r < kTileRows; ++r) row_term[r] = r < mr ? -sc.u * p.sq_a[i0 + r] : -inf;
+  // k_ii = 1 exactly, whatever the rounding of d: <a_i, a_i> = +inf makes
+  // x = +inf, which the clamp to 0 below turns into exp(0) = 1
+  if (p.self)
+    for (Index r = 0; r < mr; ++r)
+      if (i0 + r >= j0 && i0 + r < j0 + len) dot[r * kTileCols + (i0 + r - j0)] = inf;
+  const T two_u = T(2) * sc.u;
   const T* col_term = p.scaled_sq_b + j0;
   const vec zero = {};
   auto kernel_values = [&](Index r, Index j) {
     const vec x = (row_term[r] + load(col_term + j)) + two_u * load(dot + r * kTileCols + j);
-    return exp_kernel(min_of(x, zero));
+    return exp_kernel(x, zero);
   };
-  if (g != nullptr) {
-    for (Index j = 0; j < kTileCols; j += W)
-      for (Index r = 0; r < kTileRows; ++r)
-        store(m + r * kTileCols + j, coef * load(g + r * kTileCols + j) * kernel_values(r, j));
-  } else {
-    for (Index j = 0; j < kTileCols; j += W)
-      for (Index r = 0; r < kTileRows; ++r) store(m + r * kTileCols + j, coef * kernel_values(r, j));
+  vec row_acc[kTileRows] = {};
+  auto run = [&](auto coef_of) {
+    for (Index j = 0; j < kTileCols; j += W) {
+      vec col_acc = zero;
+      for (Index r = 0; r < kTileRows; ++r) {
+        const vec v = coef_of(r, j) * kernel_values(r, j);
+        store(m + r * kTileCols + j, v);
+        row_acc[r] += v;
+        col_acc += v;
+      }
+      if (col_sum != nullptr) store(col_sum + j, load(col_sum + j) + col_acc);
+    }
+  };
+  if (g != nullptr)
+    run([&](Index r, Index j) { return sc.coef * load(g[r] + j); });
+  else
+    run([&](Index, Index) { return zero + sc.coef; });
+  for (Index r = 0; r < mr; ++r) {
+    double total = 0;
+    for (Index l = 0; l < W; ++l) total += row_acc[r][l];
+    value_sum[r] += sc.to_value * total;
+    if (p.mode == Mode::gradient) lap_sum[r] += sc.to_lap * total;
   }
 }
 
-// One row of a tile: Psi entries into mrow (zero past len) and the row sums of
-// Gamma o K (value_sum) and 2 Gamma o b (lap_sum).
+// One row of a tile, for any kernel but the single Gaussian (gaussian_tile):
+// Psi entries into mrow (zero past len) and the row sums of Gamma o K
+// (value_sum) and 2 Gamma o b (lap_sum).
 //
 // col_value / col_lap (kTileCols each, or null): the same entries added per
 // column, for the transposed half of a symmetric pass.
@@ -386,30 +453,6 @@ inline void tile_row(const PassPlan<T>& p, Index ig, Index j0, Index len, const 
                      double& lap_sum, T* col_value = nullptr, T* col_lap = nullptr) {
   const bool gradient = p.mode == Mode::gradient;
   T* const dist = buf.dist;
-  if (p.single_gaussian) {
-    // The common ISM case: mrow holds M = coef g k already (gaussian_tile:
-    // value M = w g k, gradient M = 2 w u g k, b = -w u k); both row sums
-    // are multiples of sum_j g k = (sum_j M) / coef, so nothing else is stored.
-    const Term<T>& t = p.terms[0];
-    const T u = T(0.5 / (t.sigma * t.sigma));
-    const T w = T(t.weight);
-    const T coef = gradient ? T(2) * w * u : w;
-    if (p.self && ig >= j0 && ig < j0 + len)  // k_ii = 1 exactly, whatever the rounding of d
-      mrow[ig - j0] = coef * (g != nullptr ? g[ig - j0] : T(1));
-    for (Index j = len; j < kTileCols; ++j) mrow[j] = T(0);
-    const double s = tile_sum(mrow) / double(coef);
-    value_sum += double(w) * s;
-    if (gradient) lap_sum -= 2.0 * double(w) * double(u) * s;
-    if (col_value != nullptr) {
-      const T to_value = w / coef;  // M -> w g k
-      for (Index j = 0; j < kTileCols; ++j) col_value[j] += to_value * mrow[j];
-      if (gradient) {
-        const T to_lap = T(-2) * w * u / coef;  // M -> 2 g b = -2 w u g k
-        for (Index j = 0; j < kTileCols; ++j) col_lap[j] += to_lap * mrow[j];
-      }
-    }
-    return;
-  }
   if (p.needs_dist) {
     const T sa = p.sq_a[ig];
     const T* sqb = p.sq_b + j0;
@@ -559,6 +602,23 @@ inline void copy_tile(const T* src, Index ld, Index rows, Index len, T* out) {
   }
 }
 
+// Gamma rows of the row group at i0 (mr rows; rows past mr repeat row
+// mr - 1) and columns j0.. from a thin factor: rows of the class table, or
+// the rank-r product formed in `tile`.
+template <class T>
+inline void factor_gamma_rows(const PassPlan<T>& p, Index i0, Index mr, Index j0, T* tile,
+                              const T* (&g)[kTileRows]) {
+  if (p.g_table != nullptr) {
+    for (Index r = 0; r < kTileRows; ++r)
+      g[r] = p.g_table + p.g_class[i0 + std::min(r, mr - 1)] * p.m_pad + j0;
+    return;
+  }
+  const T* rp[kTileRows];
+  for (Index r = 0; r < kTileRows; ++r) rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
+  product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, tile);
+  for (Index r = 0; r < kTileRows; ++r) g[r] = tile + r * kTileCols;
+}
+
 template <class T>
 void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
   const Index r0 = task * p.task_rows, r1 = std::min(p.n, r0 + p.task_rows);
@@ -602,24 +662,26 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
           }
         }
         bool has_gamma = true;
-        if (p.g_dense != nullptr) {
-          copy_tile(p.g_dense + i0 * p.m + j0, p.m, mr, len, gam_t);
-        } else if (wide_gamma) {
-          copy_tile(s.gamma_panel.data() + li * cbmax + (j0 - c0), cbmax, mr, len, gam_t);
+        const T* g_t[kTileRows];  // the group's Gamma rows
+        if (p.g_dense != nullptr || wide_gamma) {
+          if (p.g_dense != nullptr)
+            copy_tile(p.g_dense + i0 * p.m + j0, p.m, mr, len, gam_t);
+          else
+            copy_tile(s.gamma_panel.data() + li * cbmax + (j0 - c0), cbmax, mr, len, gam_t);
+          for (Index r = 0; r < kTileRows; ++r) g_t[r] = gam_t + r * kTileCols;
         } else if (p.g_rows != nullptr) {
-          const T* rp[kTileRows];
-          for (Index r = 0; r < kTileRows; ++r)
-            rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
-          product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
+          factor_gamma_rows(p, i0, mr, j0, gam_t, g_t);
         } else {
           has_gamma = false;
         }
         if (p.single_gaussian)
-          gaussian_tile(p, i0, mr, j0, dot_t, has_gamma ? gam_t : nullptr, m_t);
-        for (Index r = 0; r < mr; ++r)
-          tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
-                   has_gamma ? gam_t + r * kTileCols : nullptr, m_t + r * kTileCols, buf,
-                   s.value_sum[li + r], s.lap_sum[li + r]);
+          gaussian_tile(p, i0, mr, j0, len, dot_t, has_gamma ? g_t : nullptr, m_t,
+                        s.value_sum.data() + li, s.lap_sum.data() + li, static_cast<T*>(nullptr));
+        else
+          for (Index r = 0; r < mr; ++r)
+            tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
+                     has_gamma ? g_t[r] : nullptr, m_t + r * kTileCols, buf,
+                     s.value_sum[li + r], s.lap_sum[li + r]);
         for (Index r = mr; r < kTileRows; ++r)
           std::fill(m_t + r * kTileCols, m_t + (r + 1) * kTileCols, T(0));
         if (p.thin_rhs) {
@@ -674,12 +736,20 @@ inline void flush_columns(const PassPlan<T>& p, Index j0, Index len, PassScratch
     }
     std::fill(s.col_acc.begin(), s.col_acc.end(), T(0));
   }
-  for (Index j = 0; j < len; ++j) p.value_all[j0 + j] += double(s.col_value[j]);
-  std::fill(s.col_value.begin(), s.col_value.end(), T(0));
-  if (gradient) {
-    for (Index j = 0; j < len; ++j) p.lap_all[j0 + j] += double(s.col_lap[j]);
-    std::fill(s.col_lap.begin(), s.col_lap.end(), T(0));
+  if (p.single_gaussian) {  // col_value holds the sums of M (gaussian_tile)
+    const GaussianScales<T> sc = gaussian_scales(p);
+    for (Index j = 0; j < len; ++j) {
+      p.value_all[j0 + j] += sc.to_value * double(s.col_value[j]);
+      if (gradient) p.lap_all[j0 + j] += sc.to_lap * double(s.col_value[j]);
+    }
+  } else {
+    for (Index j = 0; j < len; ++j) p.value_all[j0 + j] += double(s.col_value[j]);
+    if (gradient) {
+      for (Index j = 0; j < len; ++j) p.lap_all[j0 + j] += double(s.col_lap[j]);
+      std::fill(s.col_lap.begin(), s.col_lap.end(), T(0));
+    }
   }
+  std::fill(s.col_value.begin(), s.col_value.end(), T(0));
 }
 
 // Block pair (I, J) of a symmetric pass (thin points and Gamma factor, a thin
@@ -727,18 +797,16 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
           for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
           product_tile(rp, p.k, p.b_t + j0, p.m_pad, dot_t);
         }
-        if (has_gamma) {
-          const T* rp[kTileRows];
-          for (Index r = 0; r < kTileRows; ++r)
-            rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
-          product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, gam_t);
-        }
+        const T* g_t[kTileRows];  // the group's Gamma rows
+        if (has_gamma) factor_gamma_rows(p, i0, mr, j0, gam_t, g_t);
         if (p.single_gaussian)
-          gaussian_tile(p, i0, mr, j0, dot_t, has_gamma ? gam_t : nullptr, m_g);
-        for (Index r = 0; r < mr; ++r)
-          tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
-                   has_gamma ? gam_t + r * kTileCols : nullptr, m_g + r * kTileCols, buf,
-                   p.value_all[i0 + r], p.lap_all[i0 + r], col_value, col_lap);
+          gaussian_tile(p, i0, mr, j0, len, dot_t, has_gamma ? g_t : nullptr, m_g,
+                        p.value_all + i0, p.lap_all + i0, col_value);
+        else
+          for (Index r = 0; r < mr; ++r)
+            tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
+                     has_gamma ? g_t[r] : nullptr, m_g + r * kTileCols, buf,
+                     p.value_all[i0 + r], p.lap_all[i0 + r], col_value, col_lap);
         for (Index r = mr; r < kTileRows; ++r)
           std::fill(m_g + r * kTileCols, m_g + (r + 1) * kTileCols, T(0));
       }

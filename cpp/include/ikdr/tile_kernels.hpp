@@ -51,12 +51,17 @@ struct PassPlan {
   const T* g_cols = nullptr;         // m x r
   const T* g_cols_t = nullptr;       // r x m_pad transposed, zero padded (thin factor)
   Index rank = 0;
+  // A factor whose rows take few distinct values (class labels): row i of
+  // Gamma is row g_class[i] of g_table (classes x m_pad, the distinct rows
+  // times the column factor, zero padded), read instead of a rank-r product
+  const T* g_table = nullptr;
+  const std::int32_t* g_class = nullptr;  // n
   // kernel terms; per term 1 / scale_cols (m_pad, padded with 1) or null
   const Term<T>* terms = nullptr;
   int n_terms = 0;
   const T* const* col_inv_scale = nullptr;
   bool single_gaussian = false;      // one Gaussian member with a scalar bandwidth (fast path)
-  const T* scaled_sq_b = nullptr;    // single Gaussian: -u sq_b (m_pad), u = 1 / (2 sigma^2)
+  const T* scaled_sq_b = nullptr;    // single Gaussian: -u sq_b (m_pad, padded with -inf), u = 1 / (2 sigma^2)
   Mode mode = Mode::value;
   // right-hand side (m x c); for thin ones a zero-padded copy with rows m_pad, columns c_pad
   const T* rhs = nullptr;
