@@ -137,19 +137,21 @@ def test_fused_relative_gaussian_phi(rng):
     assert rel_err(X.T @ y, dense_phi(GAUSS, X, X @ W, G @ G.T, s=s)) < 1e-10
 
 
-@pytest.mark.parametrize("classes", [3, 16, 17])
+@pytest.mark.parametrize("classes,rank", [(3, None), (16, None), (17, None), (40, None),
+                                          (20, 4)])
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-10), (np.float32, 1e-4)])
-def test_class_structured_gamma(classes, dtype, tol, rng):
+def test_class_structured_gamma(classes, rank, dtype, tol, rng):
     # A factor whose rows repeat (centred one-hot class indicators, the
-    # supervised Gamma) is read from a table of its distinct rows (at most
-    # 16); the answer is the dense formula's, with the points themselves
-    # (symmetric pass) and between two point sets.
+    # supervised Gamma) is read from a table of its distinct rows (at most 16,
+    # or at most rank + 1: 17 and 40 classes); 20 distinct rows of rank 4 take
+    # the rank-r product per entry. The answer is the dense formula's, with
+    # the points themselves (symmetric pass) and between two point sets.
     n, m, d = 150, 70, 4
     labels = np.arange(n) % classes
     rng.shuffle(labels)
-    F = np.eye(classes)[labels]
+    F = np.eye(classes)[labels] if rank is None else rng.standard_normal((classes, rank))[labels]
     G = F - F.mean(0)
-    s = rng.uniform(0.5, 2.0, classes)
+    s = rng.uniform(0.5, 2.0, G.shape[1])
     X, Y = rng.standard_normal((n, d)), rng.standard_normal((m, d))
     Gc = G[:m][::-1].copy()
     gamma = (G * s) @ G.T

@@ -32,10 +32,12 @@ constexpr Index kPanelElements = Index(1) << 21;
 constexpr Index kSymmetricBlocks = 8;
 constexpr Index kSymmetricMaxBlockRows = 512;
 constexpr Index kSymmetricAccElements = Index(1) << 25;
-// A Gamma factor whose rows take at most this many distinct values (the
-// supervised Gamma of class labels: centred one-hot rows) is read from a
-// table of its distinct rows times the column factor (classes x m entries,
-// computed once) instead of a rank-r product per kernel entry.
+// A Gamma factor whose rows take few distinct values (the supervised Gamma
+// of class labels: centred one-hot rows) is read from a table of its distinct
+// rows times the column factor (classes x m entries, computed once) instead of
+// a rank-r product per kernel entry: when there are at most this many, or at
+// most rank + 1 (then the table is no larger than the transposed column
+// factor the pass keeps anyway; c classes give rank c).
 constexpr Index kMaxGammaClasses = 16;
 
 template <class T>
@@ -58,12 +60,12 @@ std::vector<T> transposed(const T* a, Index rows, Index cols, Index ld) {
   return t;
 }
 
-// The distinct rows of f (n x r) when there are at most kMaxGammaClasses:
+// The distinct rows of f (n x r) when there are at most max_classes:
 // the index of each one's first occurrence (reps) and every row's class (cls,
 // n). Rows are the same class only when bitwise equal, so a class's table row
 // is exactly what each of its rows would give. False when there are more.
 template <class T>
-bool factor_classes(const T* f, Index n, Index r, std::vector<Index>& reps,
+bool factor_classes(const T* f, Index n, Index r, Index max_classes, std::vector<Index>& reps,
                     std::vector<std::int32_t>& cls) {
   const std::size_t bytes = static_cast<std::size_t>(r) * sizeof(T);
   std::vector<std::uint64_t> rep_hash;
@@ -80,7 +82,7 @@ bool factor_classes(const T* f, Index n, Index r, std::vector<Index>& reps,
     std::size_t c = 0;
     while (c < reps.size() && !(rep_hash[c] == h && std::memcmp(f + reps[c] * r, row, bytes) == 0)) ++c;
     if (c == reps.size()) {
-      if (static_cast<Index>(reps.size()) == kMaxGammaClasses) return false;
+      if (static_cast<Index>(reps.size()) == max_classes) return false;
       reps.push_back(i);
       rep_hash.push_back(h);
     }
@@ -152,7 +154,8 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
       pp.g_cols_t = transposed(gamma.g_cols, pts.m, gamma.rank, p.m_pad);
       p.g_cols_t = pp.g_cols_t.data();
       std::vector<Index> reps;
-      if (factor_classes(p.g_rows, pts.n, gamma.rank, reps, pp.g_class)) {
+      const Index max_classes = std::max<Index>(kMaxGammaClasses, gamma.rank + 1);
+      if (factor_classes(p.g_rows, pts.n, gamma.rank, max_classes, reps, pp.g_class)) {
         // table row l = (scaled factor row of class l) G_cols^T, summed over
         // the rank in order, as the tiles' products do
         pp.g_table.assign(reps.size() * static_cast<std::size_t>(p.m_pad), T(0));
