@@ -175,8 +175,8 @@ def test_hybrid_forms_phi_when_block_iterations_would_cost_more(supervised):
 
 @pytest.fixture(scope="module")
 def supervised_large():
-    """Enough samples for coarse (float32) dense passes in the early steps."""
-    X, y = mixture(1200, 16, 4, seed=2)
+    """Enough samples and features for coarse (float32) dense passes in the early steps."""
+    X, y = mixture(1200, _solver._COARSE_MIN_FEATURES, 4, seed=2)
     gamma, _ = ikdr.supervised_gamma(y)
     return X, y, gamma, Gaussian(0.5 * ikdr.median_sigma(X))
 
@@ -211,6 +211,19 @@ def test_coarse_steps_reach_the_float64_answer(supervised_large, monkeypatch, ph
     np.testing.assert_allclose(f, [h["objective"] for h in exact.history], rtol=1e-9)
     assert c.second_order == exact.convergence.second_order
     assert rel(c.eigengap, exact.convergence.eigengap) < 1e-6
+
+
+def test_no_coarse_steps_where_they_would_not_pay(supervised_large):
+    # below _COARSE_MIN_FEATURES (or _COARSE_MIN_SAMPLES) a float32 pass and the
+    # objective pass of its point cost as much as the float64 pass: all float64
+    X, y, gamma, kernel = supervised_large
+    narrow = X[:, :_solver._COARSE_MIN_FEATURES - 1]
+    result = ikdr.ism(narrow, gamma, kernel, 3, tol=1e-9, phi_solver="dense")
+    assert result.convergence.coarse_phi_evaluations == 0 and not any(coarse_methods(result))
+    few = X[:_solver._COARSE_MIN_SAMPLES - 1]
+    result = ikdr.ism(few, ikdr.supervised_gamma(y[:len(few)])[0], kernel, 3, tol=1e-9,
+                      phi_solver="dense")
+    assert result.convergence.coarse_phi_evaluations == 0
 
 
 def test_coarse_steps_are_bounded(supervised_large, monkeypatch):
