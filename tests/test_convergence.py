@@ -445,3 +445,17 @@ def test_matrix_free_eigengap_iterates_only_when_the_start_cannot_fix_it(rng, no
     # the gap 8 - mu to 1e-3 relative, never over-claimed by more than that
     assert abs((8.0 - mu) - 3.0) <= _certificate.EIGENGAP_RTOL * 3.0
     assert mu <= 5.0 + 1e-12                       # a Ritz value: a lower bound
+
+
+def test_the_warning_names_a_swinging_w_when_the_eigenvalues_settled():
+    # 40 samples in 80 dimensions, 2 classes, q = 4: Phi's 4th eigenvalue is
+    # degenerate, its eigenvectors are not determined, so W keeps turning while
+    # the eigenvalues repeat exactly; the warning says that rather than quoting
+    # an eigenvalue change below tol as if it were the reason.
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 40)
+    X = rng.standard_normal((2, 80))[y] * 1.5 + rng.standard_normal((40, 80)) * 3.0
+    with pytest.warns(ConvergenceWarning, match=r"turned W by .* eigenvalue is degenerate"):
+        model = ikdr.ISM(n_components=4, sigma=ikdr.median_sigma(X), tol=1e-6,
+                         max_iter=30).fit(X, y)
+    assert not model.convergence_.converged

@@ -850,7 +850,16 @@ def _not_converged_message(stalled, phase, criterion, history, certificate, max_
                 f"before the relative gradient norm ({rel:.3g}) reached gtol={gtol}")
     if phase == "plain" and criterion != "gradient":
         key = "eigenvalue_change" if criterion == "eigenvalues" else criterion
+        last = history[-1].get(key, np.nan)
+        angle = history[-1].get("angle", np.nan)
+        if criterion == "eigenvalues" and last < tol and angle >= _EIGENVALUE_RULE_MAX_ANGLE:
+            # the eigenvalues settled but W still swings (a cycle, or a degenerate
+            # q-th eigenvalue whose eigenvectors are not determined)
+            return (f"ISM did not converge in max_iter={max_iter} iterations (the eigenvalues "
+                    f"changed by {last:.3g} < tol={tol}, but the last step turned W by "
+                    f"{angle:.3g} rad >= {_EIGENVALUE_RULE_MAX_ANGLE}: W cycles or Phi's q-th "
+                    f"eigenvalue is degenerate)")
         return (f"ISM did not converge in max_iter={max_iter} iterations "
-                f"(last {criterion} change {history[-1].get(key, np.nan):.3g} >= tol={tol})")
+                f"(last {criterion} change {last:.3g} >= tol={tol})")
     return (f"ISM did not converge in max_iter={max_iter} iterations "
             f"(relative gradient norm {rel:.3g} > gtol={gtol})")
