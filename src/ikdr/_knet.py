@@ -431,8 +431,8 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     cannot split non-convex clusters); on blobs, varied blobs and face the
     local one usually does, on cancer k-means on psi. ``rounding_`` tells which.
     After a fragmented start (digits, breast cancer, most blobs) the same
-    three partitions are formed on the start, :math:`\psi = ` identity, i.e.
-    of X itself.
+    three partitions are formed on the start, :math:`\psi(X) = X`, i.e. of X
+    itself.
 
     The embedding is the network output rescaled to the spread of the
     training data, :math:`\psi = c f_\theta(X) / s(f_\theta(X))` (s: root
