@@ -54,7 +54,8 @@ def main():
     for name in filter(None, args.knet.split(",")):
         X, y = load(name)
         k = len(np.unique(y))
-        model = ikdr.KNetClustering(k, sigma=SIGMA.get(name, "median"), random_state=0,
+        model = ikdr.KNetClustering(k, update="eig", sigma=SIGMA.get(name, "median"),
+                                    learning_rate=1e-3, tol=1e-2, random_state=0,
                                     max_iter=20 if args.quick else 100)
         t = time.perf_counter()
         model.fit(X)

@@ -1,10 +1,12 @@
 """KNet on two moons with its defaults: the data, the learned embedding psi(X), and the clusters.
 
-KNetClustering(n_clusters=2) alone (sigma="auto": the median distance to the 7th
-nearest neighbour). The figure shows the standardised moons coloured by the
-found clusters beside the network's embedding psi(X) of the same points, and
-the HSIC objective per round. Saved as a PNG (path printed; pass another path
-as the first argument).
+KNetClustering(n_clusters=2) alone: the start is spectral clustering of X under
+the narrow affinity of sigma="auto" (the median distance to the 7th nearest
+neighbour); the network then ascends the HSIC of a wide Gaussian (the median
+distance) against those clusters, which gathers each moon into a compact group
+that k-means separates. The figure shows the standardised moons coloured by the
+found clusters beside the embedding psi(X) of the same points, and the objective
+per round. Saved as a PNG (path printed; pass another path as the first argument).
 """
 import sys
 import tempfile
@@ -15,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from sklearn.cluster import KMeans  # noqa: E402
 from sklearn.datasets import make_moons  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
@@ -34,8 +37,11 @@ def main():
     print(f"  sigma:                   {model.sigma_:.4f} "
           f"({model.sigma_ / ikdr.median_sigma(X):.3f} x median distance)")
     print(f"  NMI to the moons: {ikdr.metrics.nmi(y, model.labels_):.4f}")
-    print(f"  HSIC objective:          {model.history_[0]:.5f} (spectral start) -> "
-          f"{model.history_[-1]:.5f}")
+    on_x = ikdr.metrics.nmi(y, KMeans(2, n_init=10, random_state=0).fit_predict(X))
+    on_psi = ikdr.metrics.nmi(y, KMeans(2, n_init=10, random_state=0).fit_predict(Psi))
+    print(f"  k-means NMI:             {on_x:.4f} on X, {on_psi:.4f} on psi(X)")
+    print(f"  HSIC objective:          {model.history_[0]:.2f} (spectral start) -> "
+          f"{model.history_[-1]:.2f}")
     print(f"  rounds kept / run:       {model.n_iter_ - model.n_rejected_} / {model.n_iter_} "
           f"({model.stop_reason_}); rounding: {model.rounding_}")
     print(f"  fit time:                {elapsed:.2f} s")
@@ -47,7 +53,7 @@ def main():
     axes[1].set_title(r"learned embedding $\psi_\theta(X)$")
     axes[2].plot(range(len(model.history_)), model.history_, marker="o")
     axes[2].set_xlabel("round")
-    axes[2].set_ylabel(r"Tr$(U^T H D^{-1/2} K_\psi D^{-1/2} H U)$")
+    axes[2].set_ylabel(r"Tr$(U^T H K_\psi H U)$")
     axes[2].set_title("objective per round (undone rounds repeat)")
     for ax in axes[:2]:
         ax.set_aspect("equal")

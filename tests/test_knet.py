@@ -80,9 +80,58 @@ def test_first_iterate_is_spectral_clustering():
     X = StandardScaler().fit_transform(make_moons(200, noise=0.05, random_state=0)[0])
     kernel = Gaussian(0.3)
     U0, _, deg = spectral_embedding(X, kernel, 2)
-    model = KNetClustering(2, sigma=0.3, max_iter=1, random_state=0).fit(X)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        model = KNetClustering(2, update="eig", sigma=0.3, max_iter=1, random_state=0).fit(X)
     gamma = clustering_gamma(U0, deg)
     assert model.history_[0] == pytest.approx(kernel.objective(X, None, gamma), rel=1e-12)
+    # update="fixed": the same start U, ascended with the plain HSIC (D = I) of the
+    # wide embedding kernel (the median distance)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        fixed = KNetClustering(2, sigma=0.3, max_iter=1, random_state=0).fit(X)
+    wide = Gaussian(ikdr.median_sigma(X))
+    assert fixed.embedding_kernel_.sigma == pytest.approx(wide.sigma, rel=1e-12)
+    plain = clustering_gamma(U0, np.ones(len(X)))
+    assert fixed.history_[0] == pytest.approx(wide.objective(X, None, plain), rel=1e-10)
+
+
+@pytest.mark.parametrize("name, k", [("moons", 2), ("moon_1000x2", 2), ("spiral", 3)])
+def test_knet_learns_compact_groups_with_its_defaults(name, k):
+    """Issue 15: with its defaults KNet's rounds raise the objective well above the
+    start (every round was undone before: 1.99661 -> 1.99661 on the moons) and the
+    embedding turns the non-convex clusters into groups k-means separates (k-means
+    on X: moons 0.39, moon 0.51, spiral 0.43)."""
+    if name == "moons":
+        X, y = make_moons(600, noise=0.07, random_state=0)
+        X = StandardScaler().fit_transform(X)
+    else:
+        X, y = _load(name)
+    model = KNetClustering(k, random_state=0).fit(X)
+    assert model.converged_ and model.stop_reason_ == "converged"
+    assert model.n_iter_ - model.n_rejected_ >= 5
+    assert np.all(np.diff(model.history_) >= 0)
+    assert model.history_[-1] >= 1.3 * model.history_[0]   # measured 1.4-1.8x
+    assert nmi(y, model.labels_) >= 0.98
+    kmeans = KMeans(k, n_init=10, random_state=0).fit_predict(model.transform(X))
+    assert nmi(y, kmeans) >= 0.95                           # measured 0.995-1.0
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_fixed_update_keeps_the_start_u():
+    """update="fixed" trains psi against the start's U and never replaces it."""
+    from ikdr._knet import train_knet
+
+    X = StandardScaler().fit_transform(make_moons(200, noise=0.05, random_state=0)[0])
+    kernel = Gaussian(0.3)
+    U0, _, _ = spectral_embedding(X, kernel, 2, random_state=0)
+    encoder = MLP((2, 20, 20, 2), np.random.default_rng(0))
+    encoder.set_identity(np.random.default_rng(1))
+    with pytest.raises(ValueError, match="embedding_kernel"):
+        train_knet(X, kernel, 2, encoder, rng=0)
+    out = train_knet(X, kernel, 2, encoder, embedding_kernel=Gaussian(1.0), max_iter=5, rng=0)
+    assert out.n_iter - out.n_rejected >= 1 and not np.allclose(out.embedding, X)
+    # the same subspace as the start (eigenvector signs are arbitrary)
+    np.testing.assert_allclose(out.U @ out.U.T, U0 @ U0.T, atol=1e-8)
+    assert np.all(np.diff(out.history) >= 0)
 
 
 def test_sma_keeps_u_orthonormal(rng):

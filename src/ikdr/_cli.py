@@ -336,7 +336,9 @@ def cmd_knet(args):
     t0 = time.perf_counter()
     with _fitting(args) as verbose:
         model = KNetClustering(n_clusters=args.clusters, hidden_layer_sizes=hidden,
-                               update=args.update, sigma=_sigma(args.sigma), lam=args.lam,
+                               update=args.update,
+                               sigma="auto" if args.sigma is None else _sigma(args.sigma),
+                               embedding_sigma=_sigma(args.embedding_sigma), lam=args.lam,
                                max_iter=args.max_iter, learning_rate=args.learning_rate,
                                batch_size=args.batch_size, random_state=args.seed,
                                verbose=verbose)
@@ -416,12 +418,17 @@ def build_parser():
     p = sub.add_parser("knet", help="KNet deep kernel clustering")
     _data(p)
     p.add_argument("--clusters", type=int, required=True, help="number of clusters k")
-    p.add_argument("--sigma", default=None, help="Gaussian bandwidth or 'median' (default)")
-    p.add_argument("--update", choices=["eig", "sma"], default="eig", help="U-step (default eig)")
+    p.add_argument("--sigma", default=None,
+                   help="affinity bandwidth or 'median' (default: auto, from the 7-NN distances)")
+    p.add_argument("--embedding-sigma", default=None,
+                   help="bandwidth the network ascends with --update fixed, or 'median' (default)")
+    p.add_argument("--update", choices=["fixed", "eig", "sma"], default="fixed",
+                   help="fixed: train against the start's clusters (default); eig, sma: "
+                        "Algorithm 3's U-steps")
     p.add_argument("--hidden", default=None, help="hidden widths, e.g. 20,20 (default 2d,2d)")
     p.add_argument("--lam", type=float, default=0.0, help="autoencoder weight (default 0)")
     p.add_argument("--max-iter", type=int, default=100, help="rounds (default 100)")
-    p.add_argument("--learning-rate", type=float, default=1e-3, help="Adam step (default 1e-3)")
+    p.add_argument("--learning-rate", type=float, default=1e-2, help="Adam step (default 1e-2)")
     p.add_argument("--batch-size", type=int, default=None, help="default min(n, 200)")
     _outputs(p)
     _common(p)
