@@ -254,7 +254,9 @@ def test_moon_rounds_ascend_and_keep_the_spectral_start():
 def test_cancer_nmi():
     X = StandardScaler().fit_transform(shared_csv("cancer_683x9.csv"))
     y = shared_csv("cancer_683x9_label.csv")
-    assert _mean_nmi(X, y, 2) >= 0.80  # paper 0.842
+    # Table 4.1's sigma (the median distance); at the default sigma the start is
+    # fragmented (0.763, plain spectral clustering of X)
+    assert _mean_nmi(X, y, 2, sigma="median") >= 0.80  # paper 0.842; measured 0.83
 
 
 @pytest.mark.slow
