@@ -154,16 +154,19 @@ class KNetTraining:
     U : ndarray (n, k)
     degrees : ndarray (n,)
     history : list of float
-        Objective after each round (entry 0: the start); non-decreasing.
+        Objective the rounds ascend after each round (entry 0: the start);
+        non-decreasing. ``update="fixed"``: :math:`\mathrm{Tr}(HUU^TH K_\psi)`
+        of the embedding kernel; otherwise Eq. 4.8a.
     n_iter : int
         Rounds run (0 after a fragmented start).
     n_rejected : int
         Rounds undone because they lowered the objective or raised it only
         through the points' similarity to themselves.
     converged : bool
-        True only when an accepted round changed :math:`UU^T` by less than
-        ``tol``; False when the step size ran out (every recent round undone),
-        ``max_iter`` was reached or the start was fragmented.
+        True only when a kept round changed :math:`UU^T` by less than ``tol``
+        and raised the objective by less than ``tol`` times its value; False
+        when the step size ran out (every recent round undone), ``max_iter``
+        was reached or the start was fragmented.
     stop_reason : str
         "converged", "step size exhausted", "max_iter" or "fragmented start"
         (no round run: more than half of the start's objective is
