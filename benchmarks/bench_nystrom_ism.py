@@ -9,7 +9,7 @@ Writes benchmarks/results/nystrom_ism.md (or --out). Sections (--sections):
   to exact, downstream accuracy (SVC, 3-fold CV on XW) or NMI, m chosen, times.
 * ``methods``: landmark selection at fixed m (uniform, k-means++, ridge
   leverage): mean sin angle to the exact subspace over 3 seeds; the estimators'
-  default (``ikdr._nystrom.DEFAULT_LANDMARK_METHOD``) is the winner here.
+  default (``ikdr.passes.landmarks.DEFAULT_LANDMARK_METHOD``) is the winner here.
 * ``rff``: Nystrom vs random Fourier features at equal m on digits.
 * ``polish``: exact polish from the Nystrom fixed point vs a cold exact fit,
   both to the tight rule criterion="gradient", gtol=1e-9:
@@ -167,7 +167,8 @@ def section_accuracy(quick, out):
 
 
 def section_methods(quick, out):
-    from ikdr._nystrom import LANDMARK_METHODS, approximate_ism
+    from ikdr.passes.landmarks import LANDMARK_METHODS
+    from ikdr.solver.approximate import approximate_ism
 
     out.append("## Landmark selection at fixed m (mean sin angle to the exact maximum, 3 seeds)\n")
     out.append("Exact maximum: criterion='gradient', gtol=1e-9; the landmark fits' own maxima "
@@ -367,7 +368,7 @@ def gemm_rate(d=784, m=512, rows=4096, repeat=5):
 
 
 def pass_flops(n, d, m, q):
-    """Flops of one dense supervised landmark pass (module docstring of ikdr._nystrom):
+    """Flops of one dense supervised landmark pass (module docstring of ikdr.passes.landmarks):
     B_c and E (2 n d m each, multiply-add), the degree term (2 n d^2), Z twice
     (4 n d q) and C twice (about 4 n m q)."""
     return 4.0 * n * d * m + 2.0 * n * d * d + 4.0 * n * d * q + 4.0 * n * m * q

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ikdr
-from ikdr import _batch
+from ikdr.cli import batch as _batch
 
 SRC = str(Path(ikdr.__file__).resolve().parents[1])
 
@@ -141,7 +141,7 @@ def test_workers_times_threads_within_cores(monkeypatch, cores, files, jobs, thr
 def test_interrupted_batch_keeps_what_was_written(folder, monkeypatch):
     import argparse
 
-    from ikdr import _cli
+    from ikdr.cli import commands as _cli
 
     calls = []
     real = _batch.run_one

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from ikdr._kernel_syntax import parse_kernel
+from ikdr.kernels.syntax import parse_kernel
 from ikdr.kernels import ConicKernel, Gaussian, Polynomial
 
 
@@ -119,7 +119,7 @@ def _failing_fit(exc):
 ])
 def test_unexpected_failure_exits_1_with_one_line(tmp_path, monkeypatch, capsys, exc):
     import ikdr
-    from ikdr._cli import main
+    from ikdr.cli.commands import main
 
     monkeypatch.setattr(ikdr.ISM, "fit", _failing_fit(exc))
     code = main(["reduce", "wine", "-k", "2", "--out", str(tmp_path / "o")])
@@ -132,7 +132,7 @@ def test_unexpected_failure_exits_1_with_one_line(tmp_path, monkeypatch, capsys,
 
 def test_unexpected_failure_verbose_shows_the_traceback(tmp_path, monkeypatch, capsys):
     import ikdr
-    from ikdr._cli import main
+    from ikdr.cli.commands import main
 
     monkeypatch.setattr(ikdr.ISM, "fit", _failing_fit(RuntimeError("boom")))
     code = main(["reduce", "wine", "-k", "2", "--out", str(tmp_path / "o"), "--verbose"])
@@ -148,8 +148,8 @@ def test_input_error_classification():
     from sklearn.utils._param_validation import InvalidParameterError
 
     from ikdr import ISM
-    from ikdr._cli import is_input_error
-    from ikdr._validation import check_positive
+    from ikdr.cli.commands import is_input_error
+    from ikdr._utils.validation import check_positive
 
     def caught(fn, *args, **kwargs):
         try:

@@ -10,7 +10,7 @@ from sklearn.datasets import make_blobs
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
-from ikdr._cli import main
+from ikdr.cli.commands import main
 from ikdr.metrics import nmi
 
 

@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import ikdr
-from ikdr._solver import principal_angle
+from ikdr.solver.driver import principal_angle
 from ikdr.spectral import spectral_embedding
 from ikdr.gamma import semi_supervised_gamma
 from ikdr.kernels import Gaussian

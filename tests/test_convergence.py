@@ -11,11 +11,11 @@ from sklearn.preprocessing import StandardScaler
 
 import ikdr
 from ikdr import principal_angle
-from ikdr._eig import top_eigenvectors
-from ikdr import _certificate
-from ikdr._ism_problem import KernelProblem
-from ikdr._trust_region import Surrogate
-from ikdr._trust_region import exp_map as _exp
+from ikdr._utils.eig import top_eigenvectors
+from ikdr.solver import certificate as _certificate
+from ikdr.passes.problem import KernelProblem
+from ikdr.solver.trust_region import Surrogate
+from ikdr.solver.trust_region import exp_map as _exp
 from ikdr.kernels import Gaussian, Polynomial
 
 from .conftest import shared_csv
@@ -148,7 +148,7 @@ class _WrongCurvature:
 def test_trust_region_stalls_on_a_model_it_cannot_trust(rng):
     """A model that predicts descent must shrink the radius, never grow it: the
     phase ends (stalled) in a bounded number of steps instead of cycling."""
-    from ikdr._trust_region import TrustRegion
+    from ikdr.solver.trust_region import TrustRegion
 
     d, q = 8, 2
     A = rng.standard_normal((d, d))

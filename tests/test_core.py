@@ -254,7 +254,7 @@ def test_block_power_reports_stall():
     A = np.diag([3.0, 2.0, 2.0, 1.0, 0.5])
     _, _, it, conv, _ = _native.top_eigenpairs(A, 2, None, max_iter=5, tol=1e-14, oversample=0)
     assert it <= 5
-    from ikdr._eig import top_eigenvectors
+    from ikdr._utils.eig import top_eigenvectors
 
     vals, vecs, info = top_eigenvectors(A + 1e-3 * np.eye(5), 2, np.eye(5)[:, :2] + 0.1,
                                         method="power", max_iter=2)

@@ -82,7 +82,7 @@ def test_face_thesis_row_with_the_defaults(face):
     # q by the eigengap (17), lambda 1. Local scaling gave 0.49 (docs/clustering_defaults.md).
     X, identity, pose = face
     model = ikdr.KDAC(n_clusters=4, random_state=0).fit(X, pose)
-    assert model.existing_dependence_ >= ikdr._kdac.DEPENDENCE_THRESHOLD
+    assert model.existing_dependence_ >= ikdr.cluster.kdac.DEPENDENCE_THRESHOLD
     assert isinstance(model.kernel_, Gaussian) and model.affinity_ is model.kernel_
     assert model.sigma_ == pytest.approx(np.median(
         ikdr.kernels.RelativeGaussian(7).fit(X).scales_))
@@ -101,7 +101,7 @@ def test_auto_sigma_stays_local_against_an_unrelated_clustering():
     X = StandardScaler().fit_transform(X)
     random = np.random.default_rng(0).integers(0, 2, X.shape[0])
     model = ikdr.KDAC(n_clusters=2, random_state=0).fit(X, random)
-    assert model.existing_dependence_ < ikdr._kdac.DEPENDENCE_THRESHOLD
+    assert model.existing_dependence_ < ikdr.cluster.kdac.DEPENDENCE_THRESHOLD
     assert isinstance(model.kernel_, ikdr.kernels.RelativeGaussian)
     assert nmi(y, model.labels_) >= 0.95
 
@@ -237,7 +237,7 @@ def test_select_sigma_lambda():
 
 def test_second_order_condition_matches_brute_force(rng):
     # Condition (3.10), both sides, against the thesis' sums written out.
-    from ikdr._kdac import _second_order_condition
+    from ikdr.cluster.kdac import _second_order_condition
 
     n, d, q, sigma, lam = 12, 4, 2, 1.3, 0.5
     X = rng.standard_normal((n, d))

@@ -7,7 +7,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
-from ikdr._kdn import KernelDependenceNetwork, _fourier_map, _width_for, normalized_hsic
+from ikdr.reduction.kdn import KernelDependenceNetwork, _fourier_map, _width_for, normalized_hsic
 
 from .conftest import shared_csv
 

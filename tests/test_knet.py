@@ -8,10 +8,12 @@ from sklearn.metrics import normalized_mutual_info_score
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
-from ikdr._knet import KNetClustering, _batch_objective, _self_similarity, _sma_step, _u_gradient
-from ikdr._knet import cayley_step
-from ikdr._knet import knet_objective_and_gradient
-from ikdr._mlp import MLP
+from ikdr.cluster.knet import KNetClustering
+from ikdr.cluster.knet_training import _batch_objective, _self_similarity, _sma_step
+from ikdr.cluster.knet_training import u_gradient as _u_gradient
+from ikdr.cluster.knet_training import cayley_step
+from ikdr.cluster.knet_training import knet_objective_and_gradient
+from ikdr._utils.mlp import MLP
 from ikdr.gamma import clustering_gamma
 from ikdr.spectral import kernel_degrees, spectral_embedding
 from ikdr.gamma import Gamma
@@ -118,7 +120,7 @@ def test_knet_learns_compact_groups_with_its_defaults(name, k):
 
 def test_fixed_update_keeps_the_start_u():
     """update="fixed" trains psi against the start's U and never replaces it."""
-    from ikdr._knet import train_knet
+    from ikdr.cluster.knet_training import train_knet
 
     X = StandardScaler().fit_transform(make_moons(200, noise=0.05, random_state=0)[0])
     kernel = Gaussian(0.3)

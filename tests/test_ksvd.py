@@ -7,7 +7,7 @@ from sklearn.metrics import normalized_mutual_info_score as nmi
 
 import ikdr
 from ikdr import KernelSVD, asymmetric_nystrom, ksvd_bicluster
-from ikdr._ksvd_blocks import _SparseBlocks
+from ikdr.ksvd.blocks import SparseBlocks
 from ikdr.metrics import singular_alignment, svd_accuracy
 
 KERNELS = ["rbf", "sne", "polynomial", "linear"]
@@ -43,7 +43,7 @@ def graph(rng):
 def test_dense_solver_equals_numpy_svd(graph, kernel, sparse):
     gamma = 2.0
     A = sp.csr_matrix(graph) if sparse else graph
-    m = KernelSVD(6, kernel=kernel, gamma=gamma, solver="dense").fit(A)
+    m = KernelSVD(6, kernel=kernel, sigma=gamma / np.sqrt(2), solver="dense").fit(A)
     G = numpy_G(graph, graph.T, kernel, gamma)
     U, s, Vt = np.linalg.svd(G)
     np.testing.assert_allclose(m.singular_values_, s[:6], rtol=1e-10)
@@ -58,12 +58,12 @@ def test_two_point_sets_and_solvers_agree(rng, kernel):
     X, Z = rng.normal(size=(80, 7)), rng.normal(size=(60, 7)) + 0.3
     G = numpy_G(X, Z, kernel, 1.5)
     s = np.linalg.svd(G, compute_uv=False)
-    dense = KernelSVD(5, kernel=kernel, gamma=1.5, solver="dense").fit(X, Z)
+    dense = KernelSVD(5, kernel=kernel, sigma=1.5 / np.sqrt(2), solver="dense").fit(X, Z)
     np.testing.assert_allclose(dense.singular_values_, s[:5], rtol=1e-10)
-    arpack = KernelSVD(5, kernel=kernel, gamma=1.5, solver="arpack", random_state=0).fit(X, Z)
+    arpack = KernelSVD(5, kernel=kernel, sigma=1.5 / np.sqrt(2), solver="arpack", random_state=0).fit(X, Z)
     np.testing.assert_allclose(arpack.singular_values_, s[:5], rtol=1e-9)
     assert_same_vectors(arpack.left_vectors_, dense.left_vectors_, 1e-6)
-    rand = KernelSVD(5, kernel=kernel, gamma=1.5, solver="randomized", random_state=0).fit(X, Z)
+    rand = KernelSVD(5, kernel=kernel, sigma=1.5 / np.sqrt(2), solver="randomized", random_state=0).fit(X, Z)
     np.testing.assert_allclose(rand.singular_values_, s[:5], rtol=1e-2)
     assert singular_alignment(dense.left_vectors_, dense.right_vectors_, s[:5],
                               rand.left_vectors_, rand.right_vectors_, normalize=True) < 1e-2
@@ -82,7 +82,7 @@ def test_sne_rows_sum_to_one_without_underflow(rng):
     X = np.vstack([rng.normal(size=(20, 3)), rng.normal(size=(5, 3)) + 60.0])
     Z = rng.normal(size=(30, 3))
     for fit_X, fit_Z in [(X, Z), (sp.csr_matrix(X), sp.csr_matrix(Z))]:
-        m = KernelSVD(3, kernel="sne", gamma=0.5, solver="dense").fit(fit_X, fit_Z)
+        m = KernelSVD(3, kernel="sne", sigma=0.5 / np.sqrt(2), solver="dense").fit(fit_X, fit_Z)
         G = m._blocks.block()
         assert np.all(np.isfinite(G))
         np.testing.assert_allclose(G.sum(axis=1), 1.0, rtol=1e-12)
@@ -110,7 +110,7 @@ def test_sne_normalisers_match_numpy(rng):
 def test_sparse_blocks_products_and_pieces(graph):
     A = sp.csr_matrix(graph)
     for kernel in KERNELS:
-        b = _SparseBlocks(A, A.T.tocsr(), kernel, 1.7, 3)
+        b = SparseBlocks(A, A.T.tocsr(), kernel, 1.7, 3)
         G = numpy_G(graph, graph.T, kernel, 1.7, 3)
         np.testing.assert_allclose(b.block(), G, rtol=1e-12, atol=1e-14)
         I, J = np.array([3, 1, 50]), np.array([0, 69, 7, 8])
@@ -126,21 +126,21 @@ def test_center_double_centres(rng):
     Gc = G - G.mean(0) - G.mean(1)[:, None] + G.mean()
     s = np.linalg.svd(Gc, compute_uv=False)
     for solver in ["dense", "arpack"]:
-        m = KernelSVD(4, gamma=1.0, center=True, solver=solver, random_state=0).fit(X, Z)
+        m = KernelSVD(4, sigma=1.0 / np.sqrt(2), center=True, solver=solver, random_state=0).fit(X, Z)
         np.testing.assert_allclose(m.singular_values_, s[:4], rtol=1e-9)
         np.testing.assert_allclose(m.transform(X[:5]), m.row_embedding_[:5], atol=1e-9)
         np.testing.assert_allclose(m.transform_columns(Z[:5]), m.column_embedding_[:5], atol=1e-9)
     A = sp.csr_matrix((rng.random((60, 60)) < 0.1).astype(float))
-    dense = KernelSVD(4, kernel="sne", gamma=1.0, center=True, solver="dense").fit(A.toarray())
+    dense = KernelSVD(4, kernel="sne", sigma=1.0 / np.sqrt(2), center=True, solver="dense").fit(A.toarray())
     for solver in ["dense", "arpack"]:
-        m = KernelSVD(4, kernel="sne", gamma=1.0, center=True, solver=solver, random_state=0).fit(A)
+        m = KernelSVD(4, kernel="sne", sigma=1.0 / np.sqrt(2), center=True, solver=solver, random_state=0).fit(A)
         np.testing.assert_allclose(m.singular_values_, dense.singular_values_, rtol=1e-9)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_transform_of_training_points(graph, kernel):
     for A in (graph, sp.csr_matrix(graph)):
-        m = KernelSVD(5, kernel=kernel, gamma=1.3, solver="arpack", random_state=0).fit(A)
+        m = KernelSVD(5, kernel=kernel, sigma=1.3 / np.sqrt(2), solver="arpack", random_state=0).fit(A)
         np.testing.assert_allclose(m.transform(A[[0, 5, 9]]), m.row_embedding_[[0, 5, 9]],
                                    atol=1e-9 * m.singular_values_[0])
         cols = A.T.tocsr()[[2, 4]] if sp.issparse(A) else A.T[[2, 4]]
@@ -169,15 +169,15 @@ def test_median_heuristic_gamma(rng):
 def test_nystrom_all_landmarks_is_exact(rng):
     X, Z = rng.normal(size=(60, 6)), rng.normal(size=(45, 6))
     for kernel in KERNELS:
-        exact = KernelSVD(5, kernel=kernel, gamma=1.2, solver="dense").fit(X, Z)
-        ny = KernelSVD(5, kernel=kernel, gamma=1.2, solver="nystrom", n_landmarks=(60, 45),
+        exact = KernelSVD(5, kernel=kernel, sigma=1.2 / np.sqrt(2), solver="dense").fit(X, Z)
+        ny = KernelSVD(5, kernel=kernel, sigma=1.2 / np.sqrt(2), solver="nystrom", n_landmarks=(60, 45),
                        random_state=0).fit(X, Z)
         np.testing.assert_allclose(ny.singular_values_, exact.singular_values_, rtol=1e-10)
         assert_same_vectors(ny.left_vectors_, exact.left_vectors_, 1e-8)
         assert_same_vectors(ny.right_vectors_, exact.right_vectors_, 1e-8)
     # double centring uses the exact means of all of G, also under Nystrom
-    exact = KernelSVD(4, kernel="sne", gamma=1.2, center=True, solver="dense").fit(X, Z)
-    ny = KernelSVD(4, kernel="sne", gamma=1.2, center=True, solver="nystrom",
+    exact = KernelSVD(4, kernel="sne", sigma=1.2 / np.sqrt(2), center=True, solver="dense").fit(X, Z)
+    ny = KernelSVD(4, kernel="sne", sigma=1.2 / np.sqrt(2), center=True, solver="nystrom",
                    n_landmarks=(60, 45), random_state=0).fit(X, Z)
     np.testing.assert_allclose(ny.singular_values_, exact.singular_values_, rtol=1e-10)
 
@@ -207,7 +207,7 @@ def test_nystrom_symmetric_reduces_to_standard_nystrom(rng):
 def test_nystrom_eta_falls_with_landmarks(rng):
     # anisotropic data: well separated singular values, so each vector is well defined
     X, Z = rng.normal(size=(900, 2)) * [2.0, 0.6], rng.normal(size=(800, 2)) * [2.0, 0.6] + 0.5
-    exact = KernelSVD(3, gamma=3.0, solver="arpack", random_state=0).fit(X, Z)
+    exact = KernelSVD(3, sigma=3.0 / np.sqrt(2), solver="arpack", random_state=0).fit(X, Z)
     U, s, V = exact.left_vectors_, exact.singular_values_, exact.right_vectors_
     etas = []
     for n in (10, 40, 160):
@@ -222,10 +222,10 @@ def test_nystrom_eta_falls_with_landmarks(rng):
 
 def test_nystrom_auto_landmarks_meet_tolerance(rng):
     X, Z = rng.normal(size=(900, 2)) * [2.0, 0.6], rng.normal(size=(800, 2)) * [2.0, 0.6] + 0.5
-    exact = KernelSVD(3, gamma=3.0, solver="arpack", random_state=0).fit(X, Z)
+    exact = KernelSVD(3, sigma=3.0 / np.sqrt(2), solver="arpack", random_state=0).fit(X, Z)
     used = []
     for tol in (1e-1, 1e-2):
-        m = KernelSVD(3, gamma=3.0, solver="nystrom", tol=tol, random_state=0).fit(X, Z)
+        m = KernelSVD(3, sigma=3.0 / np.sqrt(2), solver="nystrom", tol=tol, random_state=0).fit(X, Z)
         acc = svd_accuracy(exact.left_vectors_, exact.singular_values_, exact.right_vectors_,
                            m.left_vectors_, m.singular_values_, m.right_vectors_)
         assert acc.error() <= 2 * tol, (tol, acc, m.landmark_history_)  # the estimate is statistical
@@ -237,9 +237,9 @@ def test_nystrom_auto_landmarks_meet_tolerance(rng):
 
 def test_nystrom_sparse_graph_matches_dense(graph):
     A = sp.csr_matrix(graph)
-    a = KernelSVD(4, kernel="sne", gamma=1.5, solver="nystrom", n_landmarks=(30, 40),
+    a = KernelSVD(4, kernel="sne", sigma=1.5 / np.sqrt(2), solver="nystrom", n_landmarks=(30, 40),
                   random_state=3).fit(A)
-    b = KernelSVD(4, kernel="sne", gamma=1.5, solver="nystrom", n_landmarks=(30, 40),
+    b = KernelSVD(4, kernel="sne", sigma=1.5 / np.sqrt(2), solver="nystrom", n_landmarks=(30, 40),
                   random_state=3).fit(graph)
     np.testing.assert_allclose(a.singular_values_, b.singular_values_, rtol=1e-10)
     np.testing.assert_allclose(a.left_vectors_, b.left_vectors_, atol=1e-9)
@@ -253,7 +253,7 @@ def test_large_sparse_graph_without_densifying():
     A, _ = directed_sbm(20_000, 45_000, 4, random_state=0)
     tracemalloc.start()
     ny = KernelSVD(8, kernel="sne", solver="nystrom", n_landmarks=200, random_state=0).fit(A)
-    ar = KernelSVD(8, kernel="sne", gamma=ny.gamma_, solver="arpack", random_state=0).fit(A)
+    ar = KernelSVD(8, kernel="sne", sigma=ny.gamma_ / np.sqrt(2), solver="arpack", random_state=0).fit(A)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 400e6  # a dense 20,000 x 20,000 G would be 3.2 GB
@@ -383,12 +383,12 @@ def test_auto_landmarks_never_return_zero_singular_values():
 
     A, _ = directed_sbm(800, 1600, 5, random_state=0)
     exact = KernelSVD(10, kernel="sne", solver="arpack", random_state=0).fit(A)
-    few = KernelSVD(10, kernel="sne", gamma=exact.gamma_, solver="nystrom", n_landmarks=40,
+    few = KernelSVD(10, kernel="sne", sigma=exact.gamma_ / np.sqrt(2), solver="nystrom", n_landmarks=40,
                     random_state=0).fit(A)
     assert few.singular_values_[-1] < 1e-12 < exact.singular_values_[-1]  # the failure
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        auto = KernelSVD(10, kernel="sne", gamma=exact.gamma_, solver="nystrom",
+        auto = KernelSVD(10, kernel="sne", sigma=exact.gamma_ / np.sqrt(2), solver="nystrom",
                          random_state=0).fit(A)
     acc = svd_accuracy(exact.left_vectors_, exact.singular_values_, exact.right_vectors_,
                        auto.left_vectors_, auto.singular_values_, auto.right_vectors_)
@@ -401,15 +401,15 @@ def test_landmark_block_svd_falls_back_to_lapack(monkeypatch, rng):
     equal values (a graph's cosine SNE matrix); the Nystrom fit then uses LAPACK."""
     from scipy.sparse.linalg import ArpackNoConvergence
 
-    import ikdr._ksvd_solvers as solvers
+    import ikdr.ksvd.solvers as solvers
 
     def no_convergence(*args, **kwargs):
         raise ArpackNoConvergence("ARPACK error -1: No convergence", None, None)
 
     G = rng.random((400, 350))
     exact = np.linalg.svd(G, compute_uv=False)[:5]
-    monkeypatch.setattr(solvers, "_svd_arpack", no_convergence)
-    u, s, v = solvers._top_svd(G, 5)
+    monkeypatch.setattr(solvers, "svd_arpack", no_convergence)
+    u, s, v = solvers.top_svd(G, 5)
     np.testing.assert_allclose(s, exact, rtol=1e-12)
     np.testing.assert_allclose(np.abs(np.sum(u * (G @ v), axis=0)), exact, rtol=1e-10)
     U, s, V, _ = asymmetric_nystrom(G, 5, (400, 350), random_state=0)  # all: exact
@@ -421,25 +421,25 @@ def test_auto_landmarks_warn_at_the_budget(monkeypatch):
 
     from ikdr.graph import directed_sbm
 
-    import ikdr._ksvd_solvers as ksvd_module
+    import ikdr.ksvd.solvers as ksvd_module
     A, _ = directed_sbm(800, 1600, 5, random_state=0)
     exact = KernelSVD(10, kernel="sne", solver="arpack", random_state=0).fit(A)
     monkeypatch.setattr(ksvd_module, "AUTO_MAX_LANDMARKS", 120)
     with pytest.warns(ConvergenceWarning, match=r"budget of 120 x 120.*estimated per-component "
                                                 r"error of inf.*ARPACK"):
-        m = KernelSVD(10, kernel="sne", gamma=exact.gamma_, solver="nystrom",
+        m = KernelSVD(10, kernel="sne", sigma=exact.gamma_ / np.sqrt(2), solver="nystrom",
                       random_state=0).fit(A)
     # unresolved components were recomputed exactly, never returned as zeros
     np.testing.assert_allclose(m.singular_values_, exact.singular_values_, rtol=1e-8)
     # dense points with a flat spectrum: accurate or a warning with the estimate
     rng = np.random.default_rng(0)
     X, Z = rng.normal(size=(400, 10)), rng.normal(size=(300, 10))
-    ref = KernelSVD(8, gamma=1.0, solver="dense").fit(X, Z)
+    ref = KernelSVD(8, sigma=1.0 / np.sqrt(2), solver="dense").fit(X, Z)
     monkeypatch.setattr(ksvd_module, "AUTO_MAX_LANDMARKS", 60)
     import warnings
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = KernelSVD(8, gamma=1.0, solver="nystrom", random_state=0).fit(X, Z)
+        m = KernelSVD(8, sigma=1.0 / np.sqrt(2), solver="nystrom", random_state=0).fit(X, Z)
     acc = svd_accuracy(ref.left_vectors_, ref.singular_values_, ref.right_vectors_,
                        m.left_vectors_, m.singular_values_, m.right_vectors_)
     warned = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
@@ -515,8 +515,8 @@ def test_sklearn_estimator_checks():
 def test_learned_map_gradient_matches_finite_differences(rng, kind, shape, side, center):
     """One side mapped (KSVD's a3: columns or rows) or both (learn_compat_map: KernelPCA
     of XC), on G or the double-centred H G H."""
-    from ikdr._ksvd_blocks import dense_kernel_matrix
-    from ikdr._ksvd_compat import _sides, fixed_map, learned_objective
+    from ikdr.ksvd.blocks import dense_kernel_matrix
+    from ikdr.ksvd.compat import _sides, fixed_map, learned_objective
 
     A = rng.normal(size=shape)
     if side == "both":
@@ -659,7 +659,7 @@ def test_kernels_of_the_kernel_layer(graph, rng):
     for A in (graph, sp.csr_matrix(graph)):
         for obj, name in ((Gaussian(sigma), "rbf"), (SNE(sigma), "sne")):
             a = KernelSVD(4, kernel=obj, solver="dense").fit(A)
-            b = KernelSVD(4, kernel=name, gamma=np.sqrt(2) * sigma, solver="dense").fit(A)
+            b = KernelSVD(4, kernel=name, sigma=sigma, solver="dense").fit(A)
             assert a.gamma_ == pytest.approx(b.gamma_)
             np.testing.assert_allclose(a.singular_values_, b.singular_values_, rtol=1e-12)
     G = numpy_G(graph, graph.T, "sne", np.sqrt(2) * sigma)

@@ -7,7 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import ikdr
 from ikdr import kernels
-from ikdr._eig import lapack_top, top_eigenvectors
+from ikdr._utils.eig import lapack_top, top_eigenvectors
 from ikdr.spectral import spectral_embedding
 
 _rng = np.random.default_rng(3)

@@ -9,11 +9,15 @@ from sklearn.preprocessing import StandardScaler
 
 import ikdr
 from ikdr import Gamma, ism, principal_angle, supervised_gamma
-from ikdr._bandwidth import feature_importances, separation, separation_sigma
-from ikdr._clustering import quadratic_trace
-from ikdr._nystrom import (Approximation, ClusteringLandmarks, approximate_ism, check_rows,
-                           nystrom_spectral_embedding, select_landmarks)
-from ikdr._ism_problem import KernelProblem
+from ikdr.solver.importances import feature_importances
+from ikdr.kernels.bandwidth import separation, separation_sigma
+from ikdr.passes.exact import ExactClustering
+from ikdr.passes.factors import select_landmarks
+from ikdr.passes.landmark_clustering import ClusteringLandmarks, nystrom_spectral_embedding
+from ikdr.passes.landmarks import Approximation
+from ikdr.passes.rows import check_rows
+from ikdr.solver.approximate import approximate_ism
+from ikdr.passes.problem import KernelProblem
 from ikdr.spectral import spectral_embedding
 from ikdr.kernels import Gaussian, Linear, Multiquadratic, Polynomial, Squared
 
@@ -238,8 +242,8 @@ def test_landmark_quadratic_trace(wine, rng):
     X, _ = wine
     F = rng.standard_normal((X.shape[0], 2))
     lm = ClusteringLandmarks(X.shape[0], random_state=0)
-    exact = quadratic_trace(X[:, :4], Gaussian(2.0), F)
-    approx = quadratic_trace(X[:, :4], Gaussian(2.0), F, landmarks=lm)
+    exact = ExactClustering().quadratic_trace(X[:, :4], Gaussian(2.0), F)
+    approx = lm.quadratic_trace(X[:, :4], Gaussian(2.0), F)
     assert abs(approx - exact) < 1e-6 * abs(exact)
 
 

@@ -119,3 +119,30 @@ def _joblib_round_trip(model):
     joblib.dump(model, buffer)
     buffer.seek(0)
     return joblib.load(buffer)
+
+
+def test_estimators_pickled_by_ikdr_0_1_load_and_transform_alike():
+    """tests/data holds ISM, ISMClustering, KDAC, KNetClustering and KernelSVD fitted and
+    pickled by ikdr 0.1.0 (module paths such as ``ikdr._ism``), with the data and what
+    ``transform`` gave then; they load here and give the same numbers."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "estimators-ikdr-0.1.0.pkl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # scikit-learn's version notes, if any
+        with open(path, "rb") as f:
+            stored = pickle.load(f)
+    assert stored["version"] == "0.1.0"
+    assert sorted(stored["models"]) == ["ISM", "ISMClustering", "KDAC", "KNetClustering",
+                                        "KernelSVD-dense"]
+    for name, (model, X, expected) in stored["models"].items():
+        assert type(model).__module__.startswith("ikdr."), name
+        np.testing.assert_array_equal(model.transform(X), expected, err_msg=name)
+
+
+def test_an_unknown_name_of_ikdr_0_1_fails_naming_the_version():
+    import importlib
+
+    old = importlib.import_module("ikdr._ksvd_blocks")
+    with pytest.raises(AttributeError, match=r"ikdr 0\.1.*refit"):
+        old.NoSuchBlocks

@@ -44,7 +44,7 @@ def reproduce_script(*args, env=None, timeout=900):
 
 
 def test_the_library_does_not_carry_the_harness():
-    from ikdr import _cli
+    from ikdr.cli import commands as _cli
 
     assert not (Path(ikdr.__file__).parent / "_reproduce.py").exists()
     assert "reproduce" not in _cli.build_parser().format_help()

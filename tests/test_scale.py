@@ -8,9 +8,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 import ikdr
 from ikdr import principal_angle
-from ikdr._eig import block_top_eigenvectors, lapack_top
-from ikdr import _solver
-from ikdr._solver import phi_mode
+from ikdr._utils.eig import block_top_eigenvectors, lapack_top
+from ikdr.solver import steps as _solver
+from ikdr.solver.driver import phi_mode
 from ikdr.kernels import Gaussian, Linear, Polynomial
 
 
@@ -229,7 +229,7 @@ def test_no_coarse_steps_where_they_would_not_pay(supervised_large):
 def test_coarse_steps_are_bounded(supervised_large, monkeypatch):
     # even if every step looked far from the maximum, at most _MAX_COARSE_STEPS are coarse
     X, y, gamma, kernel = supervised_large
-    monkeypatch.setattr(_solver, "_COARSE_ANGLE", 0.0)
+    monkeypatch.setattr(_solver, "COARSE_ANGLE", 0.0)
     result = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense")
     assert result.convergence.coarse_phi_evaluations == _solver._MAX_COARSE_STEPS
     assert not coarse_methods(result)[-1]
@@ -242,7 +242,7 @@ def test_a_tight_tol_never_stops_on_a_coarse_step(supervised_large, monkeypatch)
     # Every eigensolve coarse (no budget limit): a loose tol may stop on one,
     # a tight one runs until float64 steps decide, i.e. to max_iter here.
     X, y, gamma, kernel = supervised_large
-    monkeypatch.setattr(_solver, "_COARSE_ANGLE", 0.0)
+    monkeypatch.setattr(_solver, "COARSE_ANGLE", 0.0)
     monkeypatch.setattr(_solver, "_MAX_COARSE_STEPS", 10**6)
     loose = ikdr.ism(X, gamma, kernel, 3, tol=1e-2, phi_solver="dense")
     assert loose.converged and coarse_methods(loose)[-1]

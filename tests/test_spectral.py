@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from ikdr._solver import principal_angle
+from ikdr.solver.driver import principal_angle
 from ikdr.gamma import clustering_gamma
 from ikdr.spectral import njw_labels, spectral_embedding
 from ikdr.kernels import Gaussian

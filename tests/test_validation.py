@@ -72,7 +72,7 @@ SPECS = [
         n_components=False),
     Spec("KernelSVD", lambda **p: ikdr.KernelSVD(**{"n_components": 2, "compat": "pca",
                                                     "random_state": 0, **p}),
-         sigma="gamma", sparse=True),
+         sigma="sigma", sparse=True),
 ]
 SUPERVISED = [s for s in SPECS if s.target is not None]
 CLUSTERING = [s for s in SPECS if s.clusters]
@@ -200,7 +200,7 @@ def test_failed_refit_q_above_new_width_keeps_state(spec):
 
 
 def test_interrupted_fit_keeps_state(monkeypatch):
-    import ikdr._ism as mod
+    import ikdr.reduction.ism as mod
 
     est = ikdr.ISM(n_components=1).fit(X0, LABELS)
     before = fitted_state(est)
@@ -559,7 +559,7 @@ CLI_CASES = {
 
 @pytest.mark.parametrize("case", list(CLI_CASES))
 def test_cli_reduce_bad_input_exit_2(case, tmp_path, monkeypatch, capsys):
-    from ikdr._cli import main
+    from ikdr.cli.commands import main
 
     prepare, argv, pattern = CLI_CASES[case]
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,4 @@
-"""The estimators' ``verbose`` output and the optional progress bar (ikdr._progress)."""
+"""The estimators' ``verbose`` output and the optional progress bar (ikdr._utils.progress)."""
 import re
 import sys
 import warnings
@@ -10,7 +10,7 @@ from sklearn.datasets import load_wine, make_blobs
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
-from ikdr import _progress
+from ikdr._utils import progress as _progress
 
 
 @pytest.fixture(scope="module")
@@ -173,11 +173,18 @@ def test_progress_bars_switch_without_verbose(fake_tqdm, monkeypatch, data, caps
     assert capsys.readouterr().out.count("[ISM] iter") == model.n_iter_ + 1
 
 
-def test_no_bar_without_tqdm(monkeypatch, data):
+def test_no_bar_without_tqdm(monkeypatch, data, capsys):
     monkeypatch.setattr(_progress, "_tqdm", lambda: None)
-    monkeypatch.setattr(sys, "stderr", FakeTerminal(True))
+    terminal = FakeTerminal(True)
+    written = []
+    terminal.write = written.append
+    monkeypatch.setattr(sys, "stderr", terminal)
     with _progress.progress_bars():
-        ikdr.ISM(n_components=2).fit(data[2], data[3])
+        report = _progress.IterationReport("ISM", 0, total=3).start()
+        model = ikdr.ISM(n_components=2).fit(data[2], data[3])
+    assert not report.active                  # no tqdm: no bar, and nothing else instead
+    assert written == [] and capsys.readouterr().out == ""
+    assert model.components_.shape == (data[2].shape[1], 2)
 
 
 def test_a_report_left_open_by_an_exception_is_forgotten(fake_tqdm, monkeypatch):

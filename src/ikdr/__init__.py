@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import _legacy
 from . import _native  # noqa: F401  (loads the compiled core: threadpoolctl must see it)
 from ._config import build_info, get_num_threads, num_threads, set_num_threads, show_config
 from ._config import get_memory_budget, memory_budget, set_memory_budget
@@ -20,51 +21,55 @@ from ._config import package_version as _package_version
 from ._config import register_threadpoolctl as _register_threadpoolctl
 
 _register_threadpoolctl()
+_legacy.install()      # estimators pickled by ikdr 0.1 load (old module paths)
 
 #: public name -> module that defines it (imported on first access)
 _LAZY = {
-    "ISM": "._ism",
-    "AlternationResult": "._clustering",
-    "ISMClustering": "._clustering",
-    "SemiSupervisedISM": "._clustering",
-    "alternate": "._clustering",
-    "default_n_components": "._clustering",
-    "KDAC": "._kdac",
-    "select_sigma_lambda": "._kdac",
-    "KernelDependenceNetwork": "._kdn",
-    "KNetClustering": "._knet",
-    "KernelSVD": "._ksvd",
-    "asymmetric_nystrom": "._ksvd_solvers",
-    "ksvd_bicluster": "._ksvd_bicluster",
-    "learn_compat_map": "._ksvd_compat",
-    "ISMConvergence": "._solver",
-    "ISMResult": "._solver",
-    "choose_n_components": "._solver",
-    "ism": "._solver",
-    "principal_angle": "._solver",
-    "hsic": "._hsic",
+    "ISM": ".reduction.ism",
+    "KernelDependenceNetwork": ".reduction.kdn",
+    "ism": ".reduction.function",
+    "AlternationResult": ".cluster.alternation",
+    "alternate": ".cluster.alternation",
+    "default_n_components": ".cluster.alternation",
+    "ISMClustering": ".cluster.ism_clustering",
+    "SemiSupervisedISM": ".cluster.ism_clustering",
+    "KDAC": ".cluster.kdac",
+    "select_sigma_lambda": ".cluster.kdac",
+    "KNetClustering": ".cluster.knet",
+    "KernelSVD": ".ksvd.estimator",
+    "asymmetric_nystrom": ".ksvd.solvers",
+    "ksvd_bicluster": ".ksvd.bicluster",
+    "learn_compat_map": ".ksvd.compat",
+    "ISMConvergence": ".solver.certificate",
+    "ISMResult": ".solver.driver",
+    "choose_n_components": ".solver.driver",
+    "principal_angle": "._utils.subspace",
+    "hsic": ".metrics",
     "Gamma": ".gamma",
     "supervised_gamma": ".gamma",
     "median_sigma": ".kernels",
 }
-_SUBMODULES = ("datasets", "gamma", "graph", "kernels", "metrics", "spectral")
+_SUBMODULES = ("datasets", "distributed", "gamma", "graph", "kernels", "metrics", "spectral")
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
-    from . import datasets, gamma, graph, kernels, metrics, spectral
-    from ._clustering import AlternationResult, ISMClustering, SemiSupervisedISM, alternate
-    from ._clustering import default_n_components
-    from ._hsic import hsic
-    from ._ism import ISM
-    from ._kdac import KDAC, select_sigma_lambda
-    from ._kdn import KernelDependenceNetwork
-    from ._knet import KNetClustering
-    from ._ksvd import KernelSVD
-    from ._ksvd_bicluster import ksvd_bicluster
-    from ._ksvd_compat import learn_compat_map
-    from ._ksvd_solvers import asymmetric_nystrom
-    from ._solver import ISMConvergence, ISMResult, choose_n_components, ism, principal_angle
+    from . import datasets, distributed, gamma, graph, kernels, metrics, spectral
+    from ._utils.subspace import principal_angle
+    from .cluster.alternation import AlternationResult, alternate, default_n_components
+    from .cluster.ism_clustering import ISMClustering, SemiSupervisedISM
+    from .cluster.kdac import KDAC, select_sigma_lambda
+    from .cluster.knet import KNetClustering
     from .gamma import Gamma, supervised_gamma
     from .kernels import median_sigma
+    from .ksvd.bicluster import ksvd_bicluster
+    from .ksvd.compat import learn_compat_map
+    from .ksvd.estimator import KernelSVD
+    from .ksvd.solvers import asymmetric_nystrom
+    from .metrics import hsic
+    from .reduction.function import ism
+    from .reduction.ism import ISM
+    from .reduction.kdn import KernelDependenceNetwork
+    from .solver.certificate import ISMConvergence
+    from .solver.driver import ISMResult, choose_n_components
 
     __version__: str
 

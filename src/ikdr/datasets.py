@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.utils import check_random_state
-from ._typing import ArrayLike, PathLike, RandomStateLike
+from ._utils.typing import ArrayLike, PathLike, RandomStateLike
 
 __all__ = ["make_gaussian_views", "make_moon_gaussians", "load_image_colors",
            "segmentation_image", "read_png", "write_png"]

@@ -11,9 +11,12 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import type_of_target
-from ._typing import ArrayLike, KernelLike, RandomStateLike, SigmaLike
+from ._config import require_memory
+from ._utils.labels import one_hot
+from ._utils.validation import check_matrix
+from ._utils.typing import ArrayLike, RandomStateLike, SigmaLike
+from .kernels import Gaussian, KernelLike, make_kernel
 
 __all__ = ["Gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky",
            "kernel_factor", "alternative_gamma", "semi_supervised_gamma", "clustering_gamma"]
@@ -76,8 +79,6 @@ class Gamma:
 
     def toarray(self):
         """The dense n x n matrix (for tests and small problems)."""
-        from ._config import require_memory
-
         require_memory(8 * self.n * self.n, f"a dense {self.n} x {self.n} Gamma")
         if self.dense is not None:
             return self.dense.copy()
@@ -183,15 +184,6 @@ def centered(M: ArrayLike) -> np.ndarray:
     return M - M.mean(axis=0, keepdims=True)
 
 
-def one_hot(labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """One-hot matrix (n x c) and the classes of a label vector."""
-    enc = LabelEncoder()
-    codes = enc.fit_transform(np.asarray(labels).ravel())
-    Y = np.zeros((codes.shape[0], enc.classes_.shape[0]))
-    Y[np.arange(codes.shape[0]), codes] = 1.0
-    return Y, enc.classes_
-
-
 def pivoted_cholesky(diagonal: ArrayLike, column: Callable[[int], np.ndarray], *,
                      rtol: float = 1e-12, max_rank: int | None = None) -> np.ndarray:
     r"""Low-rank factor L with :math:`K \approx L L^T` for a PSD K given by columns.
@@ -229,8 +221,6 @@ def target_factor(y: ArrayLike, *, kernel: KernelLike = "auto", sigma: SigmaLike
     (``sigma="median"``: median heuristic on y).
     Returns ``(F, classes_or_None)``.
     """
-    from .kernels import Gaussian
-
     y = np.asarray(y)
     kind = type_of_target(y) if kernel == "auto" else kernel
     if kind in ("binary", "multiclass", "labels"):
@@ -275,14 +265,13 @@ def kernel_factor(Y: ArrayLike, kernel: KernelLike, *, random_state: RandomState
     factored by pivoted Cholesky to 1e-12 relative trace, evaluating one
     kernel column at a time (O(n r) memory).
     """
-    from .kernels import Linear, make_kernel
-    from ._validation import check_matrix
 
     Y = check_matrix(np.asarray(Y).reshape(np.shape(Y)[0], -1), "Y")
     ky = make_kernel(kernel)
-    if isinstance(ky, Linear):
-        return Y
-    ky = ky.fit(Y, random_state=random_state) if not ky._is_resolved() else ky
+    features = ky.feature_map(Y)
+    if features is not None:
+        return features         # a kernel with explicit features is its own factor
+    ky = ky.fit(Y, random_state=random_state) if not ky.is_resolved else ky
     n = Y.shape[0]
     diag = np.array([ky.matrix(Y[i:i + 1])[0, 0] for i in range(n)])
     if np.any(diag < 0):

@@ -18,8 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 
-from ._ksvd import KernelSVD
-from ._typing import ArrayLike, RandomStateLike
+from .ksvd.estimator import KernelSVD
+from ._utils.typing import ArrayLike, RandomStateLike
 
 #: (nodes, edges, classes) of the citation graphs of the paper's Tables 1 and 4.
 PRESETS = {"cora": (2708, 5429, 7), "citeseer": (3312, 4732, 6), "pubmed": (19717, 44338, 3)}
@@ -191,6 +191,9 @@ def node_embeddings(A: Any, n_components: int = 8, *, kernel: str = "sne",
     (200, 8)
     """
     X, Z = node_features(A, features)
+    if params.get("gamma") is not None:     # the paper's bandwidth: sigma = gamma / sqrt(2)
+        params["sigma"] = float(params.pop("gamma")) / np.sqrt(2.0)
+    params.pop("gamma", None)
     model = KernelSVD(n_components=n_components, kernel=kernel, center=center,
                       **params).fit(X, Z)
     emb = np.hstack([model.row_embedding_, model.column_embedding_])

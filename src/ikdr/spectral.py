@@ -21,11 +21,10 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ._config import fits_memory, require_memory
-from ._eig import lapack_top
-from .distributed import Projected
-from .kernels import Gaussian, Kernel, RelativeGaussian
+from ._utils.eig import lapack_top
+from .kernels import Kernel, RelativeGaussian
 
-__all__ = ["DENSE_MAX_N", "auto_kernel", "median_scale_gaussian", "kernel_degrees", "row_normalised", "spectral_embedding",
+__all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian", "kernel_degrees", "row_normalised", "spectral_embedding",
            "njw_labels", "AUTO_NEIGHBORS"]
 
 #: up to this many samples the U-step builds the dense n x n matrix
@@ -107,10 +106,10 @@ def median_scale_gaussian(kernel):
     >>> median_scale_gaussian(RelativeGaussian(3).fit(X)).sigma
     2.0
     """
-    if not isinstance(kernel, RelativeGaussian) or getattr(kernel, "scales_", None) is None:
-        raise TypeError("median_scale_gaussian needs a fitted RelativeGaussian kernel, got "
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"median_scale_gaussian needs a fitted RelativeGaussian kernel, got "
                         f"{kernel!r}")
-    return Gaussian(float(np.median(kernel.scales_)))
+    return kernel.median_scale_gaussian()
 
 
 def kernel_degrees(Z, kernel, *, n_threads=None):
@@ -134,6 +133,27 @@ def _check_degrees(deg):
     return deg
 
 
+class MatrixFreePoints:
+    r"""Points whose kernel is reached only through products, never as a matrix:
+    the U-step's points XW of data that stay where they live (the row blocks
+    of a Dask cluster). A subclass provides ``shape``, ``dtype``,
+    ``product(kernel, R)`` (:math:`K R`), ``degrees(kernel)`` (:math:`K 1`) and
+    ``objective(kernel, gamma)`` (:math:`\mathrm{Tr}(\Gamma K)`);
+    :func:`spectral_embedding` then takes its matrix-free path."""
+
+    shape: tuple
+    dtype: np.dtype
+
+    def product(self, kernel, R, gamma=None):
+        raise NotImplementedError
+
+    def degrees(self, kernel):
+        raise NotImplementedError
+
+    def objective(self, kernel, gamma):
+        raise NotImplementedError
+
+
 def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=None,
                        n_threads=None, tol=1e-10, normalize=True, U0=None):
     r"""Top ``n_clusters`` eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`.
@@ -146,7 +166,7 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
 
     Parameters
     ----------
-    Z : ndarray (n, q) or ikdr.distributed.Projected
+    Z : ndarray (n, q) or MatrixFreePoints
         Points the kernel is evaluated on (XW in ISM). Points on a Dask
         cluster (a distributed clustering's U-step) take the matrix-free path
         with every product and the degrees as block-pair tasks.
@@ -180,7 +200,7 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     """
     if not isinstance(kernel, Kernel):
         raise TypeError("kernel must be an ikdr.kernels.Kernel")
-    on_cluster = isinstance(Z, Projected)      # issue 17: products as Dask tasks
+    on_cluster = isinstance(Z, MatrixFreePoints)   # products only (e.g. Dask tasks)
     if not on_cluster:
         Z = np.ascontiguousarray(Z)
     n = Z.shape[0]

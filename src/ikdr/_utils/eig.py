@@ -1,0 +1,171 @@
+"""Top eigenvectors of the symmetric d x d Phi."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from .. import _native
+
+#: up to this dimension LAPACK is used directly: dsyevr costs about (4/3) d^3
+#: flops, less than a handful of Chebyshev-filtered block steps (each about
+#: 16 d^2 (q + 8) flops) until d is in the thousands
+LAPACK_MAX_DIM = 2048
+
+
+def fix_signs(vecs):
+    # Deterministic orientation: the largest-magnitude entry of each column is positive.
+    idx = np.argmax(np.abs(vecs), axis=0)
+    signs = np.sign(vecs[idx, np.arange(vecs.shape[1])])
+    signs[signs == 0] = 1.0
+    return vecs * signs
+
+
+def lapack_top(A, q):
+    """The q largest eigenpairs of symmetric A by LAPACK, eigenvalues descending."""
+    d = A.shape[0]
+    if not np.all(np.isfinite(A)):
+        raise ValueError("the matrix to diagonalise contains NaN or infinite values "
+                         "(float64 overflow in the kernel or its derivative)")
+    vals, vecs = scipy.linalg.eigh(A, subset_by_index=[d - q, d - 1], driver="evr")
+    if vecs.shape[1] != q:
+        # dsyevr's index range can return no pairs at all on a cluster of
+        # (nearly) equal eigenvalues, e.g. H = I - 11^T/n (measured: 0 of 2);
+        # the divide-and-conquer driver computes them all.
+        vals, vecs = scipy.linalg.eigh(A, driver="evd")
+        vals, vecs = vals[d - q:], vecs[:, d - q:]
+    return vals[::-1].copy(), np.ascontiguousarray(vecs[:, ::-1])
+
+
+def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
+    """The q largest *algebraic* eigenpairs of symmetric A, eigenvalues descending.
+
+    ``method="auto"`` uses LAPACK (``dsyevr``) for d <= ``LAPACK_MAX_DIM`` or
+    without a warm start, and otherwise the C++ Chebyshev-filtered block power
+    iteration warm-started from V0, falling back to LAPACK when it does not
+    reach a relative residual ``tol`` within ``max_iter`` steps (tied
+    eigenvalues, tiny eigengap).
+
+    Returns
+    -------
+    values : ndarray (q,)
+    vectors : ndarray (d, q)
+    info : dict with ``method`` ("lapack", "power" or "power->lapack") and ``iterations``
+    """
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    d = A.shape[0]
+    info = {"method": "lapack", "iterations": 0}
+    if method == "lapack" or (method == "auto" and (V0 is None or d <= LAPACK_MAX_DIM)) or q == d:
+        vals, vecs = lapack_top(A, q)
+    else:
+        v0 = None if V0 is None else np.ascontiguousarray(V0, dtype=np.float64)
+        vals, vecs, iters, converged, _ = _native.top_eigenpairs(A, q, v0, max_iter=max_iter,
+                                                                   tol=tol)
+        info = {"method": "power", "iterations": int(iters)}
+        if not converged:
+            vals, vecs = lapack_top(A, q)
+            info["method"] = "power->lapack"
+    return vals, fix_signs(vecs), info
+
+
+def orthonormal_complement(S, X):
+    """Orthonormal basis of the part of span(S) orthogonal to the orthonormal X
+    (two projection passes; directions lost to rounding are dropped)."""
+    for _ in range(2):
+        S = S - X @ (X.T @ S)
+    U, s, _ = np.linalg.svd(S, full_matrices=False)
+    keep = s > 1e-10 * max(float(s[0]) if s.size else 0.0, np.finfo(float).tiny)
+    S = U[:, keep]
+    S = S - X @ (X.T @ S)
+    Q, _ = np.linalg.qr(S)
+    return Q
+
+
+def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter=40):
+    r"""Top-q eigenpairs of a symmetric operator given only by block products.
+
+    A locally optimal block preconditioned CG (LOBPCG, Knyazev 2001) without
+    preconditioner, for the q largest *algebraic* eigenvalues: each iteration
+    does a Rayleigh-Ritz step on :math:`[X, R, P]` (Ritz block, residuals,
+    previous directions) and costs one call ``matmat(S)`` with the new
+    directions S (at most 2p columns), so an operator whose cost is dominated
+    by a per-call setup (the fused ISM product re-forms its kernel panels on
+    every call) pays that setup once per iteration. The Ritz block has
+    ``p = q + extra.shape[1]`` columns: the extra columns make the
+    convergence rate depend on the gap to the (p+1)-th eigenvalue, not the
+    (q+1)-th (Phi's (q+1)-th eigenvalue is often nearly tied with the q-th).
+
+    Parameters
+    ----------
+    matmat : callable, (d, k) -> (d, k)
+    V0 : ndarray (d, k), k >= q
+        Warm start, orthonormal columns (e.g. the previous ISM iterate, or it
+        and extra start columns whose products are known too).
+    AV0 : ndarray (d, k)
+        ``matmat(V0)``, usually already known (it is the gradient product).
+    extra : ndarray (d, e), optional
+        Additional start columns (e.g. the extra Ritz vectors of the previous
+        call), multiplied by the first iteration; without them and with
+        k = q, e = max(10, q) random columns are used. The Ritz block has
+        ``p = max(k, q + e)`` columns.
+    tol : float
+        Stop when every one of the first q residuals
+        :math:`\|Av_j - \theta_j v_j\|` is at most ``tol`` times the largest
+        Ritz value magnitude.
+
+    Returns
+    -------
+    values : ndarray (q,), descending
+    vectors : ndarray (d, q)
+    info : dict with ``method`` ("matrix-free"), ``iterations``, ``products``
+        (columns passed to matmat), ``residual`` (relative), ``converged``,
+        ``ritz_values`` (all p, descending) and ``extra`` (the p - q extra
+        Ritz vectors, a warm start for the next call).
+    """
+    V0 = np.asarray(V0, dtype=np.float64)
+    d = V0.shape[0]
+    if extra is None:
+        e = min(max(10, q), d - q) if V0.shape[1] == q else 0
+        rng = np.random.default_rng(0)
+        extra = rng.standard_normal((d, e))
+    p = min(d, max(V0.shape[1], q + extra.shape[1]))
+    X = V0
+    AX = np.asarray(AV0, dtype=np.float64)
+    S = orthonormal_complement(extra, X)
+    products = 0
+    P = None
+    theta = None
+    residual = np.inf
+    converged = False
+    it = 0
+    for it in range(1, max_iter + 1):
+        if S.shape[1]:
+            AS = np.asarray(matmat(S), dtype=np.float64)
+            products += S.shape[1]
+        else:                           # nothing left to add: Rayleigh-Ritz on X only
+            AS = np.empty((d, 0))
+        B = np.hstack([X, S])
+        AB = np.hstack([AX, AS])
+        G = B.T @ AB
+        G = 0.5 * (G + G.T)
+        vals, C = np.linalg.eigh(G)
+        keep = min(p, vals.shape[0])
+        vals, C = vals[::-1][:keep], C[:, ::-1][:, :keep]
+        k = X.shape[1]
+        X_new, AX_new = B @ C, AB @ C
+        P = S @ C[k:]                   # the new part of the step
+        X, AX, theta = X_new, AX_new, vals
+        R = AX - X * theta
+        norms = np.linalg.norm(R, axis=0)
+        scale = max(float(np.abs(theta).max()), np.finfo(float).tiny)
+        residual = float(norms[:q].max()) / scale
+        if residual <= tol:
+            converged = True
+            break
+        S = orthonormal_complement(np.hstack([R, P]), X)
+        if S.shape[1] == 0:             # nothing left to add
+            break
+    info = {"method": "matrix-free", "iterations": it, "products": products,
+            "residual": residual, "converged": converged,
+            "ritz_values": None if theta is None else theta.copy(),
+            "extra": X[:, q:].copy()}
+    return theta[:q].copy(), fix_signs(np.ascontiguousarray(X[:, :q])), info

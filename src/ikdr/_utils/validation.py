@@ -1,0 +1,158 @@
+"""One validation path for every public entry point."""
+from __future__ import annotations
+
+import functools
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def check_matrix(X, name="X", *, min_samples=2, dtype=np.float64):
+    """Validate a dense 2-D finite array of at least ``min_samples`` rows."""
+    if sp.issparse(X):
+        raise TypeError(f"{name}: sparse input is not supported here; pass a dense array")
+    X = check_array(X, dtype=dtype, ensure_2d=True, ensure_all_finite=True,
+                    ensure_min_samples=min_samples, input_name=name, order="C")
+    return check_scale(X, name)
+
+
+def check_scale(X, name="X"):
+    """Reject values whose squares (squared distances, ``X^T Gamma X``) would
+    overflow or underflow X's floating type.
+
+    The bounds are the cube roots of the largest and smallest normal numbers
+    (float64: 5.6e102 and 2.8e-103; float32: 7.0e12 and 2.3e-13), which leaves
+    room for sums over samples and features. Returns X unchanged.
+    """
+    X = np.asarray(X)
+    check_magnitude(float(np.max(np.abs(X))) if X.size else 0.0, X.dtype, name)
+    return X
+
+
+def check_magnitude(biggest, dtype, name="X"):
+    """The bound of :func:`check_scale` for a known largest magnitude ``biggest``
+    of data of ``dtype`` (row-block readers of a memmap compute it block by block)."""
+    info = np.finfo(dtype if np.dtype(dtype).kind == "f" else np.float64)
+    if biggest > float(info.max) ** (1 / 3):
+        raise ValueError(f"{name} has values up to {biggest:.3g}: squared distances would overflow "
+                         f"{info.dtype}; rescale {name} (e.g. StandardScaler)")
+    if 0 < biggest < float(info.tiny) ** (1 / 3):
+        raise ValueError(f"{name} has no value above {biggest:.3g} in magnitude: squared distances "
+                         f"would underflow {info.dtype}; rescale {name} (e.g. StandardScaler)")
+
+
+def check_float_matrix(X, name="X", *, min_samples=2):
+    """Like :func:`check_matrix` but keeps float32 (the core has both precisions)."""
+    return check_matrix(X, name, min_samples=min_samples, dtype=FLOAT_DTYPES)
+
+
+def check_vector(values, name, *, allow_empty=False):
+    """A finite 1-D float64 array."""
+    if sp.issparse(values):
+        raise TypeError(f"{name}: sparse input is not supported here; pass a dense array")
+    values = np.asarray(values)
+    if values.dtype.kind == "c":
+        raise ValueError(f"{name}: complex values are not supported")
+    try:
+        values = values.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numeric, got dtype {values.dtype}") from None
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {values.shape}")
+    if values.size == 0 and not allow_empty:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return values
+
+
+def keep_state_on_error(fit):
+    """Decorate ``fit`` so that a failure (bad input, KeyboardInterrupt, MemoryError)
+    leaves the estimator exactly as it was: the attributes of a previous
+    successful fit survive, none of a half-finished one remain."""
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return wrapper
+
+
+def check_bandwidth(sigma, name="sigma"):
+    """A positive finite bandwidth whose ``1 / sigma^2`` is finite in float64."""
+    sigma = check_positive(sigma, name)
+    with np.errstate(all="ignore"):
+        s2 = np.float64(sigma) ** 2
+        ok = np.isfinite(s2) and s2 >= np.finfo(np.float64).tiny and np.isfinite(1.0 / s2)
+    if not ok:
+        raise ValueError(f"{name}={sigma:.3g} is out of range: 1/{name}^2 overflows or "
+                         f"{name}^2 overflows float64")
+    return sigma
+
+
+def check_finite_result(values, what):
+    """Raise a clear error instead of returning NaN/inf from a numerical step."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{what} is not finite (float64 overflow); lower the polynomial "
+                                 "degree, use a larger sigma or rescale the data")
+    return values
+
+
+def check_positive(value, name, *, allow_none=False, strict=True):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or (value <= 0 if strict else value < 0):
+        raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'} and finite, "
+                         f"got {value}")
+    return value
+
+
+def check_n_components(q, d, *, name="n_components"):
+    if isinstance(q, bool) or not isinstance(q, numbers.Integral):
+        raise TypeError(f"{name} must be an int or None, got {type(q).__name__}")
+    q = int(q)
+    if q < 1:
+        raise ValueError(f"{name} must be >= 1, got {q}")
+    if q > d:
+        raise ValueError(f"{name}={q} is larger than the number of features d={d} (q > d)")
+    return q
+
+
+def check_dtype(dtype, *, allow_none=False):
+    """A working precision: numpy.float64 or numpy.float32 (their scalar type), or
+    None when ``allow_none`` (keep the data's own); a ValueError otherwise. The
+    one dtype check of the estimators, the solver and the pass providers."""
+    if dtype is None and allow_none:
+        return None
+    try:
+        out = np.dtype(dtype)
+    except TypeError:
+        out = None
+    if out not in (np.dtype(np.float64), np.dtype(np.float32)):
+        allowed = "None, numpy.float64 or numpy.float32" if allow_none else \
+            "numpy.float64 or numpy.float32"
+        raise ValueError(f"dtype must be {allowed}, got {dtype!r}")
+    return out.type
+
+
+class TargetRequiredMixin:
+    """Tags an estimator whose ``fit`` needs a second argument (labels, expert
+    scores or an existing clustering), for scikit-learn's checks and tools."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags

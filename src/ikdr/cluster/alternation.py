@@ -1,0 +1,289 @@
+r"""Clustering paradigms of ISM: W and a spectral embedding U learned together.
+
+Every paradigm here is a Gamma builder plus the shared U-step
+(:func:`ikdr.spectral.spectral_embedding`); the W-step is always the one
+ISM solver (:func:`ikdr.ism`) with D held fixed inside the step
+(DESIGN.md sections 1 and 3). The alternation:
+
+1. U-step at W = I (the full data): :math:`U_0`, :math:`D_0` (ISM paper,
+   section 2: "by initializing W to an identity matrix, Y is initialized to
+   the solution of spectral clustering").
+2. W-step: ISM on :math:`\Gamma(U, D)`, from :math:`\Phi_0` in the first
+   outer iteration (spectral initialisation), warm-started from the previous
+   W afterwards.
+3. U-step on XW: U = top-k eigenvectors of :math:`H D^{-1/2} K_{XW} D^{-1/2} H`, new D
+   (dense below ``ikdr.spectral.DENSE_MAX_N`` samples; above, matrix-free
+   over the fused C++ kernel product, warm-started from the previous U).
+4. Stop when the relative changes of the subspaces of U and W,
+   :math:`\|AA^T - BB^T\|_F / \|AA^T\|_F`, are both below ``tol``, or after
+   ``max_iter`` outer iterations. Labels: k-means on the row-normalised U.
+
+The W-step holds D fixed while the objective's D moves with W, so the
+alternation is not guaranteed to ascend; the iterate with the highest
+objective is returned (``best_iteration_``; usually the last one).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .._utils.progress import IterationReport
+from .._utils.subspace import subspace_change
+from .._utils.typing import ArrayLike, RandomStateLike
+from ..gamma import Gamma, clustering_gamma
+from ..kernels import Kernel
+from ..passes import resolve_clustering
+from ..solver.driver import choose_n_components, solve_ism
+
+__all__ = ["AlternationResult", "alternate", "alternate_on", "default_n_components",
+           "ISM_MAX_ITER"]
+
+#: cap on the ISM iterations of one W-step (the authors' code uses 10-20);
+#: warm-started steps usually converge in 1-3, the outer loop does the rest
+ISM_MAX_ITER = 20
+
+
+def default_n_components(phi0_eigenvalues: ArrayLike, n_clusters: int, n_features: int, *,
+                         alternative: bool = False, guided: bool = False) -> int:
+    r"""The default q of the clustering paradigms.
+
+    The largest eigengap of :math:`\Phi_0` (dissertation Eq. 3.11), but at
+    least ``min(n_clusters, max(2, n_features // 2))`` and at most
+    ``n_features``:
+
+    * at least ``n_clusters`` dimensions: the eigengap alone picked q = 1 on
+      two-dimensional data (circles, moons, blobs), and a line cannot hold two
+      nested rings or k clusters in general position (NMI 0.0-0.45 against
+      1.0 with q = 2; issue 15);
+    * but that floor never asks for more than half the features (and never
+      less than 2): a subspace that spans every feature reduces nothing and
+      the W-step then learns nothing. On the face data (20 features, 20
+      identities) the floor of k gave q = d = 20, plain spectral clustering
+      of X (NMI 0.83, below k-means' 0.84); q = 10 gives 0.92 (q = 8-12:
+      0.91-0.92, q = 15: 0.85; issue 15). On every other data set of the
+      issue's table the floor is unchanged. Objectives with a second term
+      on W (``guided=True``: SemiSupervisedISM's scores, KDAC's existing
+      clustering) keep the floor ``min(n_features, n_clusters)``: there the
+      extra term steers a reduced subspace away from the clusters (face with
+      the benchmark's uninformative scores or random existing partition,
+      q = 10 against 20: semi-supervised 0.64 against 0.83, KDAC 0.81
+      against 0.83).
+
+    Alternative clustering (``alternative=True``: KDAC when the existing
+    clustering is visible in X, see :func:`ikdr.cluster.kdac.existing_dependence`)
+    keeps the eigengap's q below d: a subspace that spans every direction
+    cannot leave out the existing clustering's view.
+    """
+    q = choose_n_components(np.asarray(phi0_eigenvalues), minimum=1)
+    if alternative:
+        return int(min(q, max(1, n_features - 1)))
+    floor = int(n_clusters) if guided else min(int(n_clusters), max(2, int(n_features) // 2))
+    return int(min(n_features, max(q, floor)))
+
+
+@dataclass
+class AlternationResult:
+    """Result of :func:`alternate` (the U/W alternation of the clustering paradigms).
+
+    Attributes
+    ----------
+    components : ndarray (d, q)
+        W of the best iterate (orthonormal columns).
+    embedding : ndarray (n, k)
+        U of the best iterate.
+    eigenvalues : ndarray (k,)
+        Eigenvalues belonging to U.
+    degrees : ndarray (n,)
+        Diagonal of D at the best iterate (ones when not normalised).
+    best_iteration : int
+        1-based outer iteration returned: the highest ``objective`` seen.
+    n_iter : int
+        Outer iterations run.
+    converged : bool
+        Whether the U and W changes both fell below ``tol``.
+    history : list of dict
+        Per outer iteration: ``objective``, ``cost``, ``quality``,
+        ``u_change``, ``w_change``, ``ism_iterations``, ``ism_converged``,
+        ``time`` and the paradigm's own terms.
+    n_components : int
+        q.
+    kernel, affinity : Kernel
+        The W-step kernel and the U-step kernel.
+    time : float
+        Seconds.
+    """
+
+    components: np.ndarray = field(repr=False)
+    embedding: np.ndarray = field(repr=False)
+    eigenvalues: np.ndarray = field(repr=False)
+    degrees: np.ndarray = field(repr=False)
+    best_iteration: int = 0
+    n_iter: int = 0
+    converged: bool = False
+    history: list = field(default_factory=list, repr=False)
+    n_components: int = 0
+    kernel: Optional[Kernel] = field(default=None, repr=False)
+    affinity: Optional[Kernel] = field(default=None, repr=False)
+    time: float = 0.0
+    n_landmarks: Optional[int] = None
+
+    @property
+    def objective(self):
+        """Objective of the returned (best) iterate."""
+        return self.history[self.best_iteration - 1]["objective"]
+
+
+def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
+              build_gamma: Callable[..., Gamma] = clustering_gamma, *,
+              affinity: Kernel | None = None, n_components: int | None = None,
+              normalize: bool = True, max_iter: int = 20, tol: float = 1e-3,
+              random_state: RandomStateLike = None, measure: Callable[..., Any] | None = None,
+              n_threads: int | None = None, report: Any = None, warn: bool = True,
+              landmarks: Any = None, alternative: bool = False,
+              guided: bool = False) -> AlternationResult:
+    r"""The U/W alternation shared by every clustering paradigm of ISM.
+
+    1. U-step at W = I: :math:`U_0`, :math:`D_0` (spectral clustering of X).
+    2. W-step: :func:`ikdr.ism` on ``build_gamma(U, degrees)`` (D held fixed),
+       from :math:`\Phi_0` in the first outer iteration, warm-started after.
+    3. U-step on XW: top-k eigenvectors of :math:`H D^{-1/2} K_{XW} D^{-1/2} H`.
+    4. Stop when the relative subspace changes of U and W are both below
+       ``tol``; otherwise after ``max_iter`` iterations with a
+       :class:`~sklearn.exceptions.ConvergenceWarning`.
+
+    The W-step holds D fixed while the objective's D moves with W, so the
+    alternation need not ascend: the iterate with the highest objective is
+    returned (``best_iteration``), converged or not, never the last one by
+    accident.
+
+    Parameters
+    ----------
+    X : ndarray (n, d) or row-chunked dask.array.Array
+        Standardised data (float64 or float32). A dask array stays on its
+        cluster: every pass runs as Dask tasks (:mod:`ikdr.distributed`).
+    kernel : Kernel
+        Fitted W-step kernel (e.g. :func:`ikdr.spectral.auto_kernel`).
+    n_clusters : int
+    build_gamma : callable, default=:func:`ikdr.gamma.clustering_gamma`
+        ``build_gamma(U, degrees) -> Gamma``: the paradigm.
+    affinity : Kernel or None
+        U-step kernel; None uses ``kernel``.
+    n_components : int or None
+        q; None: :func:`default_n_components` at the first W-step.
+    normalize : bool, default=True
+        Degree normalisation of the U-step.
+    max_iter : int, default=20
+    tol : float, default=1e-3
+    random_state : int, RandomState or None
+    measure : callable, optional
+        ``measure(Z, U, eigenvalues, degrees) -> dict`` with at least
+        ``objective``; default: the clustering quality (sum of eigenvalues).
+    n_threads : int or None
+    report : IterationReport, optional
+        Receives every outer iteration.
+    warn : bool, default=True
+        Emit the ConvergenceWarning.
+    landmarks : ikdr.passes.landmarks.ClusteringLandmarks or None
+        Nystrom landmarks: every U-step is then a Nystrom spectral
+        embedding and every W-step a landmark ISM, so the alternation is
+        near-linear in n.
+    alternative : bool, default=False
+        The paradigm must leave out a view visible in X (KDAC with an existing
+        clustering that depends on X): the default q stays below d
+        (:func:`default_n_components`).
+    guided : bool, default=False
+        The objective has a second term on W (semi-supervised scores, an
+        existing clustering): the default q keeps the floor
+        ``min(d, n_clusters)`` (:func:`default_n_components`).
+
+    Returns
+    -------
+    AlternationResult
+    """
+    side = resolve_clustering(X, landmarks)
+    return alternate_on(side, X, kernel, n_clusters, build_gamma, affinity=affinity,
+                        n_components=n_components, normalize=normalize, max_iter=max_iter,
+                        tol=tol, random_state=random_state, measure=measure,
+                        n_threads=n_threads, report=report, warn=warn,
+                        alternative=alternative, guided=guided, stacklevel=3)
+
+
+def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=None,
+                 n_components=None, normalize=True, max_iter=20, tol=1e-3,
+                 random_state=None, measure=None, n_threads=None, report=None, warn=True,
+                 alternative=False, guided=False, stacklevel=2):
+    """:func:`alternate` on a resolved clustering side (``side``: the exact,
+    landmark or Dask side of :func:`ikdr.passes.resolve_clustering`). The loop
+    sees the data only through the side: its U-step (``embed``), the points
+    XW (``points``), the W-step's provider (``ism_passes``) and
+    :math:`\Phi_0` (``phi0``). See :func:`alternate` for the parameters."""
+    t0 = time.perf_counter()
+    affinity = kernel if affinity is None else affinity
+    X = side.prepare(X)
+    d = X.shape[1]
+    U, vals, deg = side.embed(X, affinity, n_clusters, random_state=random_state,
+                              n_threads=n_threads, normalize=normalize)
+    gamma = build_gamma(U, deg)
+    passes = side.ism_passes(X.shape[0])
+    if n_components is None:
+        phi0 = side.phi0(X, gamma, kernel)
+        q = default_n_components(np.linalg.eigvalsh(phi0), n_clusters, d, alternative=alternative,
+                                 guided=guided)
+    else:
+        q = int(n_components)
+    W = None
+    history = []
+    converged = False
+    best: Any = None
+    inner = None
+    if report is not None and report.verbose >= 2:
+        inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
+    for it in range(1, max_iter + 1):
+        # The inner W-steps skip the Hessian part of the certificate (not stored).
+        result = solve_ism(passes, X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER,
+                           n_threads=n_threads, random_state=random_state, warn=False,
+                           certify=False, callback=inner, phi_solver=side.phi_solver)
+        W_new = result.components
+        q = W_new.shape[1]
+        Z = side.points(X, W_new)
+        U_new, vals, deg = side.embed(Z, affinity, n_clusters, random_state=random_state,
+                                      n_threads=n_threads, normalize=normalize, U0=U)
+        dU = subspace_change(U, U_new)
+        dW = np.inf if W is None else subspace_change(W, W_new)
+        U, W = U_new, W_new
+        entry = {"iteration": it, "ism_iterations": result.n_iter,
+                 "ism_converged": result.converged, "u_change": dU, "w_change": dW,
+                 "quality": float(np.sum(vals))}
+        if measure is not None:
+            entry.update(measure(Z, U, vals, deg))
+        else:
+            entry["objective"] = entry["quality"]
+        entry["cost"] = -entry["objective"]
+        entry["time"] = time.perf_counter() - t0
+        history.append(entry)
+        if report is not None:
+            report(it, entry["objective"], max(dU, dW), quality=entry["quality"],
+                   ism_iter=result.n_iter)
+        if best is None or entry["objective"] > best[0]:
+            best = (entry["objective"], it, W, U, vals, deg)
+        if dU < tol and dW < tol:
+            converged = True
+            break
+        gamma = build_gamma(U, deg)
+    _, best_it, W, U, vals, deg = best
+    if not converged and warn:
+        warnings.warn(f"the U/W alternation did not converge in max_iter={max_iter} outer "
+                      f"iterations (last changes: U {history[-1]['u_change']:.3g}, "
+                      f"W {history[-1]['w_change']:.3g}, tol={tol}); returning the iterate "
+                      f"with the highest objective (iteration {best_it})", ConvergenceWarning,
+                      stacklevel=stacklevel)
+    return AlternationResult(components=W, embedding=U, eigenvalues=vals, degrees=deg,
+                             best_iteration=best_it, n_iter=len(history), converged=converged,
+                             history=history, n_components=q, kernel=kernel, affinity=affinity,
+                             time=time.perf_counter() - t0,
+                             n_landmarks=side.n_landmarks)

@@ -1,0 +1,465 @@
+"""The clustering estimators of ISM: ISMClustering and SemiSupervisedISM.
+
+Both learn W and a spectral embedding U together by the alternation of
+:mod:`ikdr.cluster.alternation`; they differ by their Gamma (the paradigm).
+:class:`AlternatingClustering` holds what every alternating estimator shares
+(KDAC too): parameter constraints, the data and side resolution, the
+bandwidth defaults, the fitted attributes and ``transform``.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._utils.progress import IterationReport
+from .._utils.sampling import sample_rows
+from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
+from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
+from .._utils.validation import keep_state_on_error
+from ..gamma import centered, clustering_gamma, kernel_factor, semi_supervised_gamma
+from ..kernels import MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel
+from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
+from ..passes.dask_data import is_distributed
+from ..passes.landmark_clustering import ClusteringLandmarks
+from ..solver.importances import feature_importances
+from ..spectral import auto_kernel, njw_labels
+from .alternation import alternate_on
+
+__all__ = ["AlternatingClustering", "ISMClustering", "SemiSupervisedISM", "COMMON_PARAMS",
+           "COMMON_ATTRS"]
+
+
+class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+    """Shared parameter constraints, checks, fitted attributes and transform."""
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "kernel": [str, Kernel],
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither"),
+                  StrOptions({"auto", "median"})],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "affinity": [None, str, Kernel],
+        "normalize": [StrOptions({"auto"}), "boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "dtype": "no_validation",  # checked by check_dtype (float64 or float32 only)
+        # checked with the data by ikdr.passes.landmarks.landmark_data (n_landmarks <= n)
+        "approximation": "no_validation",
+        "n_landmarks": "no_validation",
+    }
+
+    def _input(self, X, y=None, **kwargs):
+        """Validated (X, y, side): the one entry check (:func:`ikdr.passes.fit_data`:
+        in memory, in row blocks with ``approximation``, or on a Dask cluster)
+        and the clustering side the alternation runs on
+        (:func:`ikdr.passes.resolve_clustering`)."""
+        approximation = getattr(self, "approximation", None)
+        if approximation is not None or is_distributed(X):
+            # in memory the data come first: scikit-learn's checks expect its own
+            # words for bad data; elsewhere the parameters decide how X is read
+            self._validate_params()
+            if approximation not in (None, "nystrom"):
+                raise ValueError(f"approximation must be None or 'nystrom' for "
+                                 f"{type(self).__name__} (random features serve supervised "
+                                 f"ISM only), got {approximation!r}")
+        # C order so that X @ W (the U-step's points) rounds the same whatever the
+        # caller's layout
+        X, y, rows = fit_data(self, X, y, approximation=approximation,
+                              kernel=self._landmark_kernel() if approximation else None,
+                              y_required=False, order="C", **kwargs)
+        self._validate_params()
+        self._dtype = check_dtype(getattr(self, "dtype", np.float64))
+        landmarks = None
+        if rows == BLOCKS:
+            dtype = np.float32 if X.dtype == np.float32 or self._dtype == np.float32 else None
+            landmarks = ClusteringLandmarks(self.n_landmarks, dtype=dtype,
+                                            random_state=self.random_state)
+        return X, y, resolve_clustering(X, landmarks, dtype=self._dtype)
+
+    def _landmark_kernel(self):
+        """The W-step kernel of the landmark path: local scaling has per-point
+        bandwidths of all n points, so ``sigma="auto"`` uses the median rule there."""
+        auto = isinstance(self.sigma, str) and self.sigma == "auto"
+        return make_kernel(self.kernel, sigma="median" if auto else self.sigma)
+
+    def _check_common(self, X, side):
+        """Validate the data-dependent parameters (the others are checked by
+        ``_parameter_constraints`` in :meth:`_input`); return (kernel, affinity,
+        n_clusters, q, normalize)."""
+        self._max_iter = int(self.max_iter)
+        n, d = X.shape
+        k = int(self.n_clusters)
+        if n <= k:
+            raise ValueError(f"n_samples={n} must be larger than n_clusters={k} "
+                             "(fewer samples than clusters)")
+        q = None if self.n_components is None else check_n_components(self.n_components, d)
+        sigma_auto = isinstance(self.sigma, str) and self.sigma == "auto"
+        # a fixed bandwidth rule where local scaling is not used (it needs all rows)
+        sigma = "median" if sigma_auto else self.sigma
+        # local scaling needs every row at hand; elsewhere (a memmap read in
+        # blocks, a cluster) the bandwidths are fitted on a sample of rows
+        auto = sigma_auto and side.rows_in_memory
+        fit_on = X if side.rows_in_memory else sample_rows(X, MEDIAN_SUBSAMPLE, self.random_state)
+        if auto and isinstance(self.kernel, str) and self.kernel.lower() == "gaussian":
+            kernel = auto_kernel(X, k)
+        elif not side.rows_in_memory:
+            kernel = self._landmark_kernel().fit(fit_on, random_state=self.random_state)
+        else:
+            kernel = make_kernel(self.kernel, sigma=sigma).fit(X, random_state=self.random_state)
+        gaussian_affinity = isinstance(self.affinity, str) and self.affinity.lower() == "gaussian"
+        if self.affinity is None and kernel.is_affinity:
+            affinity = kernel
+        elif (self.affinity is None or gaussian_affinity) and auto:
+            # issue 15: a kernel that is no affinity (polynomial, linear, squared,
+            # multiquadric) finds the subspace but cannot cluster XW by itself
+            affinity = auto_kernel(X, k)
+        elif self.affinity is None:
+            affinity = Gaussian(sigma).fit(fit_on, random_state=self.random_state)
+        else:
+            affinity = make_kernel(self.affinity).fit(fit_on, random_state=self.random_state)
+        if isinstance(self.normalize, str):
+            normalize = affinity.is_affinity
+        else:
+            normalize = bool(self.normalize)
+        return kernel, affinity, k, q, normalize
+
+    def _alternate(self, X, side, kernel, affinity, k, q, normalize,
+                   build_gamma=clustering_gamma, measure=None, alternative=False, guided=False):
+        work = side.working_data(X, self._dtype)
+        with IterationReport(type(self).__name__, self.verbose, total=self._max_iter) as report:
+            out = alternate_on(side, work, kernel, k, build_gamma,
+                            affinity=affinity, n_components=q, normalize=normalize,
+                            max_iter=self._max_iter, tol=self.tol,
+                            random_state=self.random_state, measure=measure, report=report,
+                            warn=False, alternative=alternative,
+                            guided=guided)
+        if not out.converged:
+            warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
+                          f"max_iter={self._max_iter} outer iterations (last changes: U "
+                          f"{out.history[-1]['u_change']:.3g}, W "
+                          f"{out.history[-1]['w_change']:.3g}, tol={self.tol}); the iterate "
+                          f"with the highest objective (iteration {out.best_iteration}) is "
+                          "kept", ConvergenceWarning, stacklevel=3)
+        self._store(out, normalize)
+        return out
+
+    def _store(self, out, normalize):
+        self.components_ = out.components
+        self.embedding_ = out.embedding
+        self.eigenvalues_ = out.eigenvalues
+        self.degrees_ = out.degrees
+        self.n_iter_ = out.n_iter
+        self.converged_ = out.converged
+        self.history_ = out.history
+        self.kernel_ = out.kernel
+        self.affinity_ = out.affinity
+        self.sigma_ = out.kernel.gaussian_sigma
+        self.normalize_ = normalize
+        self.labels_ = njw_labels(out.embedding, self.n_clusters, random_state=self.random_state)
+        self.best_iteration_ = out.best_iteration
+        self.objective_ = out.objective
+        self.quality_ = out.history[self.best_iteration_ - 1]["quality"]
+        self.n_landmarks_ = out.n_landmarks
+        # equal column weights: the alternation does not keep the W-step's Phi eigenvalues
+        self.feature_importances_ = feature_importances(out.components)
+
+    def transform(self, X):
+        """Project X onto the learned subspace: ``X @ components_``."""
+        check_is_fitted(self)
+        return project_data(self, X, self.components_)
+
+
+COMMON_PARAMS = r"""
+    n_clusters : int
+        Number of clusters k (>= 2).
+    n_components : int or None, default=None
+        q, the dimension of the learned subspace. ``None`` picks q by the
+        largest eigengap of :math:`\Phi_0` at the first W-step (dissertation
+        Eq. 3.11: the gap between the q-th and (q+1)-th largest eigenvalues),
+        but at least ``min(n_clusters, max(2, n_features // 2))`` (SemiSupervisedISM
+        and KDAC, whose objectives have a second term on W: at least
+        ``min(n_features, n_clusters)``) and at most ``n_features``
+        (:func:`ikdr.default_n_components`).
+    kernel : str or Kernel, default="gaussian"
+        Any ISM kernel or conic combination (:mod:`ikdr.kernels`).
+    sigma : float, "auto" or "median", default="auto"
+        Bandwidth of ``kernel="gaussian"``. "auto" (chosen from the data
+        alone, no labels): local scaling, the relative Gaussian
+        :math:`\exp(-\|W^T(x_i - x_j)\|^2 / 2\sigma_i\sigma_j)` with
+        :math:`\sigma_i` the distance of :math:`x_i` to its 7th nearest
+        neighbour in X, used by both the W-step kernel and the U-step affinity
+        (:func:`ikdr.spectral.auto_kernel`: rule, measurements and cost, one
+        k-NN query). It raises ValueError when every sample is identical or
+        n_samples < 3 x n_clusters. "median": a global Gaussian at the median
+        pairwise distance of X (the papers' choice). A float: that global
+        bandwidth. All are fixed for the whole run.
+    max_iter : int, default=20
+        Cap on the outer U/W iterations.
+    tol : float, default=1e-3
+        Stop when the relative subspace changes of U and W are both below tol.
+    affinity : None, str or Kernel, default=None
+        Kernel of the U-step (spectral clustering of XW). None: ``kernel``
+        itself (the papers' single-kernel objective) when it is an affinity
+        (Gaussian, relative Gaussian, even-degree polynomial with c >= 0);
+        otherwise (polynomial of odd degree, linear, squared, multiquadric) the
+        Gaussian of ``sigma`` ("auto": local scaling, :func:`ikdr.spectral.auto_kernel`):
+        such a global kernel finds the subspace in the W-step but cannot
+        cluster XW by itself (unsupervised wine, q = 3: polynomial 0.70 -> 0.86,
+        linear 0.84 -> 0.90; docs/clustering_defaults.md). ISM keeps ``kernel``
+        in the W-step and D comes from the affinity in both steps. A Gaussian
+        given by name uses ``sigma`` ("auto": local scaling; else the median
+        distance of X). Pass the kernel itself (e.g. ``affinity="linear"``)
+        for the single-kernel objective with a non-affinity kernel.
+    normalize : "auto" or bool, default="auto"
+        Degree normalisation :math:`D = \mathrm{diag}(K_{XW}1)` of the papers.
+        "auto" uses it when the U-step kernel is non-negative by construction
+        (Gaussian, relative Gaussian, even-degree polynomial) and otherwise
+        D = I: the U-step then maximises the plain HSIC
+        :math:`\mathrm{Tr}(U^THK_{XW}HU)`, which needs no positive degrees
+        (linear, squared, multiquadric and odd polynomial kernels take
+        negative values, so ``K 1`` can vanish or change sign).
+    random_state : int, RandomState instance or None
+        Seeds the median heuristic's subsample, the Lanczos start vector and k-means.
+    verbose : int, default=0
+        1 prints one line per outer U/W iteration (objective, the larger
+        subspace change of U and W, quality, ISM iterations, time); 2 also
+        the W-steps' ISM iterations. With tqdm installed, a progress bar on a
+        terminal.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Precision of the C++ kernel products during ``fit``. ``np.float32``
+        runs the fused products (and their BLAS calls) in single precision,
+        about twice as fast at large n, with HSIC agreeing to about 1e-4
+        relative; the certificate and the fitted attributes stay float64.
+    approximation : {None, "nystrom"}, default=None
+        "nystrom": U-steps by Nystrom spectral embedding (Fowlkes et al.
+        2004: left singular vectors of :math:`HD^{-1/2}CK_{mm}^{+1/2}`,
+        :math:`O(nm^2)`) and W-steps by landmark passes (:mod:`ikdr.passes.landmarks`),
+        so the whole alternation is near-linear in n; X may be an
+        ``np.memmap``. Serves the Gaussian, multiquadric and polynomial
+        kernels; ``sigma="auto"`` uses the median rule on this path.
+    n_landmarks : "auto" or int, default="auto"
+        m. "auto": doubled from 64 at the first U-step until the embedding
+        moves by less than 0.01 (``ConvergenceWarning`` at 2,048); the m
+        used is ``n_landmarks_``.
+"""
+
+COMMON_ATTRS = r"""
+    labels_ : ndarray (n_samples,)
+        k-means labels of the row-normalised embedding (Ng-Jordan-Weiss).
+    components_ : ndarray (n_features, n_components)
+        W, orthonormal columns.
+    embedding_ : ndarray (n_samples, n_clusters)
+        U, the final spectral embedding of XW.
+    eigenvalues_ : ndarray (n_clusters,)
+        Eigenvalues belonging to U; their sum is ``quality_``.
+    degrees_ : ndarray (n_samples,)
+        Diagonal of the final D (ones when not normalised).
+    quality_ : float
+        Clustering quality CQ = :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U)`
+        (dissertation Table 3.1; at most n_clusters when normalised).
+    n_iter_ : int
+        Outer U/W iterations.
+    objective_ : float
+        The paradigm's objective at ``best_iteration_``.
+    best_iteration_ : int
+        The (1-based) outer iteration whose W, U are returned: the one with
+        the highest objective (D is held fixed in the W-step, so the true
+        objective need not rise monotonically).
+    converged_ : bool
+    history_ : list of dict
+        Per outer iteration: ``objective`` (the paradigm's objective, maximised),
+        ``cost`` (its negative, the thesis' convention), ``quality``,
+        ``u_change``, ``w_change``, ``ism_iterations``, ``time`` and the
+        paradigm's own terms.
+    kernel_ : Kernel
+        The W-step kernel with fitted parameters.
+    affinity_ : Kernel
+        The U-step kernel (``kernel_`` unless ``affinity`` was given).
+    sigma_ : float or None
+    normalize_ : bool
+        Whether D was the degree matrix (True) or the identity.
+    feature_importances_ : ndarray (n_features,)
+        Squared row norms of W divided by q (columns weighted equally; sums
+        to 1): the weight of each input feature in the learned subspace.
+    n_landmarks_ : int or None
+        Landmarks used with ``approximation="nystrom"`` (None otherwise).
+    n_features_in_ : int
+"""
+
+
+class ISMClustering(AlternatingClustering):
+    __doc__ = r"""Unsupervised interpretable kernel dimension reduction for clustering.
+
+    Maximises :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U)` over W
+    (:math:`W^TW = I`) and U (:math:`U^TU = I`) (Niu, Dy, Jordan 2011; ISM
+    paper section 2): the U-step is spectral clustering of XW, the W-step is
+    ISM with :math:`\Gamma = D^{-1/2} H U U^T H D^{-1/2}` and D held fixed.
+
+    Parameters
+    ----------""" + COMMON_PARAMS + r"""
+    Attributes
+    ----------""" + COMMON_ATTRS + r"""
+    See Also
+    --------
+    SemiSupervisedISM, KDAC
+
+    References
+    ----------
+    Niu, Dy, Jordan. Dimensionality reduction for spectral clustering. AISTATS 2011.
+    Wu, Miller, Chang, Sznaier, Dy. Solving Interpretable Kernel Dimension
+    Reduction. NeurIPS 2019, section 2 and Table 4.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_wine
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import ikdr
+    >>> X, y = load_wine(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = ikdr.ISMClustering(n_clusters=3, n_components=3, random_state=0).fit(X)
+    >>> round(ikdr.metrics.nmi(y, model.labels_), 2) >= 0.84
+    True
+    """
+
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None,
+                 kernel: KernelLike = "gaussian", sigma: SigmaLike = "auto", max_iter: int = 20,
+                 tol: float = 1e-3, affinity: str | None = None, normalize: str | bool = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 n_landmarks: int | str = "auto") -> None:
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
+        self.n_clusters = n_clusters
+        self.n_components = n_components
+        self.kernel = kernel
+        self.sigma = sigma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.affinity = affinity
+        self.normalize = normalize
+        self.random_state = random_state
+        self.verbose = verbose
+        self.dtype = dtype
+
+    @keep_state_on_error
+    def fit(self, X, y=None):
+        """Learn W, U and the labels from X (n x d); y is ignored."""
+        X, _, side = self._input(X)
+        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        self._alternate(X, side, kernel, affinity, k, q, normalize)
+        return self
+
+
+class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
+    _parameter_constraints: dict = {
+        **AlternatingClustering._parameter_constraints,
+        "mu": [Interval(numbers.Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "score_kernel": [str, Kernel],
+    }
+
+    __doc__ = r"""Semi-supervised clustering guided by expert scores (ISM paper, Eq. 2-3).
+
+    Maximises :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U) +
+    \mu\,\mathrm{Tr}(K_{XW} H K_{\hat Y} H)` over W and U: spectral clustering
+    of XW while XW stays dependent on the scores :math:`\hat Y` (n x r). The
+    W-step is ISM with :math:`\Gamma = D^{-1/2} H U U^T H D^{-1/2} + \mu H K_{\hat Y} H`
+    (factored, :math:`K_{\hat Y} = FF^T` by pivoted Cholesky).
+
+    Scale of ``mu``: the clustering term is at most ``n_clusters`` while the
+    score term is :math:`(n-1)^2\,\mathrm{HSIC}(XW, \hat Y)`, so with the
+    literal Eq. (2) ``mu = 1`` lets the scores dominate (wine with the first
+    principal component as scores: NMI 0.62 against 0.86-0.88 balanced). The
+    default ``mu="auto"`` weighs both terms equally at the start (W = I):
+    :math:`\mu = \mathrm{CQ}(U_0) / \mathrm{Tr}(K_X H K_{\hat Y} H)`, two
+    kernel passes (issue 15, docs/clustering_defaults.md); the weight used is
+    ``mu_``. Both terms are in ``history_`` (``quality`` and ``score_term``).
+
+    Parameters
+    ----------""" + COMMON_PARAMS + r"""
+    mu : float or "auto", default="auto"
+        Weight of the score term (>= 0). "auto": the two terms weigh the same
+        at W = I (see above).
+    score_kernel : str or Kernel, default="gaussian"
+        Kernel on the scores; "gaussian" uses the median heuristic on them.
+
+    Attributes
+    ----------""" + COMMON_ATTRS + r"""
+    mu_ : float
+        The weight of the score term used (``mu``, or the "auto" balance).
+
+    References
+    ----------
+    Wu, Miller, Chang, Sznaier, Dy. Solving Interpretable Kernel Dimension
+    Reduction. NeurIPS 2019, Eq. (2)-(3).
+    """
+
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None,
+                 mu: float | str = "auto",
+                 kernel: KernelLike = "gaussian", sigma: SigmaLike = "auto",
+                 score_kernel: KernelLike = "gaussian", max_iter: int = 20, tol: float = 1e-3,
+                 affinity: str | None = None, normalize: str | bool = "auto",
+                 random_state: RandomStateLike = None, verbose: int = 0,
+                 dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 n_landmarks: int | str = "auto") -> None:
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
+        self.n_clusters = n_clusters
+        self.n_components = n_components
+        self.mu = mu
+        self.kernel = kernel
+        self.sigma = sigma
+        self.score_kernel = score_kernel
+        self.max_iter = max_iter
+        self.tol = tol
+        self.affinity = affinity
+        self.normalize = normalize
+        self.random_state = random_state
+        self.verbose = verbose
+        self.dtype = dtype
+
+    @keep_state_on_error
+    def fit(self, X, scores):
+        """Learn W, U and the labels from X (n x d) and expert scores (n x r or n)."""
+        if scores is None:
+            raise ValueError("SemiSupervisedISM requires y to be passed, but the target y is "
+                             "None: give the expert scores, fit(X, scores)")
+        X, scores, side = self._input(X, scores, multi_output=True, y_numeric=True)
+        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        scores = np.asarray(scores, dtype=np.float64).reshape(X.shape[0], -1)
+        if np.all(np.ptp(scores, axis=0) == 0):
+            raise ValueError("scores are constant; they carry no guidance")
+        F = kernel_factor(scores, make_kernel(self.score_kernel), random_state=self.random_state)
+        Fc = centered(F)
+        weight = {}
+
+        def build(U, deg):
+            if "mu" not in weight:          # the first U-step (W = I) sets mu="auto"
+                weight["mu"] = self._score_weight(X, side, affinity, U, deg, Fc)
+            return semi_supervised_gamma(U, deg, F, weight["mu"])
+
+        def measure(Z, U, vals, deg):
+            score_term = side.quadratic_trace(Z, affinity, Fc)
+            quality = float(np.sum(vals))
+            return {"score_term": score_term, "objective": quality + weight["mu"] * score_term}
+
+        self._alternate(X, side, kernel, affinity, k, q, normalize, build, measure, guided=True)
+        self.mu_ = weight["mu"]
+        return self
+
+    def _score_weight(self, X, side, affinity, U, deg, Fc):
+        r"""``mu``, or for "auto" :math:`\mathrm{CQ}(U_0)/\mathrm{Tr}(\bar F^T K_X \bar F)`:
+        the clustering and score terms of the objective weigh the same at W = I."""
+        if not (isinstance(self.mu, str) and self.mu == "auto"):
+            return float(self.mu)
+        Z = side.points(X, None)           # the points at W = I: X itself
+        clustering = side.quadratic_trace(Z, affinity, clustering_gamma(U, deg).factor)
+        score = side.quadratic_trace(Z, affinity, Fc)
+        return float(clustering / score) if score > 0 and clustering > 0 else 1.0

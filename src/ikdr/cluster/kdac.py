@@ -1,0 +1,378 @@
+r"""Kernel dimension alternative clustering (KDAC) solved by ISM (dissertation ch. 3)."""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+import numbers
+
+from sklearn.utils._param_validation import Interval
+
+from .._utils.labels import one_hot
+from .._utils.sampling import sample_index
+from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
+from .._utils.validation import TargetRequiredMixin, check_matrix, check_positive
+from .._utils.validation import keep_state_on_error
+from ..gamma import alternative_gamma, centered
+from ..kernels import KernelLike, median_sigma
+from ..metrics import nmi
+from ..passes.dask_data import check_target, is_dask_array
+from ..spectral import median_scale_gaussian
+from .ism_clustering import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
+
+__all__ = ["KDAC", "select_sigma_lambda", "existing_dependence"]
+
+#: the existing clustering counts as visible in X when its normalised HSIC with X
+#: is this many times its mean under random relabelling (issue 15: seeded random
+#: partitions of 15 data sets measured 0.57-1.47, real existing clusterings
+#: 9.7-25; docs/clustering_defaults.md)
+DEPENDENCE_THRESHOLD = 3.0
+#: rows of the dense dependence check (a seeded subsample above this)
+DEPENDENCE_MAX_SAMPLES = 1000
+
+
+def existing_clusterings(y_existing, n_samples):
+    """One-hot matrices of one clustering or a list of clusterings, side by side.
+
+    Returns ``(Y, labels)``: Y is n x (sum of cluster counts) with
+    :math:`YY^T = \\sum_c Y_c Y_c^T`, ``labels`` the list of 1-D label arrays.
+    """
+    if y_existing is None:
+        raise ValueError("KDAC requires y to be passed, but the target y is None: give the "
+                         "existing clustering, fit(X, y_existing)")
+    if isinstance(y_existing, (list, tuple)) and len(y_existing) > 0 and \
+            all(np.ndim(y) >= 1 for y in y_existing):
+        candidates = list(y_existing)
+    else:
+        candidates = [y_existing]
+    blocks, labels = [], []
+    for c, y in enumerate(candidates):
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1:
+            raise ValueError(f"y_existing[{c}] must be a 1-D label vector, got shape {y.shape}; "
+                             "pass several clusterings as a list of label vectors")
+        if y.shape[0] != n_samples:
+            raise ValueError(f"y_existing[{c}] has {y.shape[0]} labels but X has {n_samples} "
+                             "samples (y_existing of the wrong length)")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError(f"y_existing[{c}] contains NaN or infinite values")
+        Y, classes = one_hot(y)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y_existing[{c}] has a single cluster; it carries no information "
+                             "to be novel against")
+        blocks.append(Y)
+        labels.append(y)
+    return np.hstack(blocks), labels
+
+
+def existing_dependence(X, kernel, Y, *, normalize=True, max_samples=DEPENDENCE_MAX_SAMPLES,
+                        random_state=None):
+    r"""How visible the existing clustering is in X: its HSIC over its permutation mean.
+
+    .. math:: \rho = \frac{\mathrm{Tr}(\bar Y^T M \bar Y)}
+              {\mathrm{E}_\pi\,\mathrm{Tr}(\bar Y^T P_\pi^T M P_\pi \bar Y)},
+              \qquad M = D^{-1/2} K_X D^{-1/2},
+
+    with :math:`\bar Y` the centred one-hot matrix (n x c) of the existing
+    clustering(s), :math:`D = \mathrm{diag}(K_X 1)` (the identity when
+    ``normalize`` is False) and the expectation over uniformly random
+    relabellings :math:`\pi` in closed form (:math:`\bar Y` has zero column
+    sums): :math:`\mathrm{Tr}(\bar Y^T\bar Y)\,[\mathrm{tr} M / n -
+    (1^T M 1 - \mathrm{tr} M) / n(n-1)]`. :math:`\rho \approx 1` when the
+    existing clustering is unrelated to X (nothing for an alternative view to
+    leave out); a real clustering gives :math:`\rho \gg 1`. Dense on at most
+    ``max_samples`` rows (a seeded subsample).
+
+    Returns
+    -------
+    float
+        :math:`\rho`; ``inf`` when the permutation mean is not positive.
+    """
+    n = X.shape[0]
+    idx = sample_index(n, max_samples, random_state)
+    idx = np.arange(n) if idx is None else np.sort(idx)
+    Z = np.ascontiguousarray(np.asarray(X[idx], dtype=np.float64))
+    Yc = centered(np.asarray(Y, dtype=np.float64)[idx])
+    m = Z.shape[0]
+    K = kernel.matrix(Z).astype(np.float64)
+    if normalize:
+        deg = K.sum(axis=1)
+        if np.any(deg <= 0):
+            return float("inf")
+        s = 1.0 / np.sqrt(deg)
+        K = s[:, None] * K * s[None, :]
+    trace, total = float(np.trace(K)), float(K.sum())
+    null = float(np.sum(Yc * Yc)) * (trace / m - (total - trace) / (m * (m - 1)))
+    if not null > 0:
+        return float("inf")
+    return float(np.sum(Yc * (K @ Yc)) / null)
+
+
+class KDAC(TargetRequiredMixin, AlternatingClustering):
+    _parameter_constraints: dict = {
+        **AlternatingClustering._parameter_constraints,
+        "lam": [Interval(numbers.Real, 0, None, closed="left")],
+    }
+
+    __doc__ = r"""Kernel dimension alternative clustering, solved by ISM.
+
+    Finds a clustering of high quality that differs from an existing one
+    (dissertation ch. 3, Eq. 3.2):
+
+    .. math:: \max_{U, W}\ \mathrm{HSIC}(XW, U) - \lambda\,\mathrm{HSIC}(XW, Y),
+              \quad W^TW = I,\ U^TU = I,
+
+    with the normalised kernel :math:`D^{-1/2}K_{XW}D^{-1/2}`. The W-step is
+    ISM on :math:`\Gamma = D^{-1/2} H (UU^T - \lambda YY^T) H D^{-1/2}` (Eq. 3.4,
+    factored with signed weights), started at :math:`\Phi_0` (Eq. 3.12) in the
+    first outer iteration and warm-started afterwards; the U-step is spectral
+    clustering of XW (Eq. 3.3). :math:`U_0` is the spectral embedding of the full
+    data (W = I). Y is the one-hot matrix of ``y_existing``; a list of earlier
+    clusterings penalises each: :math:`YY^T = \sum_c Y_cY_c^T`, so alternative
+    views can be found one after another. Labels: k-means on the row-normalised U.
+
+    Thesis hyperparameters (sigma, lambda, q) on standardised data (Table 3.2):
+    Moon 400x4 (0.1, 1, 3), Flower (2, 10, 2), Face (3.1, 1, 17). Table 3.1's
+    Face row (NMI 0.57, novelty 0.004) takes the 4 poses as the existing
+    clustering and scores 4 alternative clusters against the 20 identities,
+    as the authors' code does (ikdr: 0.566, 0.004; docs/clustering_defaults.md).
+    :func:`ikdr.select_sigma_lambda` runs the thesis' grid search.
+
+    Parameters
+    ----------""" + COMMON_PARAMS + r"""
+    lam : float, default=1.0
+        :math:`\lambda \ge 0`, the weight of the novelty term. Y is the
+        unnormalised one-hot matrix, so the penalty grows with cluster sizes.
+
+    Attributes
+    ----------""" + COMMON_ATTRS + r"""
+    existing_dependence_ : float
+        :func:`existing_dependence` of ``y_existing`` at W = I: how many
+        times its normalised HSIC with X exceeds that of a random relabelling.
+        With ``n_components=None``, q stays below d (an alternative view leaves
+        a direction out) only when it is at least 3; below, the existing
+        clustering is not visible in X and q follows :func:`ikdr.default_n_components`
+        as in :class:`ISMClustering`. From 3 on, ``sigma="auto"`` also trades
+        local scaling for one global Gaussian at the median local scale
+        (:func:`ikdr.spectral.median_scale_gaussian`, the median distance to
+        the 7th nearest neighbour) in the W-step kernel and the U-step
+        affinity: the per-point scales are set by the neighbours in the
+        existing view (face pose -> identity NMI 0.49 -> 0.57, moon 400 x 4
+        0.76 -> 0.87; docs/clustering_defaults.md).
+    novelty_ : float
+        NMI between ``labels_`` and the existing clustering (the largest one
+        when several are given); 0 is fully novel.
+
+    Notes
+    -----
+    ``history_`` entries carry ``quality`` (CQ, Table 3.1), ``alternativeness``
+    (:math:`\mathrm{Tr}(Y^T H D^{-1/2} K_{XW} D^{-1/2} H Y)`, the HSIC to the
+    existing clustering in the same normalisation), ``objective`` =
+    quality - lam * alternativeness and ``cost`` = -objective (Table 3.1's Cost).
+
+    See Also
+    --------
+    select_sigma_lambda, ISMClustering, ikdr.metrics.novelty
+
+    References
+    ----------
+    Wu, Ioannidis, Sznaier, Li, Kaeli, Dy. Iterative Spectral Method for
+    Alternative Clustering. AISTATS 2018. Wu, dissertation (2020), ch. 3,
+    Algorithms 1-2, Eq. 3.2-3.4, 3.12. Niu, Dy, Jordan. Iterative discovery of
+    multiple alternative clustering views. TPAMI 2014.
+
+    Examples
+    --------
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import ikdr
+    >>> X, y_original, y_alternative = ikdr.datasets.make_moon_gaussians(random_state=0)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = ikdr.KDAC(n_clusters=2, n_components=3, sigma=0.1, lam=1.0, random_state=0)
+    >>> labels = model.fit_predict(X, y_original)
+    >>> round(ikdr.metrics.nmi(y_alternative, labels), 2)
+    1.0
+    """
+
+    def __init__(self, n_clusters: int = 2, n_components: int | None = None,
+                 sigma: SigmaLike = "auto", lam: float = 1.0, kernel: KernelLike = "gaussian",
+                 max_iter: int = 20, tol: float = 1e-3, affinity: str | None = None,
+                 normalize: str | bool = "auto", random_state: RandomStateLike = None,
+                 verbose: int = 0, dtype: DTypeLike = np.float64, approximation: str | None = None,
+                 n_landmarks: int | str = "auto") -> None:
+        self.approximation = approximation
+        self.n_landmarks = n_landmarks
+        self.n_clusters = n_clusters
+        self.n_components = n_components
+        self.sigma = sigma
+        self.lam = lam
+        self.kernel = kernel
+        self.max_iter = max_iter
+        self.tol = tol
+        self.affinity = affinity
+        self.normalize = normalize
+        self.random_state = random_state
+        self.verbose = verbose
+        self.dtype = dtype
+
+    @keep_state_on_error
+    def fit(self, X, y_existing):
+        """Find an alternative clustering of X (n x d) to ``y_existing``
+        (a label vector, or a list of label vectors of earlier clusterings)."""
+        X, _, side = self._input(X)
+        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        lam = float(self.lam)
+        if is_dask_array(y_existing):      # gathered, its length checked first
+            y_existing = check_target(y_existing, X.shape[0], "y_existing")
+        Y, existing = existing_clusterings(y_existing, X.shape[0])
+        Yc = centered(Y)
+        # q below d only when the existing clustering is visible in X: against a
+        # clustering unrelated to X there is nothing to leave out, and a line cannot
+        # hold rings or moons (issue 15; docs/clustering_defaults.md)
+        # on at most 1,000 sampled rows, gathered from wherever X lives: the same
+        # value in memory, from a memmap and on a cluster
+        self.existing_dependence_ = existing_dependence(X, affinity, Y, normalize=normalize,
+                                                        random_state=self.random_state)
+        alternative = self.existing_dependence_ >= DEPENDENCE_THRESHOLD
+        if alternative:
+            kernel, affinity = self._global_scale(kernel, affinity)
+
+        def build(U, deg):
+            return alternative_gamma(U, Y, deg, lam)
+
+        def measure(Z, U, vals, deg):
+            alt = side.quadratic_trace(Z, affinity, Yc / np.sqrt(deg)[:, None])
+            quality = float(np.sum(vals))
+            return {"alternativeness": alt, "objective": quality - lam * alt}
+
+        out = self._alternate(X, side, kernel, affinity, k, q, normalize, build, measure,
+                              alternative=alternative, guided=True)
+        self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
+        self.novelty_ = max(nmi(y, self.labels_) for y in existing)
+        return self
+
+    def _global_scale(self, kernel, affinity):
+        """sigma="auto" against an existing clustering visible in X: the local-scaling
+        kernels of the default become one global Gaussian at their median scale
+        (:func:`ikdr.spectral.median_scale_gaussian`; docs/clustering_defaults.md)."""
+        if not (isinstance(self.sigma, str) and self.sigma == "auto"):
+            return kernel, affinity
+        default = {"kernel": isinstance(self.kernel, str) and self.kernel.lower() == "gaussian",
+                   "affinity": self.affinity is None or (isinstance(self.affinity, str) and
+                                                         self.affinity.lower() == "gaussian")}
+        swap = {}
+        for role, K in (("kernel", kernel), ("affinity", affinity)):
+            # the default's local-scaling kernel (its bandwidths need all rows)
+            if default[role] and K.needs_all_rows and id(K) not in swap:
+                swap[id(K)] = median_scale_gaussian(K)
+        return swap.get(id(kernel), kernel), swap.get(id(affinity), affinity)
+
+    def fit_predict(self, X, y_existing, **kwargs):
+        """Fit and return ``labels_``."""
+        return self.fit(X, y_existing, **kwargs).labels_
+
+
+def _second_order_condition(X, W, gamma, kernel, block=256):
+    r"""Both sides of the thesis' inequality (3.10) at W, in ikdr's sign convention.
+
+    Thesis: :math:`\sigma^2[\min\bar\Lambda - \max\Lambda] \ge \sum_{ij}
+    |\gamma_{ij}| \sigma^{-2} e^{-\|W^T(x_i-x_j)\|^2/2\sigma^2} \|x_i - x_j\|^4`,
+    with the thesis' :math:`\Phi = -2\Phi_{ikdr}` (it takes the smallest
+    eigenvalues, ikdr the largest), so the left side is
+    :math:`2\sigma^2(\lambda_q - \lambda_{q+1})` of ikdr's Phi. The right side
+    is summed over row blocks (O(block n) memory).
+    """
+    sigma = float(kernel.sigma)
+    q = W.shape[1]
+    phi = kernel.phi(X, W, gamma)
+    vals = np.sort(np.linalg.eigvalsh(phi))[::-1]
+    lhs = np.inf if q >= X.shape[1] else 2.0 * sigma ** 2 * (vals[q - 1] - vals[q])
+    Z = X @ W
+    G, s = gamma.factor, gamma._s()
+    sq_x = np.einsum("ij,ij->i", X, X)
+    sq_z = np.einsum("ij,ij->i", Z, Z)
+    rhs = 0.0
+    for start in range(0, X.shape[0], block):
+        sl = slice(start, start + block)
+        g = np.abs((G[sl] * s) @ G.T)
+        dx = np.maximum(sq_x[sl, None] + sq_x[None, :] - 2.0 * X[sl] @ X.T, 0.0)
+        dz = np.maximum(sq_z[sl, None] + sq_z[None, :] - 2.0 * Z[sl] @ Z.T, 0.0)
+        rhs += float(np.sum(g * np.exp(-dz / (2 * sigma ** 2)) * dx ** 2))
+    return lhs, rhs / sigma ** 2
+
+
+def select_sigma_lambda(X: ArrayLike, y_existing: ArrayLike, n_clusters: int, *,
+                        sigmas: Sequence[float] | None = None,
+                        lams: Sequence[float] | None = None, n_components: int | None = None,
+                        max_iter: int = 20, tol: float = 1e-3,
+                        random_state: RandomStateLike = None) -> dict[str, Any]:
+    r"""The thesis' hyperparameter search for Gaussian KDAC (dissertation section 3.5).
+
+    For every (sigma, lambda) of the grid, fit :class:`KDAC` and evaluate the
+    clustering quality CQ and the second-order condition (3.10) at the
+    solution. Returns the pair with the highest CQ among those satisfying
+    (3.10); if none does, the pair closest to satisfying it (largest
+    lhs / rhs). With ``n_components=None`` each fit picks q by the eigengap
+    of :math:`\Phi_0` (Eq. 3.11).
+
+    The thesis scans :math:`\lambda, \sigma \in (0, 10]` at steps of 0.01
+    (10^6 fits); the default grid here is coarse, sigma in
+    {0.1, 0.25, 0.5, 1, 2} x median distance and lambda in {0.01, 0.1, 1, 10}:
+    pass finer grids for a closer search. Condition (3.10) needs an n x n pass
+    per pair (in row blocks), so this is meant for n up to a few thousand.
+
+    Parameters
+    ----------
+    X : array-like (n, d), standardised
+    y_existing : array-like (n,) or list of them
+    n_clusters : int
+    sigmas, lams : sequences of positive floats, optional
+    n_components : int or None
+    max_iter, tol, random_state : as in :class:`KDAC`
+
+    Returns
+    -------
+    result : dict
+        ``sigma``, ``lam``, ``n_components``, ``satisfied`` (whether (3.10)
+        held for the chosen pair) and ``table``: one dict per grid point with
+        ``sigma``, ``lam``, ``n_components``, ``quality``, ``novelty``,
+        ``lhs``, ``rhs``, ``satisfied``.
+
+    References
+    ----------
+    Wu, dissertation (2020), Eq. 3.10-3.11 and "Hyperparameter Tuning", section 3.5.
+    """
+    X = check_matrix(X, "X")
+    if sigmas is None:
+        med = median_sigma(X, random_state=random_state)
+        sigmas = [f * med for f in (0.1, 0.25, 0.5, 1.0, 2.0)]
+    if lams is None:
+        lams = [0.01, 0.1, 1.0, 10.0]
+    sigmas = [check_positive(s, "sigma") for s in np.atleast_1d(sigmas)]
+    lams = [check_positive(v, "lam", strict=False) for v in np.atleast_1d(lams)]
+    Y, _ = existing_clusterings(y_existing, X.shape[0])
+    table = []
+    for sigma in sigmas:
+        for lam in lams:
+            model = KDAC(n_clusters=n_clusters, n_components=n_components, sigma=sigma, lam=lam,
+                         max_iter=max_iter, tol=tol, random_state=random_state)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model.fit(X, y_existing)
+            gamma = alternative_gamma(model.embedding_, Y, model.degrees_, lam)
+            lhs, rhs = _second_order_condition(X, model.components_, gamma, model.kernel_)
+            table.append({"sigma": sigma, "lam": lam, "n_components": model.components_.shape[1],
+                          "quality": model.quality_, "novelty": model.novelty_,
+                          "lhs": lhs, "rhs": rhs, "satisfied": bool(lhs >= rhs)})
+    ok = [row for row in table if row["satisfied"]]
+    if ok:
+        best = max(ok, key=lambda r: r["quality"])
+    else:
+        best = max(table, key=lambda r: (r["lhs"] / r["rhs"] if r["rhs"] > 0 else np.inf,
+                                         r["quality"]))
+    return {"sigma": best["sigma"], "lam": best["lam"], "n_components": best["n_components"],
+            "satisfied": best["satisfied"], "table": table}

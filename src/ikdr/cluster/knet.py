@@ -1,0 +1,460 @@
+"""KNet deep kernel clustering (dissertation ch. 4)."""
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from .._utils.mlp import MLP, pretrain_identity
+from .._utils.progress import IterationReport
+from .._utils.validation import check_scale, keep_state_on_error
+from ..kernels import Gaussian
+from ..spectral import (auto_kernel, median_scale_gaussian, njw_labels,
+                       row_normalised, spectral_embedding)
+from .._utils.typing import RandomStateLike, SigmaLike
+
+from .knet_training import (PREDICT_CHUNK, kernel_times, partition_hsic, spread, u_gradient, train_knet)
+
+__all__ = ["KNetClustering"]
+
+
+class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+    r"""KNet deep kernel clustering (dissertation ch. 4, Algorithm 3).
+
+    Learns an embedding :math:`\psi_\theta` (a ReLU MLP) that maximises the
+    dependence :math:`\mathrm{HSIC}(\psi_\theta(X), U)` on a spectral
+    clustering U (Eq. 4.8). The start is plain spectral clustering of X: U is
+    the top eigenvectors of :math:`H D^{-1/2} K_X D^{-1/2} H` for the
+    Gaussian affinity of ``sigma`` (Eq. 4.14), whose small default bandwidth
+    follows non-convex clusters. Each round is one epoch of stochastic
+    gradient ascent (Adam) on :math:`\sum_{ij}\Gamma_{ij}
+    \exp(-\|\psi_i - \psi_j\|^2/2s^2)` (Eq. 4.11; mini-batches use the
+    batch's sub-matrix of Gamma), for one of two U-updates:
+
+    * ``update="fixed"`` (default): :math:`\Gamma = HUU^TH` with U held at the
+      start and s = ``embedding_sigma`` (the median distance): the plain HSIC
+      of a wide kernel, which sees whole clusters and so rises as the network
+      gathers each cluster of the start into a compact, convex group. The
+      rounds stop when one raises it by less than ``tol`` (relative).
+    * ``update="eig"`` / ``"sma"`` (the thesis' KNet_EIG / KNet_SMA):
+      :math:`\Gamma = D^{-1/2} H U U^T H D^{-1/2}` and s = ``sigma``; after
+      the epoch D, then U by the top eigenvectors of
+      :math:`H D^{-1/2} K_\Psi D^{-1/2} H` or one Cayley step on the Stiefel
+      manifold (Eq. 4.16), until :math:`UU^T` stops changing.
+
+    Why "fixed" is the default (deviation from the paper; issue 15). With the
+    small sigma the normalised objective is already near its maximum k at the
+    start (moons 1.998 of 2): it only sees neighbourhoods, gives no reason to
+    gather a cluster, and every round of ``"eig"`` on the moons was undone
+    (below), so the network learned nothing. Ascending the wide kernel against
+    the start's clusters raises the objective 1.4-1.8x on the moons, the
+    Spiral and Moon and maps them to groups k-means separates (NMI 1.0 from
+    0.39-0.51 on X). U-steps with either kernel on the moving embedding
+    drifted away from the clusters (moons NMI 0.0-0.6), so U stays the start's.
+
+    Monotone rounds (deviation from the paper). For ``"eig"`` and ``"sma"``
+    the epoch holds D fixed, a surrogate of (4.8a); on the Moon and the Spiral
+    (sigma = 0.1 x median, Table 4.1) every such epoch *lowers* (4.8a)
+    evaluated with D recomputed (it rewards making neighbourhoods denser), and
+    repeated epochs tore the clusters apart (NMI 0.44-0.66). A round whose
+    epoch lowers the objective (for ``"eig"``/``"sma"``: (4.8a) at the old U
+    with D recomputed) is therefore undone and the learning rate halved; after
+    ten halvings the run stops with ``converged_ = False`` and a
+    ConvergenceWarning. The history is non-decreasing.
+
+    No gain by fragmenting (deviation from the paper). (4.8a) is
+    :math:`\mathrm{Tr}(\Gamma K) = \sum_i \Gamma_{ii} + \sum_{i \ne j}
+    \Gamma_{ij} k(\psi_i, \psi_j)`; the first part, :math:`\sum_i
+    \|(HU)_i\|^2 / d_i`, grows only as degrees fall towards a point's
+    similarity to itself, i.e. by isolating points. A round is also undone
+    when it lowers the second part (the pairs). And when the first part is
+    more than half of the objective at the start, the Gaussian of ``sigma``
+    isolates points of X and U holds indicators of them rather than clusters;
+    epochs on that Gamma only push those points further out, so no round is
+    run (``stop_reason_ = "fragmented start"``, ``n_iter_ = 0``, a
+    ConvergenceWarning) and the output is the rounding of the start. On the
+    standardised digits at the default sigma the first part is 97 % of the
+    objective (the learned kernel's NJW partition: nine clusters of 1-7
+    points), and the five rounds the guard kept before took k-means on psi
+    from NMI 0.63 to 0.19; on circles, moons, spiral, face and wine it is
+    8-13 % and nothing changes (issue 15).
+
+    Output. Three partitions are formed: k-means on :math:`\psi_\theta(X)`
+    (Alg. 3), the NJW rounding of U (k-means on the row-normalised spectral
+    embedding of the learned kernel 4.10) and the NJW rounding of the
+    local-scaling affinity on :math:`\psi_\theta(X)` (the default affinity of
+    the ISM estimators, :func:`ikdr.spectral.auto_kernel`); ``labels_`` is the
+    one with the largest HSIC (4.4) under that local-scaling affinity, the
+    better discrete solution of (4.5) by a judge without a global bandwidth.
+    This uses no labels. Judged by the learned kernel itself, whose sigma is
+    small enough for the spiral and the moons, a partition that isolates the
+    few outliers of a wide cluster scored highest (varied-variance blobs:
+    NMI 0.02-0.04; with the local judge 0.71-0.93, issue 15). After the
+    rounds of ``"fixed"`` the three mostly agree (k-means on the gathered
+    groups wins on the moons, circles, Moon and Spiral); on the untrained
+    starts of blobs and varied blobs the local rounding usually wins, on
+    cancer k-means. ``rounding_`` tells which.
+    After a fragmented start (digits, breast cancer, most blobs) the same
+    three partitions are formed on the start, :math:`\psi(X) = X`, i.e. of X
+    itself.
+
+    The embedding is the network output rescaled to the spread of the
+    training data, :math:`\psi = c f_\theta(X) / s(f_\theta(X))` (s: root
+    mean square distance to the mean). Deviation from the paper: with sigma
+    fixed, the unscaled objective (4.11) rises by shrinking every distance,
+    which merged the clusters in our runs; the rescaling removes that trivial
+    direction and is the identity at the start.
+
+    The encoder starts as the exact identity map (see :mod:`ikdr._utils.mlp`; hidden
+    widths < 2 d are pre-trained to it, Eq. 4.12) and U as the spectral
+    embedding of X, so the first iterate is plain spectral clustering.
+
+    Data should be standardised first, as in the paper. Training on a subset
+    and clustering the rest with :meth:`predict` (out of sample, Table 4.4) is
+    a supported use: ``KNetClustering(2).fit(X[subset]).predict(X)``. New
+    points go to the nearest k-means centre in the embedding, with the
+    spectral rounding through the Nystrom extension of U with the learned
+    kernel to the nearest NJW centre, with the local rounding to the cluster
+    of the nearest training point in the embedding.
+
+    Parameters
+    ----------
+    n_clusters : int
+    hidden_layer_sizes : tuple of int or None, default=None
+        Hidden widths of the encoder (the decoder mirrors them). None: two
+        hidden layers of ``max(2 d, 20)`` units, the smallest network that
+        starts as the exact identity (the paper used 3 layers of width d or 20).
+    update : {"fixed", "eig", "sma"}, default="fixed"
+        "fixed": train against the start's U with the kernel of
+        ``embedding_sigma``; "eig" / "sma": KNet_EIG or KNet_SMA (Algorithm 3).
+    sigma : float, "auto" or "median", default="auto"
+        Bandwidth of the Gaussian affinity: the start's spectral clustering,
+        the rounding of the learned embedding and, for "eig" and "sma", the
+        kernel the network ascends. "auto": the median distance of the
+        samples to their 7th nearest neighbour (:func:`ikdr.spectral.median_scale_gaussian`, chosen
+        from X alone; raises ValueError when all samples coincide or
+        n_samples < 3 x n_clusters); "median": the median pairwise distance of
+        the training X (dissertation Table 4.1).
+    embedding_sigma : float or "median", default="median"
+        Bandwidth of the Gaussian the network ascends with ``update="fixed"``
+        (ignored otherwise); "median": the median pairwise distance of X. The
+        embedding keeps the spread of X, so the scale stays meaningful.
+    lam : float, default=0.0
+        Weight of the autoencoder penalty; 0 (no decoder) in all of the
+        paper's reported results.
+    max_iter : int, default=100
+        Maximum number of (epoch, D, U) rounds.
+    epochs_per_iter : int, default=1
+        Epochs of gradient ascent per round.
+    learning_rate : float, default=1e-2
+        Adam step size (halved after every undone round).
+    batch_size : int or None, default=None
+        Mini-batch size; None uses ``min(n_samples, 200)``.
+    tol : float, default=1e-3
+        Stop after a kept round that changes U by less than ``tol``
+        (:math:`\|U_kU_k^T - U_{k-1}U_{k-1}^T\|_F / \|U_kU_k^T\|_F`, zero for
+        "fixed") and raises the objective by less than ``tol`` times its value.
+    random_state : int, RandomState instance or None
+    verbose : int, default=0
+        >= 1 prints one line per round (HSIC objective, change of
+        :math:`UU^T`, time); with tqdm installed, a progress bar on a terminal.
+
+    Attributes
+    ----------
+    labels_ : ndarray (n_samples,)
+    embedding_ : ndarray (n_samples, n_features)
+        :math:`\psi_\theta(X)` of the training data.
+    cluster_centers_ : ndarray (n_clusters, n_features)
+        k-means centres in the embedding (used by :meth:`predict`).
+    U_ : ndarray (n_samples, n_clusters)
+        Final spectral embedding.
+    sigma_ : float
+        Bandwidth of the affinity.
+    embedding_kernel_ : Gaussian or None
+        The kernel the network ascended (``update="fixed"``; None otherwise).
+    n_iter_ : int
+        Rounds run (0 after a fragmented start).
+    history_ : list of float
+        The objective the rounds ascend, :math:`\mathrm{Tr}(\Gamma K_\Psi)`,
+        after each round (entry 0: the spectral-clustering start; "fixed":
+        the plain HSIC of the embedding kernel, "eig"/"sma": Eq. 4.8a with D
+        recomputed; after a fragmented start: (4.8a) of the start).
+    converged_ : bool
+        True only when a kept round met ``tol`` (not when the rounds stopped
+        because every step was undone or ``max_iter`` was reached; a
+        ConvergenceWarning is issued then, as after a fragmented start).
+    stop_reason_ : str
+        "converged", "step size exhausted", "max_iter" or "fragmented start"
+        (no round run; see "No gain by fragmenting").
+    n_rejected_ : int
+        Rounds undone because their epoch lowered (4.8a) or its part over
+        pairs of distinct points.
+    rounding_ : {"kmeans", "spectral", "local"}
+        Which partition of ``embedding_`` became ``labels_``: k-means on it,
+        the NJW rounding of ``U_`` or that of the local-scaling affinity on it.
+    partition_hsic_ : dict
+        HSIC (4.4) of each of these candidate partitions under the
+        local-scaling affinity on ``embedding_`` (X itself when no round was
+        kept; the learned kernel when n_samples < 3 x n_clusters); the largest
+        wins.
+
+    References
+    ----------
+    Wu, C. (2020). Interpretable Kernel Dimension Reduction... PhD thesis,
+    Northeastern University, ch. 4 (Eqs. 4.8-4.17, Algorithm 3).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from ikdr import KNetClustering
+    >>> X = StandardScaler().fit_transform(make_moons(300, noise=0.05, random_state=0)[0])
+    >>> labels = KNetClustering(2, sigma=0.2, random_state=0).fit_predict(X)
+    >>> labels.shape
+    (300,)
+    """
+
+    def __init__(self, n_clusters: int = 2, hidden_layer_sizes: Sequence[int] | None = None,
+                 update: str = "fixed", sigma: SigmaLike = "auto",
+                 embedding_sigma: float | str = "median", lam: float = 0.0,
+                 max_iter: int = 100, epochs_per_iter: int = 1, learning_rate: float = 1e-2,
+                 batch_size: int | None = None, tol: float = 1e-3,
+                 random_state: RandomStateLike = None, verbose: int = 0) -> None:
+        self.n_clusters = n_clusters
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.update = update
+        self.sigma = sigma
+        self.embedding_sigma = embedding_sigma
+        self.lam = lam
+        self.max_iter = max_iter
+        self.epochs_per_iter = epochs_per_iter
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],
+        "hidden_layer_sizes": [None, tuple, list],
+        "update": [StrOptions({"fixed", "eig", "sma"})],
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither"),
+                  StrOptions({"auto", "median"})],
+        "embedding_sigma": [Interval(numbers.Real, 0, None, closed="neither"),
+                            StrOptions({"median"})],
+        "lam": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "epochs_per_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # -- validation ----------------------------------------------------------
+    def _check_params(self, n, d):
+        """Data-dependent checks (the rest: ``_parameter_constraints``)."""
+        self._validate_params()
+        k = int(self.n_clusters)
+        if k >= n:
+            raise ValueError(f"n_clusters={k} needs more samples than clusters; got "
+                             f"n_samples={n}")
+        batch = self.batch_size
+        if batch is None:
+            batch = min(n, 200)
+        elif batch > n:
+            raise ValueError(f"batch_size={batch} is larger than n_samples={n}")
+        if batch <= k:
+            raise ValueError(f"batch_size={batch} must exceed n_clusters={k}")
+        if self.hidden_layer_sizes is None:
+            hidden = (max(2 * d, 20),) * 2
+        else:
+            hidden = tuple(self.hidden_layer_sizes)
+            for h in hidden:
+                if isinstance(h, bool) or not isinstance(h, numbers.Integral):
+                    raise TypeError(f"hidden_layer_sizes entries must be ints, got {h!r}")
+                if h < 1:
+                    raise ValueError(f"hidden_layer_sizes entries must be >= 1, got {h}")
+        return k, float(self.lam), int(batch), hidden
+
+    # -- network ---------------------------------------------------------------
+    def _build(self, X, hidden, lam, rng):
+        d = X.shape[1]
+        seed = np.random.default_rng(rng.randint(2**31 - 1))
+        encoder = MLP((d,) + hidden + (d,), seed)
+        decoder = MLP((d,) + hidden[::-1] + (d,), seed) if lam > 0 else None
+        nets = [encoder] + ([decoder] if decoder is not None else [])
+        if all(net.can_be_identity() for net in nets):
+            for net in nets:
+                net.set_identity(seed)
+        else:  # Eq. 4.12: pre-train to the identity
+            pretrain_identity(nets, X, rng=seed)
+        return encoder, decoder
+
+    # -- fitting -----------------------------------------------------------------
+    @keep_state_on_error
+    def fit(self, X, y=None):
+        """Learn the embedding and cluster X (:func:`train_knet` does the rounds).
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        check_scale(X)
+        n, d = X.shape
+        k, lam, batch, hidden = self._check_params(n, d)
+        rng = check_random_state(self.random_state)
+        seed = rng.randint(2**31 - 1)
+        if isinstance(self.sigma, str) and self.sigma == "auto":
+            kernel = median_scale_gaussian(auto_kernel(X, k))
+        else:
+            kernel = Gaussian(self.sigma).fit(X, random_state=seed)
+        embedding_kernel = (Gaussian(self.embedding_sigma).fit(X, random_state=seed)
+                            if self.update == "fixed" else None)
+        encoder, decoder = self._build(X, hidden, lam, rng)
+        report = IterationReport("KNetClustering", self.verbose, total=int(self.max_iter)).start()
+        try:
+            out = train_knet(X, kernel, k, encoder, decoder,
+                             embedding_kernel=embedding_kernel, lam=lam,
+                             learning_rate=self.learning_rate, batch_size=batch,
+                             max_iter=int(self.max_iter),
+                             epochs_per_iter=int(self.epochs_per_iter), tol=self.tol,
+                             update=self.update, rng=rng, report=report)
+        finally:
+            report.close()
+        if out.stop_reason == "fragmented start":
+            warnings.warn(f"KNetClustering did not train: at sigma={kernel.sigma:.4g} the kernel "
+                          "isolates points of X (more of the objective comes from the points' "
+                          "similarity to themselves than from pairs), so the labels are the "
+                          "rounding of the start, psi = identity; a larger sigma may let KNet "
+                          "learn", ConvergenceWarning, stacklevel=2)
+        elif not out.converged:
+            warnings.warn(f"KNetClustering stopped without converging ({out.stop_reason}); "
+                          f"{out.n_accepted} of {out.n_iter} rounds were kept",
+                          ConvergenceWarning, stacklevel=2)
+        self.encoder_, self.decoder_ = encoder, decoder
+        self.kernel_ = kernel
+        self.sigma_ = float(kernel.sigma)
+        self.embedding_kernel_ = embedding_kernel
+        self.embedding_ = out.embedding
+        self.scale_ = out.spread / spread(encoder.forward(X))
+        # the rounding and predict need the eigenvectors of the learned embedding: "fixed"
+        # kept the start's U, "sma" one Cayley step from them
+        moved = self.update == "sma" or (self.update == "fixed" and out.n_accepted > 0)
+        self._round(out.embedding, kernel, k, out.U, out.degrees, rng, recompute_u=moved)
+        self.n_iter_ = out.n_iter
+        self.n_rejected_ = out.n_rejected
+        self.converged_ = out.converged
+        self.stop_reason_ = out.stop_reason
+        self.history_ = out.history
+        return self
+
+    def _round(self, Psi, kernel, k, U, degrees, rng, recompute_u=False):
+        """Turn the learned embedding into labels (see the class docstring, "Output").
+
+        Candidates: k-means on psi(X) (Alg. 3), the NJW rounding of the
+        spectral embedding of the learned kernel, and the NJW rounding of the
+        local-scaling affinity on psi(X) (:func:`ikdr.spectral.auto_kernel`).
+        The one with the largest HSIC (Eq. 4.4) under the local-scaling
+        affinity wins: a judge without a global bandwidth (under the learned
+        kernel's small sigma a partition isolating a few outliers scored
+        highest; issue 15).
+        """
+        if recompute_u:
+            U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
+        seed = rng.randint(2**31 - 1)
+        if Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
+            judge = auto_kernel(Psi, k)
+            U_local, _, degrees_local = spectral_embedding(Psi, judge, k, random_state=seed)
+        else:  # too few points for local bandwidths: the learned kernel judges alone
+            judge, U_local, degrees_local = kernel, None, degrees
+        # k-means on n x k data is light; its OpenMP threads only fight busy cores
+        with threadpool_limits(limits=1):
+            km = KMeans(n_clusters=k, n_init=10, random_state=rng.randint(2**31 - 1)).fit(Psi)
+            njw = KMeans(n_clusters=k, n_init=10,
+                         random_state=rng.randint(2**31 - 1)).fit(row_normalised(U))
+            candidates = {"kmeans": km.labels_, "spectral": njw.labels_}
+            if U_local is not None:
+                candidates["local"] = njw_labels(U_local, k, random_state=seed)
+        self.partition_hsic_ = {name: partition_hsic(Psi, judge, degrees_local, labels, k)
+                                for name, labels in candidates.items()}
+        # ties keep the earlier candidate (k-means, then the learned kernel's)
+        self.rounding_ = max(candidates, key=lambda name: self.partition_hsic_[name])
+        self.labels_ = candidates[self.rounding_]
+        self.U_ = U
+        self.degrees_ = degrees
+        self.cluster_centers_ = km.cluster_centers_
+        if self.rounding_ == "spectral":
+            # Nystrom extension of U (Bengio et al. 2004): u(x) = a(x) (U^T M U)^-1 with
+            # a(x) = d(x)^-1/2 k(x, .) D^-1/2 U - c; exact on the training points.
+            SU = U / np.sqrt(degrees)[:, None]
+            MU = u_gradient(Psi, kernel, U, degrees)[0] / 2.0
+            self._nystrom_shift = np.mean(np.sqrt(degrees)[:, None] * kernel_times(
+                Psi, Psi, kernel, SU) / degrees[:, None], axis=0)
+            self._nystrom_inverse = np.linalg.pinv(U.T @ MU)
+            self._spectral_rows = SU
+            self._spectral_centers = njw.cluster_centers_
+
+    def fit_predict(self, X, y=None):
+        """Fit and return the cluster labels of X."""
+        return self.fit(X).labels_
+
+    def transform(self, X):
+        """The learned embedding :math:`\\psi_\\theta(X)`."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self.encoder_.forward(X) * self.scale_
+
+    def predict(self, X):
+        """Cluster new points (out of sample, dissertation Table 4.4).
+
+        With the k-means rounding: the nearest learned cluster centre in the
+        embedding. With the spectral rounding: the Nystrom extension of U
+        through the learned kernel (4.10), then the nearest NJW centre. With the
+        local rounding (its bandwidths belong to the training points): the
+        label of the nearest training point in the embedding. All reproduce
+        ``labels_`` on the training data.
+        """
+        Psi = self.transform(X)
+        if self.rounding_ == "kmeans":
+            d2 = ((Psi[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
+            return np.argmin(d2, axis=1)
+        if self.rounding_ == "local":
+            # the local bandwidths belong to the training points: the label of the
+            # nearest training point in the embedding
+            from sklearn.neighbors import NearestNeighbors
+
+            nearest = NearestNeighbors(n_neighbors=1).fit(self.embedding_).kneighbors(
+                Psi, return_distance=False)[:, 0]
+            return self.labels_[nearest]
+        labels = np.empty(Psi.shape[0], dtype=np.intp)
+        for start in range(0, Psi.shape[0], PREDICT_CHUNK):
+            P = Psi[start:start + PREDICT_CHUNK]
+            KS = kernel_times(P, self.embedding_, self.kernel_, self._spectral_rows)
+            deg = kernel_times(P, self.embedding_, self.kernel_, None)
+            far = deg <= 0.0
+            deg[far] = 1.0
+            u = (KS / np.sqrt(deg)[:, None] - self._nystrom_shift) @ self._nystrom_inverse
+            d2 = (row_normalised(u)[:, None, :] - self._spectral_centers[None, :, :]) ** 2
+            lab = np.argmin(d2.sum(axis=2), axis=1)
+            if np.any(far):  # no training point within reach of the kernel: nearest one
+                nearest = np.argmin(((P[far][:, None, :] - self.embedding_[None]) ** 2).sum(2), 1)
+                lab[far] = self.labels_[nearest]
+            labels[start:start + PREDICT_CHUNK] = lab
+        return labels

@@ -1,0 +1,392 @@
+r"""KNet's training: the objective, its gradients and the rounds of Algorithm 3.
+
+:func:`train_knet` trains the encoder (and decoder) of
+:class:`ikdr.KNetClustering` (dissertation chapter 4, Algorithm 3): each round
+is one epoch of Adam on the HSIC objective of the embedding psi(X) against the
+spectral embedding U, with U updated by an eigendecomposition, by Cayley steps
+(SMA), or held fixed. A round that lowers the objective is undone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from .._utils.mlp import Adam
+from ..gamma import Gamma, centered, clustering_gamma
+from ..kernels import Kernel
+from ..spectral import (kernel_degrees, spectral_embedding)
+
+__all__ = ["KNetTraining", "cayley_step", "knet_objective_and_gradient", "train_knet", "PREDICT_CHUNK", "kernel_times", "partition_hsic", "spread", "u_gradient"]
+
+
+def knet_objective_and_gradient(Psi: np.ndarray, gamma: Gamma, kernel: Kernel, *,
+                                with_value: bool = True,
+                                n_threads: int | None = None) -> tuple[float, np.ndarray]:
+    r"""Value and row gradient of :math:`J(\Psi) = \sum_{ij}\Gamma_{ij}
+    \exp(-\|\psi_i - \psi_j\|^2 / 2\sigma^2)` (dissertation Eq. 4.11).
+
+    :math:`\nabla_\Psi J = -(2/\sigma^2) L(\Gamma \circ K) \Psi`, a Laplacian
+    product the fused C++ core forms tile by tile (DESIGN.md section 5): its
+    gradient mode returns :math:`2 L(\Gamma \circ f') R` with
+    :math:`f' = -K/2\sigma^2`, i.e. :math:`-(1/\sigma^2) L(\Gamma\circ K)\Psi`,
+    which is half the gradient (J counts every pair twice).
+    """
+    Psi = np.ascontiguousarray(Psi, dtype=np.float64)
+    Y, value = kernel.gradient_product(Psi, Psi, gamma, n_threads=n_threads)
+    return (value if with_value else np.nan), 2.0 * Y
+
+
+def u_gradient(Psi, kernel, U, degrees):
+    r""":math:`\nabla_U \mathrm{Tr}(U^T M U) = 2 M U`, :math:`M = H D^{-1/2} K D^{-1/2} H`,
+    by one matrix-free kernel product; also returns :math:`\mathrm{Tr}(U^T M U)`."""
+    s = 1.0 / np.sqrt(degrees)
+    R = np.ascontiguousarray(s[:, None] * centered(U))
+    KR, _ = kernel.product(Psi, R)
+    MU = centered(s[:, None] * KR)
+    return 2.0 * MU, float(np.sum(U * MU))
+
+
+def cayley_step(U: np.ndarray, G: np.ndarray, tau: float) -> np.ndarray:
+    r"""One Cayley step on the Stiefel manifold in the ascent direction G (Wen and Yin 2013).
+
+    :math:`U^+ = (I - \tfrac\tau2 A)^{-1}(I + \tfrac\tau2 A)U` with the
+    skew-symmetric :math:`A = G U^T - U G^T` (dissertation Eq. 4.15-4.17 with
+    the sign fixed so that A is skew and the step ascends; DESIGN.md section 5).
+    With :math:`A = L R^T`, :math:`L = [G, U]`, :math:`R = [U, -G]`, the
+    Sherman-Morrison-Woodbury identity gives
+    :math:`U^+ = U + \tau L (I - \tfrac\tau2 R^T L)^{-1} R^T U` in
+    :math:`O(n k^2 + k^3)`; :math:`U^{+T} U^+ = I` whenever :math:`U^T U = I`.
+    """
+    L = np.hstack([G, U])
+    R = np.hstack([U, -G])
+    small = np.eye(L.shape[1]) - 0.5 * tau * (R.T @ L)
+    return U + tau * (L @ np.linalg.solve(small, R.T @ U))
+
+
+#: halvings of the learning rate after which a run stops (no ascent step is left)
+_MAX_HALVINGS = 10
+#: below this many rows a fused product runs on one thread (thread start-up dominates)
+_SERIAL_ROWS = 1024
+#: rows of new data per kernel block in :meth:`KNetClustering.predict`
+PREDICT_CHUNK = 2048
+#: no round runs when the points' similarity to themselves is more than this
+#: share of the start's Tr(Gamma K) (measured: clean data sets 8-13 %,
+#: anisotropic-1 38 %, fragmented ones 55-100 %; docs/clustering_defaults.md)
+_FRAGMENTED_SELF_SHARE = 0.5
+
+
+def kernel_times(A, B, kernel, R):
+    """``K(A, B) R`` (or the row sums ``K(A, B) 1`` when R is None), in row blocks."""
+    out = []
+    for start in range(0, A.shape[0], PREDICT_CHUNK):
+        K = kernel.matrix(A[start:start + PREDICT_CHUNK], B)
+        out.append(K.sum(axis=1) if R is None else K @ R)
+    return np.concatenate(out, axis=0)
+
+
+def partition_hsic(Psi, kernel, degrees, labels, k):
+    r"""HSIC (Eq. 4.4, up to the constant) of a partition with the learned kernel:
+    :math:`\mathrm{Tr}(Y^T H D^{-1/2} K D^{-1/2} H Y)` with Y the orthonormalised
+    centred indicator matrix (Eq. 4.5 restricted to partitions)."""
+    Y = centered(np.eye(k)[labels])
+    Y = Y[:, np.linalg.norm(Y, axis=0) > 0]
+    if Y.shape[1] == 0:
+        return -np.inf
+    Q = np.linalg.qr(Y)[0]
+    return u_gradient(Psi, kernel, Q, degrees)[1]
+
+
+def _self_similarity(U, degrees):
+    r"""The diagonal part of :math:`\mathrm{Tr}(\Gamma K)`, :math:`\sum_i \Gamma_{ii}
+    k(\psi_i, \psi_i) = \sum_i \|(HU)_i\|^2 / d_i` (a Gaussian's k(x, x) = 1)."""
+    return float(np.sum(centered(U) ** 2 / np.asarray(degrees)[:, None]))
+
+
+def spread(Psi):
+    """Root-mean-square distance of the rows to their mean (the embedding's scale)."""
+    return float(np.sqrt(np.mean(np.sum(centered(Psi) ** 2, axis=1)))) or 1.0
+
+
+@dataclass
+class KNetTraining:
+    r"""Result of :func:`train_knet`.
+
+    Attributes
+    ----------
+    embedding : ndarray (n, d)
+        :math:`\psi_\theta(X)` after the last kept round.
+    U : ndarray (n, k)
+    degrees : ndarray (n,)
+    history : list of float
+        Objective the rounds ascend after each round (entry 0: the start);
+        non-decreasing. ``update="fixed"``: :math:`\mathrm{Tr}(HUU^TH K_\psi)`
+        of the embedding kernel; otherwise Eq. 4.8a.
+    n_iter : int
+        Rounds run (0 after a fragmented start).
+    n_rejected : int
+        Rounds undone because they lowered the objective or raised it only
+        through the points' similarity to themselves.
+    converged : bool
+        True only when a kept round changed :math:`UU^T` by less than ``tol``
+        and raised the objective by less than ``tol`` times its value; False
+        when the step size ran out (every recent round undone), ``max_iter``
+        was reached or the start was fragmented.
+    stop_reason : str
+        "converged", "step size exhausted", "max_iter" or "fragmented start"
+        (no round run: more than half of the start's objective is
+        :math:`\sum_i \Gamma_{ii} k(\psi_i, \psi_i)`, see :class:`KNetClustering`).
+    spread : float
+        Spread of X the embedding is scaled to.
+    """
+
+    embedding: np.ndarray = field(repr=False)
+    U: np.ndarray = field(repr=False)
+    degrees: np.ndarray = field(repr=False)
+    history: list = field(default_factory=list)
+    n_iter: int = 0
+    n_rejected: int = 0
+    converged: bool = False
+    stop_reason: str = ""
+    spread: float = 1.0
+
+    @property
+    def n_accepted(self):
+        """Rounds kept."""
+        return self.n_iter - self.n_rejected
+
+
+def _embed(encoder, X, spread0):
+    """psi(X): the network output rescaled to the spread of the training data."""
+    out = encoder.forward(X)
+    return out * (spread0 / spread(out))
+
+
+def _batch_objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=False,
+                     with_value=True):
+    r"""Objective (4.8a) on rows X (a batch) and the gradients of every
+    parameter, for gradient *ascent*.
+
+    The embedding is the network output scaled to a fixed spread,
+    :math:`\psi = c\,f_\theta(X)/s(f_\theta(X))` (s: root-mean-square
+    distance to the batch mean, c: that of the training X). With sigma fixed,
+    an unscaled network can raise (4.11) by shrinking everything, which
+    merges the clusters; the scaling removes that trivial direction and is
+    the identity at the start.
+    """
+    out = encoder.forward(X, keep=keep)
+    s = spread(out)
+    Psi = out * (spread0 / s)
+    value, grad_z = knet_objective_and_gradient(
+        Psi, gamma, kernel, with_value=with_value,
+        n_threads=1 if Psi.shape[0] <= _SERIAL_ROWS else None)
+    if decoder is not None:
+        recon = decoder.forward(Psi, keep=keep)
+        diff = X - recon
+        value -= lam * float(np.sum(diff * diff))
+        if keep:
+            dec_grads, g_in = decoder.backward(2.0 * lam * diff)
+            grad_z = grad_z + g_in
+    else:
+        dec_grads = []
+    if not keep:
+        return value, []
+    # chain rule through Psi = c out / s(out)
+    Zc = centered(Psi)
+    m = Psi.shape[0]
+    grad_out = (spread0 / s) * (grad_z - (np.sum(grad_z * Psi) / (m * spread0 ** 2)) * Zc)
+    enc_grads = encoder.backward(grad_out)[0]
+    return value, enc_grads + dec_grads
+
+
+def _sma_step(Psi, kernel, U, degrees, tau):
+    """One Cayley step with backtracking (Armijo) on Tr(U^T M U); returns (U, next tau)."""
+    G, value = u_gradient(Psi, kernel, U, degrees)
+    # Riemannian gradient norm^2 = 1/2 ||A||_F^2 for the canonical metric
+    slope = float(np.sum(G * G) - np.sum((U.T @ G) ** 2))
+    if slope <= 1e-300:
+        return U, tau
+    for _ in range(30):
+        U_new = cayley_step(U, G, tau)
+        _, new_value = u_gradient(Psi, kernel, U_new, degrees)
+        if new_value >= value + 1e-4 * tau * slope:
+            return U_new, 2.0 * tau
+        tau *= 0.5
+    return U, tau
+
+
+def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel=None,
+               lam=0.0, learning_rate=1e-2, batch_size=200, max_iter=100, epochs_per_iter=1,
+               tol=1e-3, update="fixed", rng=None, report=None):
+    r"""KNet's rounds (dissertation Algorithm 3, and the fixed-target variant).
+
+    The start: U is the spectral embedding of ``kernel`` (the affinity) on
+    :math:`\psi(X) = X`, i.e. spectral clustering of X. Each round then runs
+    ``epochs_per_iter`` epochs of Adam ascent on
+    :math:`\sum_{ij}\Gamma_{ij} k(\psi_i, \psi_j)` (Eq. 4.11; mini-batches
+    use the batch's rows of Gamma's factor):
+
+    * ``update="fixed"``: :math:`\Gamma = HUU^TH` with U held at the start
+      and k the Gaussian ``embedding_kernel`` (plain HSIC, D = I). The network
+      learns to map the affinity's clusters of X to compact groups; no U-step.
+      A round that lowers :math:`\mathrm{Tr}(\Gamma K_\psi)` is undone.
+    * ``update="eig"`` / ``"sma"`` (Algorithm 3): :math:`\Gamma =
+      D^{-1/2}HUU^THD^{-1/2}` and k = ``kernel``, then D, then U (top
+      eigenvectors or one Cayley step). A round whose epoch lowers Eq. 4.8a
+      with D recomputed (at the old U), or lowers its part over pairs of
+      distinct points, is undone.
+
+    An undone round halves the learning rate (see :class:`KNetClustering`);
+    after ten halvings the run stops (``stop_reason="step size exhausted"``,
+    ``converged=False``). The run converges when a kept round changes
+    :math:`UU^T` by less than ``tol`` and raises the objective by less than
+    ``tol`` relative to its value. No round runs when the start is fragmented
+    (``stop_reason="fragmented start"``).
+
+    Parameters
+    ----------
+    X : ndarray (n, d), standardised
+    kernel : Gaussian
+        Fitted affinity on the embedding: the start's spectral clustering, and
+        the network's kernel for ``"eig"`` and ``"sma"``.
+    n_clusters : int
+    encoder, decoder : ikdr._utils.mlp.MLP
+        Networks (the encoder starting at the identity); decoder None when lam = 0.
+    embedding_kernel : Gaussian
+        Fitted kernel the network ascends with ``update="fixed"`` (required there).
+    lam, learning_rate, batch_size, max_iter, epochs_per_iter, tol, update
+        As in :class:`KNetClustering`.
+    rng : RandomState
+    report : IterationReport, optional
+
+    Returns
+    -------
+    KNetTraining
+    """
+    rng = check_random_state(rng)
+    n = X.shape[0]
+    k = int(n_clusters)
+    fixed = update == "fixed"
+    if fixed and embedding_kernel is None:
+        raise ValueError('update="fixed" needs the embedding_kernel the network ascends')
+    params = encoder.params + (decoder.params if decoder is not None else [])
+    optimizer = Adam(params, learning_rate)
+    shuffle = np.random.default_rng(rng.randint(2**31 - 1))
+    spread0 = spread(X)
+    Psi = _embed(encoder, X, spread0)
+    U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
+    gamma = clustering_gamma(U, degrees)
+    start_value = kernel.objective(Psi, None, gamma)
+    if _self_similarity(U, degrees) > _FRAGMENTED_SELF_SHARE * start_value:
+        # More of Tr(Gamma K) comes from the points' similarity to themselves than from
+        # pairs: the kernel isolates points of X and U holds indicators of them, not
+        # clusters (digits at the 7-NN median sigma: 97 %, its NJW partition 9 clusters of
+        # 1-7 points; the clean data sets 8-13 %). Epochs on that Gamma only push the
+        # isolated points further out (digits: NMI of k-means on psi 0.63 -> 0.19), so the
+        # start is kept.
+        return KNetTraining(embedding=Psi, U=U, degrees=degrees, history=[start_value],
+                            n_iter=0, n_rejected=0, converged=False,
+                            stop_reason="fragmented start", spread=spread0)
+    if fixed:
+        # The plain HSIC of the embedding kernel against the start's clusters. The
+        # normalised objective of the narrow affinity is already near its maximum k on
+        # the moons (1.998 of 2) and only its degrees move (every round undone, issue 15);
+        # the wide kernel sees whole clusters, so ascending it gathers each cluster into
+        # a compact group. Its U-step would follow that wide kernel to a convex split
+        # (moons NMI 0.49-0.57, circles 0.00), so U stays the affinity's.
+        ascended = embedding_kernel
+        gamma = clustering_gamma(U, np.ones(n))
+        history = [ascended.objective(Psi, None, gamma)]
+    else:
+        ascended = kernel
+        history = [start_value]
+    tau = 1.0
+    converged = False
+    stop_reason = "max_iter"
+    n_iter = 0
+    n_rejected = 0
+    halvings = 0
+    for n_iter in range(1, int(max_iter) + 1):
+        factor, scale = gamma.factor, gamma.scale
+        value_before = history[-1]
+        saved = ([p.copy() for p in params], optimizer.state())
+        for _ in range(int(epochs_per_iter)):
+            order = shuffle.permutation(n)
+            for start in range(0, n, batch_size):
+                idx = order[start:start + batch_size]
+                if idx.shape[0] <= k and start > 0:  # fold a tiny tail into the last batch
+                    continue
+                _, grads = _batch_objective(X[idx], Gamma(factor[idx], scale), ascended, encoder,
+                                            decoder, lam, spread0, keep=True, with_value=False)
+                optimizer.step([-g for g in grads])
+        Psi_new = _embed(encoder, X, spread0)
+        if fixed:
+            # Gamma does not depend on psi, so the points' similarity to themselves,
+            # sum_i ||(HU)_i||^2, is constant: a rise is a rise over pairs.
+            value_after = ascended.objective(Psi_new, None, gamma)
+            lowered = value_after < value_before
+        else:
+            # Eq. 4.8a judged at the old U with D recomputed. (Judging after the U-step
+            # instead kept most rounds on the moons and raised the objective, but tore a
+            # moon apart: NMI 1.0 -> 0.60 at n = 600; issue 15.)
+            degrees_new = kernel_degrees(Psi_new, kernel)
+            value_after = u_gradient(Psi_new, kernel, U, degrees_new)[1]
+            # The same objective without each point's similarity to itself,
+            # k(psi_i, psi_i) = 1: that part, sum_i ||(HU)_i||^2 / d_i, rises only as
+            # degrees fall towards 1, i.e. by isolating points, never by gathering a
+            # cluster (digits: every kept round raised (4.8a) 9.885 -> 9.958 through it
+            # while the rest fell 0.33 -> 0.04).
+            pairs_before = value_before - _self_similarity(U, degrees)
+            pairs_after = value_after - _self_similarity(U, degrees_new)
+            lowered = value_after < value_before or pairs_after < pairs_before
+        if lowered:
+            # The epoch holds D fixed (a surrogate of Eq. 4.8a) or runs on mini-batches;
+            # when it lowers the objective, or (eig, sma) raises it only by fragmenting
+            # the data, undo it and halve the step, so the rounds ascend monotonically
+            # and cannot wander away from the spectral-clustering start.
+            for p, old in zip(params, saved[0]):
+                p[...] = old
+            optimizer.restore(saved[1])
+            optimizer.lr *= 0.5
+            n_rejected += 1
+            halvings += 1
+            history.append(history[-1])
+            if report is not None:  # one line per round, kept or undone
+                report(n_iter, history[-1], 0.0, round="undone")
+            if halvings >= _MAX_HALVINGS:
+                stop_reason = "step size exhausted"
+                break
+            continue
+        Psi = Psi_new
+        if fixed:
+            U_new, value = U, value_after
+        elif update == "eig":
+            # dense up to DENSE_MAX_N; above, LOBPCG warm-started from the previous U.
+            U_new, vals, degrees = spectral_embedding(
+                Psi, kernel, k, random_state=rng.randint(2**31 - 1), U0=U)
+            value = float(np.sum(vals))  # Tr(U^T H D^-1/2 K D^-1/2 H U)
+        else:
+            degrees = degrees_new
+            U_new, tau = _sma_step(Psi, kernel, U, degrees, tau)
+            value = None
+        change = np.sqrt(max(2.0 * (k - np.sum((U.T @ U_new) ** 2)), 0.0) / k)
+        if not fixed:
+            U = U_new
+            gamma = clustering_gamma(U, degrees)
+            if value is None:
+                value = kernel.objective(Psi, None, gamma)
+        gain = (value - history[-1]) / max(abs(value), np.finfo(float).tiny)
+        history.append(value)
+        if report is not None:
+            report(n_iter, history[-1], change)
+        if change < tol and gain < tol:
+            converged = True
+            stop_reason = "converged"
+            break
+    return KNetTraining(embedding=Psi, U=U, degrees=degrees, history=history, n_iter=n_iter,
+                        n_rejected=n_rejected, converged=converged, stop_reason=stop_reason,
+                        spread=spread0)
+
+
+

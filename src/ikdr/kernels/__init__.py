@@ -1,0 +1,27 @@
+r"""The ISM family of kernels, their conic combinations and their bandwidth rules.
+
+Public names, all importable from ``ikdr.kernels``:
+
+* the kernel classes (:mod:`ikdr.kernels.family`) and :func:`make_kernel`
+  (:mod:`ikdr.kernels.names`);
+* the bandwidth rules :func:`median_sigma` and :func:`separation_sigma`
+  (:mod:`ikdr.kernels.bandwidth`);
+* the SNE kernel and its blocks for the asymmetric kernel SVD
+  (:mod:`ikdr.kernels.sne`).
+
+Every kernel owns its mathematics and its capabilities (its Phi terms, its
+low-rank factors, whether it is an affinity, whether it needs all rows), so
+no module outside this package switches on kernel types.
+"""
+from .bandwidth import MEDIAN_SUBSAMPLE, median_sigma, separation, separation_sigma
+from .base import ConicKernel, Kernel, KernelLike, LowRankPart
+from .family import (Gaussian, Linear, Multiquadratic, Polynomial, RelativeGaussian, Squared)
+from .names import KERNEL_NAMES, make_kernel
+from .sne import SNE, lowrank_plus_sparse, sne_matrix, sne_row_normalisers
+
+__all__ = [
+    "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
+    "Multiquadratic", "ConicKernel", "SNE", "make_kernel", "median_sigma", "separation_sigma",
+    "separation", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse", "KernelLike",
+    "LowRankPart", "KERNEL_NAMES", "MEDIAN_SUBSAMPLE",
+]

@@ -1,0 +1,587 @@
+"""Asymmetric kernel SVD (KSVD) and the asymmetric Nystrom method (ICML 2024).
+
+G_ij = kappa(x_i, z_j) between two point sets: the rows and the columns of a
+data matrix A, the source and target roles of a directed graph's nodes, or two
+given sets X and Z. KSVD is the rank-r truncated SVD G = U Lambda V^T (the
+coupled covariance eigenproblem reduces to it, Prop. 2.4-2.5 of the paper).
+
+The rooms: this module holds the estimator; ``_ksvd_blocks`` evaluates blocks
+of G (dense points, sparse graphs, double centring); ``_ksvd_solvers`` the
+truncated SVDs (dense, ARPACK, randomized, asymmetric Nystrom with automatic
+landmarks); ``_ksvd_compat`` the compatibility maps a0-a3; ``_ksvd_metrics``
+the accuracy measures; ``_ksvd_bicluster`` biclustering.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..passes.dask_data import DaskData, as_data, is_dask_array, is_distributed
+from .dask_blocks import KSVDBlocks, ksvd_transform, ksvd_transform_columns
+from .. import kernels as _kernels
+from .._utils.eig import fix_signs
+from .blocks import Centered, DenseBlocks, SparseBlocks, dense_kernel_matrix
+from .compat import check_learned_target, compat_points, learn_map
+from .metrics import svd_accuracy
+from .solvers import (asymmetric_nystrom, budget_exhausted, choose_solver, exact_svd,
+                      landmark_pair, nystrom_auto)
+from .._utils.progress import IterationReport, check_verbose
+from .._utils.validation import check_scale
+from .._utils.validation import keep_state_on_error
+from .._utils.typing import RandomStateLike
+
+KERNELS = ("rbf", "sne", "polynomial", "linear")
+COMPAT = ("pinv", "pca", "random", "learned")
+SOLVERS = ("auto", "dense", "arpack", "randomized", "nystrom")
+_MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
+
+
+# ---------------------------------------------------------------- estimator
+class KernelSVD(TransformerMixin, BaseEstimator):
+    r"""Asymmetric kernel SVD (KSVD) between two point sets.
+
+    With :math:`G_{ij} = \kappa(x_i, z_j)` (n x m), KSVD is the rank-r
+    truncated SVD :math:`G = U \Lambda V^T`, the solution of the coupled
+    covariance eigenproblem (He et al., ICML 2024, Eq. 2-4, Prop. 2.4-2.5).
+    ``fit(A)`` takes the rows :math:`x_i = A[i, :]` and the columns
+    :math:`z_j = A[:, j]` of a data matrix (a directed graph's adjacency:
+    out-links versus in-links); ``fit(X, Z)`` takes two point sets of the same
+    dimension.
+
+    Parameters
+    ----------
+    n_components : int, default=8
+        Rank r, at most min(n, m).
+    kernel : {"rbf", "sne", "polynomial", "linear"}, a kernel of :mod:`ikdr.kernels`, or callable, default="rbf"
+        RBF :math:`\exp(-\|x - z\|^2/\gamma^2)` (the paper's form, no factor 2);
+        SNE, the RBF normalised over the columns,
+        :math:`\kappa(x_i, z_j) = e_{ij} / \sum_{j'} e_{ij'}` (rows of G sum
+        to 1); polynomial :math:`(x^T z + 1)^p`; linear :math:`x^T z`.
+        The same kernels as objects of the package's one kernel vocabulary:
+        ``Gaussian(sigma)`` is "rbf" and ``SNE(sigma)`` is "sne" with
+        :math:`\gamma = \sqrt{2}\sigma` (:math:`e^{-\|x-z\|^2/\gamma^2} =
+        e^{-\|x-z\|^2/2\sigma^2}`; ``sigma="median"`` leaves the bandwidth to
+        ``gamma``), ``Linear()``, ``Polynomial(p, c=1)``; any other kernel
+        object (e.g. ``RelativeGaussian``) and ``kappa(X, Z) -> G`` callables
+        are evaluated by their matrix (dense inputs only).
+    sigma : float or "median", default="median"
+        RBF / SNE bandwidth, as :class:`ikdr.kernels.Gaussian`'s:
+        :math:`\exp(-\|x - z\|^2/2\sigma^2)`, i.e. the paper's
+        :math:`\exp(-\|x - z\|^2/\gamma^2)` with :math:`\gamma = \sqrt 2\,\sigma`.
+        "median": the paper's rule, :math:`\gamma` the median of
+        :math:`\|x_i - z_j\|` over (up to 1000 x 1000 seeded) pairs (the
+        median of the positive distances if more than half are 0).
+    degree : int, default=2
+        Polynomial degree p.
+    gamma : float or None, default=None
+        Deprecated alias of the bandwidth in the paper's parametrisation,
+        ``gamma = sqrt(2) * sigma`` (a ``FutureWarning`` when given; it
+        overrides ``sigma``). It is neither scikit-learn's ``gamma`` nor the
+        ISM paradigm matrix Gamma; use ``sigma``.
+    center : bool, default=False
+        Decompose :math:`H_n G H_m` (double centring with exact row and column
+        means of G).
+    compat : {"pinv", "pca", "random", "learned"} or None, default=None
+        Compatibility map of Algorithm 1 for ``fit(A)`` with a rectangular A
+        (N x M): the longer side is mapped to the dimension of the other
+        (needed there; ignored for a square A, whose rows and columns already
+        live in the same space, and with ``fit(X, Z)``, except ``"learned"``,
+        which is an error there).
+        ``"pinv"`` (a0) :math:`C = ((DD^T)^+ D)^T`, with D the mapped side
+        (D = A when M > N), makes the mapped points :math:`DC = DD^T(DD^T)^+`,
+        the identity whenever D has full row rank, the generic case when
+        M > N (and, mirrored, when N > M): a0 collapses every mapped point to
+        a unit vector, so that side keeps no geometry of its own and
+        :math:`G_{ij}` becomes an entry-wise function of :math:`A_{ij}` and
+        the other side's norms.
+        ``"pca"`` (a1) projects on the top right singular vectors of D
+        (uncentred). ``"random"`` (a2) is a Gaussian matrix scaled by
+        :math:`1/\sqrt{k}` so squared norms are kept in expectation (the paper
+        writes randn(M, N) unscaled). ``"learned"`` (a3) starts from a1 and
+        optimises C on a downstream loss (needs ``fit(X, y)``; RBF and SNE
+        kernels): the softmax cross-entropy of a linear head on the standardised
+        row embeddings GV (:math:`H_N G H_M V` with ``center=True``),
+        alternating an SVD of G (V then held fixed, as the paper's App. C.3)
+        with an Adam step on C and the head (150 steps), backpropagated through
+        the kernel in numpy (``ikdr.ksvd.compat.learned_objective``); the
+        bandwidth (``gamma=None``: the median rule at the a1 start) is then
+        kept. The same mechanism with a symmetric kernel is
+        :func:`ikdr.learn_compat_map` (KernelPCA of XC with a learned C).
+        Sparse A is densified by a map.
+    solver : {"auto", "dense", "arpack", "randomized", "nystrom"}, default="auto"
+        ``"dense"``: LAPACK on the built G (n m doubles). ``"arpack"``:
+        :func:`scipy.sparse.linalg.svds`, on a matrix-free operator for sparse
+        inputs (O(nnz(A A)) per product), else on the built G. ``"randomized"``:
+        Halko et al. range finder, 10 oversamples, 4 power iterations.
+        ``"nystrom"``: the asymmetric Nystrom method (Eq. 9). ``"auto"``:
+        dense up to 4e6 entries of G when the dense SVD fits the memory budget
+        (:func:`ikdr.set_memory_budget`), else ARPACK up to 1e8 entries (and
+        at any size for sparse input, whose products are matrix-free) when
+        ``n_components < min(n, m)``, else Nystrom (always Nystrom for a Dask
+        array).
+    n_landmarks : int, (int, int), "auto" or None, default=None
+        Rows and columns sampled by Nystrom (uniformly, without replacement;
+        for a square G and equal counts the same nodes on both sides, J = I);
+        only with ``solver="nystrom"`` (given with another solver, including
+        the one ``"auto"`` picks, it is a ValueError). None means "auto":
+        landmarks in two disjoint halves of h rows and h columns each,
+        starting at h = max(2r, r + 5) and doubling. At each step the two halves give
+        two independent approximations; half their disagreement estimates the
+        per-component error of the approximation on all 2h landmarks (the one
+        kept): ``max(d_value / 2, (d_sine / 2)^2)`` with d_value the largest
+        relative difference of a singular value and d_sine the largest sine
+        of the principal angles between their left or right subspaces
+        (clusters of nearly equal singular values compared as subspaces, as
+        in :func:`ikdr.metrics.svd_accuracy`). A zero singular value of a
+        landmark block (the landmarks do not resolve r components) counts as
+        an infinite error. Growth stops when the estimate is at most ``tol``
+        or at the budget: all rows and columns up to 4096 of each (with all
+        of them the result is the exact SVD). If the budget ends first, a
+        ``ConvergenceWarning`` gives the estimate, and the approximation on
+        all the landmarks is returned; if the landmarks could not resolve all
+        r components (a zero singular value, or an infinite estimate), the
+        whole rank-r SVD is instead recomputed exactly (ARPACK on products
+        by G, matrix-free for sparse input and by row blocks otherwise), so a
+        zero singular value is never returned for a non-zero one.
+    tol : float or None, default=None
+        ``"arpack"``: svds tolerance (None: machine precision).
+        ``"nystrom"`` with automatic landmarks: target per-component error
+        (None: 1e-2, i.e. singular values within about 1% and subspace sines
+        within about 0.1; see :meth:`ikdr.metrics.SVDAccuracy.meets`).
+        Unused by the other solvers and by a given ``n_landmarks``.
+    random_state : int, RandomState instance or None, default=None
+        Landmarks, ARPACK start vector, randomized range, random compat map,
+        median-heuristic sample.
+    verbose : int, default=0
+        >= 1 prints each step of automatic Nystrom landmarks (landmark counts
+        and the estimated per-component error, as ``change``); the other solvers
+        are single decompositions and print nothing.
+
+    Attributes
+    ----------
+    singular_values_ : ndarray of shape (r,)
+    left_vectors_ : ndarray of shape (n, r)
+    right_vectors_ : ndarray of shape (m, r)
+    row_embedding_ : ndarray of shape (n, r)
+        :math:`U\Lambda` (equals :math:`GV` for the exact solvers).
+    column_embedding_ : ndarray of shape (m, r)
+        :math:`V\Lambda` (equals :math:`G^TU` for the exact solvers).
+    gamma_ : float or None
+        Bandwidth used, in the paper's parametrisation (:math:`\sqrt 2\,\sigma`).
+    sigma_ : float or None
+        Bandwidth used, as :class:`ikdr.kernels.Gaussian`'s sigma.
+    landmarks_ : tuple of ndarray or None
+        Sampled (rows, columns) of the Nystrom solver (sorted), None for the
+        other solvers.
+    landmark_history_ : list
+        ((n, m), estimated per-component error) per step of automatic
+        landmarks (empty otherwise).
+    accuracy_estimate_ : float or None
+        The last estimate of automatic landmarks (0 when every row and column
+        was a landmark), None otherwise (other solvers, a given ``n_landmarks``).
+    compat_history_ : list of float or None
+        ``compat="learned"``: the downstream loss before each Adam step of the
+        map; None otherwise.
+    solver_ : str
+        The solver that ran (what ``"auto"`` chose).
+    n_features_in_ : int
+
+    Notes
+    -----
+    Costs. Sparse input (a graph): G = diag(d) (u v^T + S) with S sparse on
+    the pattern of :math:`P = XZ^T` (for ``fit(A)``, :math:`P = AA`), so
+    SNE row normalisers, blocks and products are exact in O(nnz(P)) and G is
+    never stored unless the dense solver runs (``solver="dense"``, or
+    ``"auto"`` up to 4e6 entries: n m doubles, 3.1 GB at N = M = 19,717;
+    ``"arpack"``, ``"randomized"`` and ``"nystrom"`` need
+    O(nnz(P) + (N+M)r), Nystrom plus its landmark blocks).
+    Dense input: blocks come from the C++ kernel panels; the SNE normalisers
+    of all rows (needed by Nystrom's G[:, J]) cost one fused pass over all
+    n m pairs, O(n m d) time but O(n) memory.
+
+    New points. ``transform(X_new)`` returns :math:`\sum_j \kappa(x, z_j) V_j`
+    (:math:`= G_{x,:} V`; for SNE the new row is normalised over all training
+    columns). ``transform_columns(Z_new)`` returns :math:`\sum_i \kappa(x_i,
+    z) U_i`; for SNE each training row keeps its training normaliser, so a new
+    column does not renormalise the rows. With ``center=True`` the training
+    column means (resp. row means) are subtracted first.
+
+    References
+    ----------
+    Q. Tao, F. Tonin, A. Lambert, Y. Chen, P. Patrinos, J. A. K. Suykens,
+    "Learning in feature spaces via coupled covariances: asymmetric kernel SVD
+    and Nystrom method", ICML 2024.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ikdr import KernelSVD
+    >>> A = np.random.default_rng(0).random((30, 30))
+    >>> ksvd = KernelSVD(n_components=3, solver="dense").fit(A)
+    >>> ksvd.row_embedding_.shape, ksvd.column_embedding_.shape
+    ((30, 3), (30, 3))
+    >>> bool(np.allclose(ksvd.transform(A[:2]), ksvd.row_embedding_[:2]))
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(KERNELS)), _kernels.Kernel, callable],
+        "sigma": [Interval(numbers.Real, 0, np.inf, closed="neither"), StrOptions({"median"})],
+        "gamma": [Interval(numbers.Real, 0, np.inf, closed="neither"), None],
+        "degree": [Interval(numbers.Integral, 1, None, closed="left")],
+        "center": ["boolean"],
+        "compat": [StrOptions(set(COMPAT)), None],
+        "solver": [StrOptions(set(SOLVERS))],
+        # an int, a (rows, columns) pair or "auto": checked with the data's shape
+        "n_landmarks": "no_validation",
+        "tol": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, n_components: int = 8, kernel: str = "rbf", sigma: float | str = "median",
+                 degree: int = 2, center: bool = False, compat: str | None = None,
+                 solver: str = "auto", n_landmarks: int | tuple[int, int] | str | None = None,
+                 tol: float | None = None, random_state: RandomStateLike = None,
+                 verbose: int = 0, gamma: float | None = None) -> None:
+        self.n_components = n_components
+        self.kernel = kernel
+        self.sigma = sigma
+        self.gamma = gamma
+        self.degree = degree
+        self.center = center
+        self.compat = compat
+        self.solver = solver
+        self.n_landmarks = n_landmarks
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- validation
+    def _kernel_spec(self):
+        """(kind, gamma, degree, callable) of the kernel parameter.
+
+        kind is one of KERNELS or "callable"; gamma is the paper's bandwidth
+        (exp(-d2 / gamma^2)) when the kernel fixes it, else ``self.gamma``.
+        Kernels of :mod:`ikdr.kernels`: Gaussian(sigma) is "rbf" with
+        gamma = sqrt(2) sigma, SNE(sigma) "sne" likewise, Linear "linear",
+        Polynomial(p, c=1) "polynomial"; any other kernel object is used
+        through its ``matrix`` (dense inputs only).
+        """
+        k = self.kernel
+        if isinstance(k, str):
+            if k not in KERNELS:
+                raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
+                                 f"callable, got {k!r}")
+            return k, self._paper_gamma(), self.degree, None
+        if isinstance(k, _kernels.Kernel):
+            spec = k.block_spec()          # the kernel says how the tiled blocks compute it
+            if spec is None:
+                return "callable", None, self.degree, k
+            kind, sigma, degree = spec
+            if kind in ("rbf", "sne"):
+                gamma = self._paper_gamma() if sigma is None else sigma * np.sqrt(2.0)
+                return kind, gamma, self.degree, None
+            return kind, None, self.degree if degree is None else degree, None
+        if callable(k):
+            return "callable", None, self.degree, k
+        raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
+                         f"callable, got {k!r}")
+
+    def _paper_gamma(self):
+        """The paper's bandwidth gamma = sqrt(2) sigma, or None for the median rule."""
+        if self.gamma is not None:
+            return float(self.gamma)
+        return None if isinstance(self.sigma, str) else float(self.sigma) * np.sqrt(2.0)
+
+    def _check_params(self):
+        self._validate_params()
+        if self.gamma is not None:
+            warnings.warn("KernelSVD(gamma=...) is deprecated and will be removed: pass the "
+                          "bandwidth as sigma = gamma / sqrt(2), as for ikdr.kernels.Gaussian "
+                          "(exp(-|x - z|^2 / 2 sigma^2) = exp(-|x - z|^2 / gamma^2))",
+                          FutureWarning, stacklevel=3)
+        self._kernel_spec()
+        check_verbose(self.verbose)
+
+    @staticmethod
+    def _check_points(X, name, accept_sparse=True):
+        X = check_array(X, accept_sparse=("csr",) if accept_sparse else False, dtype=np.float64,
+                        ensure_all_finite=True, ensure_min_samples=1, input_name=name)
+        if sp.issparse(X):
+            X = X.tocsr()
+            X.sum_duplicates()
+            check_scale(X.data, name)
+        else:
+            X = np.ascontiguousarray(X)
+            check_scale(X, name)
+        return X
+
+    def _check_distributed(self, Z):
+        """What a fit on dask rows supports (issue 17): ``fit(X, Z)`` with the
+        Nystrom solver, an int number of landmarks, uncentred, dense points."""
+        if self.solver not in ("auto", "nystrom"):
+            raise ValueError(f"KernelSVD on a dask array uses solver='nystrom' (the others need "
+                             f"the whole n x m kernel matrix), got solver={self.solver!r}")
+        if self.n_landmarks is None or isinstance(self.n_landmarks, str):
+            raise ValueError("KernelSVD on a dask array needs an int n_landmarks (or a pair): "
+                             "the automatic choice grows the landmark blocks on the client")
+        if self.center:
+            raise ValueError("center=True is not supported on a dask array (it needs the row "
+                             "and column means of the whole kernel matrix)")
+        if self.compat is not None:
+            raise ValueError("compat maps are not supported on a dask array; pass fit(X, Z) "
+                             "with points of the same dimension")
+        if Z is None:
+            raise ValueError("KernelSVD on a dask array needs the two point sets, fit(X, Z): "
+                             "the columns of a row-chunked X are not row blocks")
+
+    def _make_blocks(self, X, Z):
+        kernel, _, degree, fn = self._kernel_spec()
+        if isinstance(X, DaskData):       # the rows stay on the cluster
+            return KSVDBlocks(X, Z, kernel, self.gamma_, degree, fn)
+        if sp.issparse(X) != sp.issparse(Z):
+            X = X if sp.issparse(X) else sp.csr_matrix(X)
+            Z = Z if sp.issparse(Z) else sp.csr_matrix(Z)
+        if sp.issparse(X):
+            if kernel == "callable":
+                raise TypeError("a kernel callable (or this kernel object) needs dense inputs; "
+                                "pass dense arrays")
+            return SparseBlocks(X, Z, kernel, self.gamma_, degree)
+        if isinstance(fn, _kernels.Kernel):
+            resolved = fn.fit(np.vstack([X, Z]))  # data-dependent parameters fixed once
+            fn = resolved.matrix
+        return DenseBlocks(X, Z, kernel, self.gamma_, degree, callable_kernel=fn)
+
+    def _median_gamma(self, X, Z, rng):
+        """The median rule between the two sets (:func:`ikdr.kernels.median_sigma` with Z)."""
+        return _kernels.median_sigma(X, Z, max_samples=_MEDIAN_PAIRS, random_state=rng)
+
+    def _check_learned_target(self, A, Z, y):
+        if Z is not None:
+            raise ValueError("compat='learned' maps the rows or columns of one data matrix; "
+                             "it cannot be used with fit(X, Z)")
+        if self._kernel_spec()[0] not in ("rbf", "sne"):
+            raise ValueError(f"compat='learned' backpropagates through the RBF or SNE kernel; "
+                             f"got kernel={self.kernel!r}")
+        return check_learned_target(y, A.shape[0])
+
+    def _learn_map(self, D, other, rows_mapped, C0, y, rng, out):
+        """a3: optimise C from the a1 start (:func:`ikdr.ksvd.compat.learn_map`)."""
+        X0 = np.ascontiguousarray(D @ C0)
+        X0, Z0 = (X0, other) if rows_mapped else (other, X0)
+        kind, gamma, degree, _ = self._kernel_spec()
+        gamma = float(gamma) if gamma is not None else self._median_gamma(X0, Z0, rng)
+        r = min(int(self.n_components), *X0.shape[:1], *Z0.shape[:1])
+        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma,
+                               dense_kernel_matrix(kind, gamma, degree), center=bool(self.center))
+        out.update(history=history, gamma=gamma)
+        return C
+
+    # -- fitting
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    @keep_state_on_error
+    def fit(self, X, Z=None, y=None):
+        """Fit on the rows and columns of X, or on the point sets X and Z.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n, m) or (n, d)
+            The data matrix A (its rows and columns are the two sets), or the
+            first point set when Z is given.
+        Z : {array-like, sparse matrix} of shape (m, d) or None
+            The second point set. In a Pipeline this slot receives the target
+            y: a 1-D array here is taken for y (a point set is 2-D).
+        y : array-like of shape (n,) or None
+            Labels of the rows; used only by ``compat="learned"``, which needs
+            them (one per row of X), ignored otherwise.
+
+        Returns
+        -------
+        self
+
+        Notes
+        -----
+        X may be a row-chunked ``dask.array.Array`` with ``fit(X, Z)``,
+        ``solver="nystrom"`` and an int ``n_landmarks``: the landmark columns
+        ``G[:, J] v`` are then mapped over X's row blocks as Dask tasks and Z is
+        shipped once to each worker (:mod:`ikdr.distributed`, docs/distributed.md).
+        """
+        self._check_params()
+        rng = check_random_state(self.random_state)
+        self._compat_map = None
+        self.compat_history_ = None
+        if Z is not None and not sp.issparse(Z) and \
+                (Z if is_dask_array(Z) else np.asarray(Z)).ndim == 1:
+            y = Z if y is None else y  # a target passed by Pipeline / GridSearchCV
+            Z = None
+        if is_distributed(X):
+            self._check_distributed(Z)
+            A = as_data(X)
+        else:
+            A = self._check_points(X, "X")
+        if is_dask_array(Z):
+            Z = Z.compute()       # the column set is shipped to every worker: it must fit in memory
+        if self.compat == "learned" and (Z is not None or A.shape[0] != A.shape[1]):
+            y = self._check_learned_target(A, Z, y)  # a square A needs no map
+        if Z is None:
+            N, M = A.shape
+            if N != M:
+                if self.compat is None:
+                    raise ValueError(
+                        f"X has {N} rows and {M} columns: its rows live in R^{M} and its columns "
+                        f"in R^{N}, so they cannot be compared; pass compat='pinv', 'pca' or "
+                        "'random' (mismatched dimensions)")
+                learned = {}
+                Xp, Zp, C, rows_mapped = compat_points(
+                    A, self.compat, rng, learn=lambda *a: self._learn_map(*a, y, rng, learned))
+                self._compat_map = (C, rows_mapped)
+                self.compat_history_ = learned.get("history")
+            elif sp.issparse(A):
+                Xp, Zp = A, A.T.tocsr()
+            else:
+                Xp, Zp = A, np.ascontiguousarray(A.T)
+        else:
+            Zp = self._check_points(Z, "Z")
+            Xp = A
+            if Xp.shape[1] != Zp.shape[1]:
+                raise ValueError(f"X and Z must have the same number of features (mismatched "
+                                 f"dimensions): X has {Xp.shape[1]}, Z has {Zp.shape[1]}")
+        n, m = Xp.shape[0], Zp.shape[0]
+        r = int(self.n_components)
+        if r > min(n, m):
+            raise ValueError(f"n_components={r} is larger than min(n, m) = {min(n, m)}")
+        kind, gamma, _, _ = self._kernel_spec()
+        if self.compat_history_ is not None:
+            self.gamma_ = learned["gamma"]  # the bandwidth C was learned with
+        else:
+            self.gamma_ = (float(gamma) if gamma is not None
+                           else self._median_gamma(Xp, Zp, rng)) if kind in ("rbf", "sne") else None
+        self.sigma_ = None if self.gamma_ is None else self.gamma_ / np.sqrt(2.0)
+        blocks = self._make_blocks(Xp, Zp)
+        if self.center:
+            blocks = Centered(blocks)
+        self._blocks = blocks
+        solver = choose_solver(self.solver, n, m, r, blocks, isinstance(Xp, DaskData))
+        if solver == "arpack" and r >= min(n, m):
+            raise ValueError(f"solver='arpack' needs n_components < min(n, m) = {min(n, m)}")
+        self.solver_ = solver
+        self.landmarks_ = None
+        self.landmark_history_ = []
+        self.accuracy_estimate_ = None
+        if solver == "nystrom":
+            landmarks = "auto" if self.n_landmarks is None else self.n_landmarks
+            if isinstance(landmarks, str):
+                if landmarks != "auto":
+                    raise ValueError(f'n_landmarks must be an int, a pair or "auto", got {landmarks!r}')
+                tol = 1e-2 if self.tol is None else float(self.tol)
+                with IterationReport("KernelSVD", self.verbose) as report:
+                    U, s, V, lm, hist, estimate = nystrom_auto(blocks, r, tol, rng,
+                                                                report=report)
+                self.landmark_history_ = hist
+                self.accuracy_estimate_ = estimate
+                if estimate > tol:
+                    U, s, V = budget_exhausted(blocks, r, U, s, V, hist, tol, rng)
+            else:
+                landmark_pair(landmarks, n, m, r, auto=True)  # the message names "auto" too
+                U, s, V, lm = asymmetric_nystrom(blocks, r, landmarks, random_state=rng)
+            self.landmarks_ = lm
+        else:
+            if self.n_landmarks is not None:
+                raise ValueError("n_landmarks is only used by solver='nystrom'")
+            U, s, V = exact_svd(blocks, solver, n, m, r, self.tol, rng)
+        UV = fix_signs(np.vstack([U, V]))  # one orientation rule for both sides
+        U, V = UV[:U.shape[0]], UV[U.shape[0]:]
+        self.singular_values_ = s
+        self.left_vectors_ = U
+        self.right_vectors_ = V
+        self.row_embedding_ = U * s
+        self.column_embedding_ = V * s
+        self.n_features_in_ = A.shape[1]
+        # widths of new rows / new columns before any compat map
+        self._n_in_rows = A.shape[1]
+        self._n_in_cols = A.shape[0] if Z is None else A.shape[1]
+        self._n_rows, self._n_cols = n, m
+        return self
+
+    def fit_transform(self, X, Z=None, y=None):
+        """Fit and return ``row_embedding_`` (n x r)."""
+        return self.fit(X, Z, y).row_embedding_
+
+    # -- new points
+    def _base(self):
+        return self._blocks.base if isinstance(self._blocks, Centered) else self._blocks
+
+    def _new_points(self, X, side):
+        X = self._check_points(X, "X")
+        base = self._base()
+        ref = base.Z if side == "rows" else base.X
+        expected = self._n_in_rows if side == "rows" else self._n_in_cols
+        if X.shape[1] != expected:
+            raise ValueError(f"X has {X.shape[1]} features, but KernelSVD is expecting {expected} "
+                             f"features as input ({'rows' if side == 'rows' else 'columns'})")
+        if self._compat_map is not None:
+            C, rows_mapped = self._compat_map
+            if rows_mapped == (side == "rows"):
+                X = X.toarray() if sp.issparse(X) else X
+                if X.shape[1] != C.shape[0]:
+                    raise ValueError(f"X has {X.shape[1]} features, expected {C.shape[0]}")
+                X = np.ascontiguousarray(X @ C)
+        if X.shape[1] != ref.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features, but KernelSVD was fitted with "
+                             f"{ref.shape[1]}")
+        if sp.issparse(ref) and not sp.issparse(X):
+            X = sp.csr_matrix(X)
+        elif not sp.issparse(ref) and sp.issparse(X):
+            X = np.ascontiguousarray(X.toarray())
+        return X
+
+    def transform(self, X):
+        r"""Row embeddings of new rows: :math:`\sum_j \kappa(x, z_j) V_j` (n_new x r).
+
+        For ``fit(A)`` a new row lives where A's rows live (m features, or
+        the unmapped dimension with a compat map); for ``fit(X, Z)`` like X.
+        """
+        check_is_fitted(self)
+        if is_dask_array(X):          # a lazy map over row blocks
+            return ksvd_transform(self, X)
+        X = self._new_points(X, "rows")
+        G = self._base().new_rows(X)
+        if isinstance(self._blocks, Centered):
+            G = G - self._blocks.col_mean[None, :]
+        return G @ self.right_vectors_
+
+    def transform_columns(self, Z):
+        r"""Column embeddings of new columns: :math:`\sum_i \kappa(x_i, z) U_i` (m_new x r).
+
+        ``Z`` holds one new column per row (a new node's in-links for a graph,
+        i.e. ``A_new[:, j]`` transposed; a new point of the Z set for ``fit(X, Z)``).
+        """
+        check_is_fitted(self)
+        if isinstance(self._base(), KSVDBlocks):   # fitted on dask rows
+            return ksvd_transform_columns(self, Z)
+        Z = self._new_points(Z, "columns")
+        G = self._base().new_columns(Z)
+        if isinstance(self._blocks, Centered):
+            G = G - self._blocks.row_mean[:, None]
+        return G.T @ self.left_vectors_
+
+    def accuracy(self, U, s, V):
+        """Per-component accuracy of this fit against a reference SVD (U, s, V):
+        :func:`ikdr.metrics.svd_accuracy` (relative singular value errors,
+        subspace sines, and the paper's eta beside)."""
+        check_is_fitted(self)
+        return svd_accuracy(U, s, V, self.left_vectors_, self.singular_values_,
+                            self.right_vectors_)

@@ -1,0 +1,113 @@
+"""The one place that picks how the passes of a fit are computed.
+
+:func:`resolve` looks at where the rows live (an in-memory array or memmap,
+or a row-chunked Dask array) and at the ``approximation`` asked for, and
+returns the provider; every estimator calls it once per ``fit`` and the
+public :func:`ikdr.ism` calls it first. The solver, the alternation and the
+spectral step receive the provider and never look at X's type themselves.
+
+====================  =======================  ======================================
+rows                  ``approximation``        provider (W-step / clustering side)
+====================  =======================  ======================================
+ndarray               None                     ExactPasses / ExactClustering
+ndarray or memmap     an ``Approximation``     Approximation / ClusteringLandmarks
+Dask array            None                     DaskPasses / ClusteringPasses
+====================  =======================  ======================================
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from .._utils.validation import check_scale
+from .dask import ClusteringPasses, DaskPasses
+from .dask import project as project_dask
+from .dask_data import is_dask_array, is_distributed
+from .dask_data import validate_data as validate_dask_data
+from .exact import ExactClustering, ExactPasses
+from .landmark_clustering import ClusteringLandmarks
+from .landmarks import landmark_data
+
+__all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS", "CLUSTER"]
+
+#: where the rows of a fit live, as :func:`fit_data` reports it
+MEMORY, BLOCKS, CLUSTER = "memory", "blocks", "cluster"
+
+
+def fit_data(estimator, X, y=None, *, approximation=None, kernel=None, y_required=True,
+             multi_output=True, **check_options):
+    """The estimators' one entry check: validated ``(X, y, rows)``.
+
+    ``rows`` says where the rows live and so which provider
+    :func:`resolve` will pick: :data:`MEMORY` (scikit-learn's
+    ``validate_data``, float64, then the scale check), :data:`BLOCKS` (an
+    ``approximation`` was asked for: X, an ndarray or ``np.memmap``, is
+    checked one row block at a time and never copied;
+    :func:`ikdr.passes.landmarks.landmark_data`) or :data:`CLUSTER` (a
+    row-chunked dask X stays on its cluster;
+    :func:`ikdr.distributed.validate_data`). Every path checks the same
+    things (2-D, at least 2 rows, finite, squares that do not overflow, y of
+    the same length) and sets ``n_features_in_``. A dask y with a numpy X is
+    gathered. ``check_options`` go to scikit-learn's ``validate_data``
+    (in memory only).
+    """
+    if is_distributed(X):
+        if approximation is not None:
+            raise ValueError("a landmark or random-feature approximation of a dask X is not "
+                             "supported; pass approximation=None (the exact passes are "
+                             "distributed)")
+        X, y = validate_dask_data(estimator, X, y, y_required=y_required)
+        return X, y, CLUSTER
+    if is_dask_array(y):
+        y = y.compute()        # numpy X: the target is gathered, checked with X below
+    if approximation is not None:
+        X, y = landmark_data(estimator, X, y, kernel, multi_output=multi_output)
+        return X, y, BLOCKS
+    options = {"dtype": np.float64, "ensure_min_samples": 2, **check_options}
+    y_numeric = options.pop("y_numeric", False)
+    if y is None and not y_required:
+        X = validate_data(estimator, X, **options)
+    else:
+        X, y = validate_data(estimator, X, y, multi_output=multi_output, y_numeric=y_numeric,
+                             **options)
+    return check_scale(X), y, MEMORY
+
+
+def project_data(estimator, X, W):
+    """``X @ W`` for a fitted estimator's ``transform``: a lazy map over the row
+    blocks of a dask X, else X checked against the fit (features, finite)."""
+    if is_dask_array(X):
+        return project_dask(X, W)
+    X = validate_data(estimator, X, reset=False, dtype=np.float64)
+    return X @ W
+
+
+def resolve(X, approximation=None, *, dtype=None):
+    """The W-step's provider for X: ``approximation`` itself (landmarks or random
+    features), the Dask passes for a row-chunked dask X, else the exact passes."""
+    if is_distributed(X):
+        if approximation is not None:
+            raise ValueError("a landmark or random-feature approximation of a dask X is not "
+                             "supported; pass approximation=None (the exact passes are "
+                             "distributed)")
+        return DaskPasses(dtype)
+    if approximation is not None:
+        return approximation
+    return ExactPasses(dtype)
+
+
+def resolve_clustering(X, landmarks=None, *, dtype=None):
+    """The clustering alternation's side for X: ``landmarks`` (a
+    :class:`~ikdr.passes.landmarks.ClusteringLandmarks`), the Dask side for a
+    row-chunked dask X, else the exact side."""
+    if isinstance(landmarks, (ClusteringLandmarks, ClusteringPasses, ExactClustering)):
+        if is_distributed(X) and isinstance(landmarks, ClusteringLandmarks):
+            raise ValueError("Nystrom landmarks of a dask X are not supported; pass "
+                             "approximation=None (the exact passes are distributed)")
+        return landmarks
+    if landmarks is not None:
+        raise TypeError(f"landmarks must be a ClusteringLandmarks or None, got "
+                        f"{type(landmarks).__name__}")
+    if is_distributed(X):
+        return ClusteringPasses()
+    return ExactClustering(dtype)

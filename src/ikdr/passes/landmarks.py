@@ -1,0 +1,556 @@
+r"""Landmark (Nystrom) and random-feature passes: ISM at millions of samples.
+
+Every exact ISM pass forms the n x n weights :math:`\Psi = \Gamma \circ f'(K_{XW})`
+tile by tile: :math:`O(n^2 d)` flops. Here the kernel matrices of the pass are
+replaced by low-rank forms :math:`K \approx C S C^T` (DESIGN.md, "Passes with
+landmarks"):
+
+* **Nystrom** (``approximation="nystrom"``): m landmark samples, with
+  :math:`Z = XW` and :math:`Z_L` their projected rows, :math:`C = K(Z, Z_L)`
+  (n x m, by :meth:`ikdr.kernels.Kernel.matrix`, i.e. the native door) and
+  :math:`S = K(Z_L, Z_L)^+` (pseudo-inverse, eigenvalues below a relative
+  ``rcond`` dropped; signed, so indefinite kernels such as the multiquadric's
+  similarity :math:`-\sqrt{\beta + c^2}` are served too).
+* **Random Fourier features** (``approximation="rff"``, Gaussian only):
+  :math:`C = \sqrt{2/D}\cos(Z\Omega + b)`, :math:`S = I` (Rahimi and Recht
+  2007), the authors' library's default.
+
+Each member of the kernel contributes a *value* factor (the objective) and a
+*derivative* factor (Phi). Gaussian: both are K itself, Laplacian weight
+:math:`-1/\sigma^2`. Multiquadric: value :math:`-\sqrt{\beta + c^2}`,
+derivative the inverse multiquadric :math:`1/\sqrt{\beta + c^2}` with Laplacian
+weight -1. Polynomial of degree p: derivative :math:`p(\beta + c)^{p-1}`
+(an inner-product weight). Linear and squared members are represented exactly
+(their factors are ``[Z]`` and ``[Z, |z|^2, 1]``), so conic combinations work.
+
+With :math:`\Gamma = G\,\mathrm{diag}(s)\,G^T` and :math:`M = CSC^T`:
+
+* :math:`X^T(\Gamma\circ M)X = \sum_r s_r (X^T\mathrm{diag}(g_r)C)\,S\,(X^T\mathrm{diag}(g_r)C)^T`;
+* the degrees :math:`(\Gamma\circ M)1 = \sum_r s_r\, g_r \circ (C S (C^Tg_r))`;
+* the objective :math:`1^T(\Gamma\circ K)1 = \sum_r s_r (C^Tg_r)^T S (C^Tg_r)`.
+
+For the supervised :math:`\Gamma = HYY^TH` the loop over classes is avoided:
+with class proportions p, :math:`a_i = p_{c_i}` and :math:`s = \|p\|^2`,
+:math:`\Gamma_{ij} = [c_i = c_j] - a_i - a_j + s`, so
+:math:`X^T(\Gamma\circ M)X = \sum_c B_cSB_c^T - ESB^T - BSE^T + sBSB^T` with
+:math:`B_c = X_c^TC_c` (together one n x d x m product), :math:`B = \sum_c B_c`
+and :math:`E = X^T\mathrm{diag}(a)C`: two n*d*m products per pass whatever
+the number of classes, plus n*d^2 for the degree term
+:math:`X^T\mathrm{diag}(\deg)X`. Nothing n x n is formed; memory is
+:math:`O(n q + b m + m d)` beyond X (b rows per block).
+
+Every pass is a sum over row blocks of X (:func:`row_blocks`), read one block
+at a time, so X may be an ``np.memmap`` larger than memory and a distributed
+helper can map the per-block terms (:meth:`LandmarkProblem.block_terms`).
+
+References
+----------
+Williams, Seeger. Using the Nystrom method to speed up kernel machines. NIPS 2001.
+Fowlkes, Belongie, Chung, Malik. Spectral grouping using the Nystrom method.
+TPAMI 26 (2004).
+Musco, Musco. Recursive sampling for the Nystrom method. NeurIPS 2017 (ridge
+leverage scores). Arthur, Vassilvitskii. k-means++. SODA 2007.
+Rahimi, Recht. Random features for large-scale kernel machines. NIPS 2007.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from threadpoolctl import ThreadpoolController
+
+from .._config import get_num_threads
+from .._utils.subspace import principal_angle
+from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
+                      kernel_factors, select_landmarks)
+from .problem import KernelProblem
+from .rows import check_rows, fit_kernel_on_rows, project, row_blocks, rows_per_block
+
+__all__ = ["APPROXIMATIONS", "LANDMARK_METHODS", "Approximation", "make_approximation",
+           "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
+           "blas_threads", "THREADED_BLOCK_FLOPS", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
+
+APPROXIMATIONS = (None, "nystrom", "rff")
+#: ``n_landmarks="auto"`` starts here and doubles ...
+AUTO_START = 64
+#: ... up to this many landmarks (its budget; at most n)
+AUTO_MAX = 2048
+#: ... until sin(largest principal angle) between successive fits is below this
+AUTO_TOL = 1e-2
+#: random Fourier features: their count is ``n_landmarks`` ("auto" starts at)
+RFF_DEFAULT = 500
+#: a block product above this many flops runs on ikdr's threads (see LandmarkProblem._pass)
+THREADED_BLOCK_FLOPS = 1e8
+
+
+def blas_threads(big):
+    """Context: the BLAS on ikdr's thread count (``big``) or on one thread. One
+    cached controller per call site would scan the loaded libraries each time
+    (a fresh ``threadpool_limits``: measured 56 ms a call)."""
+    return _controller().limit(limits=get_num_threads() if big else 1, user_api="blas")
+
+
+def _controller(cache=[]):  # noqa: B006 (a per-process cache of one controller)
+    if not cache:
+        cache.append(ThreadpoolController())
+    return cache[0]
+
+
+class _GammaStructure:
+    """A factored Gamma as the passes use it: the class-indicator form of the
+    supervised :math:`HYY^TH` when it is one (detected from the factor), else
+    the general signed factor."""
+
+    def __init__(self, gamma):
+        if not gamma.is_factored:
+            raise ValueError("the landmark approximation needs a factored Gamma "
+                             "(G diag(s) G^T); a dense Gamma has no such structure")
+        G, s, _ = gamma.arrays(np.float64)
+        self.G = G
+        self.s = np.ones(G.shape[1]) if s is None else np.asarray(s, dtype=np.float64)
+        self.codes = None
+        if np.all(self.s == 1.0) and G.shape[1] >= 2:
+            p = -G.min(axis=0)
+            Y = G + p
+            codes = np.argmax(Y, axis=1)
+            onehot = np.zeros_like(Y)
+            onehot[np.arange(Y.shape[0]), codes] = 1.0
+            if np.allclose(Y, onehot, atol=1e-12) and np.allclose(p, onehot.mean(axis=0), atol=1e-12):
+                self.codes = codes
+                self.p = p
+                self.a = p[codes]
+                self.ssq = float(p @ p)
+                self.n_classes = G.shape[1]
+
+    @property
+    def classes(self):
+        return self.codes is not None
+
+    def columns(self, sl):
+        """The block's columns that the first sweep multiplies by C^T:
+        ``[Y, 1, a]`` (classes) or ``G`` (general)."""
+        if self.classes:
+            c = self.codes[sl]
+            E = np.zeros((c.shape[0], self.n_classes + 2))
+            E[np.arange(c.shape[0]), c] = 1.0
+            E[:, -2] = 1.0
+            E[:, -1] = self.a[sl]
+            return E
+        return self.G[sl]
+
+    def value(self, P, S):
+        """:math:`1^T(\\Gamma\\circ CSC^T)1` from P = C^T columns."""
+        SP = S @ P
+        if self.classes:
+            k = self.n_classes
+            within = float(np.einsum("ij,ij->", P[:, :k], SP[:, :k]))
+            return within - 2.0 * float(P[:, -1] @ SP[:, -2]) + self.ssq * float(P[:, -2] @ SP[:, -2])
+        return float(np.einsum("ij,ij,j->", P, SP, self.s))
+
+    def degrees(self, sl, C, SP):
+        """Rows ``sl`` of :math:`(\\Gamma\\circ CSC^T)1` (C the block of C, SP = S P)."""
+        T = C @ SP.astype(C.dtype)
+        if self.classes:
+            k = self.n_classes
+            c = self.codes[sl]
+            own = T[np.arange(T.shape[0]), c]
+            return own - self.a[sl] * T[:, k] - T[:, k + 1] + self.ssq * T[:, k]
+        return (T * self.G[sl]) @ self.s
+
+
+
+def _class_products(A, B, structure, rows, dtype):
+    """Per row block of a supervised Gamma (class indicators, DESIGN.md section 6):
+    ``A_c^T B_c`` for every class c (classes x a x b) and ``A^T diag(a) B`` (float64),
+    the two pieces every landmark pass combines."""
+    codes = structure.codes[rows]
+    per_class = np.zeros((structure.n_classes, A.shape[1], B.shape[1]))
+    for c in range(structure.n_classes):
+        members = codes == c
+        if members.any():
+            per_class[c] = A[members].T @ B[members]
+    cross = A.T @ (structure.a[rows].astype(dtype)[:, None] * B)
+    return per_class, np.asarray(cross, dtype=np.float64)
+
+class LandmarkProblem(KernelProblem):
+    """Objective, Phi and Phi-products of ``Tr(Gamma K_XW)`` with every kernel
+    matrix replaced by its landmark (or random-feature) factorisation: the
+    passes of :class:`ikdr.passes.problem.KernelProblem` (``product``,
+    ``objective``, ``phi0``) replaced, its counters and Hessian products
+    inherited, so the driver, its trust region and its certificate run on it
+    unchanged.
+
+    The landmark *indices* are fixed for the problem's life (chosen lazily on
+    XW at the first W the solver evaluates, i.e. the Phi_0 start); the
+    landmark *points* :math:`X_L W` move with W.
+    """
+
+    supports_coarse = False     # its passes are its own, not the kernel layer's
+
+    def __init__(self, X, gamma, kernel, n_threads, *, approximation):
+        super().__init__(X, gamma, kernel, n_threads)
+        self._X64 = X         # passes cast X block by block; never a whole copy
+        self.approx = approximation
+        self.dtype = approximation.compute_dtype(X)
+        self.structure = _GammaStructure(gamma)
+        self.index = approximation.index
+        self.XL = None if self.index is None else np.asarray(X[self.index], dtype=np.float64)
+        self.rff = None       # (omega, offset), drawn at the first W (its q columns)
+
+    # -- landmarks ------------------------------------------------------------
+    def _ensure_landmarks(self, W):
+        if self.approx.kind == "rff" or self.XL is not None:
+            return
+        a = self.approx
+        Z = project(self.X, W, np.float64, a.block_rows)
+        self.index = select_landmarks(Z, min(a.m, self.X.shape[0]), method=a.method,
+                                      kernel=self.kernel, random_state=a.random_state)
+        a.index = self.index
+        self.XL = np.asarray(self.X[self.index], dtype=np.float64)
+
+    def _factors(self, W):
+        q = W.shape[1]
+        if not np.any(W):
+            # W = 0 (Phi_0): every beta is 0 and every kernel matrix is constant,
+            # which one landmark reproduces exactly.
+            return kernel_factors(self.kernel, np.zeros((1, q)), self.dtype)
+        self._ensure_landmarks(W)
+        if self.approx.kind == "rff" and self.rff is None:
+            self.rff = self.approx.rff_parameters(q)
+        ZL = None if self.XL is None else self.XL @ W
+        return kernel_factors(self.kernel, ZL, self.dtype, rff=self.rff)
+
+    # -- the passes ------------------------------------------------------------
+    def block_terms(self, W, sl, factors, V=None, dense=False):
+        """First-sweep terms of one row block (a distributed pass sums these):
+        Z_b, per factor C^T columns (P), and the products that need no degrees."""
+        st = self.structure
+        Xb = np.asarray(self.X[sl], dtype=self.dtype)
+        Zb = Xb @ W.astype(self.dtype)
+        E = st.columns(sl).astype(self.dtype)
+        Rb = None if V is None else Xb @ V.astype(self.dtype)
+        out = []
+        for f in factors:
+            C = np.asarray(f.rows(Zb))
+            P = np.asarray(C.T @ E, dtype=np.float64)
+            A = None
+            if dense and any(kind != "value" for kind, _ in f.uses):
+                A = self._x_gamma_c(Xb, C, sl)
+            Q = None if Rb is None else self._c_gamma_r(C, Rb, sl)
+            out.append((P, A, Q))
+        return Zb, Rb, out
+
+    def _x_gamma_c(self, Xb, C, sl):
+        """Per block: class terms ``(sum_c X_c^T C_c per class, X^T diag(a) C)`` or
+        general ``X^T diag(g_r) C`` for every r, all d x m (float64)."""
+        st = self.structure
+        if st.classes:
+            return _class_products(Xb, C, st, sl, C.dtype)
+        Gb = st.G[sl].astype(C.dtype)
+        return np.stack([np.asarray(Xb.T @ (Gb[:, j, None] * C), dtype=np.float64)
+                         for j in range(Gb.shape[1])], axis=1)
+
+    def _c_gamma_r(self, C, Rb, sl):
+        """Per block: ``C^T`` times the right-hand side split by Gamma's structure."""
+        st = self.structure
+        if st.classes:
+            return _class_products(C, Rb, st, sl, C.dtype)
+        Gb = st.G[sl].astype(C.dtype)
+        r, k = Gb.shape[1], Rb.shape[1]
+        stacked = (Gb[:, :, None] * Rb[:, None, :]).reshape(Rb.shape[0], r * k)
+        return np.asarray(C.T @ stacked, dtype=np.float64).reshape(C.shape[1], r, k)
+
+    @staticmethod
+    def _add(total, part):
+        if total is None:
+            return part
+        if isinstance(part, tuple):
+            return tuple(t + p for t, p in zip(total, part))
+        return total + part
+
+    def _pass(self, W, V=None, dense=False):
+        """One pass: (objective, dense Phi or None, Phi V or None).
+
+        The BLAS runs with ikdr's thread count when a block's main product is
+        large (about 1e8 flops) and with one thread otherwise: small products
+        gain nothing from threads, and a threaded BLAS on busy cores was
+        measured 10x slower (digits, m = 200: 2.3 s against 0.25 s a pass)."""
+        n, d = self.X.shape
+        m = self.approx.m if isinstance(self.approx.m, int) else 1
+        big = min(n, rows_per_block(d, self.approx.block_rows, m)) * d * m > THREADED_BLOCK_FLOPS
+        with blas_threads(big):
+            return self._pass_blocks(W, V, dense)
+
+    def _pass_blocks(self, W, V, dense):
+        W = np.asarray(W, dtype=np.float64)
+        n, d = self.X.shape
+        factors = self._factors(W)
+        st = self.structure
+        width = max([f.core.shape[0] for f in factors] + [1])
+        blocks = row_blocks(n, d, self.approx.block_rows, width=width)
+        sums = [[None, None, None] for _ in factors]
+        for sl in blocks:
+            _, _, terms = self.block_terms(W, sl, factors, V=V, dense=dense)
+            for acc, term in zip(sums, terms):
+                for j in range(3):
+                    if term[j] is not None:
+                        acc[j] = self._add(acc[j], term[j])
+        objective = 0.0
+        phi = np.zeros((d, d)) if dense else None
+        lap_weight = [0.0] * len(factors)
+        need_second = False
+        SPs = []
+        for i, (f, (P, A, Q)) in enumerate(zip(factors, sums)):
+            SP = f.core @ P
+            SPs.append(SP)
+            for kind, coef in f.uses:
+                if kind == "value":
+                    objective += coef * st.value(P, f.core)
+                    continue
+                sign = 1.0 if kind == "inner" else -1.0
+                if dense:
+                    phi += sign * coef * self._quadratic(A, f.core)
+                if kind == "laplacian":
+                    lap_weight[i] += coef
+                    need_second = True
+        if V is not None or (dense and need_second):
+            PV = np.zeros((d, V.shape[1])) if V is not None else None
+            for sl in blocks:
+                Xb = np.asarray(self.X[sl], dtype=self.dtype)
+                Zb = Xb @ W.astype(self.dtype)
+                Rb = None if V is None else Xb @ V.astype(self.dtype)
+                deg = None
+                ob = None if V is None else np.zeros(Rb.shape, dtype=np.float64)
+                for i, f in enumerate(factors):
+                    uses = [(k, c) for k, c in f.uses if k != "value"]
+                    if not uses:
+                        continue
+                    C = np.asarray(f.rows(Zb))
+                    if lap_weight[i] != 0.0:
+                        part = lap_weight[i] * st.degrees(sl, C, SPs[i])
+                        deg = part if deg is None else deg + part
+                    if V is not None:
+                        MR = self._gamma_m_r(C, f.core, sums[i][2], sl)
+                        for kind, coef in uses:
+                            ob += (coef if kind == "inner" else -coef) * MR
+                if deg is not None and dense:
+                    phi += np.asarray(Xb.T @ (deg.astype(self.dtype)[:, None] * Xb), dtype=np.float64)
+                if V is not None:
+                    if deg is not None:
+                        ob += deg[:, None] * Rb
+                    PV += np.asarray(Xb.T @ ob.astype(self.dtype), dtype=np.float64)
+        if dense:
+            phi = 0.5 * (phi + phi.T)
+        return objective, phi, (PV if V is not None else None)
+
+    def _quadratic(self, A, S):
+        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products."""
+        st = self.structure
+        if st.classes:
+            Bc, Ea = A
+            B = Bc.sum(axis=0)
+            out = np.einsum("cdm,mk,cek->de", Bc, S, Bc, optimize=True)
+            BS = B @ S
+            cross = Ea @ BS.T
+            return out - cross - cross.T + st.ssq * (BS @ B.T)
+        r = A.shape[1]
+        out = np.zeros((A.shape[0], A.shape[0]))
+        for j in range(r):
+            Aj = A[:, j, :]
+            out += st.s[j] * (Aj @ S @ Aj.T)
+        return out
+
+    def _gamma_m_r(self, C, S, Q, sl):
+        r"""Rows ``sl`` of :math:`(\Gamma\circ CSC^T)R` from the first sweep's C^T R terms."""
+        st = self.structure
+        C = np.asarray(C, dtype=np.float64)
+        if st.classes:
+            Qc, Qa = Q
+            codes = st.codes[sl]
+            Q1 = Qc.sum(axis=0)
+            out = np.empty((C.shape[0], Qa.shape[1]))
+            for c in range(st.n_classes):
+                rows = codes == c
+                if rows.any():
+                    out[rows] = C[rows] @ (S @ Qc[c])
+            a = st.a[sl][:, None]
+            return out - a * (C @ (S @ Q1)) - C @ (S @ Qa) + st.ssq * (C @ (S @ Q1))
+        r = Q.shape[1]
+        G = st.G[sl]
+        out = np.zeros((C.shape[0], Q.shape[2]))
+        for j in range(r):
+            out += st.s[j] * G[:, j, None] * (C @ (S @ Q[:, j, :]))
+        return out
+
+    # -- the driver's interface (counters and Hessian products inherited) -------
+    def _pass_in(self, native, W, V=None, dense=False):
+        """A pass in the problem's precision (``native``: the plain steps) or in
+        float64, as the exact problem's trust region and certificate get theirs:
+        float32 block sums carry relative errors near 1e-6, enough to refuse
+        good steps and to stall a trust region (measured: 89 passes instead of
+        about 10 at 30,000 x 784)."""
+        if native or self.dtype == np.float64:
+            return self._pass(W, V=V, dense=dense)
+        saved, self.dtype = self.dtype, np.dtype(np.float64)
+        try:
+            return self._pass(W, V=V, dense=dense)
+        finally:
+            self.dtype = saved
+
+    def phi0(self):
+        d = self.X.shape[1]
+        return self._pass_in(False, np.zeros((d, 1)), dense=True)[1]
+
+    def objective(self, W, native=False):
+        self.n_objective += 1
+        return self._pass_in(native, W)[0]
+
+    def product(self, W, V=None, native=False):
+        if V is None:
+            objective, phi, _ = self._pass_in(native, W, dense=True)
+            return phi, objective
+        objective, _, PV = self._pass_in(native, W, V=np.asarray(V, dtype=np.float64))
+        return PV, objective
+
+
+def check_n_landmarks(n_landmarks, n_samples=None):
+    """``"auto"`` or an int in [1, n_samples]; a ValueError naming the problem."""
+    if isinstance(n_landmarks, str):
+        if n_landmarks != "auto":
+            raise ValueError(f'n_landmarks must be "auto" or a positive int, got {n_landmarks!r}')
+        return "auto"
+    if isinstance(n_landmarks, bool) or not isinstance(n_landmarks, numbers.Integral):
+        raise TypeError(f'n_landmarks must be "auto" or a positive int, got '
+                        f"{type(n_landmarks).__name__}")
+    m = int(n_landmarks)
+    if m < 1:
+        raise ValueError(f"n_landmarks must be a positive int, got {m} (zero or negative)")
+    if n_samples is not None and m > n_samples:
+        raise ValueError(f"n_landmarks={m} is larger than the number of samples n={n_samples}")
+    return m
+
+
+class Approximation:
+    """Settings of a landmark or random-feature approximation, handed to
+    :func:`ikdr.ism` as ``approximation=`` (the solver's hook).
+
+    Parameters
+    ----------
+    kind : {"nystrom", "rff"}
+    n_landmarks : int
+        m landmarks (Nystrom) or D random features (rff).
+    method : {"uniform", "kmeans++", "leverage"}
+    dtype : numpy dtype or None
+        Precision of the block products (None: float32 for float32 X, else float64).
+    random_state, block_rows
+    """
+
+    def __init__(self, kind="nystrom", n_landmarks=256, *, method=DEFAULT_LANDMARK_METHOD,
+                 dtype=None, random_state=None, block_rows=None):
+        if kind not in ("nystrom", "rff"):
+            raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {kind!r}")
+        if method not in LANDMARK_METHODS:
+            raise ValueError(f"landmark method must be one of {LANDMARK_METHODS}, got {method!r}")
+        self.kind = kind
+        self.m = check_n_landmarks(n_landmarks)
+        self.method = method
+        self.dtype = dtype
+        self.random_state = random_state
+        self.block_rows = block_rows
+        self.index = None
+
+    def compute_dtype(self, X):
+        if self.dtype is not None:
+            return np.dtype(self.dtype)
+        return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
+
+    def rff_parameters(self, q):
+        """(omega, offset) of the random features in the q-dimensional projected space,
+        drawn once per problem from ``random_state`` (omega unscaled: divided by sigma)."""
+        rng = check_random_state(self.random_state)
+        return rng.standard_normal((q, self.m)), rng.uniform(0, 2 * np.pi, self.m)
+
+    # -- the solver's hook ------------------------------------------------------
+    def check_data(self, X):
+        return check_rows(X, block_rows=self.block_rows)
+
+    def fit_kernel(self, kernel, X, random_state=None):
+        return fit_kernel_on_rows(kernel, X, random_state)
+
+    def problem(self, X, gamma, kernel, n_threads):
+        check_kernel_approximable(kernel, self.kind)
+        return LandmarkProblem(X, gamma, kernel, n_threads, approximation=self)
+
+
+def make_approximation(approximation, n_landmarks, n_samples, *, dtype=None, random_state=None,
+                       method=DEFAULT_LANDMARK_METHOD):
+    """Validate the estimators' ``approximation`` / ``n_landmarks`` pair; None or
+    ``(kind, m_or_"auto")``."""
+    if approximation is None:
+        return None
+    if approximation not in ("nystrom", "rff"):
+        raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {approximation!r}")
+    m = check_n_landmarks(n_landmarks, n_samples)
+    return approximation, m
+
+
+def landmark_data(estimator, X, y, kernel, *, multi_output=True):
+    """The estimators' input path with an approximation (ValueErrors before any long work).
+
+    Checks ``approximation``, ``n_landmarks`` and that the approximation can
+    serve ``kernel`` first, then X by row blocks (:func:`check_rows`: an
+    ``np.memmap`` is never loaded whole, NaN anywhere is found), then y
+    (in memory, same length); sets ``n_features_in_``. Returns (X, y).
+    """
+    from sklearn.utils import check_array, check_consistent_length
+
+    approximation = estimator.approximation
+    if approximation not in ("nystrom", "rff"):
+        raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {approximation!r}")
+    n_landmarks = check_n_landmarks(estimator.n_landmarks)
+    check_kernel_approximable(kernel, approximation)
+    n = np.shape(X)[0] if hasattr(X, "shape") else len(X)
+    if isinstance(n_landmarks, int) and approximation == "nystrom" and n_landmarks > n:
+        raise ValueError(f"n_landmarks={n_landmarks} is larger than the number of samples n={n}")
+    X = check_rows(X)
+    if y is not None:
+        y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=False,
+                        input_name="y")
+        if y.ndim == 2 and not multi_output:
+            y = y.ravel()
+        check_consistent_length(X, y)
+    estimator.n_features_in_ = X.shape[1]
+    return X, y
+
+
+def auto_landmarks(fit, n, *, start=AUTO_START, cap=AUTO_MAX, tol=AUTO_TOL, change=None,
+                   unit="landmarks", subject="embedding"):
+    """The "auto" rule, the one of every landmark fit: m doubles from ``start``,
+    each fit ``fit(m) -> basis`` (orthonormal columns) compared with the last by
+    ``change`` (default: sine of the largest principal angle), until a doubling
+    moves the basis by less than ``tol`` or m reaches ``min(n, cap)`` (n None:
+    no bound by n, as for random features). Returns (basis, m, trail); warns
+    (``ConvergenceWarning``) when the budget ends first, with its last change,
+    the estimated error of the returned basis."""
+    change = change or (lambda A, B: float(np.sin(principal_angle(A, B))))
+    bound = cap if n is None else min(n, cap)
+    m = start if n is None else min(n, start)
+    basis = fit(m)
+    trail = [(m, np.nan)]
+    while m < bound:
+        m_next = min(bound, 2 * m)
+        nxt = fit(m_next)
+        c = change(basis, nxt)
+        trail.append((m_next, c))
+        basis, m = nxt, m_next
+        if c < tol:
+            return basis, m, trail
+    if n is None or m < n:
+        warnings.warn(f"n_landmarks='auto' reached its budget of {bound} {unit} before the "
+                      f"{subject} stopped moving: the last doubling moved it by "
+                      f"{trail[-1][1]:.3g} (tolerance {tol}); that is the estimated error "
+                      f"of the returned {subject}", ConvergenceWarning, stacklevel=3)
+    return basis, m, trail

@@ -1,0 +1,83 @@
+"""Rows in memory or on disk: validation, blocks and projections, read one block at a time.
+
+X may be an ``np.memmap`` larger than memory: every function here reads it in
+row blocks of about :data:`BLOCK_BYTES` bytes and never copies it whole.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._utils.sampling import sample_rows
+from .._utils.validation import check_magnitude
+from ..kernels import MEDIAN_SUBSAMPLE
+
+__all__ = ["BLOCK_BYTES", "rows_per_block", "row_blocks", "check_rows", "fit_kernel_on_rows", "project"]
+
+#: rows of X per block: about this many bytes of X (float64) per block
+BLOCK_BYTES = 1 << 25
+
+
+def rows_per_block(d, block_rows=None, width=0):
+    if block_rows is not None:
+        return max(1, int(block_rows))
+    return max(256, BLOCK_BYTES // (8 * max(1, d, width)))
+
+
+def row_blocks(n, d, block_rows=None, *, width=0):
+    """The ``slice`` objects of the row blocks of an n x d array; ``width``: the
+    widest n_b x width array a block makes (m landmark columns), which bounds it too."""
+    b = rows_per_block(d, block_rows, width)
+    return [slice(s, min(n, s + b)) for s in range(0, n, b)]
+
+
+def check_rows(X, name="X", *, block_rows=None):
+    """Validate a 2-D real array (an ndarray or ``np.memmap``) one row block at a
+    time, never loading or copying it whole: at least 2 rows, finite (NaN or
+    infinity: a ValueError naming the first bad row), values whose squares do
+    not overflow. Returns X unchanged (float32 and float64 kept; other in-memory
+    dtypes are converted to float64)."""
+    if sp.issparse(X):
+        raise TypeError(f"{name}: sparse input is not supported here; pass a dense array")
+    if not isinstance(X, np.ndarray):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}")
+    if X.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        if isinstance(X, np.memmap):
+            raise ValueError(f"{name} is a memmap of dtype {X.dtype}; the landmark passes read "
+                             "float32 or float64 memmaps")
+        X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    if n < 2:
+        raise ValueError(f"{name} has {n} sample(s); at least 2 are required")
+    if d < 1:
+        raise ValueError(f"{name} has 0 features")
+    biggest = 0.0
+    for sl in row_blocks(n, d, block_rows):
+        B = np.asarray(X[sl])
+        bad = ~np.isfinite(B)
+        if bad.any():
+            i = sl.start + int(np.argmax(bad.any(axis=1)))
+            raise ValueError(f"{name} contains NaN or infinite values (first in row {i})")
+        biggest = max(biggest, float(np.max(np.abs(B))) if B.size else 0.0)
+    check_magnitude(biggest, X.dtype, name)
+    return X
+
+
+def fit_kernel_on_rows(kernel, X, random_state=None):
+    """The kernel's data-dependent parameters from at most 3,000 rows drawn as
+    :func:`ikdr.median_sigma` draws them (X is not loaded whole: a memmap, or
+    the blocks of a dask array on a cluster)."""
+    return kernel.fit(sample_rows(X, MEDIAN_SUBSAMPLE, random_state),
+                      random_state=random_state)
+
+
+def project(X, W, dtype, block_rows=None):
+    """Z = XW (n x q) in ``dtype``, by row blocks."""
+    n, d = X.shape
+    W = np.asarray(W, dtype=dtype)
+    Z = np.empty((n, W.shape[1]), dtype=dtype)
+    for sl in row_blocks(n, d, block_rows):
+        Z[sl] = np.asarray(X[sl], dtype=dtype) @ W
+    return Z

@@ -1,0 +1,188 @@
+"""The public ISM function: pick the pass provider once, then run the one driver."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike
+from ..gamma import Gamma
+from ..kernels import KernelLike
+from ..passes import resolve
+from ..solver.driver import ISMResult, solve_ism
+
+__all__ = ["ism"]
+
+
+def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
+        n_components: int | None = 2, *, W0: ArrayLike | None = None, tol: float = 0.01,
+        criterion: str = "eigenvalues", max_iter: int = 100, eigen_solver: str = "auto",
+        n_threads: int | None = None, random_state: RandomStateLike = None, warn: bool = True,
+        gtol: float = 1e-6, certify: bool = True,
+        callback: Callable[[dict[str, Any]], Any] | None = None, phi_solver: str = "auto",
+        dtype: DTypeLike | None = None, min_components: int = 1,
+        approximation: Any = None) -> ISMResult:
+    r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
+
+    Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
+    Algorithm 1) while it climbs, started from the W-free :math:`\Phi_0`
+    (Theorem 3) unless ``W0`` is given; a Riemannian trust region where it does
+    not. :math:`V_{\max}` are the eigenvectors of the q largest *algebraic*
+    eigenvalues (Phi is indefinite). A kernel whose Phi does not depend on W
+    (linear, squared) is solved by the first eigendecomposition.
+
+    **Why a safeguard.** The plain fixed point is fast where it converges, but
+    nothing makes it monotone: on some problems (e.g. face images, 20
+    identities, Gaussian kernel, q = 5) it cycles with period two forever, or
+    its eigenvalue rule stops it while the objective is still falling. ikdr
+    therefore evaluates the objective of every plain candidate (it did so
+    anyway for ``history``) and
+
+    1. accepts the plain step while it raises the objective. Where the plain
+       iteration converges monotonically, the iterates, the stopping rule
+       (``criterion``, ``tol``) and the answer are exactly those of Algorithm 1;
+    2. when a plain step would lower the objective (cycling, stalling, tied
+       eigenvalues), refuses it and switches, from the best iterate, to a
+       Riemannian trust-region Newton method on the Grassmann manifold
+       (Absil, Baker, Gallivan 2007): exact gradient :math:`2(I - WW^T)\Phi W`,
+       Hessian-vector products from Phi (the kernel-curvature term by a forward
+       difference of the gradient: one Phi per product), steps along geodesics,
+       a candidate is accepted only if the objective rises as the model
+       predicts. Its truncated CG is preconditioned by the *surrogate* Hessian
+       (the Hessian of :math:`\mathrm{Tr}(V^T\Phi(W)V)`, diagonal in the
+       eigenbases of :math:`W^T\Phi W` and :math:`W_\perp^T\Phi W_\perp`), so
+       its first step is the linearised ISM step and the CG iterations only add
+       the curvature the plain fixed point ignores. It is monotone, converges
+       to points satisfying the second-order necessary conditions from any
+       start, and quadratically near a non-degenerate maximum; it stops when the
+       Riemannian gradient norm is at most ``gtol`` times the objective.
+
+    With ``criterion="gradient"`` the plain steps also hand over to the trust
+    region as soon as their convergence is slow (gradient shrinking by less
+    than half per step), and every run ends with a relative gradient norm
+    below ``gtol``: use it when a certified local maximum matters more than
+    matching the papers' iteration counts.
+
+    Parameters
+    ----------
+    X : ndarray (n, d), float64 or float32
+        Data, usually standardised. Its dtype selects the precision of the
+        C++ products of the plain steps (the trust region works in float64).
+    gamma : Gamma
+        Paradigm matrix (see :mod:`ikdr.gamma`).
+    kernel : str or Kernel
+        Any ISM kernel or conic combination; data-dependent parameters
+        (``sigma="median"``) are fitted on X.
+    n_components : int or None
+        q, 1 <= q <= d. None: the q of the largest eigengap of :math:`\Phi_0`
+        (:func:`choose_n_components`, dissertation Eq. 3.11) with q >=
+        ``min_components``, or W0's number of columns when W0 is given.
+    W0 : ndarray (d, q), optional
+        Warm start (orthonormalised); skips Phi_0.
+    tol : float, default=0.01
+        Plain fixed point's rule: stop when
+        :math:`\|\Lambda_k - \Lambda_{k-1}\| / \|\Lambda_k\| < tol`
+        (``criterion="eigenvalues"``, the papers' rule with delta = 0.01, and
+        the step turned W by less than 0.1 rad: a period-two cycle can repeat
+        its eigenvalues while W swings) or when the largest principal angle
+        between successive W is below ``tol`` radians (``criterion="angle"``).
+    criterion : {"eigenvalues", "angle", "gradient"}
+        ``"gradient"``: stop only when the relative Riemannian gradient norm is
+        below ``gtol`` (``tol`` is unused).
+    max_iter : int, default=100
+        Plain plus trust-region iterations.
+    eigen_solver : {"auto", "lapack", "power"}
+        See :func:`ikdr._utils.eig.top_eigenvectors`.
+    n_threads : int, optional
+        Threads of the C++ core (default :func:`ikdr.get_num_threads`).
+    warn : bool, default=True
+        Emit a ``ConvergenceWarning`` when ``max_iter`` is reached or the trust
+        region stalls before its tolerance.
+    gtol : float, default=1e-6
+        Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
+        trust region (and ``criterion="gradient"``) stops.
+    certify : bool, default=True
+        Compute the full certificate (:class:`ISMConvergence`), including the
+        largest Hessian eigenvalue (LOBPCG on Hessian-vector products, one
+        thin pass each, preconditioned by the surrogate, run to a residual of
+        1e-4 times the Hessian's scale or 40 products; see
+        :mod:`ikdr.solver.certificate`). With False, only the gradient is
+        computed, from the last pass of the solve, and the Hessian fields are
+        NaN / None: use it in inner loops.
+    callback : callable, optional
+        Called with each new ``history`` entry (a dict) as it is recorded;
+        the estimators' ``verbose`` output uses it.
+    dtype : {None, numpy.float64, numpy.float32}, default=None
+        Precision of the plain steps' C++ products; None keeps X's own
+        (float32 or float64). The safeguarded phase and the certificate
+        always work in float64.
+    phi_solver : {"auto", "dense", "hybrid", "matrix_free"}, default="auto"
+        How a plain step finds the top-q eigenvectors of :math:`\Phi(W)`.
+        ``"dense"`` forms the d x d :math:`\Phi = X^T L(\Psi) X` (one fused pass
+        with the d columns of X: :math:`O(n^2 d)`) and calls LAPACK.
+        ``"matrix_free"`` never forms it: a block eigensolver
+        (:func:`ikdr._utils.eig.block_top_eigenvectors`, LOBPCG on :math:`[W, R, P]`
+        plus a few extra Ritz vectors) warm-started from the current W uses
+        only products :math:`V \mapsto X^T L(\Psi)(XV)`, one fused pass with
+        the few columns of XV each (:math:`O(n^2 q)`); the pass that evaluates
+        a candidate W also yields :math:`\Phi(W)W` (the next gradient and the
+        next eigensolve's first product) and, for a Gaussian kernel, its
+        objective. ``"hybrid"`` forms Phi for the first step (its start, the
+        top eigenvectors of :math:`\Phi_0`, is far from those of
+        :math:`\Phi(W_1)`, and the block eigensolver would need about 40
+        iterations), seeds the block eigensolver with that Phi's next
+        eigenvectors, and then takes each step the cheaper way: the block
+        iterations are predicted from the residual of W (known from the thin
+        pass that evaluated it) and the convergence rate observed so far, and
+        Phi is formed when they would cost more than a dense pass (or when a
+        block eigensolve does not converge). ``"auto"`` chooses by the
+        estimated flops per kernel-panel entry, F about 60 to form an entry,
+        a dense pass F + 2d, a block iteration F + 4p + 8dp/n with
+        p = q + max(10, q) columns: matrix-free when a dense pass costs more
+        than 20 block iterations (above d of about 1,600 for q = 10 and
+        n = 10,000), hybrid when it costs more than 8 (above d of about 570),
+        dense otherwise or when n < 1000. The safeguarded (trust-region)
+        phase, which is rarely needed, forms :math:`\Phi` densely; the
+        certificate after a hybrid or matrix-free run uses the same thin
+        products (its eigengap by a short block iteration, its Hessian
+        eigenvalue unpreconditioned).
+    min_components : int, default=1
+        Smallest q considered when ``n_components=None``.
+    approximation : ikdr.passes.landmarks.Approximation or None, default=None
+        Landmark (Nystrom) or random-feature passes (:mod:`ikdr.passes.landmarks`):
+        the driver runs unchanged on its
+        :class:`ikdr.passes.landmarks.LandmarkProblem`, whose every Phi, Phi-product
+        and objective costs O(n d m) (X read in row blocks, never copied).
+        Use :func:`ikdr.solver.approximate.approximate_ism` or the estimators'
+        ``approximation`` parameter rather than building it by hand.
+        A row-chunked ``dask.array.Array`` X gets the Dask provider
+        (:class:`ikdr.distributed.DaskPasses`): every pass runs as Dask tasks on
+        block pairs (:class:`ikdr.distributed.DaskProblem`) while W, the
+        eigenproblems and the trust region stay here (docs/distributed.md).
+        The provider is picked once, by :func:`ikdr.passes.resolve`.
+
+    **Passes.** Every n^2 pass is counted in ``convergence`` (``phi_evaluations``,
+    ``objective_evaluations``, ``hessian_products``). A plain dense run that
+    converges makes :math:`\Phi_0` without an n^2 pass when Gamma is
+    factored, one pass per iteration (the pass that forms :math:`\Phi(W_k)`
+    for the next step also gives :math:`f(W_k)`), and ends with one thin pass
+    (:math:`\Phi W` and f, q columns) when ``certify=False``:
+    ``phi_evaluations <= n_iter + 2``.
+
+    Returns
+    -------
+    ISMResult
+
+    References
+    ----------
+    Wu, Miller, Chang, Sznaier, Dy. Solving Interpretable Kernel Dimension
+    Reduction. NeurIPS 2019, Algorithm 1 and Eq. (1).
+    Wu. Kernel dependence methods for interpretable representations,
+    dissertation, 2020, Theorem 5.1 and Eq. (C.73) (eigengap condition).
+    Absil, Baker, Gallivan. Trust-region methods on Riemannian manifolds.
+    Found. Comput. Math. 7 (2007), Algorithms 1-2.
+    """
+    passes = resolve(X, approximation, dtype=dtype)
+    return solve_ism(passes, X, gamma, kernel, n_components, W0=W0, tol=tol,
+                     criterion=criterion, max_iter=max_iter, eigen_solver=eigen_solver,
+                     n_threads=n_threads, random_state=random_state, warn=warn, gtol=gtol,
+                     certify=certify, callback=callback, phi_solver=phi_solver,
+                     min_components=min_components, stacklevel=4)

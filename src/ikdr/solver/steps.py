@@ -1,0 +1,324 @@
+r"""One plain ISM step, shared by the dense, hybrid and matrix-free paths, and its cost model.
+
+A plain step is the papers' fixed point :math:`W \leftarrow V_{\max}(\Phi(W))`
+(ISM paper, Algorithm 1). How it finds the top eigenvectors of :math:`\Phi(W)`
+(form the d x d Phi, or a block eigensolver on thin products
+:math:`V \mapsto \Phi(W)V`, or both, the cheaper per step) and when its dense
+pass may run in float32 (coarse steps far from the maximum) are decided here,
+by the flop model in the comments below; :mod:`ikdr.solver.driver` runs the
+iteration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._utils.eig import block_top_eigenvectors, orthonormal_complement, top_eigenvectors
+from ..passes.problem import riemannian_gradient
+
+#: plain steps are abandoned (gradient criterion) when the gradient shrinks by less than this per step
+SLOW_CONTRACTION = 0.5
+
+# Dense, hybrid or matrix-free Phi (``phi_solver="auto"``). Costs per entry of
+# the n x n kernel panel, in flops (_PassCosts): every fused pass forms the
+# panel (Gram row, Gamma row, exp, combine: about _PANEL_FLOPS, measured by
+# benchmarks/bench_core_rate.py) and multiplies it by its right-hand side
+# (2 flops per column). Forming Phi passes X itself (d columns); an iteration
+# of the block eigensolver makes one pass with at most 2p columns (p = q +
+# extra Ritz vectors) plus the products X S and X^T (L X S) (4 d p / n flops per
+# panel entry each). Measured block iterations per step when Phi's q-th
+# eigenvalue lies inside its bulk (supervised ISM with q = the number of
+# classes; 10,000 x 784, tol 1e-8): about 40 for the first step, whose start
+# (the top eigenvectors of Phi_0) is far from those of Phi(W_1), then 12 and 2,
+# the residual shrinking by about _BLOCK_RATE per iteration. Hence three modes:
+#   matrix-free every step when a dense pass costs more than _MF_EXPECTED_PASSES
+#     block iterations (above d ~ 1,600 for q = 10 at n = 10,000);
+#   hybrid when it costs more than _HYBRID_EXPECTED_PASSES of them (above
+#     d ~ 570): the first step dense, then each step by its predicted cost;
+#   dense otherwise. Below _MF_MIN_SAMPLES the Python overhead of the extra
+# passes dominates and Phi is formed densely.
+_PANEL_FLOPS = 60
+_MF_EXPECTED_PASSES = 20
+_HYBRID_EXPECTED_PASSES = 8
+_MF_MIN_SAMPLES = 1000
+#: relative residual (to the largest Ritz value) of the matrix-free eigensolves
+MF_TOL = 1e-8
+_MF_MAX_ITER = 60
+#: residual reduction per block iteration assumed before one has been observed
+_BLOCK_RATE = 0.5
+
+# Coarse steps. A float64 problem's dense Phi pass made in float32
+# (``KernelProblem.coarse_phi``) costs half (it is a GEMM with the d columns
+# of X) and is accurate to about 1e-7 relative (the passes sum in float64);
+# its top eigenvectors were measured within 2e-5 to 5e-5 (sine) of the exact
+# ones on 10,000 x 784 and 6e-6 on 10,000 x 64, where the q-th eigenvalue
+# lies in Phi's bulk (gap 1e-5 of the largest). A plain step far from the
+# maximum moves W by far more than that, so while the last step turned W by
+# more than COARSE_ANGLE radians the next dense Phi is coarse; from the first
+# step that turned it less, every dense pass is float64 again. At most
+# _MAX_COARSE_STEPS are coarse, so a problem whose eigengap is too small for
+# float32 cannot keep the iteration coarse by moving W with rounding noise.
+# Objectives are always exact (a coarse point's by an objective pass), and
+# so is the certificate's pass at the returned W.
+#
+# A coarse step stops the iteration only when the rule's tolerance is at least
+# COARSE_STOP_TOL, 20 times the coarse eigenvectors' error (the papers' tol =
+# 0.01 is; a tight tol such as 1e-6 is decided by float64 steps), so the
+# returned W can differ from the all-float64 iteration's by that error only
+# where the tolerance admits far more. Below _COARSE_MIN_SAMPLES a pass costs
+# little beside the fixed costs of a step, and below _COARSE_MIN_FEATURES the
+# float32 pass saves less than the objective pass a coarse point needs
+# (measured, 10,000 samples: d = 32 dense 194 ms against float32 126 ms +
+# objective 87 ms; d = 48: 251 against 126 + 73; d = 64: 301 against 165 + 75;
+# 2,000 x 32: 10.8 against 5.9 + 5.0): there every step is float64, and the
+# iterates are those of the papers' Algorithm 1 to the last bits
+# (tests/test_convergence.py).
+COARSE_ANGLE = 1e-2
+_MAX_COARSE_STEPS = 4
+_COARSE_MIN_SAMPLES = 1000
+_COARSE_MIN_FEATURES = 48
+COARSE_STOP_TOL = 1e-3
+
+
+def _extra_columns(d, q):
+    return min(max(10, q), d - q)
+
+
+@dataclass(frozen=True)
+class _PassCosts:
+    """Flops per kernel-panel entry of the two ways to a plain step."""
+
+    dense: float        # the pass that forms Phi (the panel times the d columns of X)
+    block: float        # one block-eigensolver iteration (at most 2p columns, and X S, X^T Y)
+
+    @classmethod
+    def of(cls, n, d, q):
+        p = q + _extra_columns(d, q)
+        return cls(dense=_PANEL_FLOPS + 2 * d, block=_PANEL_FLOPS + 4 * p + 8 * d * p / n)
+
+    @property
+    def ratio(self):
+        """Block iterations that cost one dense pass."""
+        return self.dense / self.block
+
+
+PHI_SOLVERS = ("auto", "dense", "hybrid", "matrix_free")
+
+
+def phi_mode(phi_solver, kernel, n, d, q):
+    """The plain steps' way to Phi's eigenvectors: ``"dense"``, ``"hybrid"`` or
+    ``"matrix_free"`` (``phi_solver="auto"`` by the flop counts above)."""
+    if phi_solver not in PHI_SOLVERS:
+        raise ValueError(f"phi_solver must be one of {', '.join(map(repr, PHI_SOLVERS))}, "
+                         f"got {phi_solver!r}")
+    if not kernel.depends_on_w:
+        return "dense"
+    if phi_solver != "auto":
+        return phi_solver
+    if n < _MF_MIN_SAMPLES:
+        return "dense"
+    ratio = _PassCosts.of(n, d, q).ratio
+    if ratio > _MF_EXPECTED_PASSES:
+        return "matrix_free"
+    return "hybrid" if ratio > _HYBRID_EXPECTED_PASSES else "dense"
+
+
+def _relative_residual(W, PW):
+    """max_j ||(Phi W - W W^T Phi W)_j|| / max |eig(W^T Phi W)|: the block
+    eigensolver's measure, at its start."""
+    ritz = W.T @ PW
+    scale = float(np.abs(np.linalg.eigvalsh(0.5 * (ritz + ritz.T))).max())
+    residual = float(np.linalg.norm(PW - W @ ritz, axis=0).max())
+    return residual / scale if scale > 0 else np.inf
+
+
+def check_orthonormal_start(W0, d, q):
+    W0 = np.asarray(W0, dtype=np.float64)
+    if W0.ndim != 2 or W0.shape != (d, q):
+        raise ValueError(f"W0 must have shape ({d}, {q}), got {W0.shape}")
+    if not np.all(np.isfinite(W0)):
+        raise ValueError("W0 contains NaN or infinite values")
+    Q, _ = np.linalg.qr(W0)
+    return Q
+
+
+class Point:
+    """An iterate: W, f(W) and whichever of the dense Phi(W) / Phi(W) W the last pass gave.
+
+    ``exact``: computed in float64 (else in the problem's float32). ``coarse``:
+    its dense Phi was made in float32 for a float64 problem (a coarse step);
+    its objective is exact all the same. ``E``, ``PE``: extra start
+    columns of the block eigensolver (orthonormal, orthogonal to W) and their
+    products Phi(W) E, made by the same thin pass as Phi(W) W."""
+
+    __slots__ = ("W", "objective", "phi", "PW", "exact", "coarse", "E", "PE")
+
+    def __init__(self, W, objective, *, phi=None, PW=None, exact=True, coarse=False, E=None,
+                 PE=None):
+        self.W, self.objective, self.phi, self.PW, self.exact = W, float(objective), phi, PW, exact
+        self.coarse, self.E, self.PE = coarse, E, PE
+
+    @property
+    def exact_phi(self):
+        """The dense Phi(W) in float64, when the point carries it."""
+        return self.phi if self.exact and not self.coarse else None
+
+    @property
+    def pw(self):
+        if self.PW is None:
+            self.PW = self.phi @ self.W
+        return self.PW
+
+    def gradient_norm(self):
+        return float(np.linalg.norm(riemannian_gradient(self.pw, self.W)))
+
+
+def dense64(problem, point):
+    """The point with its dense Phi in float64 (one pass unless already known)."""
+    if point.exact_phi is not None:
+        return point
+    phi, f = problem.phi(point.W)
+    # an exact objective is kept: the two passes may differ in the last bit,
+    # and the history's objectives must not decrease by rounding
+    return Point(point.W, point.objective if point.exact else f, phi=phi)
+
+
+class PlainStep:
+    r"""The plain step :math:`W \leftarrow V_{\max}(\Phi(W))`: dense, hybrid or matrix-free.
+
+    ``eigensolve(point)`` returns the top-q eigenpairs of :math:`\Phi(W)`:
+    LAPACK / power when the point carries the dense Phi, else the block
+    eigensolver on thin products warm-started from W and the extra Ritz
+    vectors E of the previous eigensolve. ``evaluate(V, final)`` makes the one
+    pass that gives the new iterate's f and what the next step needs: the
+    dense :math:`\Phi(V)`, or the thin :math:`\Phi(V)[V, E]` (E made
+    orthogonal to V; at the last iterate only for the certificate, whose
+    eigengap iteration starts from the same columns), so the block
+    eigensolver's first iteration needs no pass of its own.
+
+    ``mode``: ``"dense"`` forms Phi at every iterate (thin at the last one
+    when the certificate does not need the dense Phi); ``"matrix_free"``
+    never forms it; ``"hybrid"`` forms it for the first step only, whose
+    start is far from Phi(W_1)'s eigenvectors (about 40 block iterations,
+    more than one dense pass costs when d is large), takes its next p - q
+    eigenvectors as the block eigensolver's extra start columns, and goes
+    matrix-free from there when that is cheaper: the block iterations a step
+    needs are predicted from the residual of W in :math:`\Phi(W)` (known from
+    the thin pass that evaluated W) and the residual reduction per iteration
+    observed so far (:data:`_BLOCK_RATE` before any); when they would cost
+    more than a dense pass, the step forms Phi instead. A hybrid block
+    eigensolve that does not converge within twice a dense pass's worth of
+    iterations is replaced by the dense one at the same point, so every
+    step is exact to ``tol``.
+
+    Every dense Phi of a float64 problem is coarse (float32) while the last
+    step turned W by more than :data:`COARSE_ANGLE` (``coarse=True``; see
+    there); an eigensolve of a coarse Phi says so (``info["coarse"]``), and the
+    driver stops on it only for a loose tol (:data:`COARSE_STOP_TOL`).
+    """
+
+    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, coarse=True):
+        self.problem, self.q, self.mode = problem, q, mode
+        self.eigen_solver, self.dense_final, self.tol = eigen_solver, dense_final, tol
+        self.costs = _PassCosts.of(problem.n, problem.d, q)
+        self.block_budget = _MF_MAX_ITER if mode != "hybrid" else \
+            int(min(_MF_MAX_ITER, max(10, 2 * self.costs.ratio)))
+        self.rate = _BLOCK_RATE     # residual reduction per block iteration, as last observed
+        self.exact = problem.native_dtype == np.float64
+        self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
+        self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
+        self.coarse = bool(coarse) and problem.has_coarse and problem.depends_on_w and \
+            problem.n >= _COARSE_MIN_SAMPLES and problem.d >= _COARSE_MIN_FEATURES
+        self.coarse_steps = 0
+
+    def _phi(self, W, final=False):
+        """A dense Phi pass: coarse while the steps are far from the maximum
+        (never at the returned W, whose Phi the certificate uses)."""
+        if self.coarse and not final:
+            self.coarse_steps += 1
+            phi, f = self.problem.coarse_phi(W)
+            return phi, f, True
+        phi, f = self.problem.phi(W, native=True)
+        return phi, f, False
+
+    def moved(self, angle):
+        """The driver's report of how far the last step turned W (inf: the start
+        from Phi_0, far from the maximum). Ends the coarse steps for good when
+        the step was short or their budget is spent."""
+        if self.coarse and not (angle > COARSE_ANGLE and self.coarse_steps < _MAX_COARSE_STEPS):
+            self.coarse = False
+            self.problem.release_coarse()
+
+    def _block_is_cheaper(self, start):
+        """The hybrid's choice: the block iterations predicted from the start
+        residual cost less than a dense pass."""
+        if start <= self.tol:
+            return True
+        iterations = np.log(self.tol / start) / np.log(self.rate)
+        return iterations < self.costs.ratio
+
+    @property
+    def thin_certificate(self):
+        """The certificate uses thin products (no dense Phi at the returned W)."""
+        return self.mode != "dense"
+
+    def eigensolve(self, point):
+        start = _relative_residual(point.W, point.pw) if point.phi is None else np.nan
+        if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(start)):
+            W = point.W
+            if point.E is not None:
+                V0, AV0, extra = np.hstack([W, point.E]), np.hstack([point.pw, point.PE]), \
+                    np.empty((W.shape[0], 0))
+            else:
+                V0, AV0, extra = W, point.pw, self.extra
+            vals, V, info = block_top_eigenvectors(
+                lambda S: self.problem.phi_product(W, S, native=True)[0], V0, AV0, self.q,
+                extra=extra, tol=self.tol, max_iter=self.block_budget)
+            self.extra = info["extra"]
+            if info["iterations"] > 1 and start > info["residual"] > 0:
+                self.rate = float(np.clip((info["residual"] / start) ** (1 / info["iterations"]),
+                                          0.05, 0.95))
+            info["method"] = (f"matrix-free ({info['iterations']} it, "
+                              f"residual {info['residual']:.1e})")
+            if info["converged"] or self.mode == "matrix_free":
+                return vals, V, info
+        if point.phi is None:
+            point.phi, _, point.coarse = self._phi(point.W)
+        if self.mode != "hybrid":
+            vals, V, info = top_eigenvectors(point.phi, self.q, point.W, method=self.eigen_solver)
+        else:
+            # LAPACK's next p - q eigenvectors start the next block eigensolve
+            d = point.phi.shape[0]
+            vals, vecs, info = top_eigenvectors(point.phi,
+                                                min(d, self.q + _extra_columns(d, self.q)),
+                                                method="lapack")
+            self.extra, self.dense_start = vecs[:, self.q:], False
+            vals, V = vals[:self.q].copy(), np.ascontiguousarray(vecs[:, :self.q])
+        if point.coarse:
+            info["coarse"] = True
+            info["method"] = f"{info['method']} (float32 Phi)"
+        return vals, V, info
+
+    def evaluate(self, V, final=False):
+        dense = not final and self.dense_start if self.mode != "dense" else \
+            not final or self.dense_final
+        if not dense:
+            if self.extra is None or (final and not self.dense_final):
+                PV, f = self.problem.phi_product(V, V, native=True)
+                return Point(V, f, PW=PV, exact=self.exact)
+            E = orthonormal_complement(self.extra, V)
+            both, f = self.problem.phi_product(V, np.hstack([V, E]), native=True)
+            q = V.shape[1]
+            return Point(V, f, PW=both[:, :q], exact=self.exact, E=E, PE=both[:, q:])
+        phi, f, coarse = self._phi(V, final)
+        if coarse:
+            # f decides whether the step is accepted and is the history's
+            # record: exact, by one objective pass (a quarter of a dense pass
+            # at d = 64, a thirtieth at d = 784)
+            f = self.problem.objective(V, native=True)
+        return Point(V, f, phi=phi, exact=self.exact, coarse=coarse)
+
+
+#: the eigenvalue rule also needs W to have settled: a step that turns W by more
+#: than this (radians) is not convergence, however little the eigenvalues moved

@@ -1,0 +1,168 @@
+r"""The trust-region Newton phase of the ISM solver (Absil, Baker, Gallivan 2007).
+
+Used by the driver (:mod:`ikdr.solver.driver`) where a plain step would lower the
+objective. One :meth:`TrustRegion.iterate` solves the trust-region model of
+:math:`-f` by Steihaug-Toint truncated CG preconditioned with the surrogate
+Hessian (:class:`Surrogate`), moves along the Grassmann geodesic, and accepts
+the candidate only if f rises as the model predicts.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..passes.problem import riemannian_gradient
+
+
+def complement(W):
+    """Orthonormal basis of the orthogonal complement of span(W)."""
+    Q, _ = np.linalg.qr(W, mode="complete")
+    return Q[:, W.shape[1]:]
+
+
+class Surrogate:
+    r"""The surrogate Hessian :math:`A[Z] = 2(I - WW^T)(\Phi Z - Z\,W^T\Phi W)` at W.
+
+    In the bases diagonalising :math:`W^T\Phi W` (values :math:`\nu_j`, Q) and
+    :math:`W_\perp^T\Phi W_\perp` (values :math:`\mu_i`, P) tangent vectors
+    :math:`Z = W_\perp P C Q^T` are represented by C, and A is the entrywise
+    product with ``diag`` :math:`= 2(\mu_i - \nu_j)`. ``eigengap`` is
+    :math:`\min\nu - \max\mu` (dissertation Eq. C.73), ``scale`` the largest
+    :math:`|2(\mu_i - \nu_j)|`, ``precond`` :math:`|A|` with a floor (the
+    preconditioner of :math:`-\mathrm{Hess}`).
+    """
+
+    def __init__(self, phi, W):
+        self.W = W
+        self.Wp = complement(W)
+        nu, self.Q = np.linalg.eigh(W.T @ phi @ W)
+        mu, self.P = np.linalg.eigh(self.Wp.T @ phi @ self.Wp)
+        self.nu, self.mu = nu, mu
+        self.diag = 2.0 * (mu[:, None] - nu[None, :])
+        self.scale = float(np.abs(self.diag).max()) if self.diag.size else 0.0
+        self.eigengap = float(nu.min() - mu.max()) if mu.size else np.inf
+        floor = max(1e-3 * self.scale, np.finfo(float).tiny)
+        self.precond = np.maximum(np.abs(self.diag), floor)
+
+    def to_coords(self, Z):
+        return self.P.T @ (self.Wp.T @ Z) @ self.Q
+
+    def from_coords(self, C):
+        return self.Wp @ (self.P @ C @ self.Q.T)
+
+    def precondition(self, Z):
+        return self.from_coords(self.to_coords(Z) / self.precond)
+
+    def top_direction(self):
+        """The unit tangent vector of least negative surrogate curvature."""
+        C = np.zeros_like(self.diag)
+        C[np.unravel_index(np.argmax(self.diag), C.shape)] = 1.0
+        return self.from_coords(C)
+
+
+def exp_map(W, Z):
+    """Grassmann geodesic (exponential map) from W along the tangent Z."""
+    U, s, Vt = np.linalg.svd(Z, full_matrices=False)
+    Wn = (W @ Vt.T) * np.cos(s) @ Vt + (U * np.sin(s)) @ Vt
+    Q, R = np.linalg.qr(Wn)           # remove rounding drift
+    return Q * np.sign(np.diag(R))
+
+
+def truncated_cg(hess, grad, surrogate, radius, max_inner, kappa=0.1, theta=1.0):
+    r"""Preconditioned Steihaug-Toint CG for the trust-region model of -f.
+
+    Minimises :math:`m(\eta) = -f - \langle g, \eta\rangle - \tfrac12\langle \eta, H\eta\rangle`
+    over :math:`\|\eta\|_M \le` ``radius`` (M the preconditioner's norm); Absil,
+    Baker, Gallivan 2007, Algorithm 2. Returns (eta, H eta, hit_boundary).
+    """
+    r = -grad                                   # gradient of -f
+    eta = np.zeros_like(grad)
+    h_eta = np.zeros_like(grad)
+    z = surrogate.precondition(r)
+    z_r = float(np.vdot(z, r))
+    d_pd = z_r
+    delta = -z
+    e_pe = e_pd = 0.0
+    norm_r0 = np.linalg.norm(r)
+    for _ in range(max_inner):
+        h_delta = -hess(delta)                  # Hessian of -f
+        d_hd = float(np.vdot(delta, h_delta))
+        alpha = z_r / d_hd if d_hd != 0 else np.inf
+        e_pe_new = e_pe + 2.0 * alpha * e_pd + alpha * alpha * d_pd
+        if d_hd <= 0 or e_pe_new >= radius * radius:
+            tau = (-e_pd + np.sqrt(max(e_pd * e_pd + d_pd * (radius * radius - e_pe), 0.0))) / d_pd
+            return eta + tau * delta, h_eta + tau * h_delta, True
+        e_pe = e_pe_new
+        eta = eta + alpha * delta
+        h_eta = h_eta + alpha * h_delta
+        r = r + alpha * h_delta
+        r = r - surrogate.W @ (surrogate.W.T @ r)
+        norm_r = np.linalg.norm(r)
+        if norm_r <= norm_r0 * min(norm_r0 ** theta, kappa):
+            break
+        z = surrogate.precondition(r)
+        z_r_old, z_r = z_r, float(np.vdot(z, r))
+        beta = z_r / z_r_old
+        delta = -z + beta * delta
+        e_pd = beta * (e_pd + alpha * d_pd)
+        d_pd = z_r + beta * beta * d_pd
+    return eta, h_eta, False
+
+
+class TrustRegion:
+    """State (radius) of the Riemannian trust-region phase for one solve."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.radius = self.radius_max = None
+
+    def iterate(self, W, phi, objective):
+        r"""One trust-region iteration from W (float64 ``phi`` = :math:`\Phi(W)`, f(W)).
+
+        Returns ``(W_new, objective_new, accepted, stalled)``; W_new is W when
+        the candidate is rejected. The candidate's f is one objective pass;
+        each truncated-CG iteration one Hessian product.
+        """
+        PW = phi @ W
+        grad = riemannian_gradient(PW, W)
+        surrogate = Surrogate(phi, W)
+        if self.radius is None:
+            # Start with the length (in the preconditioner's norm) of the linearised ISM step.
+            self.radius = np.sqrt(float(np.vdot(grad, surrogate.precondition(grad))))
+            self.radius_max = 1e3 * self.radius
+        d, q = W.shape
+
+        def hess(Z):
+            return self.problem.hessian_product(W, Z, PW, phi)
+
+        eta, h_eta, boundary = truncated_cg(hess, grad, surrogate, self.radius,
+                                            max_inner=(d - q) * q)
+        # Keep the geodesic inside the injectivity radius (principal angles < pi/2).
+        s_max = np.linalg.norm(eta, 2)
+        if s_max > 0.5 * np.pi:
+            shrink = 0.5 * np.pi / s_max
+            eta, h_eta, boundary = shrink * eta, shrink * h_eta, True
+        predicted = float(np.vdot(grad, eta)) + 0.5 * float(np.vdot(eta, -h_eta))
+        W_new = exp_map(W, eta)
+        f_new = self.problem.objective(W_new)
+        # The objective's rounding: ascents below it can be neither seen nor verified.
+        reg = 1e3 * np.finfo(float).eps * max(1.0, abs(objective))
+        # A model that predicts no ascent (possible where the Hessian products are not
+        # those of the objective, as on a landmark problem) is not to be trusted, however
+        # well the objective then agrees with it: shrink, never grow on it.
+        rho = (f_new - objective + reg) / (predicted + reg) if predicted > 0 else -np.inf
+        accepted = rho > 0.1 and f_new >= objective
+        eta_norm_m = np.sqrt(float(np.vdot(eta, surrogate.from_coords(
+            surrogate.to_coords(eta) * surrogate.precond))))
+        if rho < 0.25 or not accepted:
+            self.radius = 0.25 * min(self.radius, eta_norm_m) if eta_norm_m > 0 else 0.25 * self.radius
+        elif rho > 0.75 and boundary:
+            self.radius = min(2.0 * self.radius, self.radius_max)
+        if accepted:
+            return W_new, f_new, True, False
+        # Stalled: the radius has collapsed, or the model promises no ascent beyond the
+        # objective's rounding, so no step could be verified as one. An exact problem's
+        # model always promises some while the gradient is not zero (the truncated CG's
+        # first step is the Cauchy step); a landmark problem's may not, and its fit ends
+        # here (approximate_ism warns when its gradient is still large).
+        stalled = self.radius < 1e-12 * self.radius_max or predicted <= reg
+        return W, objective, False, stalled
