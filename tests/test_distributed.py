@@ -243,8 +243,9 @@ def test_bad_input_is_refused_before_any_task(client):
         ikdr.ISM(n_components=1).fit(_poisoned(100, 4, (50, 4)), y[:90])
     with pytest.raises(ValueError, match="different lengths"):
         ikdr.ISM(n_components=1).fit(_poisoned(100, 4, (50, 4)), da.from_array(y[:90]))
-    with pytest.raises(ValueError, match="approximation"):
-        ikdr.ISM(n_components=1, approximation="nystrom").fit(_poisoned(100, 4, (50, 4)), y)
+    with pytest.raises(ValueError, match="n_landmarks=500 is larger"):
+        ikdr.ISM(n_components=1, approximation="nystrom", n_landmarks=500).fit(
+            _poisoned(100, 4, (50, 4)), y)
     with pytest.raises(ValueError, match="approximation"):
         ikdr.ISMClustering(approximation="nystrom").fit(_poisoned(100, 4, (50, 4)))
     with pytest.raises(ValueError, match="RelativeGaussian"):
@@ -292,3 +293,21 @@ def test_the_core_imports_and_runs_without_dask():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "(3, 1)" in out.stdout
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("approximation", ["nystrom", "rff"])
+def test_landmark_ism_on_dask_gives_the_in_memory_answer(client, approximation):
+    """The landmark passes are sums over row blocks: on a Dask array they map over its
+    chunks on the workers, with the answer of the same fit in memory."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((600, 8))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int) + (X[:, 2] > 0)
+    options = dict(n_components=2, approximation=approximation, n_landmarks=64, random_state=0)
+    ref = ikdr.ISM(**options).fit(X, y)
+    got = ikdr.ISM(**options).fit(da.from_array(X, chunks=(150, 8)), y)
+    assert ikdr.principal_angle(ref.components_, got.components_) < 1e-5
+    # chunks regroup the block sums; the pseudo-inverse of K_mm multiplies that
+    # rounding by its condition number (tests/test_providers.py measures it)
+    assert got.hsic_ == pytest.approx(ref.hsic_, rel=1e-5)
+    assert got.n_landmarks_ == ref.n_landmarks_ == 64

@@ -217,7 +217,7 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
                  n_components=None, normalize=True, max_iter=20, tol=1e-3,
                  random_state=None, measure=None, n_threads=None, report=None, warn=True,
                  alternative=False, guided=False, stacklevel=2):
-    """:func:`alternate` on a resolved clustering side (``side``: the exact,
+    r""":func:`alternate` on a resolved clustering side (``side``: the exact,
     landmark or Dask side of :func:`ikdr.passes.resolve_clustering`). The loop
     sees the data only through the side: its U-step (``embed``), the points
     XW (``points``), the W-step's provider (``ism_passes``) and

@@ -70,6 +70,11 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"approximation must be None or 'nystrom' for "
                                  f"{type(self).__name__} (random features serve supervised "
                                  f"ISM only), got {approximation!r}")
+            if approximation is not None and is_distributed(X):
+                raise ValueError(f"{type(self).__name__}: Nystrom landmarks of a dask X serve "
+                                 "supervised ISM only (the clustering U-step has no landmark "
+                                 "form on a cluster yet); pass approximation=None, the exact "
+                                 "passes are distributed")
         # C order so that X @ W (the U-step's points) rounds the same whatever the
         # caller's layout
         X, y, rows = fit_data(self, X, y, approximation=approximation,

@@ -12,6 +12,7 @@ rows                  ``approximation``        provider (W-step / clustering sid
 ndarray               None                     ExactPasses / ExactClustering
 ndarray or memmap     an ``Approximation``     Approximation / ClusteringLandmarks
 Dask array            None                     DaskPasses / ClusteringPasses
+Dask array            an ``Approximation``     Approximation (W-step only)
 ====================  =======================  ======================================
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .dask_data import is_dask_array, is_distributed
 from .dask_data import validate_data as validate_dask_data
 from .exact import ExactClustering, ExactPasses
 from .landmark_clustering import ClusteringLandmarks
-from .landmarks import landmark_data
+from .landmarks import check_landmark_options, landmark_data
 
 __all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS", "CLUSTER"]
 
@@ -53,9 +54,8 @@ def fit_data(estimator, X, y=None, *, approximation=None, kernel=None, y_require
     """
     if is_distributed(X):
         if approximation is not None:
-            raise ValueError("a landmark or random-feature approximation of a dask X is not "
-                             "supported; pass approximation=None (the exact passes are "
-                             "distributed)")
+            # the landmark passes map over the chunks; their arguments are checked here
+            check_landmark_options(estimator, X.shape[0], kernel)
         X, y = validate_dask_data(estimator, X, y, y_required=y_required)
         return X, y, CLUSTER
     if is_dask_array(y):
@@ -84,15 +84,13 @@ def project_data(estimator, X, W):
 
 def resolve(X, approximation=None, *, dtype=None):
     """The W-step's provider for X: ``approximation`` itself (landmarks or random
-    features), the Dask passes for a row-chunked dask X, else the exact passes."""
-    if is_distributed(X):
-        if approximation is not None:
-            raise ValueError("a landmark or random-feature approximation of a dask X is not "
-                             "supported; pass approximation=None (the exact passes are "
-                             "distributed)")
-        return DaskPasses(dtype)
+    features, whose passes are sums over row blocks: of an array or memmap, or
+    of a Dask array's chunks on its cluster), the exact Dask passes for a
+    row-chunked dask X, else the exact passes in memory."""
     if approximation is not None:
-        return approximation
+        return approximation       # landmark passes: over row blocks or a cluster's chunks
+    if is_distributed(X):
+        return DaskPasses(dtype)
     return ExactPasses(dtype)
 
 

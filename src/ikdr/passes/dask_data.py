@@ -16,10 +16,11 @@ import numpy as np
 
 from .._utils.validation import check_scale
 from ..gamma import Gamma
+from .rows import MemoryRows, sum_parts
 
 __all__ = ["is_dask_array", "is_distributed", "require_dask", "DaskData", "as_data", "check_row_chunked",
            "task_bytes", "max_chunk_rows", "check_memory", "check_target", "validate_data",
-           "lowrank_task", "degree_task", "MEMORY_FRACTION"]
+           "lowrank_task", "degree_task", "MEMORY_FRACTION", "DaskRows", "row_source"]
 
 #: fraction of a worker's memory limit that stored blocks plus running tasks may use
 #: (Dask starts spilling at 60% by default)
@@ -419,3 +420,56 @@ def as_data(X, name="X", *, rank=16):
     return data
 
 
+def _add_parts(a, b):
+    return sum_parts(a, b)
+
+
+class DaskRows:
+    """The rows of a :class:`DaskData`, visited one row chunk at a time on the
+    workers: the twin of :class:`ikdr.passes.rows.MemoryRows` (same methods),
+    so a pass written as a sum over row blocks runs on a cluster unchanged.
+    The chunk partials are summed by a binary tree in chunk order (identical
+    bits on every run) and only they come back to the client."""
+
+    def __init__(self, data):
+        self.data = data
+        self.shape = data.shape
+        self.dtype = data.dtype
+        self.block_rows = None
+
+    def slices(self, width=0):
+        """The row chunks of the Dask array, as slices (the chunking is the data's)."""
+        bounds = np.cumsum((0,) + tuple(self.data.row_chunks))
+        return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def map_reduce(self, fn, block_args, shared=(), start=None, width=0):
+        require_dask()
+        from dask import delayed     # optional: imported only when rows are on a cluster
+
+        task = delayed(fn, pure=True)
+        shared = tuple(delayed(s, pure=True) for s in shared)
+        parts = [task(X_I, block_args(sl), *shared)
+                 for X_I, sl in zip(self.data.blocks, self.slices())]
+        total = self.data._compute(_tree(parts, delayed(_add_parts, pure=True)))[0]
+        return sum_parts(start, total)
+
+    def take(self, index):
+        """The rows ``index`` gathered to the client (float64)."""
+        return np.asarray(self.data.take(index), dtype=np.float64)
+
+    def project(self, W, dtype):
+        """XW (n x q) in ``dtype``, gathered to the client (q columns only)."""
+        parts = self.data.map_blocks(_project_block, np.asarray(W, dtype=dtype), dtype)
+        return np.vstack(parts)
+
+
+def _project_block(X_I, W, dtype):
+    return np.asarray(X_I, dtype=dtype) @ W
+
+
+def row_source(X, block_rows=None):
+    """The row source of X for passes written as sums over row blocks:
+    :class:`DaskRows` for data on a cluster, else :class:`ikdr.passes.rows.MemoryRows`."""
+    if isinstance(X, DaskData):
+        return DaskRows(X)
+    return MemoryRows(X, block_rows)

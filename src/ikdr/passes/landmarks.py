@@ -54,6 +54,7 @@ Rahimi, Recht. Random features for large-scale kernel machines. NIPS 2007.
 """
 from __future__ import annotations
 
+import copy
 import numbers
 import warnings
 
@@ -67,11 +68,12 @@ from .._utils.subspace import principal_angle
 from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
                       kernel_factors, select_landmarks)
 from .problem import KernelProblem
-from .rows import check_rows, fit_kernel_on_rows, project, row_blocks, rows_per_block
+from .dask_data import as_data, is_distributed, row_source
+from .rows import check_rows, fit_kernel_on_rows, rows_per_block
 
 __all__ = ["APPROXIMATIONS", "LANDMARK_METHODS", "Approximation", "make_approximation",
            "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
-           "blas_threads", "THREADED_BLOCK_FLOPS", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
+           "blas_threads", "THREADED_BLOCK_FLOPS", "check_landmark_options", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
 
 APPROXIMATIONS = (None, "nystrom", "rff")
 #: ``n_landmarks="auto"`` starts here and doubles ...
@@ -129,6 +131,15 @@ class _GammaStructure:
     def classes(self):
         return self.codes is not None
 
+    def block(self, sl):
+        """The structure of the rows ``sl`` alone (what one row block's task needs);
+        its methods then take ``slice(None)``."""
+        out = copy.copy(self)
+        out.G = self.G[sl]
+        if self.classes:
+            out.codes, out.a = self.codes[sl], self.a[sl]
+        return out
+
     def columns(self, sl):
         """The block's columns that the first sweep multiplies by C^T:
         ``[Y, 1, a]`` (classes) or ``G`` (general)."""
@@ -175,6 +186,103 @@ def _class_products(A, B, structure, rows, dtype):
     cross = A.T @ (structure.a[rows].astype(dtype)[:, None] * B)
     return per_class, np.asarray(cross, dtype=np.float64)
 
+#: the rows of a block view of the structure (every row of the block)
+_ALL = slice(None)
+
+
+def _x_gamma_c(st, Xb, C):
+    """Per block: class terms ``(sum_c X_c^T C_c per class, X^T diag(a) C)`` or
+    general ``X^T diag(g_r) C`` for every r, all d x m (float64)."""
+    if st.classes:
+        return _class_products(Xb, C, st, _ALL, C.dtype)
+    Gb = st.G.astype(C.dtype)
+    return np.stack([np.asarray(Xb.T @ (Gb[:, j, None] * C), dtype=np.float64)
+                     for j in range(Gb.shape[1])], axis=1)
+
+
+def _c_gamma_r(st, C, Rb):
+    """Per block: ``C^T`` times the right-hand side split by Gamma's structure."""
+    if st.classes:
+        return _class_products(C, Rb, st, _ALL, C.dtype)
+    Gb = st.G.astype(C.dtype)
+    r, k = Gb.shape[1], Rb.shape[1]
+    stacked = (Gb[:, :, None] * Rb[:, None, :]).reshape(Rb.shape[0], r * k)
+    return np.asarray(C.T @ stacked, dtype=np.float64).reshape(C.shape[1], r, k)
+
+
+def _gamma_m_r(st, C, S, Q):
+    r"""The block's rows of :math:`(\Gamma\circ CSC^T)R` from the first sweep's C^T R terms."""
+    C = np.asarray(C, dtype=np.float64)
+    if st.classes:
+        Qc, Qa = Q
+        codes = st.codes
+        Q1 = Qc.sum(axis=0)
+        out = np.empty((C.shape[0], Qa.shape[1]))
+        for c in range(st.n_classes):
+            rows = codes == c
+            if rows.any():
+                out[rows] = C[rows] @ (S @ Qc[c])
+        a = st.a[:, None]
+        return out - a * (C @ (S @ Q1)) - C @ (S @ Qa) + st.ssq * (C @ (S @ Q1))
+    r = Q.shape[1]
+    G = st.G
+    out = np.zeros((C.shape[0], Q.shape[2]))
+    for j in range(r):
+        out += st.s[j] * G[:, j, None] * (C @ (S @ Q[:, j, :]))
+    return out
+
+
+def _first_sweep(X_b, st, W, V, factors, dense, dtype):
+    """One row block's first-sweep terms, per factor ``(P, A, Q)``: the C^T columns of
+    Gamma's structure, the X^T Gamma C products (dense Phi) and the C^T Gamma R
+    products (Phi V). A pass sums them over the blocks."""
+    Xb = np.asarray(X_b, dtype=dtype)
+    Zb = Xb @ W.astype(dtype)
+    E = st.columns(_ALL).astype(dtype)
+    Rb = None if V is None else Xb @ V.astype(dtype)
+    out = []
+    for f in factors:
+        C = np.asarray(f.rows(Zb))
+        P = np.asarray(C.T @ E, dtype=np.float64)
+        A = None
+        if dense and any(kind != "value" for kind, _ in f.uses):
+            A = _x_gamma_c(st, Xb, C)
+        Q = None if Rb is None else _c_gamma_r(st, C, Rb)
+        out.append((P, A, Q))
+    return out
+
+
+def _second_sweep(X_b, st, W, V, factors, Q_sums, SPs, lap_weight, dense, dtype):
+    """One row block's share of the terms that need the degrees: ``[X_b^T diag(deg) X_b
+    (dense Phi), X_b^T (Gamma o M) R_b (Phi V)]``, None where not asked."""
+    Xb = np.asarray(X_b, dtype=dtype)
+    Zb = Xb @ W.astype(dtype)
+    Rb = None if V is None else Xb @ V.astype(dtype)
+    deg = None
+    ob = None if V is None else np.zeros(Rb.shape, dtype=np.float64)
+    for i, f in enumerate(factors):
+        uses = [(k, c) for k, c in f.uses if k != "value"]
+        if not uses:
+            continue
+        C = np.asarray(f.rows(Zb))
+        if lap_weight[i] != 0.0:
+            part = lap_weight[i] * st.degrees(_ALL, C, SPs[i])
+            deg = part if deg is None else deg + part
+        if V is not None:
+            MR = _gamma_m_r(st, C, f.core, Q_sums[i])
+            for kind, coef in uses:
+                ob += (coef if kind == "inner" else -coef) * MR
+    phi_part = None
+    if deg is not None and dense:
+        phi_part = np.asarray(Xb.T @ (deg.astype(dtype)[:, None] * Xb), dtype=np.float64)
+    pv_part = None
+    if V is not None:
+        if deg is not None:
+            ob += deg[:, None] * Rb
+        pv_part = np.asarray(Xb.T @ ob.astype(dtype), dtype=np.float64)
+    return [phi_part, pv_part]
+
+
 class LandmarkProblem(KernelProblem):
     """Objective, Phi and Phi-products of ``Tr(Gamma K_XW)`` with every kernel
     matrix replaced by its landmark (or random-feature) factorisation: the
@@ -196,8 +304,9 @@ class LandmarkProblem(KernelProblem):
         self.approx = approximation
         self.dtype = approximation.compute_dtype(X)
         self.structure = _GammaStructure(gamma)
+        self.rows = row_source(X, approximation.block_rows)
         self.index = approximation.index
-        self.XL = None if self.index is None else np.asarray(X[self.index], dtype=np.float64)
+        self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
 
     # -- landmarks ------------------------------------------------------------
@@ -205,11 +314,11 @@ class LandmarkProblem(KernelProblem):
         if self.approx.kind == "rff" or self.XL is not None:
             return
         a = self.approx
-        Z = project(self.X, W, np.float64, a.block_rows)
+        Z = self.rows.project(W, np.float64)
         self.index = select_landmarks(Z, min(a.m, self.X.shape[0]), method=a.method,
                                       kernel=self.kernel, random_state=a.random_state)
         a.index = self.index
-        self.XL = np.asarray(self.X[self.index], dtype=np.float64)
+        self.XL = self.rows.take(self.index)
 
     def _factors(self, W):
         q = W.shape[1]
@@ -222,54 +331,6 @@ class LandmarkProblem(KernelProblem):
             self.rff = self.approx.rff_parameters(q)
         ZL = None if self.XL is None else self.XL @ W
         return kernel_factors(self.kernel, ZL, self.dtype, rff=self.rff)
-
-    # -- the passes ------------------------------------------------------------
-    def block_terms(self, W, sl, factors, V=None, dense=False):
-        """First-sweep terms of one row block (a distributed pass sums these):
-        Z_b, per factor C^T columns (P), and the products that need no degrees."""
-        st = self.structure
-        Xb = np.asarray(self.X[sl], dtype=self.dtype)
-        Zb = Xb @ W.astype(self.dtype)
-        E = st.columns(sl).astype(self.dtype)
-        Rb = None if V is None else Xb @ V.astype(self.dtype)
-        out = []
-        for f in factors:
-            C = np.asarray(f.rows(Zb))
-            P = np.asarray(C.T @ E, dtype=np.float64)
-            A = None
-            if dense and any(kind != "value" for kind, _ in f.uses):
-                A = self._x_gamma_c(Xb, C, sl)
-            Q = None if Rb is None else self._c_gamma_r(C, Rb, sl)
-            out.append((P, A, Q))
-        return Zb, Rb, out
-
-    def _x_gamma_c(self, Xb, C, sl):
-        """Per block: class terms ``(sum_c X_c^T C_c per class, X^T diag(a) C)`` or
-        general ``X^T diag(g_r) C`` for every r, all d x m (float64)."""
-        st = self.structure
-        if st.classes:
-            return _class_products(Xb, C, st, sl, C.dtype)
-        Gb = st.G[sl].astype(C.dtype)
-        return np.stack([np.asarray(Xb.T @ (Gb[:, j, None] * C), dtype=np.float64)
-                         for j in range(Gb.shape[1])], axis=1)
-
-    def _c_gamma_r(self, C, Rb, sl):
-        """Per block: ``C^T`` times the right-hand side split by Gamma's structure."""
-        st = self.structure
-        if st.classes:
-            return _class_products(C, Rb, st, sl, C.dtype)
-        Gb = st.G[sl].astype(C.dtype)
-        r, k = Gb.shape[1], Rb.shape[1]
-        stacked = (Gb[:, :, None] * Rb[:, None, :]).reshape(Rb.shape[0], r * k)
-        return np.asarray(C.T @ stacked, dtype=np.float64).reshape(C.shape[1], r, k)
-
-    @staticmethod
-    def _add(total, part):
-        if total is None:
-            return part
-        if isinstance(part, tuple):
-            return tuple(t + p for t, p in zip(total, part))
-        return total + part
 
     def _pass(self, W, V=None, dense=False):
         """One pass: (objective, dense Phi or None, Phi V or None).
@@ -286,18 +347,12 @@ class LandmarkProblem(KernelProblem):
 
     def _pass_blocks(self, W, V, dense):
         W = np.asarray(W, dtype=np.float64)
-        n, d = self.X.shape
+        d = self.X.shape[1]
         factors = self._factors(W)
         st = self.structure
         width = max([f.core.shape[0] for f in factors] + [1])
-        blocks = row_blocks(n, d, self.approx.block_rows, width=width)
-        sums = [[None, None, None] for _ in factors]
-        for sl in blocks:
-            _, _, terms = self.block_terms(W, sl, factors, V=V, dense=dense)
-            for acc, term in zip(sums, terms):
-                for j in range(3):
-                    if term[j] is not None:
-                        acc[j] = self._add(acc[j], term[j])
+        sums = self.rows.map_reduce(_first_sweep, st.block,
+                                    (W, V, factors, dense, self.dtype), width=width)
         objective = 0.0
         phi = np.zeros((d, d)) if dense else None
         lap_weight = [0.0] * len(factors)
@@ -316,35 +371,16 @@ class LandmarkProblem(KernelProblem):
                 if kind == "laplacian":
                     lap_weight[i] += coef
                     need_second = True
+        PV = None
         if V is not None or (dense and need_second):
-            PV = np.zeros((d, V.shape[1])) if V is not None else None
-            for sl in blocks:
-                Xb = np.asarray(self.X[sl], dtype=self.dtype)
-                Zb = Xb @ W.astype(self.dtype)
-                Rb = None if V is None else Xb @ V.astype(self.dtype)
-                deg = None
-                ob = None if V is None else np.zeros(Rb.shape, dtype=np.float64)
-                for i, f in enumerate(factors):
-                    uses = [(k, c) for k, c in f.uses if k != "value"]
-                    if not uses:
-                        continue
-                    C = np.asarray(f.rows(Zb))
-                    if lap_weight[i] != 0.0:
-                        part = lap_weight[i] * st.degrees(sl, C, SPs[i])
-                        deg = part if deg is None else deg + part
-                    if V is not None:
-                        MR = self._gamma_m_r(C, f.core, sums[i][2], sl)
-                        for kind, coef in uses:
-                            ob += (coef if kind == "inner" else -coef) * MR
-                if deg is not None and dense:
-                    phi += np.asarray(Xb.T @ (deg.astype(self.dtype)[:, None] * Xb), dtype=np.float64)
-                if V is not None:
-                    if deg is not None:
-                        ob += deg[:, None] * Rb
-                    PV += np.asarray(Xb.T @ ob.astype(self.dtype), dtype=np.float64)
+            Q_sums = [Q for _, _, Q in sums]
+            phi, PV = self.rows.map_reduce(
+                _second_sweep, st.block, (W, V, factors, Q_sums, SPs, lap_weight, dense,
+                                          self.dtype),
+                start=[phi, np.zeros((d, V.shape[1])) if V is not None else None], width=width)
         if dense:
             phi = 0.5 * (phi + phi.T)
-        return objective, phi, (PV if V is not None else None)
+        return objective, phi, PV
 
     def _quadratic(self, A, S):
         r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products."""
@@ -361,28 +397,6 @@ class LandmarkProblem(KernelProblem):
         for j in range(r):
             Aj = A[:, j, :]
             out += st.s[j] * (Aj @ S @ Aj.T)
-        return out
-
-    def _gamma_m_r(self, C, S, Q, sl):
-        r"""Rows ``sl`` of :math:`(\Gamma\circ CSC^T)R` from the first sweep's C^T R terms."""
-        st = self.structure
-        C = np.asarray(C, dtype=np.float64)
-        if st.classes:
-            Qc, Qa = Q
-            codes = st.codes[sl]
-            Q1 = Qc.sum(axis=0)
-            out = np.empty((C.shape[0], Qa.shape[1]))
-            for c in range(st.n_classes):
-                rows = codes == c
-                if rows.any():
-                    out[rows] = C[rows] @ (S @ Qc[c])
-            a = st.a[sl][:, None]
-            return out - a * (C @ (S @ Q1)) - C @ (S @ Qa) + st.ssq * (C @ (S @ Q1))
-        r = Q.shape[1]
-        G = st.G[sl]
-        out = np.zeros((C.shape[0], Q.shape[2]))
-        for j in range(r):
-            out += st.s[j] * G[:, j, None] * (C @ (S @ Q[:, j, :]))
         return out
 
     # -- the driver's interface (counters and Hessian products inherited) -------
@@ -475,6 +489,10 @@ class Approximation:
 
     # -- the solver's hook ------------------------------------------------------
     def check_data(self, X):
+        """X by row blocks (an ndarray or memmap, never copied whole), or on its
+        cluster (a row-chunked dask array: the passes map over its chunks)."""
+        if is_distributed(X):
+            return as_data(X)
         return check_rows(X, block_rows=self.block_rows)
 
     def fit_kernel(self, kernel, X, random_state=None):
@@ -497,6 +515,18 @@ def make_approximation(approximation, n_landmarks, n_samples, *, dtype=None, ran
     return approximation, m
 
 
+def check_landmark_options(estimator, n, kernel):
+    """The estimator's ``approximation`` and ``n_landmarks`` against n samples and
+    the kernel (ValueErrors naming the problem, before any pass)."""
+    approximation = estimator.approximation
+    if approximation not in ("nystrom", "rff"):
+        raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {approximation!r}")
+    n_landmarks = check_n_landmarks(estimator.n_landmarks)
+    check_kernel_approximable(kernel, approximation)
+    if isinstance(n_landmarks, int) and approximation == "nystrom" and n_landmarks > n:
+        raise ValueError(f"n_landmarks={n_landmarks} is larger than the number of samples n={n}")
+
+
 def landmark_data(estimator, X, y, kernel, *, multi_output=True):
     """The estimators' input path with an approximation (ValueErrors before any long work).
 
@@ -507,14 +537,8 @@ def landmark_data(estimator, X, y, kernel, *, multi_output=True):
     """
     from sklearn.utils import check_array, check_consistent_length
 
-    approximation = estimator.approximation
-    if approximation not in ("nystrom", "rff"):
-        raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {approximation!r}")
-    n_landmarks = check_n_landmarks(estimator.n_landmarks)
-    check_kernel_approximable(kernel, approximation)
     n = np.shape(X)[0] if hasattr(X, "shape") else len(X)
-    if isinstance(n_landmarks, int) and approximation == "nystrom" and n_landmarks > n:
-        raise ValueError(f"n_landmarks={n_landmarks} is larger than the number of samples n={n}")
+    check_landmark_options(estimator, n, kernel)
     X = check_rows(X)
     if y is not None:
         y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=False,

@@ -2,6 +2,9 @@
 
 X may be an ``np.memmap`` larger than memory: every function here reads it in
 row blocks of about :data:`BLOCK_BYTES` bytes and never copies it whole.
+:class:`MemoryRows` is the row source of a pass written as a sum over row
+blocks (the landmark passes); :class:`ikdr.passes.dask_data.DaskRows` is its
+twin for rows on a Dask cluster, with the same methods.
 """
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from .._utils.sampling import sample_rows
 from .._utils.validation import check_magnitude
 from ..kernels import MEDIAN_SUBSAMPLE
 
-__all__ = ["BLOCK_BYTES", "rows_per_block", "row_blocks", "check_rows", "fit_kernel_on_rows", "project"]
+__all__ = ["BLOCK_BYTES", "rows_per_block", "row_blocks", "check_rows", "fit_kernel_on_rows", "project",
+           "MemoryRows", "sum_parts"]
 
 #: rows of X per block: about this many bytes of X (float64) per block
 BLOCK_BYTES = 1 << 25
@@ -81,3 +85,52 @@ def project(X, W, dtype, block_rows=None):
     for sl in row_blocks(n, d, block_rows):
         Z[sl] = np.asarray(X[sl], dtype=dtype) @ W
     return Z
+
+
+def sum_parts(total, part):
+    """``total + part`` for the partials of a pass: arrays, None (nothing), or
+    tuples and lists of them, summed element by element."""
+    if total is None:
+        return part
+    if part is None:
+        return total
+    if isinstance(part, (tuple, list)):
+        return type(part)(sum_parts(a, b) for a, b in zip(total, part))
+    return total + part
+
+
+class MemoryRows:
+    r"""The rows of an ndarray or ``np.memmap``, visited one row block at a time.
+
+    ``map_reduce(fn, block_args, shared)`` is the pass
+    :math:`\sum_b fn(X_b, \text{block\_args}(b), \text{shared})` with the block
+    partials added in block order (``start`` first): the arithmetic of a loop
+    over the blocks, each read once.
+    """
+
+    def __init__(self, X, block_rows=None):
+        self.X = X
+        self.block_rows = block_rows
+        self.shape = X.shape
+        self.dtype = X.dtype
+
+    def slices(self, width=0):
+        """The row blocks, as slices (``width``: the widest n_b x width array a
+        block makes, which bounds the block's rows too)."""
+        return row_blocks(self.shape[0], self.shape[1], self.block_rows, width=width)
+
+    def map_reduce(self, fn, block_args, shared=(), start=None, width=0):
+        """``start + sum_b fn(X_b, block_args(slice_b), *shared)``, the partials added
+        in block order."""
+        total = start
+        for sl in self.slices(width):
+            total = sum_parts(total, fn(self.X[sl], block_args(sl), *shared))
+        return total
+
+    def take(self, index):
+        """The rows ``index`` as a float64 array."""
+        return np.asarray(self.X[index], dtype=np.float64)
+
+    def project(self, W, dtype):
+        """XW (n x q) in ``dtype``, by row blocks."""
+        return project(self.X, W, dtype, self.block_rows)

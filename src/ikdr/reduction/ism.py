@@ -16,7 +16,7 @@ from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_compon
 from .._utils.validation import check_positive, keep_state_on_error
 from ..gamma import supervised_gamma
 from ..kernels import MEDIAN_SUBSAMPLE, Kernel, KernelLike, make_kernel, separation_sigma
-from ..passes import MEMORY, fit_data, project_data
+from ..passes import MEMORY, fit_data, project_data, resolve
 from ..passes.landmarks import Approximation
 from ..solver.approximate import approximate_ism
 from ..solver.driver import choose_n_components
@@ -298,7 +298,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                     X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
                     polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype),
                     random_state=self.random_state, callback=callback,
-                    polish_kwargs=exact_only, **solver_options)
+                    polish_kwargs=exact_only,
+                    exact_passes=lambda dtype: resolve(X, dtype=dtype), **solver_options)
                 m_used = info["n_landmarks"]
         n = X.shape[0]
         self.components_ = result.components

@@ -43,7 +43,7 @@ def _fit_at(X, gamma, kernel, q, m, kind, W0, ism_kwargs, method, dtype, random_
 def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks="auto",
                     method=DEFAULT_LANDMARK_METHOD, polish=False, W0=None, dtype=None,
                     random_state=None, block_rows=None, auto_tol=AUTO_TOL, auto_max=AUTO_MAX,
-                    polish_kwargs=None, **ism_kwargs):
+                    polish_kwargs=None, exact_passes=ExactPasses, **ism_kwargs):
     r"""ISM on a landmark (or random-feature) approximation, with the "auto" rule
     and the optional exact polish.
 
@@ -60,6 +60,8 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     ``polish=True`` continues from the approximate fixed point with exact
     passes (:func:`ikdr.ism` without approximation, ``polish_kwargs`` its
     stopping rule): the exact answer in fewer exact passes than a cold start.
+    ``exact_passes(dtype)`` makes the exact provider of those fits (in memory
+    by default; the caller's :func:`ikdr.passes.resolve` for rows elsewhere).
 
     Returns
     -------
@@ -95,7 +97,7 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     def fit(m, start):
         """(result, landmark rows) of the fit with m landmarks or features."""
         if approximation == "nystrom" and m == n:
-            return solve_ism(ExactPasses(dtype), X, gamma, kernel, q, W0=start,
+            return solve_ism(exact_passes(dtype), X, gamma, kernel, q, W0=start,
                              **dict(exact_kwargs, warn=False)), np.arange(n)
         result, approx = _fit_at(X, gamma, kernel, q, m, approximation, start, ism_kwargs,
                                  method, dtype, random_state, block_rows)
@@ -125,8 +127,9 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     if polish:
         kw = dict(exact_kwargs, warn=warn)
         kw.update(polish_kwargs or {})
-        exact = np.asarray(X, dtype=X.dtype)
-        result = solve_ism(ExactPasses(), exact, gamma, kernel, q, W0=result.components,
+        # an array or memmap as one ndarray; rows on a cluster stay there
+        exact = np.asarray(X, dtype=X.dtype) if isinstance(X, np.ndarray) else X
+        result = solve_ism(exact_passes(None), exact, gamma, kernel, q, W0=result.components,
                            **kw)
     return result, info
 
