@@ -199,3 +199,25 @@ def test_max_iter_warns(wine):
     X, y = wine
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         ikdr.ISM(n_components=3, tol=1e-12, max_iter=1).fit(X, y)
+
+
+def test_ism_takes_a_dense_gamma_array():
+    """``ikdr.ism``'s gamma may be an n x n symmetric array, as its type hint says."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    gamma = ikdr.supervised_gamma(y)[0]
+    factored = ikdr.ism(X, gamma, n_components=2)
+    dense = ikdr.ism(X, gamma.toarray(), n_components=2)
+    assert dense.objective == pytest.approx(factored.objective, rel=1e-12)
+    assert ikdr.principal_angle(dense.components, factored.components) < 1e-8
+    with pytest.raises(TypeError, match="n x n symmetric array"):
+        ikdr.ism(X, "supervised")
+    with pytest.raises(ValueError, match="square"):
+        ikdr.ism(X, np.ones((3, 4)))
+    asymmetric = gamma.toarray()
+    asymmetric[0, 1] += 1.0
+    with pytest.raises(ValueError, match="symmetric"):
+        ikdr.ism(X, asymmetric)

@@ -18,7 +18,7 @@ from ._utils.validation import check_matrix
 from ._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 from .kernels import Gaussian, KernelLike, make_kernel
 
-__all__ = ["Gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky",
+__all__ = ["Gamma", "as_gamma", "supervised_gamma", "centered", "one_hot", "pivoted_cholesky",
            "kernel_factor", "alternative_gamma", "semi_supervised_gamma", "clustering_gamma"]
 
 
@@ -176,6 +176,17 @@ class Gamma:
     def __repr__(self):
         form = f"factored, rank {self.rank}" if self.is_factored else "dense"
         return f"Gamma(n={self.n}, {form})"
+
+
+def as_gamma(gamma: Gamma | ArrayLike) -> Gamma:
+    """A :class:`Gamma` as given, or a dense one from an n x n symmetric array
+    (a ValueError names what is wrong with it; a TypeError for anything else)."""
+    if isinstance(gamma, Gamma):
+        return gamma
+    if isinstance(gamma, (str, bytes)) or np.ndim(gamma) != 2:
+        raise TypeError(f"gamma must be an ikdr.gamma.Gamma or an n x n symmetric array, got "
+                        f"{type(gamma).__name__}")
+    return Gamma(dense=np.asarray(gamma, dtype=np.float64))
 
 
 def centered(M: ArrayLike) -> np.ndarray:

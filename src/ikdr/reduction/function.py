@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike
-from ..gamma import Gamma
+from ..gamma import Gamma, as_gamma
 from ..kernels import KernelLike
 from ..passes import resolve
 from ..solver.driver import ISMResult, solve_ism
@@ -66,8 +66,10 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
     X : ndarray (n, d), float64 or float32
         Data, usually standardised. Its dtype selects the precision of the
         C++ products of the plain steps (the trust region works in float64).
-    gamma : Gamma
-        Paradigm matrix (see :mod:`ikdr.gamma`).
+    gamma : Gamma or array-like of shape (n, n)
+        Paradigm matrix (see :mod:`ikdr.gamma`); an array is taken as a dense,
+        symmetric Gamma (a factored one, e.g. :func:`ikdr.supervised_gamma`,
+        makes Phi_0 cheaper and is needed by the landmark passes).
     kernel : str or Kernel
         Any ISM kernel or conic combination; data-dependent parameters
         (``sigma="median"``) are fitted on X.
@@ -180,6 +182,7 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
     Absil, Baker, Gallivan. Trust-region methods on Riemannian manifolds.
     Found. Comput. Math. 7 (2007), Algorithms 1-2.
     """
+    gamma = as_gamma(gamma)
     passes = resolve(X, approximation, dtype=dtype)
     return solve_ism(passes, X, gamma, kernel, n_components, W0=W0, tol=tol,
                      criterion=criterion, max_iter=max_iter, eigen_solver=eigen_solver,
