@@ -459,3 +459,33 @@ def test_the_warning_names_a_swinging_w_when_the_eigenvalues_settled():
         model = ikdr.ISM(n_components=4, sigma=ikdr.median_sigma(X), tol=1e-6,
                          max_iter=30).fit(X, y)
     assert not model.convergence_.converged
+
+
+def test_a_fit_that_stops_at_a_saddle_escapes_and_goes_on():
+    """A constructed saddle: data symmetric under every sign flip of the axes, labels
+    set by x0^2 + 0.3 x1^2. The axes are then critical points of f for q = 1; e1
+    (x1 carries some of the labels) is a saddle between the maximum e0 and e2.
+    Started there with the gradient rule, the fit stops at once; its certificate
+    finds the positive curvature, steps along it and goes on to the maximum."""
+    import itertools
+
+    from ikdr.kernels import Gaussian
+
+    rng = np.random.default_rng(0)
+    X0 = rng.standard_normal((60, 3))
+    X = np.vstack([X0 * np.array(s) for s in itertools.product((1, -1), repeat=3)])
+    y = (X[:, 0] ** 2 + 0.3 * X[:, 1] ** 2 > 1.0).astype(int)
+    gamma = ikdr.supervised_gamma(y)[0]
+    e = np.eye(3)
+    at_max = ikdr.ism(X, gamma, Gaussian(1.0), 1, W0=e[:, [0]], criterion="gradient")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # an escaped saddle is no warning
+        fit = ikdr.ism(X, gamma, Gaussian(1.0), 1, W0=e[:, [1]], criterion="gradient")
+    c = fit.convergence
+    assert c.saddle_escapes == 1
+    assert [h["step"] for h in fit.history][:2] == ["start", "saddle escape"]
+    assert fit.history[1]["objective"] > fit.history[0]["objective"]
+    assert fit.converged and c.second_order
+    assert ikdr.principal_angle(fit.components, e[:, [0]]) < 1e-4
+    assert fit.objective == pytest.approx(at_max.objective, rel=1e-8)
+    assert [h["iteration"] for h in fit.history] == list(range(len(fit.history)))

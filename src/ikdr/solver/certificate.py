@@ -116,6 +116,10 @@ class ISMConvergence:
         (plain steps far from the maximum, at about half the cost).
     objective_evaluations : int
         Passes that computed only the objective (trust-region candidates).
+    saddle_escapes : int
+        Times the certificate found a positive Hessian eigenvalue at a point the
+        stopping rule had accepted (a saddle, not a maximum) and the solver
+        stepped along its eigenvector and went on.
     solve_time, certificate_time : float
         Seconds spent reaching W and certifying it.
     """
@@ -141,6 +145,7 @@ class ISMConvergence:
     hessian_residual: float = np.nan
     hessian_converged: bool | None = None
     certificate_hessian_products: int = 0
+    saddle_escapes: int = 0
     solve_time: float = np.nan
     certificate_time: float = np.nan
 
@@ -158,7 +163,8 @@ class ISMConvergence:
         return asdict(self)
 
 
-def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=None):
+def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=None,
+                       vector=None):
     r"""Largest eigenvalue of a symmetric operator by single-vector LOBPCG.
 
     ``apply`` and ``precondition`` map arrays of x0's shape to the same shape
@@ -166,7 +172,8 @@ def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=
     [x, T r, p] and costs one ``apply``. Stops when the residual
     :math:`\|Ax - \theta x\|` (x unit) is at most ``max(atol, rtol |theta|)``.
 
-    Returns (theta, residual, converged, products).
+    Returns (theta, residual, converged, products); with ``vector`` (a list), the
+    unit Ritz vector x is appended to it.
     """
     x = x0 / np.linalg.norm(x0)
     Ax = apply(x)
@@ -176,10 +183,11 @@ def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=
     while True:
         r = Ax - theta * x
         residual = float(np.linalg.norm(r))
-        if residual <= max(atol, rtol * abs(theta)):
-            return theta, residual, True, products
-        if products >= max_products:
-            return theta, residual, False, products
+        done = residual <= max(atol, rtol * abs(theta))
+        if done or products >= max_products:
+            if vector is not None:
+                vector.append(x)
+            return theta, residual, bool(done), products
         w = precondition(r) if precondition is not None else r
         w = w - x * np.vdot(x, w)
         if p is not None:
@@ -255,7 +263,7 @@ def _deflated_top(problem, W, PW, extra, extra_product=None, reference=None):
 
 
 def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, extra=None,
-            extra_product=None):
+            extra_product=None, ascent=None):
     """The certificate's numbers at W (float64 ``phi`` or ``PW`` = Phi(W) W when known;
     ``extra``: start columns of the matrix-free eigengap iteration, with their
     products Phi(W) extra as ``extra_product`` when known).
@@ -264,7 +272,9 @@ def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, e
     ``relative_gradient_norm``, ``first_order``, ``eigengap``, ``hessian_*``,
     ``second_order``, ``certificate_hessian_products``. Without ``full`` only
     the gradient (and the eigengap, when ``phi`` is known) are computed: one
-    thin pass at most.
+    thin pass at most. ``ascent`` (a list) receives the Hessian's top eigenvector
+    when its eigenvalue is certainly positive (``theta - residual`` above the
+    second-order tolerance): a tangent direction in which f rises, W a saddle.
     """
     W = np.asarray(W, dtype=np.float64)
     d, q = W.shape
@@ -304,15 +314,20 @@ def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, e
         x0, precondition = np.outer(u, Q[:, 0]), None
         x0 = x0 - W @ (W.T @ x0)
     before = problem.n_hessian
+    found = []
     theta, residual, converged, _ = largest_eigenvalue(
         lambda Z: problem.hessian_product(W, Z, PW, phi), x0,
         atol=HESSIAN_STOL * max(scale, np.finfo(float).tiny), rtol=HESSIAN_RTOL,
         max_products=HESSIAN_MAX_PRODUCTS,
-        precondition=precondition)
+        precondition=precondition, vector=found)
     out.update(hessian_max_eigenvalue=theta, hessian_residual=residual,
                hessian_converged=bool(converged),
                second_order=bool(converged and theta + residual <= SECOND_ORDER_RTOL * scale),
                certificate_hessian_products=problem.n_hessian - before)
+    if ascent is not None and found and theta - residual > SECOND_ORDER_RTOL * scale:
+        # an eigenvalue of the Hessian is certainly positive: W is no maximum, and
+        # x (a tangent vector at W) is a direction of ascent from it
+        ascent[:] = [found[0]]
     return out
 
 

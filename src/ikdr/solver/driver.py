@@ -52,7 +52,7 @@ from .certificate import certify as certify_point
 from .._config import single_threaded_blas
 from .._utils.subspace import principal_angle
 from .._utils.eig import fix_signs, top_eigenvectors
-from .trust_region import TrustRegion
+from .trust_region import TrustRegion, escape_saddle
 from .steps import (COARSE_STOP_TOL, MF_TOL, PlainStep, Point, SLOW_CONTRACTION, check_orthonormal_start, dense64, phi_mode)
 from .._utils.validation import check_vector
 from ..gamma import Gamma
@@ -116,6 +116,9 @@ def choose_n_components(eigenvalues: ArrayLike, *, minimum: int = 1) -> int:
 
 
 _EIGENVALUE_RULE_MAX_ANGLE = 0.1
+#: saddles a fit may escape from (each: a line search along the certificate's
+#: ascent direction, then the iteration goes on from the higher point)
+MAX_SADDLE_ESCAPES = 3
 
 
 def _plain_stopping_rule(criterion, change, angle, tol):
@@ -199,7 +202,8 @@ def solve_ism(passes, X: ArrayLike, gamma: Gamma, kernel: KernelLike = "gaussian
 
 def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", max_iter=100,
           eigen_solver="auto", warn=True, gtol=1e-6, certify=True, callback=None,
-          phi_solver="auto", min_components=1, coarse_steps=True, _stacklevel=2):
+          phi_solver="auto", min_components=1, coarse_steps=True, _stacklevel=2,
+          _escapes=0):
     """The ISM driver on any problem of the interface of :mod:`ikdr.passes.problem`.
 
     Same options as :func:`ism` (which validates them, builds a
@@ -339,11 +343,12 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
     if certify and not step.thin_certificate:
         point = dense64(problem, point)
     exact = point.exact
+    ascent = []
     fields = certify_point(problem, point.W, point.objective,
                            phi=point.exact_phi, PW=point.PW if exact else None,
                            full=certify, gtol=gtol,
                            extra=point.E if point.E is not None and exact else step.extra,
-                           extra_product=point.PE if exact else None)
+                           extra_product=point.PE if exact else None, ascent=ascent)
     certificate = ISMConvergence(
         converged=bool(converged), stopping_rule=stopping_rule, objective=point.objective,
         plain_steps=plain_steps, safeguarded_steps=tr_steps, rejected_steps=rejected,
@@ -353,7 +358,40 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
     history[-1]["gradient_norm"] = certificate.gradient_norm
     certificate.solve_time = solve_time
     certificate.certificate_time = time.perf_counter() - t0 - solve_time
-    if not converged and warn:
+    certificate.saddle_escapes = _escapes
+    saddle = bool(ascent) and converged
+    if saddle:
+        # The stopping rule accepted a saddle: the certificate found a direction of
+        # positive curvature. Step along it, uphill, and go on from there.
+        W_up, f_up = (escape_saddle(problem, point.W, point.objective, ascent[0])
+                      if _escapes < MAX_SADDLE_ESCAPES and n_iter < max_iter else (None, None))
+        if W_up is not None:
+            record(Point(W_up, f_up), np.full(q, np.nan), np.nan,
+                   principal_angle(point.W, W_up), "saddle escape", "saddle escape")
+            rest = solve(problem, q, W0=W_up, tol=tol, criterion=criterion,
+                         max_iter=max_iter - n_iter, eigen_solver=eigen_solver, warn=warn,
+                         gtol=gtol, certify=certify, callback=callback, phi_solver=phi_solver,
+                         coarse_steps=False, _stacklevel=_stacklevel + 1, _escapes=_escapes + 1)
+            for entry in rest.history[1:]:           # its first entry is W_up again
+                entry["iteration"] = len(history)
+                history.append(entry)
+            c = rest.convergence
+            c.plain_steps += plain_steps
+            c.safeguarded_steps += tr_steps
+            c.rejected_steps += rejected
+            c.solve_time += solve_time
+            rest.history, rest.n_iter = history, rest.n_iter + n_iter
+            return rest
+        converged = certificate.converged = False
+        if warn:
+            warnings.warn(f"ISM stopped at a saddle, not a maximum: the certificate found a "
+                          f"positive Hessian eigenvalue ({certificate.hessian_max_eigenvalue:.3g}"
+                          f", Hessian scale {certificate.hessian_scale:.3g}) and "
+                          + ("no step along its eigenvector raised the objective"
+                             if _escapes < MAX_SADDLE_ESCAPES and n_iter < max_iter else
+                             f"the solver has used its {MAX_SADDLE_ESCAPES} escapes or max_iter")
+                          + "; converged=False", ConvergenceWarning, stacklevel=_stacklevel)
+    if not converged and warn and not saddle:
         warnings.warn(_not_converged_message(stalled, phase, criterion, history, certificate,
                                              max_iter, tol, gtol),
                       ConvergenceWarning, stacklevel=_stacklevel)

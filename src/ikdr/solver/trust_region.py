@@ -67,6 +67,38 @@ def exp_map(W, Z):
     return Q * np.sign(np.diag(R))
 
 
+#: geodesic step lengths (radians) tried along an ascent direction from a saddle,
+#: longest first: the first that raises f (on either side) is taken
+ESCAPE_STEPS = tuple(0.5 ** k for k in range(1, 14))
+
+
+def escape_saddle(problem, W, objective, direction):
+    r"""A point above the saddle W along the tangent ``direction`` (the certificate's
+    Hessian eigenvector of a positive eigenvalue :math:`\theta`).
+
+    Near W, :math:`f(\exp_W(tZ)) \approx f(W) + \tfrac12 \theta t^2` on both
+    sides, so the longest step of :data:`ESCAPE_STEPS` that raises f (by more
+    than its rounding) is taken, the better of the two signs; one objective
+    pass per trial. Returns (W_new, f_new), or (None, None) when no trial rises.
+    """
+    Z = direction - W @ (W.T @ direction)
+    norm = float(np.linalg.norm(Z))
+    if not np.isfinite(norm) or norm == 0.0:
+        return None, None
+    Z = Z / norm
+    margin = 16.0 * np.finfo(float).eps * abs(objective)
+    for t in ESCAPE_STEPS:
+        best = None
+        for s in (t, -t):
+            W_new = exp_map(W, s * Z)
+            f_new = problem.objective(W_new)
+            if f_new > objective + margin and (best is None or f_new > best[1]):
+                best = (W_new, f_new)
+        if best is not None:
+            return best
+    return None, None
+
+
 def truncated_cg(hess, grad, surrogate, radius, max_inner, kappa=0.1, theta=1.0):
     r"""Preconditioned Steihaug-Toint CG for the trust-region model of -f.
 
