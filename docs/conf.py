@@ -128,13 +128,18 @@ def generate_api():
     for name, module in submodules.items():
         for n in _public(module):
             documented_elsewhere.add(id(getattr(module, n)))
-    estimators, configuration, functions = [], [], []
+    estimators, configuration, functions, reexported = [], [], [], []
     config_names = set(_public(config)) | {"build_info"}
     for name in sorted(set(ikdr.__all__) | {"build_info"}):
         obj = getattr(ikdr, name, None)
         if obj is None or inspect.ismodule(obj) or name.startswith("__"):
             continue
         if id(obj) in documented_elsewhere:
+            # importable as ikdr.<name> too (Gamma, median_sigma, ...): its page is the
+            # module's; the top-level name is listed and linked to it
+            home = next(m for m, module in submodules.items()
+                        if getattr(module, name, None) is obj and name in _public(module))
+            reexported.append(f":py:obj:`ikdr.{name} <{home}.{name}>`")
             continue
         if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
             estimators.append(name)
@@ -149,13 +154,14 @@ def generate_api():
         "estimators follow scikit-learn's conventions (``fit``, ``transform`` / "
         "``predict``, fitted attributes ending in ``_``); each estimator's page gives "
         "the paper equation it implements and its references.", "",
-        ".. contents:: On this page", "   :local:", "   :depth: 1", "",
         _section("Estimators", "scikit-learn estimators for end users.", estimators,
                  template="class.rst"),
         _section("Solver, results and functions",
                  "The one ISM solver, its result and certificate, HSIC and the functional "
-                 "forms of the methods, for use inside other libraries.", functions,
-                 template=None),
+                 "forms of the methods, for use inside other libraries. "
+                 + ("Also importable from ``ikdr`` itself, and documented with their "
+                    "modules below: " + ", ".join(reexported) + "." if reexported else ""),
+                 functions, template=None),
         _section("Configuration", "Threads of the compiled core, the memory budget and the "
                  "build.", configuration),
     ]
