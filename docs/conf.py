@@ -75,6 +75,8 @@ sphinx_gallery_conf = {
     "default_thumb_file": None,
     "show_memory": False,
     "run_stale_examples": False,
+    # no "Computation times" page: a build-machine table, not a topic of the user guide
+    "write_computation_times": False,
 }
 
 
