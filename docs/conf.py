@@ -15,8 +15,9 @@ from __future__ import annotations
 import datetime
 import inspect
 import os
+import re
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -62,6 +63,40 @@ numpydoc_xref_param_type = False
 numpydoc_attributes_as_param_list = True
 
 # no intersphinx: the build must not depend on the network (CI builds offline)
+
+# -- math: MathJax served from the built site itself, so formulas render without a network -----
+# The MathJax 3 files come from the PyPI package sphinx-mathjax-offline (in the docs extra);
+# only what tex-chtml.js loads is copied into _static/mathjax/ (about 9 MB instead of 24 MB).
+# Without the package the build falls back to Sphinx's default CDN copy, and the HTML test
+# (tests/test_docs_html.py) fails.
+MATHJAX_ENTRY = "tex-chtml.js"
+
+
+def _mathjax_source():
+    import importlib.util
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")   # its import name has hyphens
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    src = Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax"
+    return src if (src / MATHJAX_ENTRY).is_file() else None
+
+
+MATHJAX_SOURCE = _mathjax_source()
+if MATHJAX_SOURCE is not None:
+    mathjax_path = f"mathjax/{MATHJAX_ENTRY}"
+
+
+def _copy_mathjax(app, exc):
+    """Copy tex-chtml.js and the components it loads on demand into _static/mathjax/."""
+    if exc is not None or MATHJAX_SOURCE is None or app.builder.format != "html":
+        return
+    from sphinx.util.fileutil import copy_asset
+
+    def excluded(path):     # the other combined bundles, never loaded by tex-chtml.js
+        parts = PurePosixPath(path).parts       # relative to the source: "./tex-svg.js"
+        return len(parts) == 1 and parts[0].endswith(".js") and parts[0] != MATHJAX_ENTRY
+    copy_asset(str(MATHJAX_SOURCE), os.path.join(app.outdir, "_static", "mathjax"),
+               excluded=excluded)
 
 sphinx_gallery_conf = {
     "examples_dirs": str(DOCS / "gallery"),
@@ -220,6 +255,7 @@ def skip_member(app, what, name, obj, skip, options):
 
 def setup(app):
     app.connect("autodoc-skip-member", skip_member)
+    app.connect("build-finished", _copy_mathjax)
 
 
 generate_api()
