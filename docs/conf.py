@@ -260,3 +260,6 @@ def setup(app):
 
 generate_api()
 generate_benchmark_pages()
+# left by an older configuration that wrote sphinx-gallery's execution-time table
+for _stale in (DOCS / "sg_execution_times.rst", DOCS / "auto_examples" / "sg_execution_times.rst"):
+    _stale.unlink(missing_ok=True)
