@@ -664,7 +664,7 @@ class SemiSupervisedISM(TargetRequiredMixin, _AlternatingClustering):
         "score_kernel": [str, Kernel],
     }
 
-    __doc__ = r"""Semi-supervised clustering guided by expert scores (ISM paper, Eq. 2-3).
+    __doc__ = r"""Semi-supervised clustering guided by expert scores (ISM paper, equations 2-3).
 
     Maximises :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U) +
     \mu\,\mathrm{Tr}(K_{XW} H K_{\hat Y} H)` over W and U: spectral clustering

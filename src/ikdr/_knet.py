@@ -425,7 +425,7 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel
 
 
 class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
-    r"""KNet deep kernel clustering (dissertation ch. 4, Algorithm 3).
+    r"""KNet deep kernel clustering (dissertation chapter 4, Algorithm 3).
 
     Learns an embedding :math:`\psi_\theta` (a ReLU MLP) that maximises the
     dependence :math:`\mathrm{HSIC}(\psi_\theta(X), U)` on a spectral

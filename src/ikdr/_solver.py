@@ -239,7 +239,7 @@ def principal_angle(U: ArrayLike, V: ArrayLike) -> float:
 
 def choose_n_components(eigenvalues: ArrayLike, *, minimum: int = 1) -> int:
     """q by the largest eigengap ``lambda_q - lambda_{q+1}`` of a descending
-    spectrum, with q >= ``minimum`` (dissertation Eq. 3.11)."""
+    spectrum, with q >= ``minimum`` (dissertation equation 3.11)."""
     vals = np.sort(check_vector(eigenvalues, "eigenvalues"))[::-1]
     d = vals.shape[0]
     minimum = max(1, min(int(minimum), d))
@@ -482,7 +482,7 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         callback: Callable[[dict[str, Any]], Any] | None = None, phi_solver: str = "auto",
         dtype: DTypeLike | None = None, min_components: int = 1,
         approximation: Any = None) -> ISMResult:
-    r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
+    r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` subject to :math:`W^TW = I`.
 
     Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
     Algorithm 1) while it climbs, started from the W-free :math:`\Phi_0`

@@ -302,7 +302,7 @@ def _degree_scaled_centered(M, degrees):
 
 def alternative_gamma(U: np.ndarray, existing: np.ndarray | Sequence[np.ndarray],
                       degrees: np.ndarray, lam: float) -> Gamma:
-    r"""KDAC Gamma :math:`D^{-1/2} H (U U^T - \lambda Y Y^T) H D^{-1/2}` (dissertation Eq. 3.4).
+    r"""KDAC Gamma :math:`D^{-1/2} H (U U^T - \lambda Y Y^T) H D^{-1/2}` (dissertation equation 3.4).
 
     Kept factored with a signed scale: :math:`G = D^{-1/2} H [U, Y]`,
     :math:`s = (1, \dots, 1, -\lambda, \dots, -\lambda)`, rank k + r.
@@ -332,7 +332,7 @@ def alternative_gamma(U: np.ndarray, existing: np.ndarray | Sequence[np.ndarray]
 def semi_supervised_gamma(U: np.ndarray, degrees: np.ndarray, score_factor: np.ndarray,
                           mu: float) -> Gamma:
     r"""Semi-supervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2} + \mu H K_{\hat Y} H`
-    (ISM paper, Eq. 2-3), factored as :math:`[D^{-1/2} H U, H F]`, :math:`K_{\hat Y} = F F^T`.
+    (ISM paper, equations 2-3), factored as :math:`[D^{-1/2} H U, H F]`, :math:`K_{\hat Y} = F F^T`.
 
     U from the centred U-step already satisfies HU = U, so the H around
     :math:`UU^T` only makes the factor exact for any U.
