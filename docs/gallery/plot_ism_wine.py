@@ -40,7 +40,8 @@ print(f"share of the top 3 features: {importances[order[:3]].sum():.3f}")
 # The importances and the learned subspace
 # ----------------------------------------
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2))
-ax1.barh(np.array(data.feature_names)[order[::-1]], importances[order[::-1]], color="tab:blue")
+names = np.array(data.feature_names)
+ax1.barh(names[order[::-1]], importances[order[::-1]], color="tab:blue")
 ax1.set_xlabel("feature_importances_ (sums to 1)")
 ax1.set_title("Feature importances learned by ISM")
 Z = ism.transform(X)
