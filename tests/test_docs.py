@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -34,9 +35,25 @@ DOCS_UNAVAILABLE = bool(missing) or not (DOCS / "conf.py").exists()
 pytestmark = pytest.mark.skipif(DOCS_UNAVAILABLE, reason=SKIP_REASON)
 
 
+def untracked_files():
+    """Files in the source tree that git neither tracks nor ignores (None: not a checkout)."""
+    try:
+        proc = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "-z"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return set(filter(None, proc.stdout.split("\0"))) if proc.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=None)
+def tree_before_build():
+    return untracked_files(), time.time()
+
+
 @functools.lru_cache(maxsize=None)
 def build_site():
     """Build the HTML site once; return the finished sphinx process and the output folder."""
+    tree_before_build()
     keep = os.environ.get("IKDR_DOCS_OUT")
     base = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ikdr-docs-"))
     if not keep:
@@ -71,3 +88,17 @@ def test_docs_build_without_warnings():
     for page in ("guide/kernels", "guide/convergence", "guide/cli", "auto_examples/index",
                  "api/index", "benchmarks/index", "validation"):
         assert f'href="{page}.html"' in index, page
+
+
+def test_docs_build_writes_only_ignored_files():
+    """What the build writes into the source tree (docs/api, ...) is covered by .gitignore."""
+    before, start = tree_before_build()
+    build_site()
+    after = untracked_files()
+    if before is None or after is None:
+        pytest.skip("not a git checkout")
+    # new files, and files the build rewrote (a tree where an older build left them)
+    new = sorted(f for f in after if f not in before
+                 or (ROOT / f).is_file() and (ROOT / f).stat().st_mtime >= start - 1)
+    assert not new, "the docs build wrote files that .gitignore does not cover:\n" + "\n".join(
+        new[:40])
