@@ -256,7 +256,7 @@ def supervised_gamma(y: ArrayLike, *, target: KernelLike = "auto", sigma_y: Sigm
 
     ``K_Y = Y Y^T`` with one-hot Y for class labels; a Gaussian kernel on y
     (factored by pivoted Cholesky to 1e-12 relative trace) for continuous
-    targets (DESIGN.md section 1).
+    targets.
 
     Returns
     -------
@@ -351,7 +351,7 @@ def semi_supervised_gamma(U: np.ndarray, degrees: np.ndarray, score_factor: np.n
 
 def clustering_gamma(U: ArrayLike, degrees: ArrayLike) -> Gamma:
     r"""Unsupervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2}` as the factor
-    :math:`G = D^{-1/2} H U` (DESIGN.md section 1; ISM paper section 2, the
+    :math:`G = D^{-1/2} H U` (ISM paper section 2; the
     W-step of :class:`ikdr.ISMClustering` and of KNet's epochs).
 
     Parameters
