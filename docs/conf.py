@@ -261,6 +261,62 @@ def generate_benchmark_pages():
            "```{toctree}\n:maxdepth: 1\n\n" + listing + "\n```\n")
 
 
+_TABLE_ROW = re.compile(r"^\s*\|")
+_DELIMITER_ROW = re.compile(r"^\s*\|(?:\s*:?-+:?\s*\|)+\s*$")
+_COMMENT_LINE = re.compile(r"^\s*<!--.*-->\s*$")
+
+
+def _cells(row):
+    return len(re.split(r"(?<!\\)\|", row.strip())) - 2
+
+
+def _escape_cell_pipes(row):
+    """Escape each ``|`` that touches text: a separator has spaces (or the row's end) around it."""
+    s, out = row.strip(), []
+    for k, ch in enumerate(s):
+        if (ch == "|" and 0 < k < len(s) - 1 and s[k - 1] != "\\"
+                and not (s[k - 1] in " \t|" and s[k + 1] in " \t|")):
+            ch = "\\|"
+        out.append(ch)
+    return "".join(out)
+
+
+def repair_tables(text):
+    """Markdown tables a benchmark script wrote that a Markdown parser would not read as tables.
+
+    Two slips turn a table into a paragraph of pipes: an HTML comment line between its rows,
+    and a ``|`` inside a cell (``(polish - cold)/|cold|``). The comment is moved below the
+    table and such a ``|`` is escaped, only in a row whose cell count differs from the
+    delimiter row's; every number stays as written.
+    """
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        if (i + 1 < len(lines) and _TABLE_ROW.match(lines[i])
+                and _DELIMITER_ROW.match(lines[i + 1])):
+            columns = _cells(lines[i + 1])
+            table, held, j = [lines[i], lines[i + 1]], [], i + 2
+            while j < len(lines) and (_TABLE_ROW.match(lines[j]) or (
+                    _COMMENT_LINE.match(lines[j]) and j + 1 < len(lines)
+                    and _TABLE_ROW.match(lines[j + 1]))):
+                (held if _COMMENT_LINE.match(lines[j]) else table).append(lines[j])
+                j += 1
+            for k, row in enumerate(table):
+                if k != 1 and _cells(row) != columns:    # a "|" inside a cell
+                    table[k] = _escape_cell_pipes(row)
+            out += table + ([""] + held if held else [])
+            i = j
+        else:
+            out.append(lines[i])
+            i += 1
+    return "\n".join(out)
+
+
+def _repair_included_tables(app, relative_path, parent_docname, content):
+    if Path(relative_path).as_posix().startswith("../benchmarks/results/"):
+        content[0] = repair_tables(content[0])
+
+
 def skip_member(app, what, name, obj, skip, options):
     """Leave out scikit-learn's generated metadata-routing methods (set_*_request)."""
     if name == "get_metadata_routing" or (name.startswith("set_") and name.endswith("_request")):
@@ -271,6 +327,10 @@ def skip_member(app, what, name, obj, skip, options):
 def setup(app):
     app.connect("autodoc-skip-member", skip_member)
     app.connect("build-finished", _copy_mathjax)
+    try:                    # Sphinx >= 7.2.5; recent myst-parser emits it for {include} too
+        app.connect("include-read", _repair_included_tables)
+    except Exception:       # older Sphinx: the HTML test reports the broken tables
+        pass
 
 
 generate_api()

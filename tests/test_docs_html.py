@@ -188,6 +188,17 @@ def test_navigation_lists_topics_only(site, bs4):
     assert not tool_pages, f"tool output in the navigation: {tool_pages}"
 
 
+def test_tables_render_as_tables(site, bs4):
+    """No Markdown table shows up as a paragraph of pipes (a stray comment or '|' in a cell)."""
+    broken = []
+    for page in reader_pages(site):
+        for para in parse(bs4, page).select("article p"):
+            text = visible_text(para)
+            if text.startswith("|") and text.count("|") >= 4:
+                broken.append(f"{page.relative_to(site)}: {text[:100]}")
+    assert not broken, "tables rendered as text:\n" + "\n".join(broken)
+
+
 def test_math_is_served_by_the_site(site, bs4):
     """Pages with formulas load MathJax from the site itself; no page loads anything remote."""
     with_math, remote, missing_files = 0, [], []
