@@ -188,6 +188,22 @@ def test_navigation_lists_topics_only(site, bs4):
     assert not tool_pages, f"tool output in the navigation: {tool_pages}"
 
 
+def test_no_markup_shown_as_text(site, bs4):
+    """No reStructuredText left as text in prose (a docstring paragraph numpydoc misread)."""
+    leaked = []
+    for page in reader_pages(site):
+        article = parse(bs4, page).select_one("article")
+        if article is None:
+            continue
+        for node in article.select("pre, code, .math, .highlight"):
+            node.decompose()
+        text = visible_text(article)
+        for match in re.finditer(r":[a-z]+:`|``", text):
+            leaked.append(f"{page.relative_to(site)}: ..."
+                          f"{text[max(0, match.start() - 60):match.end() + 40]}...")
+    assert not leaked, "markup shown as text:\n" + "\n".join(leaked[:40])
+
+
 def test_tables_render_as_tables(site, bs4):
     """No Markdown table shows up as a paragraph of pipes (a stray comment or '|' in a cell)."""
     broken = []

@@ -620,6 +620,8 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         block pairs (:class:`ikdr.distributed.DaskProblem`) while W, the
         eigenproblems and the trust region stay here (docs/distributed.md).
 
+    Notes
+    -----
     **Passes.** Every n^2 pass is counted in ``convergence`` (``phi_evaluations``,
     ``objective_evaluations``, ``hessian_products``). A plain dense run that
     converges makes :math:`\Phi_0` without an n^2 pass when Gamma is
