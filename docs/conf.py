@@ -15,8 +15,9 @@ from __future__ import annotations
 import datetime
 import inspect
 import os
+import re
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -63,6 +64,40 @@ numpydoc_attributes_as_param_list = True
 
 # no intersphinx: the build must not depend on the network (CI builds offline)
 
+# -- math: MathJax served from the built site itself, so formulas render without a network -----
+# The MathJax 3 files come from the PyPI package sphinx-mathjax-offline (in the docs extra);
+# only what tex-chtml.js loads is copied into _static/mathjax/ (about 9 MB instead of 24 MB).
+# Without the package the build falls back to Sphinx's default CDN copy, and the HTML test
+# (tests/test_docs_html.py) fails.
+MATHJAX_ENTRY = "tex-chtml.js"
+
+
+def _mathjax_source():
+    import importlib.util
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")   # its import name has hyphens
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    src = Path(next(iter(spec.submodule_search_locations))) / "static" / "mathjax"
+    return src if (src / MATHJAX_ENTRY).is_file() else None
+
+
+MATHJAX_SOURCE = _mathjax_source()
+if MATHJAX_SOURCE is not None:
+    mathjax_path = f"mathjax/{MATHJAX_ENTRY}"
+
+
+def _copy_mathjax(app, exc):
+    """Copy tex-chtml.js and the components it loads on demand into _static/mathjax/."""
+    if exc is not None or MATHJAX_SOURCE is None or app.builder.format != "html":
+        return
+    from sphinx.util.fileutil import copy_asset
+
+    def excluded(path):     # the other combined bundles, never loaded by tex-chtml.js
+        parts = PurePosixPath(path).parts       # relative to the source: "./tex-svg.js"
+        return len(parts) == 1 and parts[0].endswith(".js") and parts[0] != MATHJAX_ENTRY
+    copy_asset(str(MATHJAX_SOURCE), os.path.join(app.outdir, "_static", "mathjax"),
+               excluded=excluded)
+
 sphinx_gallery_conf = {
     "examples_dirs": str(DOCS / "gallery"),
     "gallery_dirs": str(DOCS / "auto_examples"),
@@ -75,6 +110,8 @@ sphinx_gallery_conf = {
     "default_thumb_file": None,
     "show_memory": False,
     "run_stale_examples": False,
+    # no "Computation times" page: a build-machine table, not a topic of the user guide
+    "write_computation_times": False,
 }
 
 
@@ -128,13 +165,18 @@ def generate_api():
     for name, module in submodules.items():
         for n in _public(module):
             documented_elsewhere.add(id(getattr(module, n)))
-    estimators, configuration, functions = [], [], []
+    estimators, configuration, functions, reexported = [], [], [], []
     config_names = set(_public(config)) | {"build_info"}
     for name in sorted(set(ikdr.__all__) | {"build_info"}):
         obj = getattr(ikdr, name, None)
         if obj is None or inspect.ismodule(obj) or name.startswith("__"):
             continue
         if id(obj) in documented_elsewhere:
+            # importable as ikdr.<name> too (Gamma, median_sigma, ...): its page is the
+            # module's; the top-level name is listed and linked to it
+            home = next(m for m, module in submodules.items()
+                        if getattr(module, name, None) is obj and name in _public(module))
+            reexported.append(f":py:obj:`ikdr.{name} <{home}.{name}>`")
             continue
         if inspect.isclass(obj) and issubclass(obj, BaseEstimator):
             estimators.append(name)
@@ -149,13 +191,14 @@ def generate_api():
         "estimators follow scikit-learn's conventions (``fit``, ``transform`` / "
         "``predict``, fitted attributes ending in ``_``); each estimator's page gives "
         "the paper equation it implements and its references.", "",
-        ".. contents:: On this page", "   :local:", "   :depth: 1", "",
         _section("Estimators", "scikit-learn estimators for end users.", estimators,
                  template="class.rst"),
         _section("Solver, results and functions",
                  "The one ISM solver, its result and certificate, HSIC and the functional "
-                 "forms of the methods, for use inside other libraries.", functions,
-                 template=None),
+                 "forms of the methods, for use inside other libraries. "
+                 + ("Also importable from ``ikdr`` itself, and documented with their "
+                    "modules below: " + ", ".join(reexported) + "." if reexported else ""),
+                 functions, template=None),
         _section("Configuration", "Threads of the compiled core, the memory budget and the "
                  "build.", configuration),
     ]
@@ -165,6 +208,17 @@ def generate_api():
 
 
 RESULTS = ROOT / "benchmarks" / "results"
+
+# Page titles where a results file's own heading does not suit the site: none, the same as
+# another file's, or one that cites a work item of the tracker ("(issue 20)"), which a reader
+# cannot look up. The file's body is still included unchanged.
+BENCHMARK_TITLES = {
+    "bench_manifold": "ISM against pymanopt's manifold solvers from the same start",
+    "nystrom_ism": "Nystrom ISM against exact ISM: accuracy",
+    "nystrom_scale": "Nystrom ISM against exact ISM: up to a million rows",
+}
+WORK_ITEM = re.compile(r"\s*\((?:see )?issues? #?\d+[^)]*\)|\s*[;,]?\s*\bissues? #?\d+\b",
+                       re.IGNORECASE)
 
 
 def generate_benchmark_pages():
@@ -179,12 +233,16 @@ def generate_benchmark_pages():
     for path in files:
         stem = "reproduce_report" if path == report else path.stem
         rel = os.path.relpath(path, out).replace(os.sep, "/")
-        first = next((line for line in path.read_text(encoding="utf-8").splitlines()
-                      if line.strip()), "")
-        title = "" if first.startswith("# ") else f"# Results: `{path.name}`\n\n"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        first = next((i for i, line in enumerate(lines) if line.strip()), None)
+        heading = first is not None and lines[first].startswith("# ")
+        title = BENCHMARK_TITLES.get(stem) or (
+            WORK_ITEM.sub("", lines[first][2:]).strip() if heading else
+            f"Results: `{path.name}`")
+        start = f":start-line: {first + 1}\n" if heading else ""    # the file's own heading
         _write(out / f"{stem}.md",
-               f"<!-- generated by docs/conf.py: includes {rel} -->\n\n{title}"
-               f"```{{include}} {rel}\n:relative-images:\n:relative-docs: ../\n```\n")
+               f"<!-- generated by docs/conf.py: includes {rel} -->\n\n# {title}\n\n"
+               f"```{{include}} {rel}\n{start}:relative-images:\n:relative-docs: ../\n```\n")
         stems.append(stem)
     for stale in out.glob("*.md"):
         if stale.stem not in stems and stale.name != "index.md":
@@ -203,6 +261,62 @@ def generate_benchmark_pages():
            "```{toctree}\n:maxdepth: 1\n\n" + listing + "\n```\n")
 
 
+_TABLE_ROW = re.compile(r"^\s*\|")
+_DELIMITER_ROW = re.compile(r"^\s*\|(?:\s*:?-+:?\s*\|)+\s*$")
+_COMMENT_LINE = re.compile(r"^\s*<!--.*-->\s*$")
+
+
+def _cells(row):
+    return len(re.split(r"(?<!\\)\|", row.strip())) - 2
+
+
+def _escape_cell_pipes(row):
+    """Escape each ``|`` that touches text: a separator has spaces (or the row's end) around it."""
+    s, out = row.strip(), []
+    for k, ch in enumerate(s):
+        if (ch == "|" and 0 < k < len(s) - 1 and s[k - 1] != "\\"
+                and not (s[k - 1] in " \t|" and s[k + 1] in " \t|")):
+            ch = "\\|"
+        out.append(ch)
+    return "".join(out)
+
+
+def repair_tables(text):
+    """Markdown tables a benchmark script wrote that a Markdown parser would not read as tables.
+
+    Two slips turn a table into a paragraph of pipes: an HTML comment line between its rows,
+    and a ``|`` inside a cell (``(polish - cold)/|cold|``). The comment is moved below the
+    table and such a ``|`` is escaped, only in a row whose cell count differs from the
+    delimiter row's; every number stays as written.
+    """
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        if (i + 1 < len(lines) and _TABLE_ROW.match(lines[i])
+                and _DELIMITER_ROW.match(lines[i + 1])):
+            columns = _cells(lines[i + 1])
+            table, held, j = [lines[i], lines[i + 1]], [], i + 2
+            while j < len(lines) and (_TABLE_ROW.match(lines[j]) or (
+                    _COMMENT_LINE.match(lines[j]) and j + 1 < len(lines)
+                    and _TABLE_ROW.match(lines[j + 1]))):
+                (held if _COMMENT_LINE.match(lines[j]) else table).append(lines[j])
+                j += 1
+            for k, row in enumerate(table):
+                if k != 1 and _cells(row) != columns:    # a "|" inside a cell
+                    table[k] = _escape_cell_pipes(row)
+            out += table + ([""] + held if held else [])
+            i = j
+        else:
+            out.append(lines[i])
+            i += 1
+    return "\n".join(out)
+
+
+def _repair_included_tables(app, relative_path, parent_docname, content):
+    if Path(relative_path).as_posix().startswith("../benchmarks/results/"):
+        content[0] = repair_tables(content[0])
+
+
 def skip_member(app, what, name, obj, skip, options):
     """Leave out scikit-learn's generated metadata-routing methods (set_*_request)."""
     if name == "get_metadata_routing" or (name.startswith("set_") and name.endswith("_request")):
@@ -212,7 +326,15 @@ def skip_member(app, what, name, obj, skip, options):
 
 def setup(app):
     app.connect("autodoc-skip-member", skip_member)
+    app.connect("build-finished", _copy_mathjax)
+    try:                    # Sphinx >= 7.2.5; recent myst-parser emits it for {include} too
+        app.connect("include-read", _repair_included_tables)
+    except Exception:       # older Sphinx: the HTML test reports the broken tables
+        pass
 
 
 generate_api()
 generate_benchmark_pages()
+# left by an older configuration that wrote sphinx-gallery's execution-time table
+for _stale in (DOCS / "sg_execution_times.rst", DOCS / "auto_examples" / "sg_execution_times.rst"):
+    _stale.unlink(missing_ok=True)

@@ -257,7 +257,7 @@ def supervised_gamma(y: ArrayLike, *, target: KernelLike = "auto", sigma_y: Sigm
 
     ``K_Y = Y Y^T`` with one-hot Y for class labels; a Gaussian kernel on y
     (factored by pivoted Cholesky to 1e-12 relative trace) for continuous
-    targets (DESIGN.md section 1).
+    targets.
 
     Returns
     -------
@@ -302,7 +302,7 @@ def _degree_scaled_centered(M, degrees):
 
 def alternative_gamma(U: np.ndarray, existing: np.ndarray | Sequence[np.ndarray],
                       degrees: np.ndarray, lam: float) -> Gamma:
-    r"""KDAC Gamma :math:`D^{-1/2} H (U U^T - \lambda Y Y^T) H D^{-1/2}` (dissertation Eq. 3.4).
+    r"""KDAC Gamma :math:`D^{-1/2} H (U U^T - \lambda Y Y^T) H D^{-1/2}` (dissertation equation 3.4).
 
     Kept factored with a signed scale: :math:`G = D^{-1/2} H [U, Y]`,
     :math:`s = (1, \dots, 1, -\lambda, \dots, -\lambda)`, rank k + r.
@@ -332,7 +332,7 @@ def alternative_gamma(U: np.ndarray, existing: np.ndarray | Sequence[np.ndarray]
 def semi_supervised_gamma(U: np.ndarray, degrees: np.ndarray, score_factor: np.ndarray,
                           mu: float) -> Gamma:
     r"""Semi-supervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2} + \mu H K_{\hat Y} H`
-    (ISM paper, Eq. 2-3), factored as :math:`[D^{-1/2} H U, H F]`, :math:`K_{\hat Y} = F F^T`.
+    (ISM paper, equations 2-3), factored as :math:`[D^{-1/2} H U, H F]`, :math:`K_{\hat Y} = F F^T`.
 
     U from the centred U-step already satisfies HU = U, so the H around
     :math:`UU^T` only makes the factor exact for any U.
@@ -351,7 +351,7 @@ def semi_supervised_gamma(U: np.ndarray, degrees: np.ndarray, score_factor: np.n
 
 def clustering_gamma(U: ArrayLike, degrees: ArrayLike) -> Gamma:
     r"""Unsupervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2}` as the factor
-    :math:`G = D^{-1/2} H U` (DESIGN.md section 1; ISM paper section 2, the
+    :math:`G = D^{-1/2} H U` (ISM paper section 2; the
     W-step of :class:`ikdr.ISMClustering` and of KNet's epochs).
 
     Parameters

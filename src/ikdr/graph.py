@@ -238,7 +238,7 @@ def paper_gamma(A: Any, k: float = 1.0) -> float:
 
 def reconstruction_score(A: Any, embedding: ArrayLike, *, batch_size: int = 2048
                          ) -> dict[str, float]:
-    """Graph reconstruction from embeddings (paper App. C.1).
+    """Graph reconstruction from embeddings (paper appendix C.1).
 
     Each node v with out-degree k_v is linked to its k_v nearest other nodes
     in the embedding (Euclidean); the reconstruction R is compared with A.

@@ -51,7 +51,7 @@ def auto_kernel(X, n_clusters, *, n_neighbors=AUTO_NEIGHBORS):
     dissertation Eq. C.39-C.43; :class:`ikdr.kernels.RelativeGaussian`). It
     uses no labels and serves both the U-step affinity and the W-step kernel.
 
-    Chosen by measurement (issue 15, ``benchmarks/bench_clustering_quality.py``):
+    Chosen by measurement (``benchmarks/bench_clustering_quality.py``):
     against a global Gaussian at the median distance (the papers' default) and
     against the eigengap of the normalised affinity over a grid of multiples
     of the median distance, local scaling was the only rule that separated

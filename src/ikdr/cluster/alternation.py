@@ -59,14 +59,14 @@ def default_n_components(phi0_eigenvalues: ArrayLike, n_clusters: int, n_feature
     * at least ``n_clusters`` dimensions: the eigengap alone picked q = 1 on
       two-dimensional data (circles, moons, blobs), and a line cannot hold two
       nested rings or k clusters in general position (NMI 0.0-0.45 against
-      1.0 with q = 2; issue 15);
+      1.0 with q = 2);
     * but that floor never asks for more than half the features (and never
       less than 2): a subspace that spans every feature reduces nothing and
       the W-step then learns nothing. On the face data (20 features, 20
       identities) the floor of k gave q = d = 20, plain spectral clustering
       of X (NMI 0.83, below k-means' 0.84); q = 10 gives 0.92 (q = 8-12:
-      0.91-0.92, q = 15: 0.85; issue 15). On every other data set of the
-      issue's table the floor is unchanged. Objectives with a second term
+      0.91-0.92, q = 15: 0.85). On every other data set of the
+      clustering-quality benchmark the floor is unchanged. Objectives with a second term
       on W (``guided=True``: SemiSupervisedISM's scores, KDAC's existing
       clustering) keep the floor ``min(n_features, n_clusters)``: there the
       extra term steers a reduced subspace away from the clusters (face with

@@ -123,7 +123,7 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         if self.affinity is None and kernel.is_affinity:
             affinity = kernel
         elif (self.affinity is None or gaussian_affinity) and auto:
-            # issue 15: a kernel that is no affinity (polynomial, linear, squared,
+            # a kernel that is no affinity (polynomial, linear, squared,
             # multiquadric) finds the subspace but cannot cluster XW by itself
             affinity = auto_kernel(X, k)
         elif self.affinity is None:
@@ -370,7 +370,7 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
         "score_kernel": [str, Kernel],
     }
 
-    __doc__ = r"""Semi-supervised clustering guided by expert scores (ISM paper, Eq. 2-3).
+    __doc__ = r"""Semi-supervised clustering guided by expert scores (ISM paper, equations 2-3).
 
     Maximises :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U) +
     \mu\,\mathrm{Tr}(K_{XW} H K_{\hat Y} H)` over W and U: spectral clustering
@@ -384,7 +384,7 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
     principal component as scores: NMI 0.62 against 0.86-0.88 balanced). The
     default ``mu="auto"`` weighs both terms equally at the start (W = I):
     :math:`\mu = \mathrm{CQ}(U_0) / \mathrm{Tr}(K_X H K_{\hat Y} H)`, two
-    kernel passes (issue 15, docs/clustering_defaults.md); the weight used is
+    kernel passes (docs/clustering_defaults.md); the weight used is
     ``mu_``. Both terms are in ``history_`` (``quality`` and ``score_term``).
 
     Parameters

@@ -26,7 +26,7 @@ from .ism_clustering import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence"]
 
 #: the existing clustering counts as visible in X when its normalised HSIC with X
-#: is this many times its mean under random relabelling (issue 15: seeded random
+#: is this many times its mean under random relabelling (seeded random
 #: partitions of 15 data sets measured 0.57-1.47, real existing clusterings
 #: 9.7-25; docs/clustering_defaults.md)
 DEPENDENCE_THRESHOLD = 3.0
@@ -232,7 +232,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         Yc = centered(Y)
         # q below d only when the existing clustering is visible in X: against a
         # clustering unrelated to X there is nothing to leave out, and a line cannot
-        # hold rings or moons (issue 15; docs/clustering_defaults.md)
+        # hold rings or moons (docs/clustering_defaults.md)
         # on at most 1,000 sampled rows, gathered from wherever X lives: the same
         # value in memory, from a memmap and on a cluster
         self.existing_dependence_ = existing_dependence(X, affinity, Y, normalize=normalize,

@@ -28,7 +28,7 @@ __all__ = ["KNetClustering"]
 
 
 class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
-    r"""KNet deep kernel clustering (dissertation ch. 4, Algorithm 3).
+    r"""KNet deep kernel clustering (dissertation chapter 4, Algorithm 3).
 
     Learns an embedding :math:`\psi_\theta` (a ReLU MLP) that maximises the
     dependence :math:`\mathrm{HSIC}(\psi_\theta(X), U)` on a spectral
@@ -51,7 +51,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
       :math:`H D^{-1/2} K_\Psi D^{-1/2} H` or one Cayley step on the Stiefel
       manifold (Eq. 4.16), until :math:`UU^T` stops changing.
 
-    Why "fixed" is the default (deviation from the paper; issue 15). With the
+    Why "fixed" is the default (a deviation from the paper). With the
     small sigma the normalised objective is already near its maximum k at the
     start (moons 1.998 of 2): it only sees neighbourhoods, gives no reason to
     gather a cluster, and every round of ``"eig"`` on the moons was undone
@@ -86,7 +86,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     objective (the learned kernel's NJW partition: nine clusters of 1-7
     points), and the five rounds the guard kept before took k-means on psi
     from NMI 0.63 to 0.19; on circles, moons, spiral, face and wine it is
-    8-13 % and nothing changes (issue 15).
+    8-13 % and nothing changes.
 
     Output. Three partitions are formed: k-means on :math:`\psi_\theta(X)`
     (Alg. 3), the NJW rounding of U (k-means on the row-normalised spectral
@@ -98,7 +98,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     This uses no labels. Judged by the learned kernel itself, whose sigma is
     small enough for the spiral and the moons, a partition that isolates the
     few outliers of a wide cluster scored highest (varied-variance blobs:
-    NMI 0.02-0.04; with the local judge 0.71-0.93, issue 15). After the
+    NMI 0.02-0.04; with the local judge 0.71-0.93). After the
     rounds of ``"fixed"`` the three mostly agree (k-means on the gathered
     groups wins on the moons, circles, Moon and Spiral); on the untrained
     starts of blobs and varied blobs the local rounding usually wins, on
@@ -374,7 +374,7 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         The one with the largest HSIC (Eq. 4.4) under the local-scaling
         affinity wins: a judge without a global bandwidth (under the learned
         kernel's small sigma a partition isolating a few outliers scored
-        highest; issue 15).
+        highest).
         """
         if recompute_u:
             U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))

@@ -291,7 +291,7 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel
     if fixed:
         # The plain HSIC of the embedding kernel against the start's clusters. The
         # normalised objective of the narrow affinity is already near its maximum k on
-        # the moons (1.998 of 2) and only its degrees move (every round undone, issue 15);
+        # the moons (1.998 of 2) and only its degrees move (every round undone);
         # the wide kernel sees whole clusters, so ascending it gathers each cluster into
         # a compact group. Its U-step would follow that wide kernel to a convex split
         # (moons NMI 0.49-0.57, circles 0.00), so U stays the affinity's.
@@ -329,7 +329,7 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel
         else:
             # Eq. 4.8a judged at the old U with D recomputed. (Judging after the U-step
             # instead kept most rounds on the moons and raised the objective, but tore a
-            # moon apart: NMI 1.0 -> 0.60 at n = 600; issue 15.)
+            # moon apart: NMI 1.0 -> 0.60 at n = 600.)
             degrees_new = kernel_degrees(Psi_new, kernel)
             value_after = u_gradient(Psi_new, kernel, U, degrees_new)[1]
             # The same objective without each point's similarity to itself,

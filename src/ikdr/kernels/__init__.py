@@ -13,15 +13,16 @@ Every kernel owns its mathematics and its capabilities (its Phi terms, its
 low-rank factors, whether it is an affinity, whether it needs all rows), so
 no module outside this package switches on kernel types.
 """
-from .bandwidth import MEDIAN_SUBSAMPLE, median_sigma, separation, separation_sigma
-from .base import ConicKernel, Kernel, KernelLike, LowRankPart
+from .bandwidth import MEDIAN_SUBSAMPLE, median_sigma, separation, separation_sigma  # noqa: F401
+from .base import ConicKernel, Kernel, KernelLike, LowRankPart  # noqa: F401
 from .family import (Gaussian, Linear, Multiquadratic, Polynomial, RelativeGaussian, Squared)
-from .names import KERNEL_NAMES, make_kernel
+from .names import KERNEL_NAMES, make_kernel  # noqa: F401
 from .sne import SNE, lowrank_plus_sparse, sne_matrix, sne_row_normalisers
 
 __all__ = [
     "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
     "Multiquadratic", "ConicKernel", "SNE", "make_kernel", "median_sigma", "separation_sigma",
-    "separation", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse", "KernelLike",
-    "LowRankPart", "KERNEL_NAMES", "MEDIAN_SUBSAMPLE",
+    "separation", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse", "LowRankPart",
 ]
+# also importable here, for ikdr's own modules: KernelLike (the type of a kernel
+# argument), KERNEL_NAMES (the names make_kernel takes), MEDIAN_SUBSAMPLE

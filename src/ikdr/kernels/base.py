@@ -215,7 +215,7 @@ class Kernel:
         :math:`G = \Gamma \circ A + 2 L(\Gamma \circ B)` with A (B) the
         derivative :math:`f'(\beta_{ij})` of the inner-product (distance)
         members and :math:`L(M) = \mathrm{diag}(M 1) - M`; then
-        :math:`\Phi(W) = X^T G(XW) X` (DESIGN.md section 2) and, for points Z
+        :math:`\Phi(W) = X^T G(XW) X` and, for points Z
         that are free variables (KNet), :math:`\nabla_Z \mathrm{Tr}(\Gamma K_Z) = 2 G Z`.
 
         Returns

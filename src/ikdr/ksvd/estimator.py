@@ -326,7 +326,7 @@ class KernelSVD(TransformerMixin, BaseEstimator):
         return X
 
     def _check_distributed(self, Z):
-        """What a fit on dask rows supports (issue 17): ``fit(X, Z)`` with the
+        """What a fit on dask rows supports: ``fit(X, Z)`` with the
         Nystrom solver, an int number of landmarks, uncentred, dense points."""
         if self.solver not in ("auto", "nystrom"):
             raise ValueError(f"KernelSVD on a dask array uses solver='nystrom' (the others need "

@@ -98,7 +98,7 @@ def _nystrom_from_blocks(C, R, I, J, r, N, M):
 def asymmetric_nystrom(G_blocks: Any, n_components: int, n_landmarks: int | tuple[int, int], *,
                        random_state: RandomStateLike = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Asymmetric Nystrom approximation of the rank-r SVD of G (paper Eq. 9).
+    """Asymmetric Nystrom approximation of the rank-r SVD of G (paper equation 9).
 
     Samples n rows I and m columns J uniformly without replacement (for a
     square G and n = m the same indices, J = I, so that a symmetric G gets the

@@ -20,7 +20,7 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         callback: Callable[[dict[str, Any]], Any] | None = None, phi_solver: str = "auto",
         dtype: DTypeLike | None = None, min_components: int = 1,
         approximation: Any = None) -> ISMResult:
-    r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` s.t. :math:`W^TW = I`.
+    r"""Iterative Spectral Method: maximise :math:`\mathrm{Tr}(\Gamma K_{XW})` subject to :math:`W^TW = I`.
 
     Plain fixed point :math:`W \leftarrow V_{\max}(\Phi(W))` (ISM paper,
     Algorithm 1) while it climbs, started from the W-free :math:`\Phi_0`
@@ -161,6 +161,8 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         eigenproblems and the trust region stay here (docs/distributed.md).
         The provider is picked once, by :func:`ikdr.passes.resolve`.
 
+    Notes
+    -----
     **Passes.** Every n^2 pass is counted in ``convergence`` (``phi_evaluations``,
     ``objective_evaluations``, ``hessian_products``). A plain dense run that
     converges makes :math:`\Phi_0` without an n^2 pass when Gamma is

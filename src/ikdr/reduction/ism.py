@@ -85,8 +85,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         :func:`ikdr.kernels.bandwidth.separation_sigma`: 1-D Brent search over
         log sigma, fused kernel sums on at most 3,000 rows, class labels
         only). The median stays the default: on wine, cancer, digits and the
-        face data the two gave the same 5-fold accuracy within 0.004 (issue
-        20; see ``benchmarks/results/nystrom_ism.md``). Ignored when
+        face data the two gave the same 5-fold accuracy within 0.004
+        (see ``benchmarks/results/nystrom_ism.md``). Ignored when
         ``kernel`` is an object (its own ``sigma`` is used).
     tol : float, default=0.01
         Relative eigenvalue change at which the plain fixed point stops, once

@@ -56,7 +56,7 @@ def _width_for(eigenvalues, fraction=0.9):
 
 
 class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
-    r"""Kernel Dependence Network: a greedily trained kernel network (dissertation ch. 6, Alg. 5).
+    r"""Kernel Dependence Network: a greedily trained kernel network (dissertation chapter 6, Algorithm 5).
 
     Each layer maps its input R to :math:`\psi(R W_l)`, where :math:`W_l`
     (:math:`W_l^TW_l = I`) maximises the HSIC with the labels,

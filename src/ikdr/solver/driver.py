@@ -105,7 +105,7 @@ class ISMResult:
 
 def choose_n_components(eigenvalues: ArrayLike, *, minimum: int = 1) -> int:
     """q by the largest eigengap ``lambda_q - lambda_{q+1}`` of a descending
-    spectrum, with q >= ``minimum`` (dissertation Eq. 3.11)."""
+    spectrum, with q >= ``minimum`` (dissertation equation 3.11)."""
     vals = np.sort(check_vector(eigenvalues, "eigenvalues"))[::-1]
     d = vals.shape[0]
     minimum = max(1, min(int(minimum), d))
