@@ -188,7 +188,7 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
         Receives every outer iteration.
     warn : bool, default=True
         Emit the ConvergenceWarning.
-    landmarks : ikdr.passes.landmarks.ClusteringLandmarks or None
+    landmarks : ikdr.passes.landmark_clustering.ClusteringLandmarks or None
         Nystrom landmarks: every U-step is then a Nystrom spectral
         embedding and every W-step a landmark ISM, so the alternation is
         near-linear in n.

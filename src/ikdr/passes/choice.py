@@ -96,7 +96,7 @@ def resolve(X, approximation=None, *, dtype=None):
 
 def resolve_clustering(X, landmarks=None, *, dtype=None):
     """The clustering alternation's side for X: ``landmarks`` (a
-    :class:`~ikdr.passes.landmarks.ClusteringLandmarks`), the Dask side for a
+    :class:`~ikdr.passes.landmark_clustering.ClusteringLandmarks`), the Dask side for a
     row-chunked dask X, else the exact side."""
     if isinstance(landmarks, (ClusteringLandmarks, ClusteringPasses, ExactClustering)):
         if is_distributed(X) and isinstance(landmarks, ClusteringLandmarks):

@@ -189,7 +189,7 @@ class Projected(MatrixFreePoints):
 class ClusteringPasses:
     """The distributed side of the clustering alternation (ISMClustering,
     SemiSupervisedISM, KDAC, :func:`ikdr.alternate`): the shape of
-    :class:`ikdr.passes.landmarks.ClusteringLandmarks` (``embed``, ``ism_passes``,
+    :class:`ikdr.passes.landmark_clustering.ClusteringLandmarks` (``embed``, ``ism_passes``,
     ``phi0``, ``quadratic_trace``, ``n_landmarks``) plus ``points``. The
     U-step's Lanczos / LOBPCG products and degrees and the W-step's passes run
     as block-pair tasks; the n x k embedding U, the k x k eigenproblems and W

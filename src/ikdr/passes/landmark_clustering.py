@@ -112,7 +112,7 @@ class ClusteringLandmarks:
     Nystrom W-steps (the :func:`ikdr.ism` hook) and the paradigms' extra traces,
     all with the same m. ``n_landmarks="auto"`` is resolved at the first U-step
     (on X): m doubles from :data:`AUTO_START` until the embedding's subspace
-    moves by less than :data:`AUTO_TOL` (``ikdr.cluster.alternation.subspace_change``),
+    moves by less than :data:`AUTO_TOL` (``ikdr._utils.subspace.subspace_change``),
     then stays fixed; the m used is ``n_landmarks``."""
 
     def __init__(self, n_landmarks="auto", *, dtype=None, random_state=None,

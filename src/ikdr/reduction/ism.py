@@ -175,7 +175,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         Weight of each input feature in the learned subspace:
         :math:`\sum_k |\lambda_k| W_{jk}^2 / \sum_k |\lambda_k|` with
         :math:`\lambda_k` = ``eigenvalues_`` (non-negative, sums to 1; see
-        :func:`ikdr.kernels.bandwidth.feature_importances`).
+        :func:`ikdr.solver.importances.feature_importances`).
     n_landmarks_ : int or None
         Landmarks (or random features) used; None without approximation.
     n_features_in_ : int
