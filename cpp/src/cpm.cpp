@@ -83,7 +83,7 @@ CpmResult<T> cpm_top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, 
   // bound), so its largest eigenvalues in magnitude are A's largest algebraic ones
   const T shift = std::max(T(0), -lower) + T(0.01) * fro;
   std::vector<T> z(static_cast<std::size_t>(d * p)), m(static_cast<std::size_t>(p * p)),
-      minv(static_cast<std::size_t>(p * p)), y(static_cast<std::size_t>(d * p)),
+      y(static_cast<std::size_t>(d * p)),
       tmp(static_cast<std::size_t>(d * p)), vals, vecs;
   auto refresh = [&] {  // z = B x exactly
     gemm_row_major<T>(blas, false, false, d, p, d, T(1), a, d, x.data(), p, T(0), z.data(), p);
@@ -100,19 +100,24 @@ CpmResult<T> cpm_top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, 
   using clock = std::chrono::steady_clock;
   auto last_poll = clock::now();
   for (int it = 0;; ++it) {
-    // Rayleigh-Ritz on the block: M = X^T B X, its eigenpairs, the q residuals
+    // Rayleigh-Ritz on the block: M = X^T B X = V diag(theta) V^T, and the
+    // block turned to the Ritz vectors (X <- X V, Z <- Z V), so that column j
+    // is the j-th Ritz vector and its power step is z_j / theta_j
     gemm_row_major<T>(blas, true, false, p, p, d, T(1), x.data(), p, z.data(), p, T(0), m.data(), p);
     for (Index i = 0; i < p; ++i)
       for (Index j = i + 1; j < p; ++j) m[i * p + j] = m[j * p + i] = T(0.5) * (m[i * p + j] + m[j * p + i]);
-    std::vector<T> ritz = m;
-    jacobi_eigen(ritz, p, vals, vecs);
-    times(blas, z, d, p, vecs, y);    // B X V
-    times(blas, x, d, p, vecs, tmp);  // X V
+    jacobi_eigen(m, p, vals, vecs);
+    times(blas, z, d, p, vecs, tmp);
+    z.swap(tmp);
+    times(blas, x, d, p, vecs, tmp);
+    x.swap(tmp);
+    vecs.assign(static_cast<std::size_t>(p * p), T(0));
+    for (Index j = 0; j < p; ++j) vecs[j * p + j] = T(1);  // the block is its own Ritz basis now
     T worst = 0;
     for (Index j = 0; j < q; ++j) {
       T r2 = 0;
       for (Index r = 0; r < d; ++r) {
-        const T e = y[r * p + j] - vals[j] * tmp[r * p + j];
+        const T e = z[r * p + j] - vals[j] * x[r * p + j];
         r2 += e * e;
       }
       worst = std::max(worst, std::sqrt(r2) / fro);
@@ -134,22 +139,17 @@ CpmResult<T> cpm_top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, 
       last_poll = clock::now();
       if (cfg.check_interrupt()) throw Interrupted();
     }
-    // the power step of every row, Y = Z M^{-1}, and how far each row is from it
-    minv = m;
-    if (!cholesky_inverse_factor(minv, p)) break;  // B X lost rank: report no convergence
-    std::vector<T> li = minv;  // L^{-1}; M^{-1} = L^{-T} L^{-1}
-    for (Index i = 0; i < p; ++i)
-      for (Index j = 0; j < p; ++j) {
-        T s = 0;
-        for (Index k = std::max(i, j); k < p; ++k) s += li[k * p + i] * li[k * p + j];
-        minv[i * p + j] = s;
-      }
-    times(blas, z, d, p, minv, y);
+    if (!(vals[p - 1] > T(0))) break;  // B X lost rank: report no convergence
+    // the power step of every row, Y = Z diag(theta)^{-1}, and how far each
+    // row of the top q Ritz vectors is from it
     for (Index r = 0; r < d; ++r) {
       double s = 0;
       for (Index j = 0; j < p; ++j) {
-        const double e = double(y[r * p + j]) - double(x[r * p + j]);
-        s += e * e;
+        y[r * p + j] = z[r * p + j] / vals[j];
+        if (j < q) {
+          const double e = double(y[r * p + j]) - double(x[r * p + j]);
+          s += e * e;
+        }
       }
       score[r] = s;
     }

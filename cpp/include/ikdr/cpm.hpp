@@ -6,11 +6,15 @@
 // CPM changes only the coordinates that are furthest from where a power step
 // would take them, and keeps A X up to date at O(d) per changed coordinate and
 // column. Block form, for the top q: with the iterate X (d x p, orthonormal)
-// and Z = B X kept alongside,
-//   Y = Z (X^T Z)^{-1}            (the Rayleigh-scaled power step of every row)
-//   Omega = the `active` rows i with the largest ||Y_i - X_i||   (greedy)
+// and Z = B X kept alongside, each step
+//   X <- X V, Z <- Z V, with X^T Z = V diag(theta) V^T   (Rayleigh-Ritz: column
+//                                  j is the j-th Ritz vector, theta descending)
+//   Y = Z diag(theta)^{-1}        (the Rayleigh-scaled power step of every
+//                                  entry: c = Bx / (x^T B x) - x in the paper)
+//   Omega = the `active` rows i with the largest ||(Y - X)_i|| over the top q
+//           columns                                      (greedy selection)
 //   X_Omega <- Y_Omega,  Z <- Z + B[:, Omega] (Y - X)_Omega      (O(active d p))
-//   X <- X R^{-1}, Z <- Z R^{-1}  (R from X^T X = R^T R: X orthonormal again)
+//   X <- X L^{-T}, Z <- Z L^{-T}  (X^T X = L L^T: X orthonormal again)
 // B = A - lower I with lower a lower bound of A's spectrum (eigen.hpp), so the
 // largest eigenvalues of B in magnitude are the largest algebraic ones of A
 // (ISM's Phi is indefinite). Z is recomputed exactly whenever the updates since
@@ -18,8 +22,8 @@
 // before convergence is declared.
 //
 // The block carries one column more than asked (p = q + 1 when d allows): its
-// Ritz value estimates eigenvalue q + 1, so the result reports the gap
-// lambda_q - lambda_{q+1}, which the caller uses to detect a tie (then no
+// Ritz value estimates eigenvalue q + 1 from below, so the result reports an
+// estimate of the gap lambda_q - lambda_{q+1} (never below it, by interlacing), which the caller uses to detect a tie (then no
 // top-q eigenspace is determined and the Python layer falls back to LAPACK).
 #pragma once
 #include <vector>
