@@ -98,9 +98,10 @@ void parallel_rounds(Index n_rounds, TasksIn&& tasks_in, const RunConfig& cfg, T
   if (n_rounds <= 0) return;
   Index most = 0;
   for (Index r = 0; r < n_rounds; ++r) most = std::max<Index>(most, tasks_in(r));
-  const int threads = static_cast<int>(std::max<Index>(1, std::min<Index>(cfg.n_threads, most)));
+  (void)most;  // the team size (unused single-threaded)
   detail::TeamState state(cfg);
 #if defined(IKDR_OPENMP)
+  const int threads = static_cast<int>(std::max<Index>(1, std::min<Index>(cfg.n_threads, most)));
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)
     {
