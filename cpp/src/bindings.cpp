@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ikdr/blas.hpp"
@@ -292,53 +293,54 @@ Array<T> lowrank_plus_sparse_py(Array<T> dl, Array<T> u, Array<T> v, Array<std::
   return out;
 }
 
+// The arguments both eigen-solvers take: A (d x d, finite), q, tol and the
+// warm start v0 (d x q), returned as a pointer (null without one).
 template <class T>
-void check_square_finite(const Array<T>& a, Index q) {
+const T* check_eigen_args(const Array<T>& a, Index q, double tol, const std::optional<Array<T>>& v0) {
   require_2d(a, "A");
   const Index d = a.shape(0);
   if (a.shape(1) != d) throw py::value_error("A must be square");
   if (q < 1 || q > d) throw py::value_error("q must be in [1, d]");
+  if (!(tol >= 0) || !std::isfinite(tol)) throw py::value_error("tol must be finite and >= 0");
   for (Index i = 0; i < d * d; ++i)
     if (!std::isfinite(a.data()[i])) throw py::value_error("A contains NaN or infinite values");
+  if (!v0) return nullptr;
+  if (v0->ndim() != 2 || v0->shape(0) != d || v0->shape(1) != q)
+    throw py::value_error("V0 must be d x q");
+  return v0->data();
+}
+
+// (values (q), vectors (d x q)) as arrays.
+template <class T>
+std::pair<Array<T>, Array<T>> eigen_arrays(const std::vector<T>& values,
+                                           const std::vector<T>& vectors, Index d, Index q) {
+  Array<T> vals(q), vecs({d, q});
+  std::copy(values.begin(), values.end(), vals.mutable_data());
+  std::copy(vectors.begin(), vectors.end(), vecs.mutable_data());
+  return {vals, vecs};
 }
 
 template <class T>
 py::tuple top_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, int max_iter,
                             double tol, int oversample) {
-  check_square_finite(a, q);
+  const T* v = check_eigen_args(a, q, tol, v0);
   const Index d = a.shape(0);
   if (max_iter < 1) throw py::value_error("max_iter must be >= 1");
   if (oversample < 0) throw py::value_error("oversample must be >= 0");
-  if (!(tol >= 0) || !std::isfinite(tol)) throw py::value_error("tol must be finite and >= 0");
-  const T* v = nullptr;
-  if (v0) {
-    if (v0->ndim() != 2 || v0->shape(0) != d || v0->shape(1) != q)
-      throw py::value_error("V0 must be d x q");
-    v = v0->data();
-  }
   EigenResult<T> res;
   without_gil([&] { res = top_eigenpairs<T>(blas(), a.data(), d, q, v, max_iter, tol, oversample); });
-  Array<T> vals(q), vecs({d, q});
-  std::copy(res.values.begin(), res.values.end(), vals.mutable_data());
-  std::copy(res.vectors.begin(), res.vectors.end(), vecs.mutable_data());
-  return py::make_tuple(vals, vecs, res.iterations, res.converged, double(res.residual));
+  auto out = eigen_arrays(res.values, res.vectors, d, q);
+  return py::make_tuple(out.first, out.second, res.iterations, res.converged, double(res.residual));
 }
 
 // The coordinate-wise power method (cpm.hpp).
 template <class T>
 py::tuple cpm_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, Index active,
                             double max_sweeps, double tol) {
-  check_square_finite(a, q);
+  const T* v = check_eigen_args(a, q, tol, v0);
   const Index d = a.shape(0);
   if (active < 0) throw py::value_error("active must be >= 0 (0: automatic)");
   if (!(max_sweeps > 0) || !std::isfinite(max_sweeps)) throw py::value_error("max_sweeps must be positive");
-  if (!(tol >= 0) || !std::isfinite(tol)) throw py::value_error("tol must be finite and >= 0");
-  const T* v = nullptr;
-  if (v0) {
-    if (v0->ndim() != 2 || v0->shape(0) != d || v0->shape(1) != q)
-      throw py::value_error("V0 must be d x q");
-    v = v0->data();
-  }
   CpmOptions opt;
   opt.active = active;
   opt.max_sweeps = max_sweeps;
@@ -346,16 +348,14 @@ py::tuple cpm_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, Ind
   RunConfig cfg = make_config(1);
   CpmResult<T> res;
   without_gil([&] { res = cpm_top_eigenpairs<T>(blas(), a.data(), d, q, v, opt, cfg); });
-  Array<T> vals(q), vecs({d, q});
-  std::copy(res.values.begin(), res.values.end(), vals.mutable_data());
-  std::copy(res.vectors.begin(), res.vectors.end(), vecs.mutable_data());
+  auto out = eigen_arrays(res.values, res.vectors, d, q);
   py::dict info;
   info["iterations"] = res.iterations;
   info["sweeps"] = res.sweeps;
   info["converged"] = res.converged;
   info["residual"] = double(res.residual);
   info["gap"] = double(res.gap);
-  return py::make_tuple(vals, vecs, info);
+  return py::make_tuple(out.first, out.second, info);
 }
 
 // C = op(A) B (op(A) = A^T when trans_a), chunked over the call's threads.

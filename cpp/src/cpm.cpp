@@ -113,15 +113,7 @@ CpmResult<T> cpm_top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, 
     x.swap(tmp);
     vecs.assign(static_cast<std::size_t>(p * p), T(0));
     for (Index j = 0; j < p; ++j) vecs[j * p + j] = T(1);  // the block is its own Ritz basis now
-    T worst = 0;
-    for (Index j = 0; j < q; ++j) {
-      T r2 = 0;
-      for (Index r = 0; r < d; ++r) {
-        const T e = z[r * p + j] - vals[j] * x[r * p + j];
-        r2 += e * e;
-      }
-      worst = std::max(worst, std::sqrt(r2) / fro);
-    }
+    const T worst = ritz_residual(z, x, vals, d, p, q, fro);
     res.residual = worst;
     res.iterations = it;
     if (worst <= T(opt.tol)) {

@@ -85,6 +85,21 @@ void orthonormalise(std::vector<T>& v, Index d, Index p) {
 }
 
 template <class T>
+T ritz_residual(const std::vector<T>& av, const std::vector<T>& v, const std::vector<T>& vals,
+                Index d, Index p, Index q, T fro) {
+  T worst = 0;
+  for (Index c = 0; c < q; ++c) {
+    T r2 = 0;
+    for (Index r = 0; r < d; ++r) {
+      const T e = av[r * p + c] - vals[c] * v[r * p + c];
+      r2 += e * e;
+    }
+    worst = std::max(worst, std::sqrt(r2) / fro);
+  }
+  return worst;
+}
+
+template <class T>
 std::vector<T> start_block(Index d, Index p, const T* v0, Index q, Lcg& rng) {
   std::vector<T> v(static_cast<std::size_t>(d * p));
   for (Index r = 0; r < d; ++r)
@@ -170,15 +185,7 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
     gemm_row_major<T>(blas, false, false, d, p, p, T(1), av.data(), p, vecs.data(), p, T(0),
                       tmp.data(), p);
     av.swap(tmp);
-    T worst = 0;
-    for (Index c = 0; c < q; ++c) {
-      T r2 = 0;
-      for (Index r = 0; r < d; ++r) {
-        const T e = av[r * p + c] - vals[c] * v[r * p + c];
-        r2 += e * e;
-      }
-      worst = std::max(worst, std::sqrt(r2) / fro);
-    }
+    const T worst = ritz_residual(av, v, vals, d, p, q, fro);
     res.residual = worst;
     if (worst <= T(tol)) {
       res.converged = true;
@@ -219,7 +226,9 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
 #define IKDR_INSTANTIATE(T)                                                            \
   template std::vector<T> start_block<T>(Index, Index, const T*, Index, Lcg&);         \
   template void orthonormalise<T>(std::vector<T>&, Index, Index);                      \
-  template T spectrum_lower_bound<T>(const Blas&, const T*, Index, Lcg&, T&);
+  template T spectrum_lower_bound<T>(const Blas&, const T*, Index, Lcg&, T&);           \
+  template T ritz_residual<T>(const std::vector<T>&, const std::vector<T>&,              \
+                              const std::vector<T>&, Index, Index, Index, T);
 IKDR_INSTANTIATE(double)
 IKDR_INSTANTIATE(float)
 

@@ -52,6 +52,12 @@ void orthonormalise(std::vector<T>& v, Index d, Index p);
 template <class T>
 T spectrum_lower_bound(const Blas& blas, const T* a, Index d, Lcg& rng, T& fro);
 
+// max_{j < q} ||av_j - vals_j v_j|| / fro over the first q columns of the
+// d x p blocks av (= A v) and v (row-major): the relative Ritz residual.
+template <class T>
+T ritz_residual(const std::vector<T>& av, const std::vector<T>& v, const std::vector<T>& vals,
+                Index d, Index p, Index q, T fro);
+
 // All eigenpairs of a small symmetric matrix by cyclic Jacobi (values
 // descending, vectors as columns of a row-major p x p matrix).
 template <class T>
