@@ -2,7 +2,10 @@
 
 What the C++ core is told: every call gets its thread count from the Python
 layer (``_native._threads`` -> ``ikdr.get_num_threads()``); these tests spy on
-that value, so they check the number ikdr's passes actually run with.
+that value, so they check the number ikdr's passes actually run with. The
+threads are OpenMP's: the default is the runtime's own setting
+(``OMP_NUM_THREADS`` at start-up, threadpoolctl's limits), which only a fresh
+process can show for the environment variable.
 """
 import json
 import os
@@ -51,6 +54,7 @@ def _fit():
 
 
 def test_set_num_threads_reaches_every_core_call(core_threads, default_threads):
+    default = ikdr.get_num_threads()
     for n in (1, 2, 3):
         core_threads.clear()
         ikdr.set_num_threads(n)
@@ -63,16 +67,25 @@ def test_set_num_threads_reaches_every_core_call(core_threads, default_threads):
     with ikdr.num_threads(1):
         _fit()
     assert set(core_threads) == {1}
-    assert ikdr.get_num_threads() == ikdr._config._usable_cores()
+    assert ikdr.get_num_threads() == default
 
 
-@pytest.mark.parametrize("variable", ["OMP_NUM_THREADS", "IKDR_NUM_THREADS"])
-def test_thread_environment_variables(core_threads, default_threads, monkeypatch, variable):
-    monkeypatch.setenv(variable, "1")
+needs_openmp = pytest.mark.skipif(not _native.OPENMP, reason="the core was built without OpenMP")
+
+
+@needs_openmp
+def test_default_is_the_openmp_runtime_setting(default_threads):
+    assert ikdr.get_num_threads() == _native.openmp_max_threads()
+    if "OMP_NUM_THREADS" not in os.environ:    # what the runtime read at start-up
+        assert ikdr.get_num_threads() == ikdr._config._usable_cores()
+
+
+def test_ikdr_variable_is_read_at_every_call(core_threads, default_threads, monkeypatch):
+    monkeypatch.setenv("IKDR_NUM_THREADS", "1")
     _fit()
     assert core_threads and set(core_threads) == {1}
     core_threads.clear()
-    monkeypatch.setenv(variable, "3,1")  # OpenMP's nested syntax: the outer level counts
+    monkeypatch.setenv("IKDR_NUM_THREADS", "3,1")  # OpenMP's nested syntax: the outer level counts
     _fit()
     assert set(core_threads) == {3}
     with ikdr.num_threads(2):  # an explicit setting wins over the environment
@@ -85,39 +98,94 @@ def test_ikdr_variable_wins_over_omp(default_threads, monkeypatch):
     assert ikdr.get_num_threads() == 2
 
 
-def test_omp_num_threads_in_a_fresh_process():
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": SRC}
-    env.pop("IKDR_NUM_THREADS", None)
-    out = subprocess.run([sys.executable, "-c", "import ikdr; print(ikdr.get_num_threads())"],
-                         env=env, capture_output=True, text=True, timeout=120, check=True)
-    assert out.stdout.strip() == "1"
+def _fresh(env_changes, code="import ikdr; print(ikdr.get_num_threads())"):
+    env = {**os.environ, "PYTHONPATH": SRC}
+    for name in ("IKDR_NUM_THREADS", "OMP_NUM_THREADS"):
+        env.pop(name, None)
+    env.update(env_changes)
+    return subprocess.run([sys.executable, "-W", "always", "-c", code], env=env,
+                          capture_output=True, text=True, timeout=120, check=True)
 
 
-def test_threadpool_limits_limits_ikdr(core_threads, default_threads):
+@pytest.mark.parametrize("value, expected", [("1", 1), ("3", 3), ("3,1", 3)])
+def test_omp_num_threads_in_a_fresh_process(value, expected):
+    out = _fresh({"OMP_NUM_THREADS": value})
+    assert out.stdout.strip() == str(expected)
+    assert "RuntimeWarning" not in out.stderr
+
+
+@pytest.mark.parametrize("variable", ["OMP_NUM_THREADS", "IKDR_NUM_THREADS"])
+@pytest.mark.parametrize("value", ["0", "-2", "four"])
+def test_bad_thread_variables_are_ignored_with_a_warning(variable, value):
+    default = _fresh({}).stdout.strip()
+    out = _fresh({variable: value})         # never a crash (check=True)
+    assert out.stdout.strip() == default
+    assert "RuntimeWarning" in out.stderr and f"{variable}={value!r}" in out.stderr
+
+
+def _our_openmp(threadpoolctl):
+    """threadpoolctl's entries for the OpenMP runtime ikdr's core links."""
+    ours = os.path.realpath(_native.build_info()["openmp_library"])
+    return [i for i in threadpoolctl.threadpool_info()
+            if i["user_api"] == "openmp" and os.path.realpath(i["filepath"]) == ours]
+
+
+@needs_openmp
+def test_threadpoolctl_sees_and_limits_ikdrs_openmp_runtime(core_threads, default_threads):
     threadpoolctl = pytest.importorskip("threadpoolctl", minversion="3.5")
-    info = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "ikdr"]
-    assert len(info) == 1, info
-    assert Path(info[0]["filepath"]).resolve().parent == Path(ikdr.__file__).resolve().parent
+    info = _our_openmp(threadpoolctl)
+    assert len(info) == 1, threadpoolctl.threadpool_info()
     assert info[0]["num_threads"] == ikdr.get_num_threads()
-    assert info[0]["version"] == ikdr.__version__
+    assert not [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "ikdr"]
+    default = ikdr.get_num_threads()
 
     with threadpoolctl.threadpool_limits(1):
         _fit()
     assert core_threads and set(core_threads) == {1}
-    # the default is restored, not frozen: it still follows the environment
-    assert ikdr._config._num_threads is None
-    core_threads.clear()
-    with threadpoolctl.threadpool_limits(limits=1, user_api="ikdr"):
+    assert ikdr.get_num_threads() == default    # restored on exit
+    with threadpoolctl.threadpool_limits(limits=1, user_api="openmp"):
         assert ikdr.get_num_threads() == 1
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-        assert ikdr.get_num_threads() == ikdr._config._usable_cores()
-    with ikdr.num_threads(3):
+        assert ikdr.get_num_threads() == default
+    with ikdr.num_threads(3):                    # an explicit setting wins, as num_threads() in OpenMP
         with threadpoolctl.threadpool_limits(1):
-            assert ikdr.get_num_threads() == 1
-        assert ikdr.get_num_threads() == 3
-    controller = threadpoolctl.ThreadpoolController().select(user_api="ikdr")
+            assert ikdr.get_num_threads() == 3
+    controller = threadpoolctl.ThreadpoolController().select(user_api="openmp")
     with controller.limit(limits=2):
         assert ikdr.get_num_threads() == 2
+    assert ikdr.get_num_threads() == default
+
+
+def test_worker_exceptions_reach_the_calling_thread():
+    from ikdr import _core
+
+    for threads in (1, 2, 3):
+        counts = _core._parallel_check(64, threads)
+        assert sum(counts) == 64 and len(counts) == threads
+        for fail_at in (0, 31, 63):             # the master's first task, another worker's, the last
+            with pytest.raises(RuntimeError, match=f"task {fail_at} failed"):
+                _core._parallel_check(64, threads, fail_at)
+    assert _core._parallel_check(0, 2) == [0, 0]
+
+
+@needs_openmp
+def test_two_threads_share_the_tasks():
+    from ikdr import _core
+
+    counts = _core._parallel_check(1000, 2)      # 1,000 tasks of 0.2 ms each
+    assert sum(counts) == 1000 and min(counts) > 0, counts
+
+
+def test_show_config_names_the_threading():
+    import io
+
+    text = io.StringIO()
+    ikdr.show_config(file=text)
+    line = [ln for ln in text.getvalue().splitlines() if ln.startswith("threading:")][0]
+    if _native.OPENMP:
+        assert "OpenMP" in line and ikdr.build_info()["threads"] == ikdr.get_num_threads()
+    else:
+        assert "without OpenMP" in line and ikdr.build_info()["threads"] == 1
 
 
 class ThreadProbeISM(ikdr.ISM):

@@ -7,7 +7,8 @@
 # 2. per interpreter found (pyenv versions, then python3.X on PATH; nothing is
 #    downloaded): a wheel built FROM THAT SDIST (pip wheel, isolated build),
 #    repaired by auditwheel into a manylinux wheel (vendoring any non-system
-#    library), installed into a fresh venv with the test extra, and tested by
+#    library: the OpenMP runtime, libgomp, which the repair must graft in;
+#    a wheel without it fails), installed into a fresh venv with the test extra, and tested by
 #    tools/quick_tests.py --installed (the same command cibuildwheel runs);
 # 3. the sdist installed the same way into a fresh venv and tested.
 # PYTHONS="3.11 3.12" limits the interpreters; SDIST_CHECK=0 skips step 3. One build at a time, under nice. A table of what was built and tested goes
@@ -97,9 +98,14 @@ for py in $(interpreters); do
   wheel=$(ls -t "$OUT"/wheelhouse/ikdr-*cp$ver-cp$ver*.whl | head -1)
   size=$(du -k "$wheel" | cut -f1)
   vendored=$(unzip -l "$wheel" | grep -cE '\.libs/.+\.so' || true)
-  echo "repaired: $(basename "$wheel") (${size} KiB, $vendored vendored libraries)"
+  names=$(unzip -l "$wheel" | grep -oE '\.libs/[^ ]+\.so[.0-9]*' | sed 's|.*/||' | tr '\n' ' ')
+  echo "repaired: $(basename "$wheel") (${size} KiB, $vendored vendored libraries: $names)"
+  if ! unzip -l "$wheel" | grep -qE '\.libs/libgomp'; then
+    echo "the OpenMP runtime (libgomp) was not vendored: the core is single-threaded or unrepaired"
+    echo "| $(basename "$wheel") | no OpenMP runtime vendored | | CPython $full | |" >>"$SUMMARY"; FAILED=1; continue
+  fi
   if test_in_venv "$py" "$wheel" "cp$ver"; then result=passed; else result=FAILED; FAILED=1; fi
-  echo "| $(basename "$wheel") | $(basename "$wheel" .whl | cut -d- -f3-) | ${size} KiB, $vendored vendored libs | CPython $full | $result |" >>"$SUMMARY"
+  echo "| $(basename "$wheel") | $(basename "$wheel" .whl | cut -d- -f3-) | ${size} KiB, vendored: ${names:-none} | CPython $full | $result |" >>"$SUMMARY"
 done
 
 # -- 3. the sdist installs and passes the same way -----------------------------

@@ -5,16 +5,22 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <optional>
-#include <thread>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "ikdr/blas.hpp"
+#include "ikdr/cpm.hpp"
 #include "ikdr/eigen.hpp"
 #include "ikdr/ism_products.hpp"
 #include "ikdr/ksvd_blocks.hpp"
+#include "ikdr/parallel.hpp"
 #include "ikdr/tile_kernels.hpp"
 
 namespace py = pybind11;
@@ -82,6 +88,9 @@ Array<T> require_2d(const Array<T>& a, const char* name) {
 
 // Terms arrive as ikdr._native.KernelTerm records (attributes kind, weight,
 // sigma, c, degree, row_scales, col_scales); the kind is the bound TermKind.
+// Only types are checked here: the values are checked by the core
+// (check_terms in ism_products.hpp), whose std::invalid_argument pybind11
+// raises as ValueError.
 template <class T>
 struct TermList {
   std::vector<Term<T>> terms;
@@ -89,7 +98,7 @@ struct TermList {
 };
 
 template <class T>
-TermList<T> convert_terms(const py::sequence& spec, Index n_rows, Index n_cols) {
+TermList<T> convert_terms(const py::sequence& spec) {
   TermList<T> out;
   for (const auto& item : spec) {
     Term<T> term;
@@ -104,32 +113,16 @@ TermList<T> convert_terms(const py::sequence& spec, Index n_rows, Index n_cols) 
     } catch (const py::cast_error&) {
       throw py::type_error("a kernel term's weight, sigma and c must be numbers, its degree an int");
     }
-    if (term.kind == TermKind::polynomial && term.degree < 1)
-      throw py::value_error("polynomial degree must be >= 1");
-    if (!std::isfinite(term.weight) || !std::isfinite(term.c))
-      throw py::value_error("kernel term weight and c must be finite");
-    if (term.kind == TermKind::gaussian && !(term.sigma > 0 && std::isfinite(term.sigma)))
-      throw py::value_error("Gaussian sigma must be positive and finite");
-    py::object rows_obj = item.attr("row_scales"), cols_obj = item.attr("col_scales");
-    if (rows_obj.is_none() != cols_obj.is_none())
-      throw py::value_error("per-point kernel scales need both row_scales and col_scales");
-    if (!rows_obj.is_none()) {
-      if (term.kind != TermKind::gaussian)
-        throw py::value_error("per-point kernel scales apply to the Gaussian term only");
-      Array<T> rows = rows_obj.cast<Array<T>>();
-      Array<T> cols = cols_obj.cast<Array<T>>();
-      if (rows.size() != n_rows || cols.size() != n_cols)
-        throw py::value_error("per-point kernel scales have the wrong length");
-      for (Index i = 0; i < rows.size(); ++i)
-        if (!(rows.data()[i] > 0) || !std::isfinite(rows.data()[i]))
-          throw py::value_error("per-point kernel scales must be positive and finite");
-      for (Index i = 0; i < cols.size(); ++i)
-        if (!(cols.data()[i] > 0) || !std::isfinite(cols.data()[i]))
-          throw py::value_error("per-point kernel scales must be positive and finite");
-      term.scale_rows = rows.data();
-      term.scale_cols = cols.data();
-      out.keep_alive.push_back(rows);
-      out.keep_alive.push_back(cols);
+    py::object rows = item.attr("row_scales"), cols = item.attr("col_scales");
+    if (!rows.is_none()) {
+      out.keep_alive.push_back(rows.cast<Array<T>>());
+      term.scale_rows = out.keep_alive.back().data();
+      term.n_scale_rows = out.keep_alive.back().size();
+    }
+    if (!cols.is_none()) {
+      out.keep_alive.push_back(cols.cast<Array<T>>());
+      term.scale_cols = out.keep_alive.back().data();
+      term.n_scale_cols = out.keep_alive.back().size();
     }
     out.terms.push_back(term);
   }
@@ -143,7 +136,7 @@ Array<T> kernel_matrix_py(Array<T> a, Array<T> b, const py::sequence& spec, int 
   if (a.shape(1) != b.shape(1)) throw py::value_error("A and B must have the same number of columns");
   const bool same = a.ptr() == b.ptr();
   PointPair<T> pts{a.data(), a.shape(0), same ? a.data() : b.data(), b.shape(0), a.shape(1)};
-  auto terms = convert_terms<T>(spec, pts.n, pts.m);
+  auto terms = convert_terms<T>(spec);
   Array<T> out({pts.n, pts.m});
   T* o = out.mutable_data();
   RunConfig cfg = make_config(n_threads);
@@ -180,7 +173,7 @@ py::tuple fused_product_py(Array<T> z, const py::sequence& spec, bool gradient,
   }
   const Index m = pair ? z_cols->shape(0) : n;
   PointPair<T> pts{z.data(), n, pair ? z_cols->data() : z.data(), m, z.shape(1)};
-  auto terms = convert_terms<T>(spec, n, m);
+  auto terms = convert_terms<T>(spec);
   GammaView<T> gamma;
   if (gamma_dense) {
     if (gamma_dense->ndim() != 2 || gamma_dense->shape(0) != n || gamma_dense->shape(1) != m)
@@ -300,30 +293,69 @@ Array<T> lowrank_plus_sparse_py(Array<T> dl, Array<T> u, Array<T> v, Array<std::
   return out;
 }
 
+// The arguments both eigen-solvers take: A (d x d, finite), q, tol and the
+// warm start v0 (d x q), returned as a pointer (null without one).
 template <class T>
-py::tuple top_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, int max_iter,
-                            double tol, int oversample) {
+const T* check_eigen_args(const Array<T>& a, Index q, double tol, const std::optional<Array<T>>& v0) {
   require_2d(a, "A");
   const Index d = a.shape(0);
   if (a.shape(1) != d) throw py::value_error("A must be square");
   if (q < 1 || q > d) throw py::value_error("q must be in [1, d]");
-  if (max_iter < 1) throw py::value_error("max_iter must be >= 1");
-  if (oversample < 0) throw py::value_error("oversample must be >= 0");
   if (!(tol >= 0) || !std::isfinite(tol)) throw py::value_error("tol must be finite and >= 0");
   for (Index i = 0; i < d * d; ++i)
     if (!std::isfinite(a.data()[i])) throw py::value_error("A contains NaN or infinite values");
-  const T* v = nullptr;
-  if (v0) {
-    if (v0->ndim() != 2 || v0->shape(0) != d || v0->shape(1) != q)
-      throw py::value_error("V0 must be d x q");
-    v = v0->data();
-  }
+  if (!v0) return nullptr;
+  if (v0->ndim() != 2 || v0->shape(0) != d || v0->shape(1) != q)
+    throw py::value_error("V0 must be d x q");
+  return v0->data();
+}
+
+// (values (q), vectors (d x q)) as arrays.
+template <class T>
+std::pair<Array<T>, Array<T>> eigen_arrays(const std::vector<T>& values,
+                                           const std::vector<T>& vectors, Index d, Index q) {
+  Array<T> vals(q), vecs({d, q});
+  std::copy(values.begin(), values.end(), vals.mutable_data());
+  std::copy(vectors.begin(), vectors.end(), vecs.mutable_data());
+  return {vals, vecs};
+}
+
+template <class T>
+py::tuple top_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, int max_iter,
+                            double tol, int oversample) {
+  const T* v = check_eigen_args(a, q, tol, v0);
+  const Index d = a.shape(0);
+  if (max_iter < 1) throw py::value_error("max_iter must be >= 1");
+  if (oversample < 0) throw py::value_error("oversample must be >= 0");
   EigenResult<T> res;
   without_gil([&] { res = top_eigenpairs<T>(blas(), a.data(), d, q, v, max_iter, tol, oversample); });
-  Array<T> vals(q), vecs({d, q});
-  std::copy(res.values.begin(), res.values.end(), vals.mutable_data());
-  std::copy(res.vectors.begin(), res.vectors.end(), vecs.mutable_data());
-  return py::make_tuple(vals, vecs, res.iterations, res.converged, double(res.residual));
+  auto out = eigen_arrays(res.values, res.vectors, d, q);
+  return py::make_tuple(out.first, out.second, res.iterations, res.converged, double(res.residual));
+}
+
+// The coordinate-wise power method (cpm.hpp).
+template <class T>
+py::tuple cpm_eigenpairs_py(Array<T> a, Index q, std::optional<Array<T>> v0, Index active,
+                            double max_sweeps, double tol) {
+  const T* v = check_eigen_args(a, q, tol, v0);
+  const Index d = a.shape(0);
+  if (active < 0) throw py::value_error("active must be >= 0 (0: automatic)");
+  if (!(max_sweeps > 0) || !std::isfinite(max_sweeps)) throw py::value_error("max_sweeps must be positive");
+  CpmOptions opt;
+  opt.active = active;
+  opt.max_sweeps = max_sweeps;
+  opt.tol = tol;
+  RunConfig cfg = make_config(1);
+  CpmResult<T> res;
+  without_gil([&] { res = cpm_top_eigenpairs<T>(blas(), a.data(), d, q, v, opt, cfg); });
+  auto out = eigen_arrays(res.values, res.vectors, d, q);
+  py::dict info;
+  info["iterations"] = res.iterations;
+  info["sweeps"] = res.sweeps;
+  info["converged"] = res.converged;
+  info["residual"] = double(res.residual);
+  info["gap"] = double(res.gap);
+  return py::make_tuple(out.first, out.second, info);
 }
 
 // C = op(A) B (op(A) = A^T when trans_a), chunked over the call's threads.
@@ -364,6 +396,28 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
   m.def(("top_eigenpairs_" + suffix).c_str(), &top_eigenpairs_py<T>, py::arg("a"), py::arg("q"),
         py::arg("v0") = py::none(), py::arg("max_iter") = 300, py::arg("tol") = 1e-10,
         py::arg("oversample") = 8);
+  m.def(("cpm_eigenpairs_" + suffix).c_str(), &cpm_eigenpairs_py<T>, py::arg("a"), py::arg("q"),
+        py::arg("v0") = py::none(), py::arg("active") = 0, py::arg("max_sweeps") = 300.0,
+        py::arg("tol") = 1e-10);
+}
+
+// For the tests of parallel.hpp: runs n_tasks tasks on n_threads threads, the
+// task fail_at (if >= 0) throwing; returns how many tasks each worker ran.
+std::vector<Index> parallel_check(Index n_tasks, int n_threads, Index fail_at) {
+  RunConfig cfg = make_config(n_threads);
+  std::vector<std::atomic<Index>> counts(static_cast<std::size_t>(std::max(1, cfg.n_threads)));
+  without_gil([&] {
+    parallel_for(n_tasks, cfg, [&](Index t, int worker) {
+      if (t == fail_at) throw std::runtime_error("task " + std::to_string(t) + " failed");
+      counts[static_cast<std::size_t>(worker)].fetch_add(1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    });
+  });
+  std::vector<Index> out;
+  for (auto& c : counts) out.push_back(c.load());
+  return out;
 }
 
 py::dict build_info() {
@@ -374,7 +428,14 @@ py::dict build_info() {
 #ifdef IKDR_COMPILER
   info["compiler"] = IKDR_COMPILER;
 #endif
-  info["threading"] = "threads started per call (no OpenMP runtime)";
+  const OpenMPInfo omp = openmp_info();
+  info["openmp"] = omp.enabled;
+  if (omp.enabled) {
+    info["threading"] = "OpenMP " + std::to_string(omp.version);
+    info["openmp_library"] = std::string(omp.library);
+  } else {
+    info["threading"] = "none: built without OpenMP, every call runs on one thread";
+  }
   info["simd"] = tile_kernels_double().isa;
   return info;
 }
@@ -383,7 +444,7 @@ py::dict build_info() {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ikdr C++ core: kernel panels, fused Laplacian products, eigen-solvers";
-  py::enum_<TermKind>(m, "TermKind", "Kernel kinds of the fused products (ikdr/fused.hpp)")
+  py::enum_<TermKind>(m, "TermKind", "Kernel kinds of the fused products (ikdr/ism_products.hpp)")
       .value("linear", TermKind::linear)
       .value("polynomial", TermKind::polynomial)
       .value("gaussian", TermKind::gaussian)
@@ -393,6 +454,14 @@ PYBIND11_MODULE(_core, m) {
   bind_dtype<double>(m, "f64");
   bind_dtype<float>(m, "f32");
   m.def("build_info", &build_info);
+  m.def("openmp_max_threads", [] { return openmp_info().max_threads; },
+        "omp_get_max_threads() of the calling thread (1 without OpenMP): OMP_NUM_THREADS at "
+        "start-up, or what omp_set_num_threads (threadpoolctl) set since");
+  m.def("_parallel_check", &parallel_check, py::arg("n_tasks"), py::arg("n_threads"),
+        py::arg("fail_at") = -1, "Test hook of the threading layer: tasks run per worker");
+  m.def("openmp_pause", &openmp_pause_threads,
+        "Release the OpenMP runtime's idle threads (omp_pause_resource_all(omp_pause_hard)), "
+        "e.g. before fork: 0 on success, -1 if refused or unavailable, 1 without OpenMP");
   m.attr("BLAS_MIN_WIDTH") = py::int_(kThinWidth);  // wider operands go through the BLAS
   static_assert(kThinWidth == kThinCols, "one width limit for points, factors and right-hand sides");
 }

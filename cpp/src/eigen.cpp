@@ -60,11 +60,6 @@ void jacobi_eigen(std::vector<T>& a, Index p, std::vector<T>& values, std::vecto
   vectors.swap(sorted);
 }
 
-namespace {
-
-// Orthonormalise the columns of v (d x p, row-major) by modified Gram-Schmidt
-// applied twice; a column that lies in the span of the previous ones is
-// replaced by a coordinate vector, so the block never loses rank.
 template <class T>
 void orthonormalise(std::vector<T>& v, Index d, Index p) {
   for (Index c = 0; c < p; ++c) {
@@ -89,19 +84,35 @@ void orthonormalise(std::vector<T>& v, Index d, Index p) {
   }
 }
 
-}  // namespace
+template <class T>
+T ritz_residual(const std::vector<T>& av, const std::vector<T>& v, const std::vector<T>& vals,
+                Index d, Index p, Index q, T fro) {
+  T worst = 0;
+  for (Index c = 0; c < q; ++c) {
+    T r2 = 0;
+    for (Index r = 0; r < d; ++r) {
+      const T e = av[r * p + c] - vals[c] * v[r * p + c];
+      r2 += e * e;
+    }
+    worst = std::max(worst, std::sqrt(r2) / fro);
+  }
+  return worst;
+}
 
 template <class T>
-EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, const T* v0,
-                              int max_iter, double tol, int oversample) {
-  // Chebyshev-filtered subspace iteration (Zhou & Saad 2007): between
-  // Rayleigh-Ritz steps, a degree-m Chebyshev polynomial of A damps the
-  // unwanted interval [lower, theta_p] and amplifies the top of the spectrum,
-  // converging far faster than plain (shifted) block power on indefinite Phi.
-  EigenResult<T> res;
-  const Index p = std::min<Index>(d, q + std::max(oversample, 0));
-  const int degree = 8;
-  T fro = 0, gersh = std::numeric_limits<T>::max();
+std::vector<T> start_block(Index d, Index p, const T* v0, Index q, Lcg& rng) {
+  std::vector<T> v(static_cast<std::size_t>(d * p));
+  for (Index r = 0; r < d; ++r)
+    for (Index c = 0; c < p; ++c)
+      v[r * p + c] = (v0 != nullptr && c < q) ? v0[r * q + c] : rng.uniform<T>();
+  orthonormalise(v, d, p);
+  return v;
+}
+
+template <class T>
+T spectrum_lower_bound(const Blas& blas, const T* a, Index d, Lcg& rng, T& fro) {
+  T gersh = std::numeric_limits<T>::max();
+  fro = 0;
   for (Index i = 0; i < d; ++i) {
     T radius = 0;
     for (Index j = 0; j < d; ++j) {
@@ -111,28 +122,10 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
     gersh = std::min(gersh, a[i * d + i] - radius);
   }
   fro = std::sqrt(fro);
-
-  std::vector<T> v(d * p), av(d * p), t(p * p), vals, vecs, tmp(d * p), y(d * p), ynew(d * p);
-  std::uint64_t state = 0x9E3779B97F4A7C15ull;
-  auto uniform = [&state] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return T(double(state >> 11) / double(1ull << 53) - 0.5);
-  };
-  for (Index r = 0; r < d; ++r)
-    for (Index c = 0; c < p; ++c) v[r * p + c] = (v0 != nullptr && c < q) ? v0[r * q + c] : uniform();
-  orthonormalise(v, d, p);
-  if (fro == T(0)) {
-    res.values.assign(q, T(0));
-    res.vectors.resize(d * q);
-    for (Index r = 0; r < d; ++r)
-      for (Index c = 0; c < q; ++c) res.vectors[r * q + c] = v[r * p + c];
-    res.converged = true;
-    return res;
-  }
-  // Lower end of the spectrum: the spectral radius from a short power
-  // iteration with a 10% margin, unless Gershgorin is tighter (both bound it).
+  // the spectral radius from a short power iteration with a 10% margin,
+  // unless Gershgorin is tighter (both bound the spectrum from below)
   std::vector<T> pv(d), pw(d);
-  for (Index r = 0; r < d; ++r) pv[r] = uniform();
+  for (Index r = 0; r < d; ++r) pv[r] = rng.uniform<T>();
   T rho = 0;
   for (int it = 0; it < 30; ++it) {
     T nv = 0;
@@ -146,7 +139,33 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
     rho = std::sqrt(nw);
     pv.swap(pw);
   }
-  const T lower = std::max(gersh, T(-1.1) * rho);
+  return std::max(gersh, T(-1.1) * rho);
+}
+
+template <class T>
+EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, const T* v0,
+                              int max_iter, double tol, int oversample) {
+  // Chebyshev-filtered subspace iteration (Zhou & Saad 2007): between
+  // Rayleigh-Ritz steps, a degree-m Chebyshev polynomial of A damps the
+  // unwanted interval [lower, theta_p] and amplifies the top of the spectrum,
+  // converging far faster than plain (shifted) block power on indefinite Phi.
+  EigenResult<T> res;
+  const Index p = std::min<Index>(d, q + std::max(oversample, 0));
+  const int degree = 8;
+  // the start block first, then the spectrum's bounds: one pseudo-random sequence
+  Lcg rng;
+  std::vector<T> v = start_block(d, p, v0, q, rng);
+  std::vector<T> av(d * p), t(p * p), vals, vecs, tmp(d * p), y(d * p), ynew(d * p);
+  T fro = 0;
+  const T lower = spectrum_lower_bound(blas, a, d, rng, fro);
+  if (fro == T(0)) {
+    res.values.assign(q, T(0));
+    res.vectors.resize(d * q);
+    for (Index r = 0; r < d; ++r)
+      for (Index c = 0; c < q; ++c) res.vectors[r * q + c] = v[r * p + c];
+    res.converged = true;
+    return res;
+  }
 
   auto apply = [&](const std::vector<T>& in, std::vector<T>& out) {
     gemm_row_major<T>(blas, false, false, d, p, d, T(1), a, d, in.data(), p, T(0), out.data(), p);
@@ -166,15 +185,7 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
     gemm_row_major<T>(blas, false, false, d, p, p, T(1), av.data(), p, vecs.data(), p, T(0),
                       tmp.data(), p);
     av.swap(tmp);
-    T worst = 0;
-    for (Index c = 0; c < q; ++c) {
-      T r2 = 0;
-      for (Index r = 0; r < d; ++r) {
-        const T e = av[r * p + c] - vals[c] * v[r * p + c];
-        r2 += e * e;
-      }
-      worst = std::max(worst, std::sqrt(r2) / fro);
-    }
+    const T worst = ritz_residual(av, v, vals, d, p, q, fro);
     res.residual = worst;
     if (worst <= T(tol)) {
       res.converged = true;
@@ -211,6 +222,15 @@ EigenResult<T> top_eigenpairs(const Blas& blas, const T* a, Index d, Index q, co
     for (Index c = 0; c < q; ++c) res.vectors[r * q + c] = v[r * p + c];
   return res;
 }
+
+#define IKDR_INSTANTIATE(T)                                                            \
+  template std::vector<T> start_block<T>(Index, Index, const T*, Index, Lcg&);         \
+  template void orthonormalise<T>(std::vector<T>&, Index, Index);                      \
+  template T spectrum_lower_bound<T>(const Blas&, const T*, Index, Lcg&, T&);           \
+  template T ritz_residual<T>(const std::vector<T>&, const std::vector<T>&,              \
+                              const std::vector<T>&, Index, Index, Index, T);
+IKDR_INSTANTIATE(double)
+IKDR_INSTANTIATE(float)
 
 template EigenResult<double> top_eigenpairs<double>(const Blas&, const double*, Index, Index,
                                                     const double*, int, double, int);

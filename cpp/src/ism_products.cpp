@@ -4,9 +4,11 @@
 #include "ikdr/ism_products.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -292,11 +294,38 @@ void run(const PreparedPass<T>& pp, const RunConfig& cfg) {
                [&](Index t, int worker) { kernels.pass_task(p, t, scratch[static_cast<std::size_t>(worker)]); });
 }
 
+template <class T>
+bool all_positive_finite(const T* v, Index n) {
+  for (Index i = 0; i < n; ++i)
+    if (!(v[i] > 0) || !std::isfinite(v[i])) return false;
+  return true;
+}
+
 }  // namespace
+
+template <class T>
+void check_terms(const std::vector<Term<T>>& terms, Index n_rows, Index n_cols) {
+  auto fail = [](const char* why) { throw std::invalid_argument(why); };
+  for (const Term<T>& t : terms) {
+    if (t.kind == TermKind::polynomial && t.degree < 1) fail("polynomial degree must be >= 1");
+    if (!std::isfinite(t.weight) || !std::isfinite(t.c)) fail("kernel term weight and c must be finite");
+    if (t.kind == TermKind::gaussian && !(t.sigma > 0 && std::isfinite(t.sigma)))
+      fail("Gaussian sigma must be positive and finite");
+    if ((t.scale_rows == nullptr) != (t.scale_cols == nullptr))
+      fail("per-point kernel scales need both row_scales and col_scales");
+    if (t.scale_rows == nullptr) continue;
+    if (t.kind != TermKind::gaussian) fail("per-point kernel scales apply to the Gaussian term only");
+    if (t.n_scale_rows != n_rows || t.n_scale_cols != n_cols)
+      fail("per-point kernel scales have the wrong length");
+    if (!all_positive_finite(t.scale_rows, t.n_scale_rows) || !all_positive_finite(t.scale_cols, t.n_scale_cols))
+      fail("per-point kernel scales must be positive and finite");
+  }
+}
 
 template <class T>
 void kernel_matrix(const Blas& blas, const PointPair<T>& pts, const std::vector<Term<T>>& terms,
                    T* out, const RunConfig& cfg) {
+  check_terms(terms, pts.n, pts.m);
   PreparedPass<T> pp;
   prepare(pp, blas, pts, GammaView<T>{}, terms, Mode::value, static_cast<const T*>(nullptr), 0,
           static_cast<const T*>(nullptr), /*products=*/false);
@@ -308,6 +337,7 @@ template <class T>
 void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>& gamma,
                    const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
                    const T* rhs_rows, T* y, T* value_sums, const RunConfig& cfg) {
+  check_terms(terms, pts.n, pts.m);
   PreparedPass<T> pp;
   prepare(pp, blas, pts, gamma, terms, mode, rhs, rhs_cols, rhs_rows, /*products=*/true);
   pp.plan.y = rhs != nullptr ? y : nullptr;
@@ -316,6 +346,7 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
 }
 
 #define IKDR_INSTANTIATE(T)                                                                     \
+  template void check_terms<T>(const std::vector<Term<T>>&, Index, Index);                      \
   template void kernel_matrix<T>(const Blas&, const PointPair<T>&, const std::vector<Term<T>>&, \
                                  T*, const RunConfig&);                                         \
   template void fused_product<T>(const Blas&, const PointPair<T>&, const GammaView<T>&,         \

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ikdr/parallel.hpp"
-#include "ikdr/tile_kernels.hpp"
+#include "ikdr/sne_kernels.hpp"
 
 namespace ikdr {
 namespace {
@@ -31,10 +31,10 @@ void sne_pass(const Blas& blas, const PointPair<T>& pts, double sigma, const T* 
     for (Index c = 0; c < pts.k; ++c) s += pts.b[j * pts.k + c] * pts.b[j * pts.k + c];
     sq_b[static_cast<std::size_t>(j)] = s;
   }
-  const TileKernels<T>& kernels = tile_kernels<T>();
+  const SneKernels<T>& kernels = sne_kernels<T>();
   parallel_for(tasks, run_cfg, [&](Index t, int worker) {
     const Index r0 = t * rows, r1 = std::min(pts.n, r0 + rows);
-    kernels.sne_rows(blas, pts, sq_b.data(), u, r0, r1, shift, scale, shift_out, sums_out, out,
+    kernels.rows(blas, pts, sq_b.data(), u, r0, r1, shift, scale, shift_out, sums_out, out,
                      work[static_cast<std::size_t>(worker)]);
   });
 }

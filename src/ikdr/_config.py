@@ -1,33 +1,70 @@
 """Thread control, version and build information.
 
-ikdr's C++ passes run on threads created for each call; how many is decided
-here, in Python, and passed to every call: :func:`set_num_threads` (or the
+ikdr's C++ passes run on OpenMP threads; how many is decided here, in Python,
+and passed to every call: :func:`set_num_threads` (or the
 :func:`num_threads` context manager) wins, then the environment variable
-``IKDR_NUM_THREADS``, then ``OMP_NUM_THREADS`` (which joblib/loky sets in its
-workers to cores / n_jobs, so ``GridSearchCV(n_jobs=...)`` does not
-oversubscribe), then the cores this process may run on.
-``threadpoolctl.threadpool_limits`` acts on the same setting: ikdr registers
-a threadpoolctl controller (user_api ``"ikdr"``) for its compiled core.
+``IKDR_NUM_THREADS``, then the OpenMP runtime's own setting
+(``omp_get_max_threads()``: ``OMP_NUM_THREADS`` when the process started,
+which joblib/loky sets in its workers to cores / n_jobs so that
+``GridSearchCV(n_jobs=...)`` does not oversubscribe, or what
+``threadpoolctl.threadpool_limits`` set since), which defaults to the cores
+this process may run on. ``threadpoolctl.threadpool_info()`` lists the
+runtime loaded by ikdr's core (``user_api="openmp"``). A core built without
+OpenMP runs every call on one thread (:func:`show_config` says so).
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-from typing import IO, Any, Iterator
+import warnings
+from typing import IO, Any, Callable, Iterator
 
 _num_threads: int | None = None
+#: omp_get_max_threads of ikdr's OpenMP runtime, registered by ikdr._native
+#: when the core was built with OpenMP
+_runtime_threads: Callable[[], int] | None = None
+
+
+def _set_runtime_threads(reader: Callable[[], int] | None) -> None:
+    """Called by :mod:`ikdr._native` at import: how to read the OpenMP runtime's setting."""
+    global _runtime_threads
+    _runtime_threads = reader
+
+
+def _parse_threads(value: str | None) -> int | None:
+    """A thread-count variable's value (OpenMP's nested list: the first entry),
+    or None when it is unset, not a number or below 1."""
+    if not value or not value.strip():
+        return None
+    try:
+        n = int(value.split(",")[0])
+    except ValueError:
+        return None
+    return n if n >= 1 else None
+
+
+def _check_thread_environment() -> None:
+    """Warn, naming it, about a thread-count variable that is set but not a
+    positive integer: it is ignored (never a crash)."""
+    for var in ("IKDR_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(var)
+        if value is not None and value.strip() and _parse_threads(value) is None:
+            warnings.warn(f"{var}={value!r} is not a positive integer and is ignored; ikdr uses "
+                          f"{get_num_threads()} threads (set {var} to a number >= 1, or call "
+                          "ikdr.set_num_threads)", RuntimeWarning, stacklevel=3)
 
 
 def _default_threads() -> int:
-    """``IKDR_NUM_THREADS``, then ``OMP_NUM_THREADS`` (first entry), then the usable cores."""
-    env = os.environ.get("IKDR_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
-    if env:
-        try:
-            return max(1, int(env.split(",")[0]))
-        except ValueError:
-            pass
-    return _usable_cores()
+    """``IKDR_NUM_THREADS``, then the OpenMP runtime's setting (without OpenMP:
+    ``OMP_NUM_THREADS``), then the usable cores."""
+    n = _parse_threads(os.environ.get("IKDR_NUM_THREADS"))
+    if n is not None:
+        return n
+    if _runtime_threads is not None:
+        return max(1, int(_runtime_threads()))
+    n = _parse_threads(os.environ.get("OMP_NUM_THREADS"))
+    return n if n is not None else _usable_cores()
 
 
 def _usable_cores() -> int:
@@ -44,13 +81,14 @@ def get_num_threads() -> int:
 
 
 def set_num_threads(n: int | None) -> None:
-    """Set the number of threads of ikdr's C++ passes (started per call, see :func:`build_info`).
+    """Set the number of OpenMP threads of ikdr's C++ passes (passed to every call).
 
-    ``None`` restores the default (``IKDR_NUM_THREADS``, then
-    ``OMP_NUM_THREADS``, then the number of cores). The BLAS used for the
-    GEMM-shaped parts keeps its own setting; use :func:`num_threads` to limit
-    both for a block of code. ``threadpoolctl.threadpool_limits(n)`` sets
-    the same value (and restores it on exit).
+    ``None`` restores the default (``IKDR_NUM_THREADS``, then the OpenMP
+    runtime's setting: ``OMP_NUM_THREADS`` or ``threadpoolctl``'s limit, by
+    default the number of cores). An explicit setting wins over the
+    runtime's, as OpenMP's ``num_threads`` clause does over
+    ``omp_set_num_threads``. The BLAS used for the GEMM-shaped parts keeps its
+    own setting; use :func:`num_threads` to limit both for a block of code.
     """
     global _num_threads
     if n is None:
@@ -91,66 +129,21 @@ def num_threads(n: int) -> Iterator[None]:
         _num_threads = previous
 
 
-# -- threadpoolctl: ikdr's threads as one more thread pool -----------------------
-_registered = False
-
-
 def _core_directory() -> str:
     return os.path.dirname(os.path.realpath(__file__))
 
 
+# -- threadpoolctl --------------------------------------------------------------
 def register_threadpoolctl() -> bool:
-    """Make ``threadpoolctl`` see and limit ikdr's threads (done by ``import ikdr``).
+    """Whether ``threadpoolctl`` sees and limits ikdr's threads (called by ``import ikdr``).
 
-    Registers a controller (user_api and internal_api ``"ikdr"``) that
-    threadpoolctl matches to the loaded ``ikdr._core`` extension; its
-    get/set act on :func:`get_num_threads` / :func:`set_num_threads`, so
-    ``threadpool_limits(1)`` (any user_api or ``user_api="ikdr"``) runs ikdr
-    single-threaded inside the block and ``threadpool_info()`` lists it.
-    Returns False when threadpoolctl is missing or older than 3.5.
+    ikdr's threads are those of the OpenMP runtime its core links, which
+    threadpoolctl finds by itself (``user_api="openmp"``): ``threadpool_limits(n)``
+    (or ``user_api="openmp"``) limits ikdr's default inside its block. The
+    custom controller of earlier versions (``user_api="ikdr"``) is gone.
+    Returns False when the core was built without OpenMP.
     """
-    global _registered
-    if _registered:
-        return True
-    try:
-        import threadpoolctl
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return False
-    if not hasattr(threadpoolctl, "register"):  # pragma: no cover - threadpoolctl < 3.5
-        return False
-
-    class IkdrController(threadpoolctl.LibController):
-        """threadpoolctl's view of ikdr's per-call C++ threads."""
-
-        user_api = "ikdr"
-        internal_api = "ikdr"
-        # the compiled extension: _core.cpython-311-x86_64-linux-gnu.so, _core.cp311-win_amd64.pyd
-        filename_prefixes = ("_core.",)
-        check_symbols = ("PyInit__core",)
-
-        def set_additional_attributes(self) -> None:
-            # another package's _core extension: threadpoolctl skips a controller
-            # whose construction raises OSError
-            if os.path.dirname(os.path.realpath(self.filepath)) != _core_directory():
-                raise OSError(f"{self.filepath} is not ikdr's core")
-            self.threading = "threads per call"
-
-        def get_num_threads(self) -> int:
-            return get_num_threads()
-
-        def set_num_threads(self, num_threads: int) -> None:
-            # threadpoolctl restores the value it read on entry: a value equal
-            # to the default restores the default (which keeps following
-            # OMP_NUM_THREADS), not a frozen copy of it
-            n = int(num_threads)
-            set_num_threads(None if n == _default_threads() else n)
-
-        def get_version(self) -> str | None:
-            return package_version()
-
-    threadpoolctl.register(IkdrController)
-    _registered = True
-    return True
+    return _runtime_threads is not None
 
 
 # -- one version string -----------------------------------------------------------
@@ -278,7 +271,7 @@ def build_info() -> dict[str, Any]:
     from ._native import build_info as native_info
 
     info = native_info()
-    info["threads"] = get_num_threads()
+    info["threads"] = get_num_threads() if info.get("openmp", True) else 1
     return info
 
 
@@ -290,8 +283,10 @@ def show_config(file: IO[str] | None = None) -> None:
     lines = [
         f"ikdr {package_version()}",
         f"compiler: {info.get('compiler', 'unknown')}",
-        f"threading: {info['threading']}",
-        f"threads: {get_num_threads()} ({_threads_source()})",
+        f"threading: {info['threading']}"
+        + (f" ({info['openmp_library']})" if info.get("openmp_library") else ""),
+        f"threads: {get_num_threads()} ({_threads_source()})" if info.get("openmp", True)
+        else "threads: 1 (built without OpenMP: single-threaded)",
         f"SIMD: {info['simd']} (panel kernels dispatched at run time)",
         f"BLAS: {_blas_description()}",
         f"Python: {sys.version.split()[0]}",
@@ -302,9 +297,12 @@ def show_config(file: IO[str] | None = None) -> None:
 def _threads_source() -> str:
     if _num_threads is not None:
         return "set_num_threads"
-    for var in ("IKDR_NUM_THREADS", "OMP_NUM_THREADS"):
-        if os.environ.get(var):
-            return var
+    if _parse_threads(os.environ.get("IKDR_NUM_THREADS")) is not None:
+        return "IKDR_NUM_THREADS"
+    if _runtime_threads is not None:
+        return "the OpenMP runtime: OMP_NUM_THREADS, threadpoolctl, or the usable cores"
+    if _parse_threads(os.environ.get("OMP_NUM_THREADS")) is not None:
+        return "OMP_NUM_THREADS"
     return "usable cores"
 
 

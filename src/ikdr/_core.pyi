@@ -1,7 +1,7 @@
 """Type stub of the compiled core (pybind11, ``cpp/src/bindings.cpp``).
 
 Every entry point exists once per precision (``_f64`` / ``_f32``) and takes
-``n_threads``: the threads started for that call (``ikdr._native`` passes
+``n_threads``: the OpenMP threads of that call (``ikdr._native`` passes
 :func:`ikdr.get_num_threads`). Kernel terms are :class:`ikdr._native.KernelTerm`
 records (read by attribute). The typed face of the core is :mod:`ikdr._native`.
 """
@@ -51,6 +51,9 @@ def lowrank_plus_sparse_f64(dl: _Array, u: _Array, v: _Array, indptr: _Array, in
 def top_eigenpairs_f64(a: _Array, q: int, v0: _Array | None = None, max_iter: int = 300,
                         tol: float = 1e-10, oversample: int = 8
                         ) -> tuple[npt.NDArray[Any], npt.NDArray[Any], int, bool, float]: ...
+def cpm_eigenpairs_f64(a: _Array, q: int, v0: _Array | None = None, active: int = 0,
+                        max_sweeps: float = 300.0, tol: float = 1e-10
+                        ) -> tuple[npt.NDArray[Any], npt.NDArray[Any], dict[str, Any]]: ...
 
 def matmul_f32(a: _Array, b: _Array, trans_a: bool = False,
                n_threads: int = 1) -> npt.NDArray[Any]: ...
@@ -72,5 +75,11 @@ def lowrank_plus_sparse_f32(dl: _Array, u: _Array, v: _Array, indptr: _Array, in
 def top_eigenpairs_f32(a: _Array, q: int, v0: _Array | None = None, max_iter: int = 300,
                         tol: float = 1e-10, oversample: int = 8
                         ) -> tuple[npt.NDArray[Any], npt.NDArray[Any], int, bool, float]: ...
+def cpm_eigenpairs_f32(a: _Array, q: int, v0: _Array | None = None, active: int = 0,
+                        max_sweeps: float = 300.0, tol: float = 1e-10
+                        ) -> tuple[npt.NDArray[Any], npt.NDArray[Any], dict[str, Any]]: ...
 
 def build_info() -> dict[str, Any]: ...
+def openmp_max_threads() -> int: ...
+def openmp_pause() -> int: ...
+def _parallel_check(n_tasks: int, n_threads: int, fail_at: int = -1) -> list[int]: ...

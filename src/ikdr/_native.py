@@ -8,22 +8,59 @@ pass that calls it runs: the core splits its GEMMs over threads of its own,
 and a threaded BLAS underneath would oversubscribe the cores.
 
 The C++ core (``cpp/``) has no Python in it; ``cpp/src/bindings.cpp`` converts,
-releases the GIL, calls and returns.
+releases the GIL, calls and returns. Its threads are OpenMP's: importing this
+module registers a fork handler that releases the runtime's idle threads
+before every ``os.fork`` (a child forked while they are kept would hang in its
+first parallel region), and tells :mod:`ikdr._config` how to read the
+runtime's thread setting (``OMP_NUM_THREADS``, ``threadpoolctl``).
 """
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from . import _core
+from . import _config, _core
 from ._config import get_num_threads, single_threaded_blas
 
 __all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_product",
            "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
-           "top_eigenpairs", "build_info", "core_dtype"]
+           "top_eigenpairs", "cpm_eigenpairs", "build_info", "core_dtype",
+           "openmp_pause", "openmp_max_threads"]
+
+
+def openmp_pause() -> int:
+    """Release the OpenMP runtime's idle threads (``omp_pause_resource_all``):
+    0 on success, -1 when the runtime refused or lacks it, 1 without OpenMP.
+    The next parallel region starts new ones."""
+    return int(_core.openmp_pause())
+
+
+def openmp_max_threads() -> int:
+    """``omp_get_max_threads()`` of the calling thread: ``OMP_NUM_THREADS`` at
+    start-up, or what ``omp_set_num_threads`` (threadpoolctl) set since; 1
+    when the core was built without OpenMP."""
+    return int(_core.openmp_max_threads())
+
+
+def _pause_before_fork() -> None:
+    try:
+        _core.openmp_pause()
+    except Exception:  # pragma: no cover - never let a fork fail because of ikdr
+        pass
+
+
+#: built with OpenMP: the runtime's setting is the default thread count, and
+#: its threads are released before every fork (registered once, at import)
+OPENMP = bool(_core.build_info().get("openmp", False))
+if OPENMP:
+    _config._set_runtime_threads(openmp_max_threads)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_pause_before_fork)
+_config._check_thread_environment()
 
 #: The kernel kinds of the core, defined once in C++ (``cpp/include/ikdr/ism_products.hpp``).
 TermKind = _core.TermKind
@@ -221,6 +258,25 @@ def top_eigenpairs(A, q: int, V0=None, *, max_iter: int = 300, tol: float = 1e-1
                                     oversample=int(oversample))
 
 
+def cpm_eigenpairs(A, q: int, V0=None, *, active: int = 0, max_sweeps: float = 300.0,
+                   tol: float = 1e-10):
+    """The q largest eigenpairs of symmetric A by the core's coordinate-wise
+    power method (Lei, Zhong and Dhillon 2016; ``cpp/include/ikdr/cpm.hpp``).
+
+    ``active`` coordinates (rows of the iterate) change per step, the ones
+    furthest from their power step (0: ceil(d / 10)); at most ``max_sweeps``
+    x d coordinate updates; stops when every Ritz residual is at most ``tol``
+    x ||A||_F. Returns ``(values, vectors, info)``, info with ``iterations``,
+    ``sweeps``, ``converged``, ``residual`` and ``gap`` (the Ritz estimate of
+    lambda_q - lambda_{q+1}, 0 when q = d).
+    """
+    vals, vecs, info = _core.cpm_eigenpairs_f64(_as(A, np.float64), int(q), _as(V0, np.float64),
+                                                active=int(active), max_sweeps=float(max_sweeps),
+                                                tol=float(tol))
+    return vals, vecs, dict(info)
+
+
 def build_info() -> dict:
-    """Version, compiler, threading and SIMD level of the compiled core."""
+    """Version, compiler, threading (``openmp``: built with OpenMP, and the
+    runtime's ``openmp_library``) and SIMD level of the compiled core."""
     return dict(_core.build_info())

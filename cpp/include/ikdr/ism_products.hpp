@@ -31,7 +31,18 @@ struct Term {
   int degree = 1;
   const T* scale_rows = nullptr;  // per-point bandwidths (relative Gaussian), or null
   const T* scale_cols = nullptr;
+  Index n_scale_rows = 0;         // their lengths (one per row / column point)
+  Index n_scale_cols = 0;
 };
+
+// Checks a kernel's terms against the n_rows x n_cols points they join and
+// throws std::invalid_argument saying what is wrong: a polynomial degree below
+// 1, a weight or c that is not finite, a Gaussian sigma that is not positive
+// and finite, per-point scales given on one side only, on a term other than
+// the Gaussian, of the wrong length, or not positive and finite. Every pass
+// (kernel_matrix, fused_product) checks its terms before it runs.
+template <class T>
+void check_terms(const std::vector<Term<T>>& terms, Index n_rows, Index n_cols);
 
 // value:    Psi = Gamma o K.
 // gradient: the Phi weights. For a member k = f(beta) with an inner-product

@@ -1,109 +1,136 @@
-// Threads for one call. Every parallel pass of the core is one call of
-// parallel_for: it starts n_threads - 1 std::threads, runs tasks on them and
-// on the calling thread, joins them and returns. No pool outlives the call,
-// so a process that forks after using ikdr gets a child that works (a
-// persistent OpenMP pool does not survive fork), and the core links no
-// OpenMP runtime of its own. Starting a thread costs tens of microseconds,
-// so small passes run on the calling thread alone.
+// The core's threads: OpenMP. Every parallel pass of the core is one call of
+// parallel_for or parallel_rounds, which runs its tasks in one OpenMP parallel
+// region of exactly the call's thread count (RunConfig::n_threads, passed per
+// call; the runtime's own setting, OMP_NUM_THREADS or omp_set_num_threads, is
+// what the Python layer reads for its default). The runtime keeps its threads
+// between regions, so a pass costs a wake-up, not a thread start.
+//
+// What the layer guarantees, whatever the thread count:
+// - results are bitwise the same: a task writes what depends on its index
+//   only, and tasks are taken by index (dynamic schedule, so a busy core just
+//   takes fewer); reductions are done by the callers in a fixed order;
+// - the first exception thrown by a task stops the remaining tasks (they are
+//   skipped) and is rethrown on the calling thread after the region: nothing
+//   escapes an OpenMP region;
+// - the calling thread (the team's master, thread 0) polls cfg.check_interrupt
+//   between its tasks, at most every 20 ms; an interrupt stops the pass with
+//   `Interrupted`.
+//
+// Fork: a child forked while the runtime keeps idle threads would hang in its
+// first parallel region (libgomp). The Python layer releases them before every
+// fork (os.register_at_fork -> openmp_pause_threads()).
+//
+// Built without OpenMP (IKDR_OPENMP undefined), the same functions run the
+// tasks in order on the calling thread.
 #pragma once
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
 #include <mutex>
-#include <thread>
-#include <vector>
 
 #include "ikdr/common.hpp"
 
+#if defined(IKDR_OPENMP)
+#include <omp.h>
+#endif
+
 namespace ikdr {
 
-// Runs task(t, worker) for every t in [0, n_tasks), worker in [0, threads):
-// one round of parallel_rounds below. Tasks are taken in order from a shared
-// counter (a busy core simply takes fewer of them); what a task writes must
-// depend on t only, which keeps results independent of the thread count. The
-// first exception thrown by any task stops the others and is rethrown here, on
-// the calling thread; the calling thread polls cfg.check_interrupt between its
-// tasks (at most every 20 ms) and an interrupt stops the pass with `Interrupted`.
-template <class Task>
-void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task);
+namespace detail {
+
+// The first error of a team, and the interrupt poll of its master.
+class TeamState {
+ public:
+  explicit TeamState(const RunConfig& cfg) : cfg_(cfg), last_poll_(clock::now()) {}
+
+  bool stopped() const { return stop_.load(std::memory_order_relaxed); }
+
+  template <class Fn>
+  void run(Fn&& fn) noexcept {
+    if (stopped()) return;
+    try {
+      fn();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      stop_.store(true, std::memory_order_relaxed);
+    }
+  }
+
+  // Called by the master (the calling thread) only.
+  void poll() noexcept {
+    if (!cfg_.check_interrupt || clock::now() - last_poll_ < std::chrono::milliseconds(20)) return;
+    last_poll_ = clock::now();
+    run([this] {
+      if (cfg_.check_interrupt()) {
+        interrupted_ = true;
+        stop_.store(true, std::memory_order_relaxed);
+      }
+    });
+  }
+
+  // After the region, on the calling thread.
+  void finish() {
+    if (error_) std::rethrow_exception(error_);
+    if (interrupted_) throw Interrupted();
+    if (cfg_.check_interrupt && cfg_.check_interrupt()) throw Interrupted();
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  const RunConfig& cfg_;
+  clock::time_point last_poll_;
+  std::atomic<bool> stop_{false};
+  bool interrupted_ = false;  // written by the master only
+  std::exception_ptr error_;
+  std::mutex mutex_;
+};
+
+}  // namespace detail
 
 // Runs rounds of tasks: every task of round r finishes before any task of
-// round r + 1 starts (tasks_in(r) of them; task(r, t, worker)). The threads
-// are started once for all the rounds and wait for each other at the end of
-// every round, so a pass of many short rounds does not pay a thread start per
-// round. Exceptions and interrupts as in parallel_for: the first error stops
-// the remaining work (every thread still reaches every round's end, so none
-// waits forever) and is rethrown here.
+// round r + 1 starts (tasks_in(r) of them; task(r, t, worker), worker in
+// [0, min(cfg.n_threads, most tasks of a round))). One parallel region for all
+// the rounds, a barrier between them.
 template <class TasksIn, class Task>
 void parallel_rounds(Index n_rounds, TasksIn&& tasks_in, const RunConfig& cfg, Task&& task) {
   if (n_rounds <= 0) return;
   Index most = 0;
   for (Index r = 0; r < n_rounds; ++r) most = std::max<Index>(most, tasks_in(r));
+  (void)most;  // the team size (unused single-threaded)
+  detail::TeamState state(cfg);
+#if defined(IKDR_OPENMP)
   const int threads = static_cast<int>(std::max<Index>(1, std::min<Index>(cfg.n_threads, most)));
-  std::vector<std::atomic<Index>> next(static_cast<std::size_t>(n_rounds));
-  for (auto& c : next) c.store(0, std::memory_order_relaxed);
-  std::atomic<int> team{0};           // threads that started: set once all are started
-  std::atomic<int> arrived{0};
-  std::atomic<Index> round_done{-1};  // the last round every thread has finished
-  std::atomic<bool> stop{false};
-  bool interrupted = false;
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&](int worker) {
-    using clock = std::chrono::steady_clock;
-    auto last_poll = clock::now();
-    int members;
-    while ((members = team.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
-    for (Index r = 0; r < n_rounds; ++r) {
-      const Index n_tasks = tasks_in(r);
-      try {
-        while (!stop.load(std::memory_order_relaxed)) {
-          const Index t = next[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
-          if (t >= n_tasks) break;
-          task(r, t, worker);
-          if (worker == 0 && cfg.check_interrupt &&
-              clock::now() - last_poll > std::chrono::milliseconds(20)) {
-            last_poll = clock::now();
-            if (cfg.check_interrupt()) {
-              interrupted = true;
-              stop.store(true);
-            }
-          }
+  if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+    {
+      const int worker = omp_get_thread_num();
+      for (Index r = 0; r < n_rounds; ++r) {
+        const Index n_tasks = tasks_in(r);
+#pragma omp for schedule(dynamic, 1)
+        for (Index t = 0; t < n_tasks; ++t) {
+          state.run([&] { task(r, t, worker); });
+          if (worker == 0) state.poll();
         }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        stop.store(true);
-      }
-      // end of round r: the last thread to arrive releases the others
-      if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == members) {
-        arrived.store(0, std::memory_order_relaxed);
-        round_done.store(r, std::memory_order_release);
-      } else {
-        while (round_done.load(std::memory_order_acquire) < r) std::this_thread::yield();
+        // the implicit barrier of `omp for` ends the round
       }
     }
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<std::size_t>(threads - 1));
-  int started = 1;
-  for (int w = 1; w < threads; ++w) {
-    try {
-      pool.emplace_back(work, w);
-      ++started;
-    } catch (const std::system_error&) {
-      break;
+    state.finish();
+    return;
+  }
+#endif
+  for (Index r = 0; r < n_rounds; ++r) {
+    const Index n_tasks = tasks_in(r);
+    for (Index t = 0; t < n_tasks && !state.stopped(); ++t) {
+      state.run([&] { task(r, t, 0); });
+      state.poll();
     }
   }
-  team.store(started, std::memory_order_release);  // fewer than planned if the system refused some
-  work(0);
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
-  if (interrupted) throw Interrupted();
-  if (cfg.check_interrupt && cfg.check_interrupt()) throw Interrupted();
+  state.finish();
 }
 
+// Runs task(t, worker) for every t in [0, n_tasks): one round of parallel_rounds.
 template <class Task>
 void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task) {
   if (n_tasks <= 0) return;
@@ -111,5 +138,18 @@ void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task) {
       1, [n_tasks](Index) { return n_tasks; }, cfg,
       [&task](Index, Index t, int worker) { task(t, worker); });
 }
+
+// The OpenMP runtime as the bindings report it (runtime.cpp).
+struct OpenMPInfo {
+  bool enabled = false;  // built with OpenMP
+  int version = 0;       // _OPENMP (yyyymm) of the compiler
+  int max_threads = 1;   // omp_get_max_threads() of the calling thread
+  const char* library = "";  // the runtime's file, where the platform says (dladdr)
+};
+OpenMPInfo openmp_info();
+
+// Releases the runtime's idle threads (omp_pause_resource_all(omp_pause_hard)):
+// 0 on success, -1 when the runtime refused or lacks it, 1 without OpenMP.
+int openmp_pause_threads();
 
 }  // namespace ikdr

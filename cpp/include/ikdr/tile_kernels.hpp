@@ -1,5 +1,8 @@
-// The hot loops of every pass, compiled once per instruction set (baseline,
-// AVX2, AVX-512; see CMakeLists.txt) and chosen at run time (dispatch.cpp).
+// The hot loops of every ISM pass, compiled once per instruction set
+// (baseline, AVX2, AVX-512; see CMakeLists.txt) and chosen at run time
+// (dispatch.cpp). Sources in cpp/src/tiles/: simd.hpp (SIMD helpers),
+// tile_ops.hpp (tile operations), passes.cpp (the tasks below). KernelSVD's
+// SNE rows share the SIMD helpers but have their own table (sne_kernels.hpp).
 //
 // A pass is cut into tasks of `task_rows` rows (fixed by the shapes, never by
 // the thread count, so every row's result is the same for any number of
@@ -104,12 +107,6 @@ struct TileKernels {
   void (*pass_task)(const PassPlan<T>& plan, Index task, PassScratch<T>& scratch);
   // Symmetric passes: the block pair (I, J), I <= J (I == J: the diagonal block).
   void (*pair_task)(const PassPlan<T>& plan, Index I, Index J, PassScratch<T>& scratch);
-  // SNE rows [r0, r1) (sq_b: squared norms of b's rows): with shift/scale null, computes them over all of b
-  // (shift_out, sums_out may be null) and, if out is given, writes the
-  // normalised rows; with shift/scale given, writes exp(-(d2 - shift) u) / scale.
-  void (*sne_rows)(const Blas& blas, const PointPair<T>& pts, const T* sq_b, T u, Index r0, Index r1,
-                   const T* shift, const T* scale, T* shift_out, T* sums_out, T* out,
-                   std::vector<T>& work);
 };
 
 const TileKernels<double>& tile_kernels_double();

@@ -11,6 +11,14 @@ from .. import _native
 #: 16 d^2 (q + 8) flops) until d is in the thousands
 LAPACK_MAX_DIM = 2048
 
+#: the eigen-solvers of :func:`top_eigenvectors` (``eigen_solver`` of ``ikdr.ism``)
+EIGEN_SOLVERS = ("auto", "lapack", "power", "cpm")
+
+#: CPM's answer is kept only when its gap estimate lambda_q - lambda_{q+1} is at
+#: least this many times its residual (both times ||A||_F): the top-q subspace is
+#: then determined to about 1 / CPM_MIN_SEPARATION; else LAPACK decides
+CPM_MIN_SEPARATION = 1e8
+
 
 def fix_signs(vecs):
     # Deterministic orientation: the largest-magnitude entry of each column is positive.
@@ -45,16 +53,28 @@ def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
     reach a relative residual ``tol`` within ``max_iter`` steps (tied
     eigenvalues, tiny eigengap).
 
+    ``method="cpm"``: the C++ coordinate-wise power method (Lei, Zhong and
+    Dhillon 2016; :func:`cpm_top`), warm-started from V0. Where it does not
+    converge, or its gap estimate shows eigenvalues q and q + 1 (nearly) tied
+    so that no top-q subspace is determined, LAPACK answers instead
+    (``info["method"] == "cpm->lapack"``).
+
     Returns
     -------
     values : ndarray (q,)
     vectors : ndarray (d, q)
-    info : dict with ``method`` ("lapack", "power" or "power->lapack") and ``iterations``
+    info : dict with ``method`` ("lapack", "power", "power->lapack", "cpm" or
+        "cpm->lapack") and ``iterations``
     """
+    if method not in EIGEN_SOLVERS:
+        raise ValueError(f"eigen_solver must be one of {', '.join(map(repr, EIGEN_SOLVERS))}; "
+                         f"got {method!r}")
     A = np.ascontiguousarray(A, dtype=np.float64)
     d = A.shape[0]
     info = {"method": "lapack", "iterations": 0}
-    if method == "lapack" or (method == "auto" and (V0 is None or d <= LAPACK_MAX_DIM)) or q == d:
+    if method == "cpm" and q < d:
+        vals, vecs, info = cpm_top(A, q, V0, tol=max(tol, 1e-13))
+    elif method == "lapack" or (method == "auto" and (V0 is None or d <= LAPACK_MAX_DIM)) or q == d:
         vals, vecs = lapack_top(A, q)
     else:
         v0 = None if V0 is None else np.ascontiguousarray(V0, dtype=np.float64)
@@ -65,6 +85,31 @@ def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
             vals, vecs = lapack_top(A, q)
             info["method"] = "power->lapack"
     return vals, fix_signs(vecs), info
+
+
+def cpm_top(A, q, V0=None, *, tol=1e-12, active=0, max_sweeps=300.0):
+    """The q largest eigenpairs of symmetric A by the coordinate-wise power method.
+
+    See :func:`ikdr._native.cpm_eigenpairs` (``cpp/include/ikdr/cpm.hpp``;
+    ``docs/cpm.md``). Falls back to LAPACK when CPM does not reach ``tol``
+    within ``max_sweeps`` or when eigenvalues q and q + 1 are not separated by
+    :data:`CPM_MIN_SEPARATION` times its residual (a tie: the top-q
+    eigenvectors are not determined). Eigenvalues descending; ``info`` with
+    ``method`` ("cpm" or "cpm->lapack"), ``iterations``, ``sweeps``,
+    ``residual`` and ``gap``.
+    """
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    v0 = None if V0 is None else np.ascontiguousarray(V0, dtype=np.float64)
+    vals, vecs, raw = _native.cpm_eigenpairs(A, q, v0, active=active, max_sweeps=max_sweeps,
+                                             tol=tol)
+    info = {"method": "cpm", **raw}
+    separated = raw["gap"] >= CPM_MIN_SEPARATION * raw["residual"] * float(np.linalg.norm(A))
+    if not (raw["converged"] and separated):
+        vals, vecs = lapack_top(A, q)
+        info["method"] = "cpm->lapack"
+        info["reason"] = "not converged" if not raw["converged"] else \
+            f"eigenvalues {q} and {q + 1} not separated (gap {raw['gap']:.2e})"
+    return vals, vecs, info
 
 
 def orthonormal_complement(S, X):
