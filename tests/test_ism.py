@@ -221,3 +221,20 @@ def test_ism_takes_a_dense_gamma_array():
     asymmetric[0, 1] += 1.0
     with pytest.raises(ValueError, match="symmetric"):
         ikdr.ism(X, asymmetric)
+
+
+def test_importance_intervals_separate_informative_from_noise_features():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 8))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int) + (X[:, 2] > 0.5)
+    model = ikdr.ISM(n_components=2).fit(X, y)
+    out = ikdr.importance_intervals(model, X, y, n_resamples=8, random_state=0)
+    assert out.samples.shape == (8, 8)
+    assert np.all(out.low <= out.high)
+    assert set(out.selected[:2]) <= {0, 1, 2} and 0 in out.selected and 1 in out.selected
+    assert np.all(out.high[3:] < out.low[[0, 1]].min())       # noise never reaches them
+    assert np.all(out.top_k_frequency[[0, 1]] == 1.0)
+    with pytest.raises(ValueError, match="n_resamples"):
+        ikdr.importance_intervals(model, X, y, n_resamples=1)
+    with pytest.raises(ValueError, match="confidence"):
+        ikdr.importance_intervals(model, X, y, confidence=1.5)

@@ -28,6 +28,8 @@ _LAZY = {
     "ISM": ".reduction.ism",
     "KernelDependenceNetwork": ".reduction.kdn",
     "ism": ".reduction.function",
+    "importance_intervals": ".reduction.stability",
+    "ImportanceIntervals": ".reduction.stability",
     "AlternationResult": ".cluster.alternation",
     "alternate": ".cluster.alternation",
     "default_n_components": ".cluster.alternation",
@@ -68,6 +70,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .reduction.function import ism
     from .reduction.ism import ISM
     from .reduction.kdn import KernelDependenceNetwork
+    from .reduction.stability import ImportanceIntervals, importance_intervals
     from .solver.certificate import ISMConvergence
     from .solver.driver import ISMResult, choose_n_components
 
@@ -100,5 +103,6 @@ __all__ = [
     "ksvd_bicluster", "learn_compat_map", "metrics", "select_sigma_lambda",
     "ism", "kernels", "median_sigma", "num_threads", "principal_angle", "set_num_threads",
     "show_config", "spectral", "supervised_gamma", "__version__",
-    "get_memory_budget", "memory_budget", "set_memory_budget",
+    "get_memory_budget", "memory_budget", "set_memory_budget", "importance_intervals",
+    "ImportanceIntervals",
 ]
