@@ -60,7 +60,7 @@ def test_batch_with_bad_files_among_good_ones(folder, jobs):
     assert r.returncode == 1, r.stderr
     totals = json.loads(r.stdout)
     assert totals["n_files"] == 7 and totals["n_ok"] == 3 and totals["n_failed"] == 4
-    assert totals["jobs"] * totals["threads_per_job"] <= ikdr._config._usable_cores()
+    assert totals["jobs"] * totals["threads_per_job"] <= ikdr._config.usable_cores()
     rows = _rows(folder / "res" / "summary.csv")
     assert set(rows) == {"good0.csv", "good1.csv", "good2.csv", "ragged.csv", "missing.csv",
                          "binary.csv", "shortlabels.csv"}
@@ -132,7 +132,7 @@ def test_single_file_keeps_its_layout(folder):
     (1, 10, 4, None, (4, 1)),
 ])
 def test_workers_times_threads_within_cores(monkeypatch, cores, files, jobs, threads, expected):
-    monkeypatch.setattr(_batch, "_usable_cores", lambda: cores)
+    monkeypatch.setattr(_batch, "usable_cores", lambda: cores)
     got = _batch.plan_workers(files, jobs, threads)
     assert got == expected
     assert got[0] * got[1] <= max(cores, got[0])

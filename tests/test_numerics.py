@@ -96,7 +96,9 @@ def test_tiny_sigma_warns_and_stays_finite(name, sigma):
 def test_sigma_out_of_float_range(sigma):
     with pytest.raises(ValueError, match="sigma.*out of range"):
         kernels.Gaussian(sigma)
-    with pytest.raises(ValueError, match="gamma.*out of range"):
+    with pytest.raises(ValueError, match="sigma.*out of range"):
+        ikdr.KernelSVD(sigma=sigma).fit(X)
+    with pytest.raises(ValueError, match="gamma.*out of range"), pytest.warns(FutureWarning):
         ikdr.KernelSVD(gamma=sigma).fit(X)
 
 

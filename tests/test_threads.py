@@ -77,7 +77,7 @@ needs_openmp = pytest.mark.skipif(not _native.OPENMP, reason="the core was built
 def test_default_is_the_openmp_runtime_setting(default_threads):
     assert ikdr.get_num_threads() == _native.openmp_max_threads()
     if "OMP_NUM_THREADS" not in os.environ:    # what the runtime read at start-up
-        assert ikdr.get_num_threads() == ikdr._config._usable_cores()
+        assert ikdr.get_num_threads() == ikdr._config.usable_cores()
 
 
 def test_ikdr_variable_is_read_at_every_call(core_threads, default_threads, monkeypatch):

@@ -467,7 +467,7 @@ FUNCTION_CASES = {
     "ism q=0": (lambda: ikdr.ism(X0, _gamma(), "gaussian", 0), ValueError, ["n_components"]),
     "ism q>d": (lambda: ikdr.ism(X0, _gamma(), "gaussian", D + 1), ValueError, ["n_components"]),
     "ism gamma size": (lambda: ikdr.ism(X0[:-1], _gamma(), "gaussian", 1), ValueError, ["Gamma", "rows"]),
-    "ism gamma type": (lambda: ikdr.ism(X0, np.eye(N), "gaussian", 1), TypeError, ["gamma"]),
+    "ism gamma type": (lambda: ikdr.ism(X0, np.ones(N), "gaussian", 1), TypeError, ["gamma"]),
     "ism sparse X": (lambda: ikdr.ism(sp.csr_matrix(X0), _gamma(), "gaussian", 1), TypeError, ["sparse"]),
     "ism W0 nan": (lambda: ikdr.ism(X0, _gamma(), "gaussian", 1, W0=np.full((D, 1), np.nan)),
                    ValueError, ["W0", "nan"]),

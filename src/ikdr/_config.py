@@ -24,12 +24,27 @@ _num_threads: int | None = None
 #: omp_get_max_threads of ikdr's OpenMP runtime, registered by ikdr._native
 #: when the core was built with OpenMP
 _runtime_threads: Callable[[], int] | None = None
+#: the compiled core's build information, registered by ikdr._native at import
+#: (the configuration sits below the native door and does not import it)
+_native_info: Callable[[], dict[str, Any]] | None = None
 
 
-def _set_runtime_threads(reader: Callable[[], int] | None) -> None:
+def set_runtime_threads(reader: Callable[[], int] | None) -> None:
     """Called by :mod:`ikdr._native` at import: how to read the OpenMP runtime's setting."""
     global _runtime_threads
     _runtime_threads = reader
+
+
+def set_native_info(reader: Callable[[], dict[str, Any]]) -> None:
+    """Called by :mod:`ikdr._native` at import: how to read the core's build information."""
+    global _native_info
+    _native_info = reader
+
+
+def _core_info() -> dict[str, Any]:
+    if _native_info is None:             # only before ikdr._native has loaded the core
+        raise RuntimeError("ikdr's compiled core is not loaded; import ikdr first")
+    return _native_info()
 
 
 def _parse_threads(value: str | None) -> int | None:
@@ -44,7 +59,7 @@ def _parse_threads(value: str | None) -> int | None:
     return n if n >= 1 else None
 
 
-def _check_thread_environment() -> None:
+def check_thread_environment() -> None:
     """Warn, naming it, about a thread-count variable that is set but not a
     positive integer: it is ignored (never a crash)."""
     for var in ("IKDR_NUM_THREADS", "OMP_NUM_THREADS"):
@@ -64,10 +79,10 @@ def _default_threads() -> int:
     if _runtime_threads is not None:
         return max(1, int(_runtime_threads()))
     n = _parse_threads(os.environ.get("OMP_NUM_THREADS"))
-    return n if n is not None else _usable_cores()
+    return n if n is not None else usable_cores()
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
     """Cores this process may run on (its CPU affinity where the OS tells it)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -268,18 +283,14 @@ def build_info() -> dict[str, Any]:
     kernels chosen at run time: baseline, avx2 or avx512), ``threading`` and
     ``threads`` (what :func:`get_num_threads` gives now).
     """
-    from ._native import build_info as native_info
-
-    info = native_info()
+    info = _core_info()
     info["threads"] = get_num_threads() if info.get("openmp", True) else 1
     return info
 
 
 def show_config(file: IO[str] | None = None) -> None:
     """Print the version, compiler, threading, threads, SIMD level and BLAS in use."""
-    from ._native import build_info as native_info
-
-    info = native_info()
+    info = _core_info()
     lines = [
         f"ikdr {package_version()}",
         f"compiler: {info.get('compiler', 'unknown')}",

@@ -57,10 +57,10 @@ def _pause_before_fork() -> None:
 #: its threads are released before every fork (registered once, at import)
 OPENMP = bool(_core.build_info().get("openmp", False))
 if OPENMP:
-    _config._set_runtime_threads(openmp_max_threads)
+    _config.set_runtime_threads(openmp_max_threads)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=_pause_before_fork)
-_config._check_thread_environment()
+_config.check_thread_environment()
 
 #: The kernel kinds of the core, defined once in C++ (``cpp/include/ikdr/ism_products.hpp``).
 TermKind = _core.TermKind
@@ -280,3 +280,7 @@ def build_info() -> dict:
     """Version, compiler, threading (``openmp``: built with OpenMP, and the
     runtime's ``openmp_library``) and SIMD level of the compiled core."""
     return dict(_core.build_info())
+
+
+# the configuration reports the core's build without importing this door
+_config.set_native_info(build_info)

@@ -34,7 +34,7 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .._config import _usable_cores, num_threads
+from .._config import usable_cores, num_threads
 
 #: the columns of summary.csv, in order
 COLUMNS = ("file", "status", "error", "n_samples", "n_features", "shape", "n_components",
@@ -79,7 +79,7 @@ def output_folders(files: Sequence[str], out: str) -> List[str]:
 
 def plan_workers(n_files: int, jobs: Optional[int], threads: Optional[int]) -> "tuple[int, int]":
     """(worker processes, threads per worker) with workers x threads <= cores."""
-    cores = _usable_cores()
+    cores = usable_cores()
     jobs = cores if jobs is None or jobs <= 0 else jobs
     jobs = max(1, min(jobs, n_files))
     per_worker = max(1, cores // jobs)

@@ -33,7 +33,7 @@ from .metrics import svd_accuracy
 from .solvers import (asymmetric_nystrom, budget_exhausted, choose_solver, exact_svd,
                       landmark_pair, nystrom_auto)
 from .._utils.progress import IterationReport, check_verbose
-from .._utils.validation import check_scale
+from .._utils.validation import check_bandwidth, check_scale
 from .._utils.validation import keep_state_on_error
 from .._utils.typing import RandomStateLike
 
@@ -304,11 +304,15 @@ class KernelSVD(TransformerMixin, BaseEstimator):
 
     def _check_params(self):
         self._validate_params()
+        # a bandwidth whose square under- or overflows (the constraints allow any positive float)
+        if not isinstance(self.sigma, str):
+            check_bandwidth(self.sigma, "sigma")
         if self.gamma is not None:
             warnings.warn("KernelSVD(gamma=...) is deprecated and will be removed: pass the "
                           "bandwidth as sigma = gamma / sqrt(2), as for ikdr.kernels.Gaussian "
                           "(exp(-|x - z|^2 / 2 sigma^2) = exp(-|x - z|^2 / gamma^2))",
                           FutureWarning, stacklevel=3)
+            check_bandwidth(self.gamma, "gamma")
         self._kernel_spec()
         check_verbose(self.verbose)
 
