@@ -11,7 +11,8 @@ med*sqrt(q/d)         ISM(sigma=median x sqrt(q/d))
 med(XW0)              ISM(sigma=median of the distances of X W0), W0 = Phi_0's top-q eigenvectors
 med(XW0),q>=2         the same with q at least 2
 screen+med(XW0)       the issue-31 recipe: thresholded class-moment screen, ISM on the kept
-                      features only (W = 0 elsewhere), sigma = median of X_S W0, q >= 2
+                      features only (W = 0 elsewhere), sigma = median of X_S W0, q >= 2;
+                      dropped features ranked last, by their raw screen score
 RF                    RandomForestClassifier(200 trees).feature_importances_
 NCA                   NeighborhoodComponentsAnalysis(n_components=q): row norms of components_
 MI                    mutual_info_classif
@@ -140,30 +141,37 @@ def phi0_start(X, y, q):
     return vecs[:, ::-1][:, :q]
 
 
-def moment_screen(X, y, z=None):
-    """Per-feature score from class moments hard-thresholded at z standard errors
-    (z = sqrt(2 log d^2), the largest |N(0,1)| among d^2 noise entries):
+def moment_screen(X, y, *, raw=False):
+    """Per-feature score from class moments, hard-thresholded in standard errors:
 
-        s_j = sum_c p_c [ T(mu_c - mu)_j^2 + sum_k T(S_c - S)_jk^2 ],
+        s_j = sum_c p_c [ T1(mu_c - mu)_j^2 + sum_k T(S_c - S)_jk^2 ],
 
-    mu_c, S_c the class mean and second moment, se(mu) = 1/sqrt(n_c),
-    se(S_jk) = sqrt((1 + S_jk^2)/n_c). Cost O(n d^2). A feature with s_j > 0 has a class
-    mean or a (co)variance with some feature that differs beyond noise."""
+    mu_c, S_c the class mean and second moment (X standardised), se(mu) = 1/sqrt(n_c),
+    se(S_jk) = sqrt((1 + S_jk^2)/n_c). Thresholds (Bonferroni-like): z1 = sqrt(2 log d) for the
+    d means and the d variances (diagonal), z2 = sqrt(2 log d^2) for the d^2 covariances. Cost
+    O(n d^2). s_j > 0: a class mean, variance or covariance involving feature j differs beyond
+    noise. ``raw=True`` also returns the unthresholded score (sum of squared z-scores), used
+    only to rank the features the screen drops."""
     n, d = X.shape
     classes, yi = np.unique(y, return_inverse=True)
-    z = np.sqrt(2 * np.log(max(d * d, 2))) if z is None else z
+    z1 = np.sqrt(2 * np.log(max(d, 2)))
+    z2 = np.sqrt(2 * np.log(max(d * d, 2)))
+    zc = np.full((d, d), z2)
+    np.fill_diagonal(zc, z1)
     S = X.T @ X / n
     mu = X.mean(0)
     s = np.zeros(d)
+    r = np.zeros(d)
     for c in range(len(classes)):
         Xc = X[yi == c]
         nc = Xc.shape[0]
-        m = Xc.mean(0) - mu
-        m = m * (np.abs(m) > z / np.sqrt(nc))
-        D = Xc.T @ Xc / nc - S
-        D = D * (np.abs(D) > z * np.sqrt((1 + S * S) / nc))
+        m = (Xc.mean(0) - mu) * np.sqrt(nc)                    # z-scores of the class means
+        D = (Xc.T @ Xc / nc - S) / np.sqrt((1 + S * S) / nc)    # z-scores of the second moments
+        r += nc / n * (m * m + np.sum(D * D, 1) / d)
+        m = m * (np.abs(m) > z1) / np.sqrt(nc)
+        D = D * (np.abs(D) > zc) * np.sqrt((1 + S * S) / nc)
         s += nc / n * (m * m + np.sum(D * D, 1))
-    return s
+    return (s, r) if raw else s
 
 
 def _ism(X, y, sigma, q, **kw):
@@ -197,7 +205,7 @@ def ism_column(rule, X, y, q_default):
     elif rule.startswith("med(XW0)"):
         r = _ism(X, y, median_distance(X @ phi0_start(X, y, q)), q)
     elif rule == "screen+med(XW0)":
-        s = moment_screen(X, y)
+        s, raw = moment_screen(X, y, raw=True)
         keep = np.flatnonzero(s > 0)
         if keep.size < q:          # too few significant features: pad with the best-scored
             keep = np.sort(np.argsort(-s)[:max(q, 2 * keep.size)])
@@ -205,6 +213,9 @@ def ism_column(rule, X, y, q_default):
         r = _ism(Xs, y, median_distance(Xs @ phi0_start(Xs, y, q)), q)
         imp = np.zeros(d)
         imp[keep] = _imp(r.components, r.eigenvalues)
+        # dropped features: ranked after every kept one, by their raw screen score
+        dropped = np.setdiff1d(np.arange(d), keep)
+        imp[dropped] = 1e-12 * raw[dropped] / max(raw.max(), 1e-300)
         return imp
     else:
         raise KeyError(rule)
@@ -255,9 +266,14 @@ def available_peers():
     return out
 
 
-def recall_at_k(imp, inf):
+def recall_at_k(imp, inf, seed=0):
+    """Share of the informative features among the k top-ranked; exact ties (e.g. the zero
+    importances of features a screen dropped) are broken at random (seeded), never by index."""
     k = len(inf)
-    return len(set(np.argsort(-np.asarray(imp))[:k]) & set(inf)) / k
+    imp = np.asarray(imp, float)
+    tiebreak = np.random.default_rng(seed).random(imp.shape[0])
+    order = np.lexsort((tiebreak, -imp))
+    return len(set(order[:k]) & set(inf)) / k
 
 
 def main(argv=None):
