@@ -94,9 +94,26 @@ def make_task(name, seed=0, n=None, d=None):
         Xc, y = load_wine(return_X_y=True)
         X = np.hstack([Xc, rng.standard_normal((Xc.shape[0], 50))])
         inf = np.arange(Xc.shape[1])
+    elif name == "cancer683+noise":             # the papers' Cancer (683 x 9, ../shared/data) + 50 noise
+        path = _shared_data("cancer_683x9.csv")
+        Xc = np.loadtxt(path, delimiter=",")
+        y = np.loadtxt(path.replace(".csv", "_label.csv"), delimiter=",").astype(int)
+        X = np.hstack([Xc, rng.standard_normal((Xc.shape[0], 50))])
+        inf = np.arange(Xc.shape[1])
     else:
         raise KeyError(name)
     return _std(X), np.asarray(y), inf
+
+
+def _shared_data(filename):
+    """Path of a file of the shared data sets (``../shared/data`` beside the project root, or
+    $IKDR_SHARED_DATA); FileNotFoundError when absent (the task is then skipped)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for root in (os.environ.get("IKDR_SHARED_DATA", ""),
+                 os.path.join(here, "..", "..", "shared", "data"), "/work/shared/data"):
+        if root and os.path.exists(os.path.join(root, filename)):
+            return os.path.join(root, filename)
+    raise FileNotFoundError(f"{filename} (shared data set) not found")
 
 
 #: key -> (task name, n, d, q_true, quick?)
@@ -109,6 +126,7 @@ TASKS = {
     "ring (2000x200)": ("ring", 2000, 200, True),
     "cancer+100 noise (569x130)": ("cancer+noise", None, None, True),
     "wine+50 noise (178x63)": ("wine+noise", None, None, True),
+    "cancer683+50 noise (683x59)": ("cancer683+noise", None, None, True),
     "ring+xor (2000x784)": ("ringxor", 2000, 784, False),
 }
 
