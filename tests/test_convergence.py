@@ -122,8 +122,9 @@ def test_eigenvalue_rule_does_not_stop_inside_a_swing():
     needs W to have settled."""
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    model = ikdr.ISM(n_components=2).fit(X, y)
-    best = ikdr.ISM(n_components=2, criterion="gradient", gtol=1e-10).fit(X, y)
+    papers = dict(n_components=2, sigma="median", screen=None)
+    model = ikdr.ISM(**papers).fit(X, y)
+    best = ikdr.ISM(**papers, criterion="gradient", gtol=1e-10).fit(X, y)
     assert np.sin(principal_angle(model.components_, best.components_)) < 1e-3
     assert model.convergence_.relative_gradient_norm < 1e-6
     angles = [h["angle"] for h in model.history_ if h["step"] == "plain"]

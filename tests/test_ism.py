@@ -59,7 +59,8 @@ def wine():
 
 def test_fitted_attributes(wine):
     X, y = wine
-    model = ikdr.ISM(n_components=3).fit(X, y)
+    # the papers' configuration: every feature, the median of X's distances
+    model = ikdr.ISM(n_components=3, sigma="median", screen=None).fit(X, y)
     W = model.components_
     assert W.shape == (13, 3)
     np.testing.assert_allclose(W.T @ W, np.eye(3), atol=1e-12)
@@ -238,3 +239,45 @@ def test_importance_intervals_separate_informative_from_noise_features():
         ikdr.importance_intervals(model, X, y, n_resamples=1)
     with pytest.raises(ValueError, match="confidence"):
         ikdr.importance_intervals(model, X, y, confidence=1.5)
+
+
+def test_auto_sigma_is_the_median_distance_of_the_projected_start(wine):
+    """sigma="auto": the median pairwise distance of X W0, W0 the top-q eigenvectors
+    of Phi_0 (which do not depend on the Gaussian's sigma)."""
+    X, y = wine
+    # q = 2, the rank of Phi_0 for three classes (a third direction would be any
+    # vector of its null space)
+    model = ikdr.ISM(n_components=2, screen=None).fit(X, y)
+    gamma = ikdr.supervised_gamma(y)[0]
+    vals, vecs = np.linalg.eigh(Gaussian(1.0).phi0(X, gamma))
+    W0 = vecs[:, ::-1][:, :2]
+    assert model.sigma_ == pytest.approx(ikdr.median_sigma(X @ W0), rel=1e-12)
+    assert model.sigma_ < 0.8 * ikdr.median_sigma(X)       # narrower than the papers' rule
+    # Phi_0's eigenvectors, hence the rule, do not depend on the sigma used to form it
+    other = np.linalg.eigh(Gaussian(5.0).phi0(X, gamma))[1][:, ::-1][:, :2]
+    assert ikdr.principal_angle(W0, other) < 1e-8
+
+
+@pytest.mark.parametrize("task", ["ring", "xor"])
+def test_default_ism_finds_nonlinear_features_among_noise(task):
+    """A ring or an XOR in two of 50 features: the class means coincide, the papers'
+    defaults find neither; the defaults (screen + sigma="auto") find both."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1000, 50))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4) if task == "ring" else (X[:, 0] * X[:, 1] > 0)
+    y = y.astype(int)
+    model = ikdr.ISM().fit(X, y)
+    top = set(np.argsort(model.feature_importances_)[::-1][:2])
+    assert top == {0, 1}
+    assert set(model.support_) == {0, 1}
+    assert model.components_.shape[0] == 50 and np.all(model.components_[2:] == 0)
+
+
+def test_auto_sigma_on_constant_projections_is_a_clear_error():
+    X = np.ones((30, 3))
+    X[:, 0] = np.repeat([0.0, 1.0], 15)
+    y = np.repeat([0, 1], 15)
+    model = ikdr.ISM(n_components=1, screen=None, kernel="gaussian")
+    X2 = np.column_stack([X[:, 0], X[:, 0]])        # duplicate features, 2 distinct rows
+    out = model.fit(X2, y)                           # a positive median: no NaN, no error
+    assert np.isfinite(out.sigma_) and out.sigma_ > 0

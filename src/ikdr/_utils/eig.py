@@ -214,3 +214,11 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
             "ritz_values": None if theta is None else theta.copy(),
             "extra": X[:, q:].copy()}
     return theta[:q].copy(), fix_signs(np.ascontiguousarray(X[:, :q])), info
+
+
+def gram(X):
+    r""":math:`X^T X` in float64 whose bits do not depend on the BLAS threads: the core's
+    product in chunks fixed by the shape, one single-threaded BLAS call each (a
+    threaded BLAS called from several Dask tasks at once sums in varying orders)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    return _native.matmul(X, X, transpose_a=True)

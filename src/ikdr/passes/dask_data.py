@@ -20,7 +20,7 @@ from .rows import MemoryRows, sum_parts
 
 __all__ = ["is_dask_array", "is_distributed", "require_dask", "DaskData", "as_data", "check_row_chunked",
            "task_bytes", "max_chunk_rows", "check_memory", "check_target", "validate_data",
-           "lowrank_task", "degree_task", "MEMORY_FRACTION", "DaskRows", "row_source"]
+           "lowrank_task", "degree_task", "MEMORY_FRACTION", "DaskRows", "row_source", "take_columns"]
 
 #: fraction of a worker's memory limit that stored blocks plus running tasks may use
 #: (Dask starts spilling at 60% by default)
@@ -262,6 +262,13 @@ class DaskData:
             return self
         return DaskData(self.array.astype(dtype).persist(), self.row_chunks)
 
+    def columns(self, index):
+        """The columns ``index`` of the data, kept on the cluster (persisted)."""
+        # C-contiguous blocks, as the data's own: a block's layout decides the BLAS
+        # path of the tasks' small products, and with it their last bits
+        picked = self.array[:, np.asarray(index)].map_blocks(np.ascontiguousarray)
+        return DaskData(picked.persist(), self.row_chunks)
+
     def __len__(self):
         return self.shape[0]
 
@@ -473,3 +480,18 @@ def row_source(X, block_rows=None):
     if isinstance(X, DaskData):
         return DaskRows(X)
     return MemoryRows(X, block_rows)
+
+
+def take_columns(X, index):
+    """The columns ``index`` of X wherever its rows live: on the cluster for
+    :class:`DaskData`, else an in-memory array read by row blocks (a memmap is
+    never loaded whole, only the kept columns are)."""
+    index = np.asarray(index)
+    if isinstance(X, DaskData):
+        return X.columns(index)
+    if index.size == X.shape[1] and np.array_equal(index, np.arange(X.shape[1])):
+        return X
+    out = np.empty((X.shape[0], index.size), dtype=X.dtype)
+    for sl in MemoryRows(X).slices():
+        out[sl] = np.asarray(X[sl])[:, index]
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numbers
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sklearn.base import clone
@@ -50,7 +51,7 @@ class ImportanceIntervals:
         return idx[np.argsort(self.importances[idx])[::-1]]
 
 
-def importance_intervals(estimator, X: ArrayLike, y: ArrayLike | None = None, *,
+def importance_intervals(estimator: Any, X: ArrayLike, y: ArrayLike | None = None, *,
                          n_resamples: int = 20, confidence: float = 0.9,
                          random_state: RandomStateLike = None) -> ImportanceIntervals:
     """Bootstrap intervals of a fitted estimator's ``feature_importances_``.

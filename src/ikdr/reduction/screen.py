@@ -1,0 +1,108 @@
+r"""The class-moment screen: which features a supervised ISM fit starts from.
+
+ISM's start :math:`\Phi_0` (ISM paper, Theorem 3) sees only the class means
+(for a centred Gamma, :math:`\Phi_0 \propto X^T \Gamma X`); a ring or an XOR
+moves no class mean, and among many noise features the fit then drifts to
+noise: at 2,000 x 784 with 4 informative features, 0.004-0.017 of W's mass
+lands on them, from every start tried, because the objective's own maximum
+over all features is a noise subspace that fits the sample
+(``benchmarks/results/feature_discovery_research.md``). The screen keeps the
+features whose first or second class moments differ beyond noise, and the fit
+runs on those:
+
+.. math::
+
+    z^{(1)}_{cj} = \sqrt{n_c}\,(\bar x_{cj} - \bar x_j), \qquad
+    z^{(2)}_{cjk} = \frac{S^{(c)}_{jk} - S_{jk}}{\sqrt{(1 + S_{jk}^2)/n_c}},
+
+the class-mean and class-second-moment deviations in standard errors (X
+standardised, :math:`S = X^TX/n`, :math:`S^{(c)}` the class's). A feature is
+kept when a mean or variance deviates by more than
+:math:`\sqrt{2\log d}` or a covariance with another feature by more than
+:math:`\sqrt{2\log d^2}` (the largest of that many standard normals: no noise
+feature passes, a weak real one may not). Cost: one d x d Gram matrix per
+class, :math:`O(n d^2)`. A continuous target is cut into 10 quantile slices.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._utils.eig import gram
+from .._utils.typing import ArrayLike
+from ..passes.dask_data import row_source
+
+__all__ = ["moment_screen", "SLICES"]
+
+#: quantile slices of a continuous target for the screen
+SLICES = 10
+
+
+def _classes(y):
+    y = np.asarray(y)
+    if y.ndim == 2:
+        y = y[:, 0] if y.shape[1] == 1 else y @ np.linalg.svd(y - y.mean(0), full_matrices=False)[2][0]
+    if y.dtype.kind == "f" and np.unique(y).shape[0] > SLICES:
+        edges = np.quantile(y, np.linspace(0.0, 1.0, SLICES + 1)[1:-1])
+        return np.digitize(y, edges)
+    return np.unique(y, return_inverse=True)[1]
+
+
+def _class_sums(X_b, codes_b, n_classes):
+    """One row block's per-class counts, column sums and Gram matrices."""
+    X_b = np.asarray(X_b, dtype=np.float64)
+    counts = np.zeros(n_classes)
+    sums = np.zeros((n_classes, X_b.shape[1]))
+    grams = np.zeros((n_classes, X_b.shape[1], X_b.shape[1]))
+    for c in range(n_classes):
+        rows = codes_b == c
+        if rows.any():
+            Xc = X_b[rows]
+            counts[c] = Xc.shape[0]
+            sums[c] = Xc.sum(axis=0)
+            grams[c] = gram(Xc)
+    return [counts, sums, grams]
+
+
+def moment_screen(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature screen scores (module docstring).
+
+    One pass over the rows of X (an array, a memmap read in row blocks, or data
+    on a Dask cluster: the per-class sums map over its chunks).
+
+    Parameters
+    ----------
+    X : ndarray (n, d), standardised, or :class:`ikdr.distributed.DaskData`
+    y : array-like (n,) class labels, or a continuous target (sliced)
+
+    Returns
+    -------
+    kept : ndarray (d,) float
+        The significant part of each feature's deviations (0: not significant).
+    raw : ndarray (d,) float
+        All of each feature's squared z-scores, weighted by class size: a
+        ranking of the features the screen drops.
+    """
+    n, d = X.shape
+    codes = _classes(y)
+    n_classes = int(codes.max()) + 1
+    counts, sums, grams = row_source(X).map_reduce(_class_sums, lambda sl: codes[sl],
+                                                   (n_classes,))
+    z1 = np.sqrt(2.0 * np.log(max(d, 2)))
+    z2 = np.sqrt(2.0 * np.log(max(d * d, 2)))
+    threshold = np.full((d, d), z2)
+    np.fill_diagonal(threshold, z1)
+    S = grams.sum(axis=0) / n
+    mean = sums.sum(axis=0) / n
+    kept, raw = np.zeros(d), np.zeros(d)
+    for c in range(n_classes):
+        nc = counts[c]
+        if nc < 2:
+            continue
+        se = np.sqrt((1.0 + S * S) / nc)
+        m = (sums[c] / nc - mean) * np.sqrt(nc)
+        D = (grams[c] / nc - S) / se
+        raw += nc / n * (m * m + np.sum(D * D, axis=1) / d)
+        m = m * (np.abs(m) > z1) / np.sqrt(nc)
+        D = D * (np.abs(D) > threshold) * se
+        kept += nc / n * (m * m + np.sum(D * D, axis=1))
+    return kept, raw
