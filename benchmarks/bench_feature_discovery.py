@@ -1,4 +1,4 @@
-"""Which features matter: recall@k of feature importances on tasks with a known answer (issue 31).
+"""Which features matter: recall@k of feature importances on tasks with a known answer.
 
 Every task has k informative features and the others pure noise (standardised). A method
 ranks the features; recall@k (= precision@k) is the share of the true ones among its top k.
@@ -10,7 +10,7 @@ median                ISM(sigma=median of all-d distances, n_components=q)      
 med*sqrt(q/d)         ISM(sigma=median x sqrt(q/d))
 med(XW0)              ISM(sigma=median of the distances of X W0), W0 = Phi_0's top-q eigenvectors
 med(XW0),q>=2         the same with q at least 2
-screen+med(XW0)       the issue-31 recipe: thresholded class-moment screen, ISM on the kept
+screen+med(XW0)       the defaults' recipe: thresholded class-moment screen, ISM on the kept
                       features only (W = 0 elsewhere), sigma = median of X_S W0, q >= 2;
                       dropped features ranked last, by their raw screen score
 RF                    RandomForestClassifier(200 trees).feature_importances_

@@ -4,7 +4,8 @@ import pytest
 import scipy.linalg
 
 import ikdr
-from ikdr import _eig, _native
+from ikdr import _native
+from ikdr._utils import eig as _eig
 
 
 def _matrix(rng, d, top, rest=(-3.0, 2.0)):

@@ -266,7 +266,9 @@ class DaskData:
         """The columns ``index`` of the data, kept on the cluster (persisted)."""
         # C-contiguous blocks, as the data's own: a block's layout decides the BLAS
         # path of the tasks' small products, and with it their last bits
-        picked = self.array[:, np.asarray(index)].map_blocks(np.ascontiguousarray)
+        index = np.asarray(index)
+        picked = self.array.map_blocks(_pick_columns, index, dtype=self.dtype,
+                                       chunks=(self.row_chunks, (index.size,)))
         return DaskData(picked.persist(), self.row_chunks)
 
     def __len__(self):
@@ -480,6 +482,11 @@ def row_source(X, block_rows=None):
     if isinstance(X, DaskData):
         return DaskRows(X)
     return MemoryRows(X, block_rows)
+
+
+def _pick_columns(block, index):
+    """A new C-contiguous block of the columns ``index`` (one task per row block)."""
+    return np.ascontiguousarray(block[:, index])
 
 
 def take_columns(X, index):

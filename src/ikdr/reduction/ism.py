@@ -312,7 +312,10 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
             kernel = make_kernel(self.kernel, sigma=sigma)
         elif rule == "auto" and isinstance(self.kernel, str) and self.kernel.lower() in \
                 ("gaussian", "rbf"):
-            kernel, q = self._auto_kernel(X, sample, gamma, q, minimum, approx)
+            labels = y if not sampled else _sample_labels(y, X.shape[0], self.random_state)
+            kernel, q = self._auto_kernel(np.asarray(sample, dtype=np.float64), labels,
+                                          "labels" if classes is not None else "continuous",
+                                          q, minimum)
         kernel = kernel.fit(sample, random_state=self.random_state)
         if q is None and approx is not None:
             # the landmark fits grow m from a fixed q: choose it once, from the landmark Phi_0
@@ -375,20 +378,22 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
             return everything, raw
         return support, raw
 
-    def _auto_kernel(self, X, sample, gamma, q, minimum, approx):
+    def _auto_kernel(self, sample, labels, target, q, minimum):
         r"""sigma="auto": the Gaussian at the median distance of the projected start
-        ``X W_0``, W_0 the top-q eigenvectors of :math:`\Phi_0`, which do not depend
-        on sigma (for the Gaussian, :math:`\Phi_0 = -\sigma^{-2} X^T L(\Gamma) X`)."""
-        unit = Gaussian(1.0)
-        passes = resolve(X) if approx is None else Approximation(approx, 1)
-        phi0 = passes.problem(passes.check_data(X), gamma, unit, None).phi0()
-        vals, vecs = np.linalg.eigh(phi0)
+        :math:`X W_0`, :math:`W_0` the top-q eigenvectors of :math:`\Phi_0`, which do
+        not depend on sigma (for the Gaussian, :math:`\Phi_0 = -\sigma^{-2} X^T
+        L(\Gamma) X`). Both are taken on the rows the bandwidth rules sample (all
+        of them up to 3,000), in memory: the same numbers wherever the rows live."""
+        gamma = supervised_gamma(labels, target=target)[0]
+        vals, vecs = np.linalg.eigh(Gaussian(1.0).phi0(sample, gamma))
         if q is None:
             q = choose_n_components(vals, minimum=minimum)
         W0 = vecs[:, ::-1][:, :q]
+        # einsum, not BLAS: a BLAS product's last bits can depend on the array's
+        # alignment, and a gathered sample is a new array
+        projected = np.einsum("ij,jk->ik", sample, W0)
         try:
-            sigma = median_sigma(np.asarray(sample, dtype=np.float64) @ W0,
-                                 random_state=self.random_state)
+            sigma = median_sigma(projected, random_state=self.random_state)
         except ValueError:
             raise ValueError('sigma="auto": every training row has the same projection X @ W0 '
                              "(constant or duplicate features); pass sigma as a number") from None

@@ -15,8 +15,10 @@ runs on those:
     z^{(1)}_{cj} = \sqrt{n_c}\,(\bar x_{cj} - \bar x_j), \qquad
     z^{(2)}_{cjk} = \frac{S^{(c)}_{jk} - S_{jk}}{\sqrt{(1 + S_{jk}^2)/n_c}},
 
-the class-mean and class-second-moment deviations in standard errors (X
-standardised, :math:`S = X^TX/n`, :math:`S^{(c)}` the class's). A feature is
+the class-mean and class-second-moment deviations in standard errors, for
+the standardised features (:math:`S` their correlation matrix, :math:`S^{(c)}`
+the class's second moments; the scores do not depend on X's scale). A
+feature is
 kept when a mean or variance deviates by more than
 :math:`\sqrt{2\log d}` or a covariance with another feature by more than
 :math:`\sqrt{2\log d^2}` (the largest of that many standard normals: no noise
@@ -91,16 +93,25 @@ def moment_screen(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     z2 = np.sqrt(2.0 * np.log(max(d * d, 2)))
     threshold = np.full((d, d), z2)
     np.fill_diagonal(threshold, z1)
-    S = grams.sum(axis=0) / n
+    # the moments of the standardised features (the scores do not depend on X's
+    # scale or offset; a constant feature has none and is never kept)
     mean = sums.sum(axis=0) / n
+    cov = grams.sum(axis=0) / n - np.outer(mean, mean)
+    std = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    std[~(std > 0)] = np.inf
+    scale = np.outer(std, std)
+    S = cov / scale
     kept, raw = np.zeros(d), np.zeros(d)
     for c in range(n_classes):
         nc = counts[c]
         if nc < 2:
             continue
+        mean_c = sums[c] / nc
+        second_c = (grams[c] / nc - np.outer(mean_c, mean) - np.outer(mean, mean_c)
+                    + np.outer(mean, mean)) / scale
         se = np.sqrt((1.0 + S * S) / nc)
-        m = (sums[c] / nc - mean) * np.sqrt(nc)
-        D = (grams[c] / nc - S) / se
+        m = (mean_c - mean) / std * np.sqrt(nc)
+        D = (second_c - S) / se
         raw += nc / n * (m * m + np.sum(D * D, axis=1) / d)
         m = m * (np.abs(m) > z1) / np.sqrt(nc)
         D = D * (np.abs(D) > threshold) * se

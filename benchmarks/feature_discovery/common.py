@@ -1,4 +1,4 @@
-"""Shared helpers for the issue-31 measurements (public ikdr API only)."""
+"""Shared helpers for the feature-discovery measurements (public ikdr API only)."""
 import os, time, warnings
 os.environ.setdefault("OMP_NUM_THREADS", "1"); os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np

@@ -44,7 +44,7 @@ class RuleISM(BaseEstimator, TransformerMixin):
 
 
 class ScreenISM(BaseEstimator, TransformerMixin):
-    """The issue-31 recipe emulated: moment screen, ISM on the kept features, sigma = med(X_S W0)."""
+    """The defaults' recipe emulated: moment screen, ISM on the kept features, sigma = med(X_S W0)."""
     def __init__(self, q_floor=2, screen=True):
         self.q_floor, self.screen = q_floor, screen
 

@@ -1,4 +1,4 @@
-"""Issue 31 saddle: a car-evaluation-like data set (full factorial 4x4x4x3x3x3 = 1,728 rows,
+"""The car-evaluation saddle: a car-evaluation-like data set (full factorial 4x4x4x3x3x3 = 1,728 rows,
 6 standardised ordinal features, 3 imbalanced classes), q = 3, tol 1e-10."""
 import itertools, sys
 from common import *
