@@ -94,11 +94,14 @@ class KernelTerm:
 
     def cast(self, dtype) -> "KernelTerm":
         """The same term with its per-point scales in ``dtype`` (contiguous)."""
-        if self.row_scales is None:
+        if self.row_scales is None and self.col_scales is None:
             return self
+
+        def scales(v):  # one side missing stays missing: the core says both are needed
+            return None if v is None else np.ascontiguousarray(v, dtype=dtype).ravel()
+
         return KernelTerm(self.kind, self.weight, self.sigma, self.c, self.degree,
-                          np.ascontiguousarray(self.row_scales, dtype=dtype).ravel(),
-                          np.ascontiguousarray(self.col_scales, dtype=dtype).ravel())
+                          scales(self.row_scales), scales(self.col_scales))
 
 
 class GammaArrays(NamedTuple):
