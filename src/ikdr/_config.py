@@ -26,7 +26,7 @@ _num_threads: int | None = None
 _runtime_threads: Callable[[], int] | None = None
 
 
-def _set_runtime_threads(reader: Callable[[], int] | None) -> None:
+def register_runtime_threads(reader: Callable[[], int] | None) -> None:
     """Called by :mod:`ikdr._native` at import: how to read the OpenMP runtime's setting."""
     global _runtime_threads
     _runtime_threads = reader
@@ -44,7 +44,7 @@ def _parse_threads(value: str | None) -> int | None:
     return n if n >= 1 else None
 
 
-def _check_thread_environment() -> None:
+def check_thread_environment() -> None:
     """Warn, naming it, about a thread-count variable that is set but not a
     positive integer: it is ignored (never a crash)."""
     for var in ("IKDR_NUM_THREADS", "OMP_NUM_THREADS"):

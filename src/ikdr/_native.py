@@ -57,10 +57,10 @@ def _pause_before_fork() -> None:
 #: its threads are released before every fork (registered once, at import)
 OPENMP = bool(_core.build_info().get("openmp", False))
 if OPENMP:
-    _config._set_runtime_threads(openmp_max_threads)
+    _config.register_runtime_threads(openmp_max_threads)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=_pause_before_fork)
-_config._check_thread_environment()
+_config.check_thread_environment()
 
 #: The kernel kinds of the core, defined once in C++ (``cpp/include/ikdr/ism_products.hpp``).
 TermKind = _core.TermKind
