@@ -354,3 +354,15 @@ def test_core_calls_hold_the_blas_at_one_thread_and_restore_it():
                 assert set(blas_threads()) <= {1}
             assert set(blas_threads()) <= {1}
         assert blas_threads() == outer
+
+
+@needs_openmp
+def test_a_pass_after_the_runtime_released_its_threads():
+    # what the fork handler does before every fork, in this process
+    from ikdr import _core
+
+    before = _core._parallel_check(400, 2)
+    assert _native.openmp_pause() == 0          # GCC >= 10 libgomp / LLVM libomp have it
+    after = _core._parallel_check(400, 2)        # new threads, the same split
+    assert sum(before) == sum(after) == 400 and len(after) == 2
+    assert np.array_equal(_fit(), _fit())
