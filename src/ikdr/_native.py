@@ -53,13 +53,28 @@ def _pause_before_fork() -> None:
         pass
 
 
+def _single_threaded_child() -> None:
+    global _forked_without_pause
+    _forked_without_pause = True
+
+
 #: built with OpenMP: the runtime's setting is the default thread count, and
 #: its threads are released before every fork (registered once, at import)
 OPENMP = bool(_core.build_info().get("openmp", False))
+#: the runtime can release its threads (omp_pause_resource_all: GCC >= 9's
+#: libgomp, LLVM's libomp); probed once at import, before any parallel region
+OPENMP_PAUSE = OPENMP and openmp_pause() == 0
+#: set in a child forked from a process whose runtime cannot release its
+#: threads: the child's core calls run on one thread (same results) rather
+#: than wait on a thread pool that did not survive the fork
+_forked_without_pause = False
 if OPENMP:
     _config.register_runtime_threads(openmp_max_threads)
     if hasattr(os, "register_at_fork"):
-        os.register_at_fork(before=_pause_before_fork)
+        if OPENMP_PAUSE:
+            os.register_at_fork(before=_pause_before_fork)
+        else:  # pragma: no cover - an OpenMP runtime older than 5.0's pause
+            os.register_at_fork(after_in_child=_single_threaded_child)
 _config.check_thread_environment()
 
 #: The kernel kinds of the core, defined once in C++ (``cpp/include/ikdr/ism_products.hpp``).
@@ -137,6 +152,8 @@ def _suffix(dtype) -> str:
 
 
 def _threads(n_threads) -> int:
+    if _forked_without_pause:  # pragma: no cover - see OPENMP_PAUSE
+        return 1
     return int(n_threads) if n_threads else get_num_threads()
 
 
