@@ -17,7 +17,8 @@ eigendecomposition, the thesis's baseline), ``lapack`` (dsyevr, the top q only:
 iteration: ``"power"``) and ``cpm`` (the C++ CPM: ``"cpm"``), checks each
 against LAPACK (sine of the largest principal angle), fits the log/log slope
 of each solver's time over d, and names the fastest converged solver at each
-d: what ``eigen_solver="auto"`` should choose there.
+d: what ``eigen_solver="auto"`` should choose there. The BLAS is held at one
+thread while the solvers run, as ``ikdr.ism`` holds it.
 
     PYTHONPATH=src python benchmarks/bench_cpm.py --max-d 2048 --repeat 3 \\
         --out benchmarks/results/cpm_fig34.md --plot docs/_static/cpm_fig34.png
@@ -101,6 +102,9 @@ def main():
     while d <= args.max_d:
         dims.append(d)
         d *= 2
+    # the solvers run with the BLAS at one thread, as inside ikdr.ism
+    from threadpoolctl import threadpool_limits
+    blas_limit = threadpool_limits(1, user_api="blas")
     times = {m: {s: [] for s in SOLVERS} for m in ("Phi_0", "Phi(W_1)")}
     rows = []
     for d in dims:
@@ -133,11 +137,13 @@ def main():
             keep = np.ones_like(keep)
         return np.polyfit(np.log(np.asarray(dims)[keep]), np.log(ts[keep]), 1)[0]
 
+    blas_limit.restore_original_limits()
     lines = [
         "# Thesis Fig. 3.4 with ikdr's eigen-solvers: time against d",
         "",
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_summary()}",
-        f"load average at start: {load:.2f}; n = {args.n}, q = {args.q}, best of {args.repeat}",
+        f"load average at start: {load:.2f}; n = {args.n}, q = {args.q}, best of {args.repeat}; "
+        "the BLAS at one thread (as in ikdr.ism); the solvers are single-threaded",
         "command: python benchmarks/bench_cpm.py " + " ".join(sys.argv[1:]),
         "",
         "| d | matrix | " + " | ".join(SOLVERS) + " | fastest converged (auto's choice) |",

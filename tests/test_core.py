@@ -357,3 +357,27 @@ def test_laplacian_quadratic_matches_the_dense_formula(rng, centred, form):
     # the rounding bound covers the computed row sums of a centred Gamma, and only those
     sums = np.abs(gamma.row_sums())
     assert (sums <= gamma.row_sums_rounding()).all() == centred
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(kind=POLY, degree=0), "polynomial degree must be >= 1"),
+    (dict(kind=GAUSS, weight=np.inf), "weight and c must be finite"),
+    (dict(kind=MQ, c=np.nan), "weight and c must be finite"),
+    (dict(kind=GAUSS, sigma=0.0), "sigma must be positive and finite"),
+    (dict(kind=GAUSS, sigma=np.inf), "sigma must be positive and finite"),
+    (dict(kind=GAUSS, s_a=np.ones(6)), "need both row_scales and col_scales"),
+    (dict(kind=LIN, s_a=np.ones(6), s_b=np.ones(6)), "apply to the Gaussian term only"),
+    (dict(kind=GAUSS, s_a=np.ones(5), s_b=np.ones(6)), "wrong length"),
+    (dict(kind=GAUSS, s_a=np.ones(6), s_b=-np.ones(6)), "must be positive and finite"),
+])
+@pytest.mark.parametrize("entry", ["kernel_matrix", "fused_product"])
+def test_the_core_checks_kernel_terms(bad, message, entry, rng):
+    # the checks live in the core (check_terms, ism_products.hpp), not the bindings
+    Z = rng.standard_normal((6, 2))
+    bad = dict(bad)
+    t = term(bad.pop("kind"), **bad)
+    with pytest.raises(ValueError, match=message):
+        if entry == "kernel_matrix":
+            _native.kernel_matrix(Z, Z, [t], n_threads=1)
+        else:
+            fused(Z, [t], 1, rhs=Z, n_threads=2)

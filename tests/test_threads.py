@@ -7,6 +7,7 @@ threads are OpenMP's: the default is the runtime's own setting
 (``OMP_NUM_THREADS`` at start-up, threadpoolctl's limits), which only a fresh
 process can show for the environment variable.
 """
+import functools
 import json
 import os
 import signal
@@ -114,12 +115,16 @@ def test_omp_num_threads_in_a_fresh_process(value, expected):
     assert "RuntimeWarning" not in out.stderr
 
 
+@functools.lru_cache(maxsize=None)
+def _fresh_default():
+    return _fresh({}).stdout.strip()
+
+
 @pytest.mark.parametrize("variable", ["OMP_NUM_THREADS", "IKDR_NUM_THREADS"])
 @pytest.mark.parametrize("value", ["0", "-2", "four"])
 def test_bad_thread_variables_are_ignored_with_a_warning(variable, value):
-    default = _fresh({}).stdout.strip()
     out = _fresh({variable: value})         # never a crash (check=True)
-    assert out.stdout.strip() == default
+    assert out.stdout.strip() == _fresh_default()
     assert "RuntimeWarning" in out.stderr and f"{variable}={value!r}" in out.stderr
 
 
@@ -349,3 +354,16 @@ def test_core_calls_hold_the_blas_at_one_thread_and_restore_it():
                 assert set(blas_threads()) <= {1}
             assert set(blas_threads()) <= {1}
         assert blas_threads() == outer
+
+
+@pytest.mark.skipif(not _native.OPENMP_PAUSE, reason="the OpenMP runtime has no pause "
+                    "(forked children then run single-threaded)")
+def test_a_pass_after_the_runtime_released_its_threads():
+    # what the fork handler does before every fork, in this process
+    from ikdr import _core
+
+    before = _core._parallel_check(400, 2)
+    assert _native.openmp_pause() == 0
+    after = _core._parallel_check(400, 2)        # new threads, the same split
+    assert sum(before) == sum(after) == 400 and len(after) == 2
+    assert np.array_equal(_fit(), _fit())

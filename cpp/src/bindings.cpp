@@ -54,8 +54,8 @@ const Blas& blas() {
 
 RunConfig make_config(int n_threads) {
   RunConfig cfg;
-  // More threads than a few per core only adds start-up cost (and a huge
-  // request would exhaust the process's threads).
+  // More threads than a few per core only adds scheduling cost (and a huge
+  // request would make the OpenMP runtime start that many threads).
   const int cap = 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   cfg.n_threads = n_threads > 0 ? std::min(n_threads, cap) : 1;
   cfg.check_interrupt = [] {

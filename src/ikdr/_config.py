@@ -29,13 +29,13 @@ _runtime_threads: Callable[[], int] | None = None
 _native_info: Callable[[], dict[str, Any]] | None = None
 
 
-def set_runtime_threads(reader: Callable[[], int] | None) -> None:
+def register_runtime_threads(reader: Callable[[], int] | None) -> None:
     """Called by :mod:`ikdr._native` at import: how to read the OpenMP runtime's setting."""
     global _runtime_threads
     _runtime_threads = reader
 
 
-def set_native_info(reader: Callable[[], dict[str, Any]]) -> None:
+def register_native_info(reader: Callable[[], dict[str, Any]]) -> None:
     """Called by :mod:`ikdr._native` at import: how to read the core's build information."""
     global _native_info
     _native_info = reader

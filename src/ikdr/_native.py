@@ -53,13 +53,28 @@ def _pause_before_fork() -> None:
         pass
 
 
+def _single_threaded_child() -> None:
+    global _forked_without_pause
+    _forked_without_pause = True
+
+
 #: built with OpenMP: the runtime's setting is the default thread count, and
 #: its threads are released before every fork (registered once, at import)
 OPENMP = bool(_core.build_info().get("openmp", False))
+#: the runtime can release its threads (omp_pause_resource_all: GCC >= 9's
+#: libgomp, LLVM's libomp); probed once at import, before any parallel region
+OPENMP_PAUSE = OPENMP and openmp_pause() == 0
+#: set in a child forked from a process whose runtime cannot release its
+#: threads: the child's core calls run on one thread (same results) rather
+#: than wait on a thread pool that did not survive the fork
+_forked_without_pause = False
 if OPENMP:
-    _config.set_runtime_threads(openmp_max_threads)
+    _config.register_runtime_threads(openmp_max_threads)
     if hasattr(os, "register_at_fork"):
-        os.register_at_fork(before=_pause_before_fork)
+        if OPENMP_PAUSE:
+            os.register_at_fork(before=_pause_before_fork)
+        else:  # pragma: no cover - an OpenMP runtime older than 5.0's pause
+            os.register_at_fork(after_in_child=_single_threaded_child)
 _config.check_thread_environment()
 
 #: The kernel kinds of the core, defined once in C++ (``cpp/include/ikdr/ism_products.hpp``).
@@ -94,11 +109,14 @@ class KernelTerm:
 
     def cast(self, dtype) -> "KernelTerm":
         """The same term with its per-point scales in ``dtype`` (contiguous)."""
-        if self.row_scales is None:
+        if self.row_scales is None and self.col_scales is None:
             return self
+
+        def scales(v):  # one side missing stays missing: the core says both are needed
+            return None if v is None else np.ascontiguousarray(v, dtype=dtype).ravel()
+
         return KernelTerm(self.kind, self.weight, self.sigma, self.c, self.degree,
-                          np.ascontiguousarray(self.row_scales, dtype=dtype).ravel(),
-                          np.ascontiguousarray(self.col_scales, dtype=dtype).ravel())
+                          scales(self.row_scales), scales(self.col_scales))
 
 
 class GammaArrays(NamedTuple):
@@ -134,6 +152,8 @@ def _suffix(dtype) -> str:
 
 
 def _threads(n_threads) -> int:
+    if _forked_without_pause:  # pragma: no cover - see OPENMP_PAUSE
+        return 1
     return int(n_threads) if n_threads else get_num_threads()
 
 
@@ -283,4 +303,4 @@ def build_info() -> dict:
 
 
 # the configuration reports the core's build without importing this door
-_config.set_native_info(build_info)
+_config.register_native_info(build_info)

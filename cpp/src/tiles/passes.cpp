@@ -227,14 +227,7 @@ TileKernels<T> make_kernels() {
 
 }  // namespace
 
-const TileKernels<double>& kernels_double() {
-  static const TileKernels<double> k = make_kernels<double>();
-  return k;
-}
-const TileKernels<float>& kernels_float() {
-  static const TileKernels<float> k = make_kernels<float>();
-  return k;
-}
+IKDR_DEFINE_TABLE(TileKernels, kernels, make_kernels)
 
 }  // namespace IKDR_CAT(arch_, IKDR_ARCH_NAME)
 }  // namespace ikdr

@@ -30,6 +30,18 @@
 #define IKDR_STR2(a) #a
 #define IKDR_STR(a) IKDR_STR2(a)
 
+// The accessors of a table of entry points in this instruction set's namespace
+// (name_double(), name_float()), each built once by make<T>().
+#define IKDR_DEFINE_TABLE(Table, name, make)            \
+  const Table<double>& name##_double() {                \
+    static const Table<double> table = make<double>();  \
+    return table;                                       \
+  }                                                     \
+  const Table<float>& name##_float() {                  \
+    static const Table<float> table = make<float>();    \
+    return table;                                       \
+  }
+
 #if defined(__AVX512F__)
 #define IKDR_VECTOR_BYTES 64
 #elif defined(__AVX__)

@@ -87,14 +87,7 @@ SneKernels<T> make_sne_kernels() {
 
 }  // namespace
 
-const SneKernels<double>& sne_kernels_double() {
-  static const SneKernels<double> k = make_sne_kernels<double>();
-  return k;
-}
-const SneKernels<float>& sne_kernels_float() {
-  static const SneKernels<float> k = make_sne_kernels<float>();
-  return k;
-}
+IKDR_DEFINE_TABLE(SneKernels, sne_kernels, make_sne_kernels)
 
 }  // namespace IKDR_CAT(arch_, IKDR_ARCH_NAME)
 }  // namespace ikdr
