@@ -457,7 +457,7 @@ def test_the_warning_names_a_swinging_w_when_the_eigenvalues_settled():
     y = rng.integers(0, 2, 40)
     X = rng.standard_normal((2, 80))[y] * 1.5 + rng.standard_normal((40, 80)) * 3.0
     with pytest.warns(ConvergenceWarning, match=r"turned W by .* eigenvalue is degenerate"):
-        model = ikdr.ISM(n_components=4, sigma=ikdr.median_sigma(X), tol=1e-6,
+        model = ikdr.ISM(n_components=4, sigma=ikdr.median_sigma(X), tol=1e-6, screen=None,
                          max_iter=30).fit(X, y)
     assert not model.convergence_.converged
 
