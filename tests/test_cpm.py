@@ -128,3 +128,17 @@ def test_ism_with_cpm_finds_the_lapack_answer():
     assert _sin(ref.components, cpm.components) < 1e-6
     assert cpm.objective == pytest.approx(ref.objective, rel=1e-8)
     assert any(str(h["eigen_solver"]).startswith("cpm") for h in cpm.history)
+
+
+def test_the_ism_estimator_takes_eigen_solver_cpm():
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    ref = ikdr.ISM(n_components=2, sigma="median", screen=None).fit(X, y)
+    cpm = ikdr.ISM(n_components=2, sigma="median", screen=None, eigen_solver="cpm").fit(X, y)
+    assert ikdr.principal_angle(ref.components_, cpm.components_) < 1e-6
+    assert cpm.hsic_ == pytest.approx(ref.hsic_, rel=1e-10)
+    with pytest.raises(ValueError, match="eigen_solver"):
+        ikdr.ISM(eigen_solver="arnoldi").fit(X, y)

@@ -91,8 +91,11 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         below ``gtol`` (``tol`` is unused).
     max_iter : int, default=100
         Plain plus trust-region iterations.
-    eigen_solver : {"auto", "lapack", "power"}
-        See :func:`ikdr._utils.eig.top_eigenvectors`.
+    eigen_solver : {"auto", "lapack", "power", "cpm"}
+        How the top-q eigenvectors of a dense Phi are found
+        (:func:`ikdr._utils.eig.top_eigenvectors`): "cpm" is the coordinate-wise
+        power method (Lei, Zhong and Dhillon 2016; docs/cpm.md), with a LAPACK
+        fallback when it does not converge or eigenvalues q and q + 1 tie.
     n_threads : int, optional
         Threads of the C++ core (default :func:`ikdr.get_num_threads`).
     warn : bool, default=True

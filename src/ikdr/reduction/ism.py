@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
+from .._utils.eig import EIGEN_SOLVERS
 from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import sample_index, sample_rows
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
@@ -120,6 +121,10 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         subspace fitted to the sample, which every start then drifts to; the
         screen is what finds 4 informative features among 784. None: every
         feature, the papers' start.
+    eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
+        How the top-q eigenvectors of a dense :math:`\Phi` are found (see
+        :func:`ikdr.ism`); "cpm" is the coordinate-wise power method (Lei,
+        Zhong and Dhillon 2016; docs/cpm.md).
     gtol : float, default=1e-6
         Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
         safeguarded (trust-region) phase and ``criterion="gradient"`` stop;
@@ -235,6 +240,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         "gtol": [Interval(Real, 0, None, closed="neither")],
         "certify": ["boolean"],
         "screen": [StrOptions({"auto"}), None],
+        "eigen_solver": [StrOptions(set(EIGEN_SOLVERS))],
     }
 
     def __init__(self, n_components: int | None = None, kernel: KernelLike = "gaussian",
@@ -243,7 +249,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                  dtype: DTypeLike = np.float64, criterion: str = "eigenvalues",
                  certify: bool = True, approximation: str | None = None,
                  n_landmarks: int | str = "auto", polish: bool = False,
-                 gtol: float = 1e-6, screen: str | None = "auto") -> None:
+                 gtol: float = 1e-6, screen: str | None = "auto",
+                 eigen_solver: str = "auto") -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
@@ -259,6 +266,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         self.n_landmarks = n_landmarks
         self.polish = polish
         self.screen = screen
+        self.eigen_solver = eigen_solver
 
     def _validate_params_values(self):
         self._validate_params()
@@ -324,7 +332,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         m_used = None
         solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
                           "criterion": self.criterion, "certify": self.certify,
-                          "gtol": self.gtol}
+                          "gtol": self.gtol, "eigen_solver": self.eigen_solver}
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
             callback = report.ism_step if report.active else None
             if approx is None:
