@@ -1,8 +1,9 @@
-"""Per-call cost of the core's threads at small n (issue 21: threads started per call).
+"""Per-call cost of the core's threads at small n: parallel efficiency of small passes.
 
-Every parallel pass of the C++ core starts its threads for that call and joins
-them before returning (``cpp/include/ikdr/parallel.hpp``), so each call pays
-the start-up of ``threads - 1`` threads. At n = 1,000 (``--n``) this times,
+Every parallel pass of the C++ core is one OpenMP parallel region
+(``cpp/include/ikdr/parallel.hpp``); the runtime keeps its threads between
+calls, so a call pays the region's fork and join, not a thread start-up (the
+per-call threads of earlier versions did). At n = 1,000 (``--n``) this times,
 through the public kernel API, the pass types of one ISM iteration
 (``objective``: Tr(Gamma K_XW); ``thin Phi``: the Phi(W) V product with
 ``--q`` columns; ``dense Phi``: the product with all d columns of X), best of

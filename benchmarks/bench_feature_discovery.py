@@ -13,7 +13,9 @@ med(XW0),q>=2         the same with q at least 2
 screen+med(XW0)       the defaults' recipe: thresholded class-moment screen, ISM on the kept
                       features only (W = 0 elsewhere), sigma = median of X_S W0, q >= 2;
                       dropped features ranked last, by their raw screen score
-RF                    RandomForestClassifier(200 trees).feature_importances_
+RF                    RandomForestClassifier(200 trees).feature_importances_ (a regressor for
+                      a continuous target)
+PI                    permutation importance of a 100-tree forest on a held-out 30%
 NCA                   NeighborhoodComponentsAnalysis(n_components=q): row norms of components_
 MI                    mutual_info_classif
 HSICLasso             pyHSICLasso (skipped when not installed)
@@ -84,6 +86,11 @@ def make_task(name, seed=0, n=None, d=None):
         X = rng.standard_normal((n, d))
         y = (X[:, 0] * X[:, 1] + X[:, 2] * X[:, 3] > 0).astype(int)
         inf = np.arange(4)
+    elif name == "continuous":                  # a continuous target: sin(2 x0) + x1^2 + noise
+        n, d = n or 1000, d or 50
+        X = rng.standard_normal((n, d))
+        y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+        inf = np.arange(2)
     elif name == "cancer+noise":                # breast cancer (30) + 100 noise features
         from sklearn.datasets import load_breast_cancer
         Xc, y = load_breast_cancer(return_X_y=True)
@@ -129,6 +136,8 @@ TASKS = {
     "cancer683+50 noise (683x59)": ("cancer683+noise", None, None, True),
     "ring+xor (2000x784)": ("ringxor", 2000, 784, False),
     "ring+xor (5000x800)": ("ringxor", 5000, 800, False),
+    "continuous target (1000x50)": ("continuous", None, None, True),
+    "ring (20000x20)": ("ring", 20000, 20, False),
 }
 
 # ---------------------------------------------------------------- bandwidth rules & start
@@ -215,6 +224,8 @@ def ism_column(rule, X, y, q_default):
     if rule == "ISM()":
         m = ikdr.ISM(random_state=0).fit(X, y)
         return m.feature_importances_
+    if _continuous(y):
+        raise RuntimeError("the emulated rules take class labels")
     q = max(q_default, 2) if rule.endswith("q>=2") or rule.startswith("screen") else q_default
     q = min(q, d)
     if rule == "median":
@@ -245,34 +256,59 @@ ISM_RULES = ["ISM()", "median", "med*sqrt(q/d)", "med(XW0)", "med(XW0),q>=2", "s
 
 # --------------------------------------------------------------------------- peers
 
+def _continuous(y):
+    return np.asarray(y).dtype.kind == "f" and np.unique(y).shape[0] > 20
+
+
+def _forest(y, trees, seed):
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+    cls = RandomForestRegressor if _continuous(y) else RandomForestClassifier
+    return cls(trees, random_state=seed, n_jobs=1)
+
+
 def peer_rf(X, y, q, seed):
-    from sklearn.ensemble import RandomForestClassifier
-    return RandomForestClassifier(200, random_state=seed, n_jobs=1).fit(X, y).feature_importances_
+    return _forest(y, 200, seed).fit(X, y).feature_importances_
+
+
+def peer_permutation(X, y, q, seed):
+    """Permutation importance of a 100-tree forest on a held-out 30% of the rows."""
+    from sklearn.inspection import permutation_importance
+    from sklearn.model_selection import train_test_split
+    Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.3, random_state=seed)
+    forest = _forest(y, 100, seed).fit(Xa, ya)
+    return permutation_importance(forest, Xb, yb, n_repeats=5, random_state=seed,
+                                  n_jobs=1).importances_mean
 
 
 def peer_nca(X, y, q, seed):
     from sklearn.neighbors import NeighborhoodComponentsAnalysis
+    if X.shape[0] > 5000:           # O(n^2) memory and time per iteration
+        raise RuntimeError("NCA skipped above 5,000 samples")
+    if _continuous(y):              # classes from 10 quantile slices of the target
+        y = np.digitize(y, np.quantile(y, np.linspace(0, 1, 11)[1:-1]))
     nca = NeighborhoodComponentsAnalysis(n_components=max(q, 2), random_state=seed, max_iter=50)
     return np.linalg.norm(nca.fit(X, y).components_, axis=0)
 
 
 def peer_mi(X, y, q, seed):
-    from sklearn.feature_selection import mutual_info_classif
-    return mutual_info_classif(X, y, random_state=seed)
+    from sklearn.feature_selection import mutual_info_classif, mutual_info_regression
+    fn = mutual_info_regression if _continuous(y) else mutual_info_classif
+    return fn(X, y, random_state=seed)
 
 
 def peer_hsiclasso(X, y, q, seed):
     from pyHSICLasso import HSICLasso
     h = HSICLasso()
     h.input(X, y)
-    h.classification(num_feat=min(50, X.shape[1]), B=20, M=3)
+    (h.regression if _continuous(y) else h.classification)(num_feat=min(50, X.shape[1]), B=20, M=3)
     imp = np.zeros(X.shape[1])
     idx = h.get_index()
     imp[idx] = np.abs(h.get_index_score()) + 1e-12
     return imp
 
 
-PEERS = {"RF": peer_rf, "NCA": peer_nca, "MI": peer_mi, "HSICLasso": peer_hsiclasso}
+PEERS = {"RF": peer_rf, "PI": peer_permutation, "NCA": peer_nca, "MI": peer_mi,
+         "HSICLasso": peer_hsiclasso}
 
 
 def available_peers():
@@ -347,8 +383,8 @@ def main(argv=None):
         from _peers import machine_summary
 
         with open(a.out, "w") as fh:
-            fh.write("# Which features matter: recall at k against a random forest, NCA and "
-                     "mutual information\n\n"
+            fh.write("# Which features matter: recall at k against a random forest, permutation "
+                     "importance, NCA and mutual information\n\n"
                      f"`python benchmarks/bench_feature_discovery.py {' '.join(argv or sys.argv[1:])}`, "
                      f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine_summary()}.\n\n"
                      f"Recall at k (k = the number of informative features), mean over seeds "

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOWN = {"ISM()": "ISM (defaults)", "median": "ISM, papers' median", "RF": "random forest",
-         "NCA": "NCA", "MI": "mutual information"}
+         "PI": "permutation importance", "NCA": "NCA", "MI": "mutual information"}
 
 
 def main(table=ROOT / "benchmarks/results/feature_discovery.md",

@@ -138,7 +138,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         gradient (no extra pass). With ``approximation`` it applies to the exact
         polish; the landmark fits report their gradient only.
     random_state : int, RandomState instance or None
-        Only used by the subsampled median heuristic.
+        The seeded sample of rows (at most 3,000) the bandwidth rules use.
     verbose : int, default=0
         >= 1 prints one line per ISM iteration (objective, relative eigenvalue
         change or principal angle, step kind, elapsed time); with tqdm
