@@ -281,3 +281,13 @@ def test_auto_sigma_on_constant_projections_is_a_clear_error():
     X2 = np.column_stack([X[:, 0], X[:, 0]])        # duplicate features, 2 distinct rows
     out = model.fit(X2, y)                           # a positive median: no NaN, no error
     assert np.isfinite(out.sigma_) and out.sigma_ > 0
+
+
+def test_the_screen_steps_aside_when_its_moments_exceed_the_memory_budget():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 40))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(int)
+    assert ikdr.ISM().fit(X, y).support_.tolist() == [0, 1]
+    with ikdr.memory_budget(10_000):             # bytes: below the screen's 2 x 5 x 40^2 x 8
+        wide = ikdr.ISM(n_components=2).fit(X, y)
+    assert wide.support_.tolist() == list(range(40)) and wide.screen_scores_ is None

@@ -429,10 +429,6 @@ def as_data(X, name="X", *, rank=16):
     return data
 
 
-def _add_parts(a, b):
-    return sum_parts(a, b)
-
-
 class DaskRows:
     """The rows of a :class:`DaskData`, visited one row chunk at a time on the
     workers: the twin of :class:`ikdr.passes.rows.MemoryRows` (same methods),
@@ -459,7 +455,7 @@ class DaskRows:
         shared = tuple(delayed(s, pure=True) for s in shared)
         parts = [task(X_I, block_args(sl), *shared)
                  for X_I, sl in zip(self.data.blocks, self.slices())]
-        total = self.data._compute(_tree(parts, delayed(_add_parts, pure=True)))[0]
+        total = self.data._compute(_tree(parts, delayed(sum_parts, pure=True)))[0]
         return sum_parts(start, total)
 
     def take(self, index):

@@ -16,7 +16,15 @@ from ..gamma import Gamma
 from ..spectral import spectral_embedding
 from .problem import KernelProblem
 
-__all__ = ["ExactPasses", "ExactClustering"]
+__all__ = ["ExactPasses", "ExactClustering", "points_in_memory"]
+
+
+def points_in_memory(X, W):
+    """The U-step's points XW of rows in memory (C order, X's dtype); X itself when W
+    is None. The exact and the landmark sides share it."""
+    if W is None:
+        return X
+    return np.ascontiguousarray(X @ W, dtype=X.dtype)
 
 
 class ExactPasses:
@@ -68,12 +76,7 @@ class ExactClustering:
         """X in the working precision of the passes."""
         return X.astype(dtype, copy=False)
 
-    @staticmethod
-    def points(X, W):
-        """The U-step's points XW (C order, X's dtype); X itself when W is None."""
-        if W is None:
-            return X
-        return np.ascontiguousarray(X @ W, dtype=X.dtype)
+    points = staticmethod(points_in_memory)
 
     @staticmethod
     def embed(Z, affinity, n_clusters, **options):

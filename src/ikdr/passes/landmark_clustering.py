@@ -15,6 +15,7 @@ import scipy.linalg
 from .._utils.eig import lapack_top
 from .._utils.subspace import subspace_change
 from ..gamma import Gamma
+from .exact import points_in_memory
 from .factors import DEFAULT_LANDMARK_METHOD, kernel_block, select_landmarks
 from .landmarks import (AUTO_START, THREADED_BLOCK_FLOPS, Approximation, LandmarkProblem,
                         auto_landmarks, blas_threads, check_n_landmarks)
@@ -160,12 +161,7 @@ class ClusteringLandmarks:
         """X unchanged: the landmark passes cast it block by block (a memmap is not copied)."""
         return X
 
-    @staticmethod
-    def points(X, W):
-        """The U-step's points XW (C order, X's dtype); X itself when W is None."""
-        if W is None:
-            return X
-        return np.ascontiguousarray(X @ W, dtype=X.dtype)
+    points = staticmethod(points_in_memory)      # the same points as the exact side
 
     def ism_passes(self, n):
         """The W-step's provider: landmark passes with the side's m."""

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
+from .._config import fits_memory
 from .._utils.eig import EIGEN_SOLVERS
 from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import sample_index, sample_rows
@@ -25,7 +26,7 @@ from ..solver.approximate import approximate_ism
 from ..solver.driver import choose_n_components
 from ..solver.importances import feature_importances
 from .function import ism
-from .screen import moment_screen
+from .screen import moment_screen, screen_bytes
 
 
 def _sample_labels(y, n, random_state):
@@ -114,7 +115,9 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         :func:`ikdr.reduction.screen.moment_screen`, :math:`O(n d^2)`; a
         continuous target in 10 quantile slices); W is zero on the others, and
         ``feature_importances_`` gives them 0 (``screen_scores_`` ranks them).
-        All features when the screen keeps none or fewer than ``n_components``.
+        All features when the screen keeps none or fewer than ``n_components``,
+        or when its per-class d x d moments would exceed the memory budget
+        (:func:`ikdr.set_memory_budget`; d of several thousand).
         It reads the rows once, wherever they live (a memmap by row blocks, a
         Dask array by its chunks). Among many noise
         features the objective's maximum over all of them is itself a noise
@@ -375,10 +378,12 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     def _screen(self, X, y, q_user):
         """(support, raw scores): the features the fit starts from
         (:func:`ikdr.reduction.screen.moment_screen`). All of them without the
-        screen, or when it keeps none or fewer than ``n_components``."""
+        screen, when its moments would exceed the memory budget, or when it
+        keeps none or fewer than ``n_components``."""
         d = X.shape[1]
         everything = np.arange(d)
-        if self.screen is None:
+        if self.screen is None or not fits_memory(screen_bytes(d, y)):
+            # (wide data: its per-class d x d moments would exceed the memory budget)
             return everything, None
         kept, raw = moment_screen(X, y)
         support = np.flatnonzero(kept > 0)

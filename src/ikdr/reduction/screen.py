@@ -33,7 +33,7 @@ from .._utils.eig import gram
 from .._utils.typing import ArrayLike
 from ..passes.dask_data import row_source
 
-__all__ = ["moment_screen", "SLICES"]
+__all__ = ["moment_screen", "screen_bytes", "SLICES"]
 
 #: quantile slices of a continuous target for the screen
 SLICES = 10
@@ -47,6 +47,11 @@ def _classes(y):
         edges = np.quantile(y, np.linspace(0.0, 1.0, SLICES + 1)[1:-1])
         return np.digitize(y, edges)
     return np.unique(y, return_inverse=True)[1]
+
+
+def screen_bytes(d, y):
+    """Memory the screen's per-class d x d moments take (a block's and the sum's)."""
+    return 2 * (int(_classes(y).max()) + 3) * d * d * 8
 
 
 def _class_sums(X_b, codes_b, n_classes):
