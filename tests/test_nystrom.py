@@ -135,7 +135,8 @@ def test_auto_meets_tolerance_or_warns(wine):
     # Met: the returned subspace moved by less than the tolerance at the last doubling.
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        res, info = approximate_ism(X, g, Gaussian(5.0), 3, random_state=0, auto_max=178)
+        res, info = approximate_ism(X, g, Gaussian(5.0), 3, random_state=0, auto_max=178,
+                                    weigh_cost=False)
     assert info["auto"][-1][1] < 1e-2 or info["n_landmarks"] == X.shape[0]
     # Flat spectrum (tiny sigma: K close to I, no low-rank structure) and a small
     # budget: the rule cannot meet its tolerance and must say so.
@@ -144,7 +145,7 @@ def test_auto_meets_tolerance_or_warns(wine):
     gf, _ = supervised_gamma(rng.integers(0, 3, 400))
     with pytest.warns(ConvergenceWarning, match="budget of 128"):
         res, info = approximate_ism(Xf, gf, Gaussian(0.3), 2, random_state=0, auto_max=128,
-                                    auto_tol=1e-6)
+                                    auto_tol=1e-6, weigh_cost=False)
     assert info["n_landmarks"] == 128
 
 
@@ -300,3 +301,60 @@ def test_separation_sigma(wine):
     assert abs(model.sigma_ - s) < 1e-12
     with pytest.raises(ValueError, match="class labels"):
         ikdr.ISM(sigma="separation").fit(X, X[:, 0])
+
+
+def test_auto_picks_exact_passes_where_they_are_cheaper(wine, capsys):
+    """Wine (178 samples): an exact fit costs less than any landmark sequence, so
+    "auto" runs the exact passes, says so, and returns the exact answer."""
+    X, y = wine
+    exact = ikdr.ISM(n_components=3, random_state=0).fit(X, y)
+    auto = ikdr.ISM(n_components=3, approximation="nystrom", random_state=0,
+                    verbose=1).fit(X, y)
+    assert auto.approximation_ is None and auto.n_landmarks_ == X.shape[0]
+    assert auto.approximation_reason_.startswith("exact passes")
+    assert "[ISM] passes: exact passes" in capsys.readouterr().out
+    np.testing.assert_allclose(auto.components_, exact.components_, atol=1e-10)
+    assert exact.approximation_ is None and exact.approximation_reason_ == \
+        "approximation=None: exact passes"
+    given = ikdr.ISM(n_components=3, approximation="nystrom", n_landmarks=50,
+                     random_state=0).fit(X, y)
+    assert given.approximation_ == "nystrom" and "as given" in given.approximation_reason_
+
+
+def test_auto_picks_landmarks_where_they_pay():
+    X, y = make_blobs(6000, 16, centers=4, random_state=0)
+    model = ikdr.ISM(n_components=3, approximation="nystrom", random_state=0).fit(X, y)
+    assert model.approximation_ == "nystrom" and model.n_landmarks_ < 6000
+    assert model.approximation_reason_.startswith("nystrom:")
+
+
+def test_landmark_budget_flop_counts():
+    from ikdr.solver.cost import LandmarkBudget, landmark_pass_flops
+    assert not LandmarkBudget(300, 10, 2, 3).start(64)[0]
+    assert LandmarkBudget(10 ** 6, 784, 5, 4).start(64)[0]
+    budget = LandmarkBudget(5000, 784, 4, 4)
+    # landmarks keep growing while a fit costs less than an exact one, not beyond
+    assert budget.grow(128, 10)[0]
+    grow, why = budget.grow(4096, 10)
+    assert not grow and "would cost more than the exact fit" in why
+    # a Phi V pass needs neither the degree term nor the d x d products
+    assert landmark_pass_flops(1000, 784, 4, 128, 4, dense=False) < \
+        landmark_pass_flops(1000, 784, 4, 128, 4) / 10
+
+
+def test_auto_finishes_with_exact_passes_when_growth_stops(wine, monkeypatch):
+    """Where the next doubling would cost more than an exact fit, the exact passes
+    continue from the last landmark fit: the exact maximum, no warning."""
+    from ikdr.solver import cost
+    X, y = wine
+    g, _ = supervised_gamma(y)
+    monkeypatch.setattr(cost.LandmarkBudget, "start", lambda self, m: (True, "landmarks"))
+    monkeypatch.setattr(cost.LandmarkBudget, "grow", lambda self, m, passes: (False, "stop"))
+    kw = dict(criterion="gradient", gtol=1e-9, certify=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res, info = approximate_ism(X, g, Gaussian(5.0), 3, random_state=0, **kw)
+    exact = ism(X, g, Gaussian(5.0), 3, **kw)
+    assert info["approximation"] is None and info["choice"] == "stop"
+    assert info["n_landmarks"] == X.shape[0] and info["auto"] == [(64, info["auto"][0][1])]
+    assert np.sin(principal_angle(exact.components, res.components)) < 1e-6

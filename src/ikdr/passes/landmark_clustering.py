@@ -139,7 +139,7 @@ class ClusteringLandmarks:
             def basis(m):
                 cache[m] = fit(m)
                 return cache[m][0]
-            _, m, self.trail = auto_landmarks(basis, n, change=subspace_change)
+            _, m, self.trail, _ = auto_landmarks(basis, n, change=subspace_change)
             self.n_landmarks = m
             U, vals, deg, _ = cache[m]
         else:

@@ -67,6 +67,10 @@ class KernelProblem:
     #: whether :meth:`coarse_phi` exists (a problem whose passes are not the
     #: kernel layer's, landmarks or a cluster, sets this to False)
     supports_coarse = True
+    #: relative objective gain below which a trust-region step ends the fit
+    #: ("objective"): 0 for exact passes; an approximate problem sets its own
+    #: floor, where its approximation error dominates any further gain
+    objective_floor = 0.0
 
     def __init__(self, X, gamma, kernel, n_threads=None):
         self.X = X

@@ -169,7 +169,11 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         from the last, until the fitted subspace moves by less than
         sin = 0.01 (largest principal angle); at 2,048 landmarks (or n) it
         stops and warns (``ConvergenceWarning``) with its last estimate. The
-        m used is ``n_landmarks_``.
+        m used is ``n_landmarks_``. For Nystrom, "auto" weighs flops
+        (:mod:`ikdr.solver.cost`): it runs the exact passes when they are
+        cheaper than the landmark fits, and finishes with exact passes where
+        the next doubling would cost more than an exact fit
+        (``approximation_``, ``approximation_reason_``).
     polish : bool, default=False
         With an approximation: continue from the approximate fixed point with
         exact passes until the exact stopping rule holds (the exact answer,
@@ -212,7 +216,16 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     screen_scores_ : ndarray of shape (n_features,) or None
         The class-moment screen's raw score of every feature (None without it).
     n_landmarks_ : int or None
-        Landmarks (or random features) used; None without approximation.
+        Landmarks (or random features) used; None without approximation, n when
+        ``n_landmarks="auto"`` chose the exact passes.
+    approximation_ : {None, "nystrom", "rff"}
+        The passes that gave ``components_``: None when they were exact, either
+        because ``approximation=None`` or because the cost model of
+        ``n_landmarks="auto"`` (:mod:`ikdr.solver.cost`) found them cheaper.
+    approximation_reason_ : str
+        Why those passes: the cost model's comparison (flops of an exact fit
+        and of the landmark fits), the landmarks given, or "approximation=None".
+        Printed with ``verbose >= 1``.
     n_features_in_ : int
 
     See Also
@@ -332,7 +345,7 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
             # the landmark fits grow m from a fixed q: choose it once, from the landmark Phi_0
             phi0 = Approximation(approx, 1).problem(X, gamma, kernel, None).phi0()
             q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=minimum)
-        m_used = None
+        m_used, used, reason = None, None, "approximation=None: exact passes"
         solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
                           "criterion": self.criterion, "certify": self.certify,
                           "gtol": self.gtol, "eigen_solver": self.eigen_solver}
@@ -354,7 +367,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
                     random_state=self.random_state, callback=callback,
                     polish_kwargs=exact_only,
                     exact_passes=lambda dtype: resolve(X, dtype=dtype), **solver_options)
-                m_used = info["n_landmarks"]
+                m_used, used, reason = info["n_landmarks"], info["approximation"], info["choice"]
+                report.line(f"[ISM] passes: {reason}")
         n = X.shape[0]
         # W is zero on the features the screen left out (transform stays X @ W)
         W = np.zeros((d, result.components.shape[1]))
@@ -372,6 +386,8 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
         self.converged_ = result.converged
         self.convergence_ = result.convergence
         self.n_landmarks_ = m_used
+        self.approximation_ = used
+        self.approximation_reason_ = reason
         self.feature_importances_ = feature_importances(W, result.eigenvalues)
         return self
 

@@ -18,6 +18,7 @@ from ..passes.exact import ExactPasses
 from ..passes.factors import DEFAULT_LANDMARK_METHOD, check_kernel_approximable
 from ..passes.landmarks import (AUTO_MAX, AUTO_START, AUTO_TOL, RFF_DEFAULT, Approximation,
                                 auto_landmarks, blas_threads, check_n_landmarks)
+from .cost import LandmarkBudget
 from .driver import solve_ism
 
 __all__ = ["approximate_ism", "APPROX_GTOL", "APPROX_WARN_GTOL"]
@@ -43,7 +44,8 @@ def _fit_at(X, gamma, kernel, q, m, kind, W0, ism_kwargs, method, dtype, random_
 def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks="auto",
                     method=DEFAULT_LANDMARK_METHOD, polish=False, W0=None, dtype=None,
                     random_state=None, block_rows=None, auto_tol=AUTO_TOL, auto_max=AUTO_MAX,
-                    polish_kwargs=None, exact_passes=ExactPasses, **ism_kwargs):
+                    polish_kwargs=None, exact_passes=ExactPasses, weigh_cost=True,
+                    **ism_kwargs):
     r"""ISM on a landmark (or random-feature) approximation, with the "auto" rule
     and the optional exact polish.
 
@@ -57,6 +59,13 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     landmark form, whose pseudo-inverse of the n x n kernel matrix would only
     add its rounding, and needs no warning.
 
+    For Nystrom, "auto" also weighs the cost (:mod:`ikdr.solver.cost`;
+    ``weigh_cost=False`` grows the landmarks without it): it runs
+    the exact passes from the start when an exact fit costs no more than the
+    shortest landmark sequence, and stops doubling, finishing with exact passes
+    warm-started from the last landmark fit, where the next landmark fit would
+    cost more than an exact one. ``info["choice"]`` says which and why.
+
     ``polish=True`` continues from the approximate fixed point with exact
     passes (:func:`ikdr.ism` without approximation, ``polish_kwargs`` its
     stopping rule): the exact answer in fewer exact passes than a cold start.
@@ -66,7 +75,9 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     Returns
     -------
     result : ISMResult (of the polish when ``polish``)
-    info : dict with ``n_landmarks`` (m used), ``auto`` (list of (m, sin change)),
+    info : dict with ``n_landmarks`` (m used; n when the exact passes gave the
+        result), ``approximation`` (the kind used, None for exact passes),
+        ``choice`` (why), ``auto`` (list of (m, sin change)),
         ``approximate_result`` (the approximate fit), ``index`` (landmark rows).
     """
     n = X.shape[0]
@@ -105,7 +116,10 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
 
     if m != "auto":
         result, index = fit(m, W0)
-        trail = []
+        trail, choice = [], f"{approximation}: n_landmarks={m} as given"
+    elif approximation == "nystrom":
+        budget = LandmarkBudget(n, X.shape[1], q, gamma.rank) if weigh_cost else None
+        result, index, m, trail, choice = _auto_nystrom(fit, n, budget, auto_tol, auto_max, W0)
     else:
         fits = {}
 
@@ -115,16 +129,17 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
             fits[m] = fit(m, start)
             return fits[m][0].components
 
-        nystrom = approximation == "nystrom"
-        _, m, trail = auto_landmarks(
-            basis, n if nystrom else None, start=min(n, AUTO_START if nystrom else RFF_DEFAULT),
-            cap=auto_max, tol=auto_tol, unit="landmarks" if nystrom else "features",
-            subject="fitted subspace")
+        _, m, trail, _ = auto_landmarks(basis, None, start=RFF_DEFAULT, cap=auto_max,
+                                        tol=auto_tol, unit="features", subject="fitted subspace")
         result, index = fits[m]
-    info = {"n_landmarks": m, "auto": trail, "approximate_result": result, "index": index}
-    if warn and not polish:
+        choice = f"rff: {m} random features by the 'auto' rule"
+    # m = n landmarks are the exact kernel: those fits ran the exact passes
+    exact = approximation == "nystrom" and m == n
+    info = {"n_landmarks": m, "auto": trail, "approximate_result": result, "index": index,
+            "approximation": None if exact else approximation, "choice": choice}
+    if warn and not polish and not exact:
         _warn_if_unconverged(result.convergence, approximation, m)
-    if polish:
+    if polish and not exact:
         kw = dict(exact_kwargs, warn=warn)
         kw.update(polish_kwargs or {})
         # an array or memmap as one ndarray; rows on a cluster stay there
@@ -132,6 +147,47 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
         result = solve_ism(exact_passes(None), exact, gamma, kernel, q, W0=result.components,
                            **kw)
     return result, info
+
+
+def _auto_nystrom(fit, n, budget, tol, cap, W0):
+    """The "auto" rule for Nystrom under the cost model (:class:`LandmarkBudget`):
+    the exact passes from the start when they cost no more than the shortest
+    landmark sequence; else landmarks doubling while the next fit costs less
+    than an exact one, and the exact passes (warm-started from the last
+    landmark fit) where it would not. Returns (result, index, m, trail, reason);
+    m = n when the exact passes gave the result. ``budget`` None: no cost model."""
+    first = min(n, AUTO_START)
+    use_landmarks, reason = (True, "no cost model") if budget is None else budget.start(first)
+    if not use_landmarks:
+        result, index = fit(n, W0)
+        return result, index, n, [], reason
+    fits = {}
+    why = []
+
+    def basis(m):
+        # each fit warm-starts from the last one (the rule fits m in increasing order)
+        start = fits[max(fits)][0].components if fits else W0
+        fits[m] = fit(m, start)
+        return fits[m][0].components
+
+    def affordable(m_next):
+        last = fits[max(fits)][0]
+        grow, because = budget.grow(m_next, last.convergence.passes)
+        why.append(because)
+        return grow
+
+    _, m, trail, stopped = auto_landmarks(basis, n, start=first, cap=cap, tol=tol,
+                                          subject="fitted subspace",
+                                          affordable=None if budget is None else affordable)
+    if stopped:
+        result, index = fit(n, fits[m][0].components)
+        return result, index, n, trail, why[-1]
+    result, index = fits[m]
+    if m == n:
+        return result, index, n, trail, f"exact passes: the 'auto' rule reached m = n = {n}"
+    moved = f"; the last doubling moved the fitted subspace by {trail[-1][1]:.2g}" \
+        if len(trail) > 1 else ""
+    return result, index, m, trail, f"nystrom: {m} landmarks by the 'auto' rule ({reason}{moved})"
 
 
 def _warn_if_unconverged(convergence, approximation, m):

@@ -57,7 +57,9 @@ class ISMConvergence:
         Which rule stopped the solver: ``"eigenvalues"`` or ``"angle"`` (the
         plain fixed point's rule, ``tol``), ``"gradient"`` (relative gradient
         norm below ``gtol``), ``"exact"`` (Phi does not depend on W: one
-        eigendecomposition solves the problem) or ``"max_iter"`` / ``"stalled"``.
+        eigendecomposition solves the problem), ``"objective"`` (an approximate
+        problem's trust-region step gained less than its ``objective_floor``)
+        or ``"max_iter"`` / ``"stalled"``.
     objective : float
     gradient_norm : float
         :math:`\|2(I - WW^T)\Phi(W)W\|_F`, the Riemannian gradient norm.

@@ -320,8 +320,11 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
         nan = np.full(q, np.nan)
         if accepted:
             angle = principal_angle(point.W, W_new)
+            gain = f_new - point.objective
             point = Point(W_new, f_new, exact=True)
             record(point, nan, np.nan, angle, "trust-region", "trust-region")
+            if problem.objective_floor > 0 and gain <= problem.objective_floor * abs(f_new):
+                converged, stopping_rule = True, "objective"
         else:
             rejected += 1
             record(point, nan, np.nan, 0.0, "trust-region", "trust-region")

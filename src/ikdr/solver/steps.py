@@ -22,7 +22,7 @@ SLOW_CONTRACTION = 0.5
 
 # Dense, hybrid or matrix-free Phi (``phi_solver="auto"``). Costs per entry of
 # the n x n kernel panel, in flops (_PassCosts): every fused pass forms the
-# panel (Gram row, Gamma row, exp, combine: about _PANEL_FLOPS, measured by
+# panel (Gram row, Gamma row, exp, combine: about PANEL_FLOPS, measured by
 # benchmarks/bench_core_rate.py) and multiplies it by its right-hand side
 # (2 flops per column). Forming Phi passes X itself (d columns); an iteration
 # of the block eigensolver makes one pass with at most 2p columns (p = q +
@@ -38,7 +38,8 @@ SLOW_CONTRACTION = 0.5
 #     d ~ 570): the first step dense, then each step by its predicted cost;
 #   dense otherwise. Below _MF_MIN_SAMPLES the Python overhead of the extra
 # passes dominates and Phi is formed densely.
-_PANEL_FLOPS = 60
+#: flops to form one kernel-panel entry of a fused pass (Gram row, Gamma, exp, combine)
+PANEL_FLOPS = 60
 _MF_EXPECTED_PASSES = 20
 _HYBRID_EXPECTED_PASSES = 8
 _MF_MIN_SAMPLES = 1000
@@ -95,7 +96,7 @@ class _PassCosts:
     @classmethod
     def of(cls, n, d, q):
         p = q + _extra_columns(d, q)
-        return cls(dense=_PANEL_FLOPS + 2 * d, block=_PANEL_FLOPS + 4 * p + 8 * d * p / n)
+        return cls(dense=PANEL_FLOPS + 2 * d, block=PANEL_FLOPS + 4 * p + 8 * d * p / n)
 
     @property
     def ratio(self):
@@ -104,6 +105,14 @@ class _PassCosts:
 
 
 PHI_SOLVERS = ("auto", "dense", "hybrid", "matrix_free")
+
+
+def plain_step_flops(n, d, q):
+    """Flops per kernel-panel entry of one plain step of an exact fit: the dense Phi
+    pass, or at most ``_HYBRID_EXPECTED_PASSES`` block-eigensolver iterations where
+    those are cheaper (the hybrid and matrix-free modes of :func:`phi_mode`)."""
+    costs = _PassCosts.of(n, d, q)
+    return min(costs.dense, _HYBRID_EXPECTED_PASSES * costs.block)
 
 
 def phi_mode(phi_solver, kernel, n, d, q):

@@ -1,0 +1,129 @@
+r"""What a fit costs: exact passes against landmark passes, for ``n_landmarks="auto"``.
+
+A Nystrom fit pays only where its passes are cheaper than the exact ones
+*and* the "auto" rule's doublings (each a fit of its own) do not add up to
+more than one exact fit. :class:`LandmarkBudget` decides both from flop
+counts of one pass and the expected number of passes of a fit:
+
+* **exact**, one plain step (:func:`ikdr.solver.steps.plain_step_flops`):
+  :math:`n^2` kernel-panel entries times about :math:`60 + 2d` flops (dense
+  Phi), or the block eigensolver's cheaper iterations at large d;
+* **landmarks**, one pass (:func:`landmark_pass_flops`, the sums of
+  :mod:`ikdr.passes.landmarks`) with m landmarks and a Gamma of r terms
+  (classes, or the columns of its factor).
+
+Before the first fit the exact fit (``COLD_PASSES`` passes) is compared with
+the cheapest "auto" sequence there is: a cold fit at the first m and a
+warm-started fit at 2m (``WARM_PASSES`` passes; the rule needs two fits to
+measure a change). Before every later doubling the next warm landmark fit is
+compared with a warm-started exact fit from the current W; where exact is
+cheaper the rule stops growing and the exact passes finish the fit. The
+passes the last landmark fit actually made replace the prior counts.
+
+Landmark flops are weighted by ``LANDMARK_RATE`` (their passes run at that
+fraction of the exact fused passes' rate per flop) and every landmark pass
+pays ``LANDMARK_PASS_OVERHEAD`` (its fixed costs: the block loop, the
+landmark factor and its m x m eigendecomposition call, in flops at the exact
+passes' rate). Landmarks are chosen at the start only when they promise to be
+``START_MARGIN`` times cheaper: the pass counts are guesses until a fit has run,
+and a landmark fit whose plain steps fail runs its trust region for several
+times the exact fit's passes (measured: 107 against 61 on 2,000 x 9, m = 64).
+Constants measured with ``benchmarks/bench_nystrom_ism.py --section crossover``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .steps import PANEL_FLOPS, plain_step_flops
+
+__all__ = ["landmark_pass_flops", "LandmarkBudget", "COLD_PASSES", "WARM_PASSES",
+           "LANDMARK_RATE", "LANDMARK_PASS_OVERHEAD", "START_MARGIN", "EIGH_FLOPS"]
+
+#: passes of a fit from the start (Phi_0's eigenvectors) and from a warm start
+COLD_PASSES = 12
+WARM_PASSES = 6
+#: a landmark pass's rate per flop, as a fraction of an exact fused pass's
+LANDMARK_RATE = 0.7
+#: fixed cost of a landmark pass, in flops at the exact passes' rate (about 1 ms)
+LANDMARK_PASS_OVERHEAD = 5e7
+#: landmarks from the start only if the model finds them this many times cheaper
+START_MARGIN = 2.0
+#: flops of an m x m symmetric eigendecomposition with vectors, per m^3
+#: (the pseudo-inverse of the landmarks' kernel matrix, once per pass)
+EIGH_FLOPS = 9.0
+
+
+def landmark_pass_flops(n, d, q, m, terms, dense=True):
+    r"""Flops of one landmark pass (:class:`ikdr.passes.landmarks.LandmarkProblem`)
+    with a Gamma of ``terms`` terms (classes or factor columns):
+
+    * both sweeps project their rows (:math:`XW`, 2ndq each) and form the
+      kernel against the m landmarks (a panel entry each, as an exact pass's);
+    * Gamma's columns against C (:math:`C^TE`, :math:`C(SP)`);
+    * a dense Phi adds :math:`X^T\Gamma C` (two n d m products) and the degree
+      term :math:`X^T\mathrm{diag}(\deg)X` (:math:`2nd^2`), and the landmark-side
+      quadratic forms :math:`B_cSB_c^T` per term;
+    * the m x m pseudo-inverse of the landmarks' kernel matrix.
+    """
+    per_row = 2 * (2 * d * q + (PANEL_FLOPS + 2 * q) * m) + 4 * m * (terms + 2)
+    extra = EIGH_FLOPS * m ** 3
+    if dense:
+        per_row += 4 * d * m + 2 * d * d
+        extra += terms * 2.0 * (d * m * m + d * d * m)
+    else:
+        per_row += 4 * m * q + 2 * d * q
+    return float(n) * per_row + extra
+
+
+@dataclass
+class LandmarkBudget:
+    """The "auto" rule's choice between m landmarks and the exact passes.
+
+    Parameters
+    ----------
+    n, d, q : problem size
+    terms : int
+        Gamma's terms (the classes of a supervised Gamma, else its factor's columns).
+    exact_available : bool
+        Whether the exact passes can run here (False: the landmarks are the only way).
+    """
+
+    n: int
+    d: int
+    q: int
+    terms: int
+    exact_available: bool = True
+
+    def exact_fit(self, passes):
+        return passes * self.n ** 2 * plain_step_flops(self.n, self.d, self.q)
+
+    def landmark_fit(self, m, passes):
+        flops = landmark_pass_flops(self.n, self.d, self.q, m, self.terms)
+        return passes * (flops / LANDMARK_RATE + LANDMARK_PASS_OVERHEAD)
+
+    def start(self, m):
+        """(use landmarks?, reason) before any fit, the first at m landmarks."""
+        exact = self.exact_fit(COLD_PASSES)
+        landmarks = self.landmark_fit(m, COLD_PASSES)
+        if 2 * m < self.n:
+            landmarks += self.landmark_fit(2 * m, WARM_PASSES)
+        if not self.exact_available:
+            return True, "the exact passes cannot run on these rows"
+        if exact <= START_MARGIN * landmarks:
+            return False, (f"exact passes: an exact fit (about {exact:.2g} flops) costs less "
+                           f"than {START_MARGIN:g} x the shortest landmark sequence ({m} then "
+                           f"{2 * m} landmarks, about {landmarks:.2g} flops)")
+        return True, (f"landmarks: a fit at {m} landmarks and one at {2 * m} (about "
+                      f"{landmarks:.2g} flops) cost less than an exact fit (about {exact:.2g})")
+
+    def grow(self, m_next, last_passes):
+        """(grow to m_next?, reason): the next warm landmark fit against a warm exact
+        fit from the current W, both at the passes the last fit made."""
+        passes = max(int(last_passes), 1)
+        landmarks = self.landmark_fit(m_next, passes)
+        exact = self.exact_fit(passes)
+        if not self.exact_available or landmarks < exact:
+            return True, ""
+        return False, (f"exact passes from the {m_next // 2}-landmark fit: a fit at {m_next} "
+                       f"landmarks (about {landmarks:.2g} flops) would cost more than the exact "
+                       f"fit (about {exact:.2g})")
