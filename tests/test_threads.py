@@ -128,6 +128,20 @@ def test_bad_thread_variables_are_ignored_with_a_warning(variable, value):
     assert "RuntimeWarning" in out.stderr and f"{variable}={value!r}" in out.stderr
 
 
+@pytest.mark.skipif("gomp" not in os.path.basename(_native.build_info().get("openmp_library") or ""),
+                    reason="the idle spin setting is libgomp's (GOMP_SPINCOUNT)")
+@pytest.mark.parametrize("user, expected", [({}, _native.IDLE_SPIN_COUNT),
+                                            ({"GOMP_SPINCOUNT": "77"}, "77")])
+def test_idle_workers_spin_briefly_unless_the_user_says_otherwise(user, expected):
+    """The core's libgomp loads with a short idle spin (a worker spinning between
+    passes takes the core of the calling thread on a busy machine); a user's own
+    setting wins, and the process environment is left as it was."""
+    code = "import os, ikdr._native; print(os.environ.get('GOMP_SPINCOUNT'))"
+    out = _fresh({"OMP_DISPLAY_ENV": "verbose", **user}, code)
+    assert f"GOMP_SPINCOUNT = '{expected}'" in out.stderr
+    assert out.stdout.strip() == user.get("GOMP_SPINCOUNT", "None")
+
+
 def _our_openmp(threadpoolctl):
     """threadpoolctl's entries for the OpenMP runtime ikdr's core links."""
     ours = os.path.realpath(_native.build_info()["openmp_library"])

@@ -23,8 +23,36 @@ from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from . import _config, _core
+from . import _config
 from ._config import get_num_threads, single_threaded_blas
+
+#: How long (busy-wait iterations) an idle OpenMP worker of the core spins before
+#: it sleeps, when neither ``OMP_WAIT_POLICY`` nor ``GOMP_SPINCOUNT`` is set.
+#: libgomp's own default (300,000, about a millisecond) keeps a worker spinning
+#: through the NumPy work between two passes; on a machine whose other core is
+#: busy, the spinning worker and the calling thread then share a core and every
+#: pass waits a scheduler slice at its barrier (measured: a 1,000 x 32 fit 10x
+#: slower with 2 threads than with 1, ``benchmarks/bench_call_overhead.py``).
+#: libgomp reads the setting once, when it loads, so it is set around the
+#: import of the core only (and restored: other libraries and children keep
+#: theirs).
+IDLE_SPIN_COUNT = "1000"
+
+
+@contextlib.contextmanager
+def _core_wait_policy():
+    user_set = "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ
+    if not user_set:
+        os.environ["GOMP_SPINCOUNT"] = IDLE_SPIN_COUNT
+    try:
+        yield
+    finally:
+        if not user_set:
+            os.environ.pop("GOMP_SPINCOUNT", None)
+
+
+with _core_wait_policy():
+    from . import _core
 
 __all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_product",
            "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
