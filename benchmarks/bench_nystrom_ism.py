@@ -7,6 +7,9 @@ Writes benchmarks/results/nystrom_ism.md (or --out). Sections (--sections):
   at the median and at 0.25 x median. Exact fit vs ``approximation="nystrom",
   n_landmarks="auto"``: sin of the largest principal angle, objective relative
   to exact, downstream accuracy (SVC, 3-fold CV on XW) or NMI, m chosen, times.
+* ``crossover``: ``approximation="nystrom"`` with its defaults against the exact
+  fit: 5,000 x 784 (a ring and an XOR on 4 features) and 20,000 x 256 (10
+  Gaussian classes); which passes the cost model chose, times, accuracy.
 * ``methods``: landmark selection at fixed m (uniform, k-means++, ridge
   leverage): mean sin angle to the exact subspace over 3 seeds; the estimators'
   default (``ikdr.passes.landmarks.DEFAULT_LANDMARK_METHOD``) is the winner here.
@@ -17,7 +20,8 @@ Writes benchmarks/results/nystrom_ism.md (or --out). Sections (--sections):
   10,000 x 784 mixture row (does a Nystrom start pay at large n?).
 * ``separation``: sigma="separation" vs the median rule, 5-fold accuracy.
 * ``scale``: supervised 1,000,000 x 784 float32 memmap (10 classes, q = 10):
-  time, peak anonymous memory beyond X, roofline; 70,000 x 784: Nystrom vs
+  time, peak anonymous memory beyond X, roofline; the same size with labels from a
+  ring and an XOR on 4 features (mass of W on them, the read-rate floor); 70,000 x 784: Nystrom vs
   exact (time and accuracy on a held-out 10,000); ISMClustering on 1,000,000
   blobs and moons (NMI; exact at 20,000 for comparison).
 
@@ -367,11 +371,99 @@ def gemm_rate(d=784, m=512, rows=4096, repeat=5):
     return 2.0 * rows * d * m * repeat / (time.perf_counter() - t0)
 
 
+#: the columns the nonlinear task's labels depend on (of 784)
+INFORMATIVE = (3, 101, 402, 707)
+
+
+def write_nonlinear_memmap(path, n, d, seed=0, chunk=50_000):
+    """An n x d float32 memmap of standard normal features whose 4 classes depend on
+    4 of them only, nonlinearly (as the feature-discovery benchmark's ring + XOR):
+    a ring (x_a^2 + x_b^2 above its median, 2 ln 2) and an XOR (the sign of
+    x_c x_e); no class mean differs. Written chunk by chunk."""
+    a, b, c, e = INFORMATIVE
+    X = np.memmap(path, dtype=np.float32, mode="w+", shape=(n, d))
+    y = np.empty(n, dtype=np.int64)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        block = np.random.default_rng([seed, start]).standard_normal((stop - start, d),
+                                                                      dtype=np.float32)
+        ring = block[:, a] ** 2 + block[:, b] ** 2 > 2.0 * np.log(2.0)
+        y[start:stop] = 2 * ring + (block[:, c] * block[:, e] > 0)
+        X[start:stop] = block
+    X.flush()
+    return np.memmap(path, dtype=np.float32, mode="r", shape=(n, d)), y
+
+
+def informative_mass(model):
+    """Share of feature_importances_ on the nonlinear task's informative columns."""
+    return float(model.feature_importances_[list(INFORMATIVE)].sum())
+
+
+def read_rate(X, block=65_536):
+    """Bytes per second of one sweep over X's row blocks (a memmap in the page
+    cache: what a pass reads), measured now."""
+    t0 = time.perf_counter()
+    total = 0.0
+    for start in range(0, X.shape[0], block):
+        total += float(np.asarray(X[start:start + block]).sum(dtype=np.float64))
+    return X.nbytes / (time.perf_counter() - t0)
+
+
 def pass_flops(n, d, m, q):
     """Flops of one dense supervised landmark pass (module docstring of ikdr.passes.landmarks):
     B_c and E (2 n d m each, multiply-add), the degree term (2 n d^2), Z twice
     (4 n d q) and C twice (about 4 n m q)."""
     return 4.0 * n * d * m + 2.0 * n * d * d + 4.0 * n * d * q + 4.0 * n * m * q
+
+
+def section_crossover(quick, out):
+    """Where Nystrom pays: the defaults of approximation="nystrom" (n_landmarks="auto"
+    and its cost model) against the exact fit, same data, same run."""
+    from _peers import mixture
+
+    out.append("## Crossover: approximation='nystrom' with its defaults against exact\n")
+    out.append("Defaults (`n_landmarks='auto'`: the cost model of `ikdr.solver.cost` may choose "
+               "the exact passes; `approximation_` says which ran). Accuracy: 5-NN on XW for "
+               "held-out rows; mass: share of `feature_importances_` on the informative "
+               "features.\n")
+    out.append("| data | n x d | exact: time s, result | Nystrom defaults: time s, result | "
+               "passes used | speed-up | target |")
+    out.append("|---|---|---|---|---|---|---|")
+    n_small = 1_000 if quick else 5_000
+    # one-time costs of the process (imports on first use) are not the fits'
+    rng = np.random.default_rng(0)
+    for approximation in (None, "nystrom"):
+        ikdr.ISM(n_components=2, approximation=approximation, n_landmarks=20).fit(
+            rng.standard_normal((300, 8)), np.arange(300) % 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        X, y = write_nonlinear_memmap(os.path.join(tmp, "x.dat"), n_small, 784)
+        X = np.array(X)
+    ex, te = timed(lambda: ikdr.ISM(n_components=4, random_state=0).fit(X, y))
+    ny, tn = timed(lambda: ikdr.ISM(n_components=4, approximation="nystrom",
+                                    random_state=0).fit(X, y))
+    used = ny.approximation_ or "exact"
+    out.append(f"| ring + XOR on 4 of 784 features, 4 classes | {n_small:,} x 784 | {te:.2f}, "
+               f"mass {informative_mass(ex):.2f} | {tn:.2f}, mass {informative_mass(ny):.2f} | "
+               f"{used}, m = {ny.n_landmarks_} | x{te / tn:.1f} | never slower than exact |")
+    print(out[-1], flush=True)
+
+    n_mix, d_mix = (4_000, 256) if quick else (20_000, 256)
+    Xall, yall = mixture(n_mix + n_mix // 4, d_mix, 10, seed=2)
+    Xtr, ytr, Xte, yte = Xall[:n_mix], yall[:n_mix], Xall[n_mix:], yall[n_mix:]
+
+    def acc(model):
+        clf = KNeighborsClassifier(5).fit(Xtr @ model.components_, ytr)
+        return float(clf.score(Xte @ model.components_, yte))
+
+    ex, te = timed(lambda: ikdr.ISM(n_components=9, random_state=0).fit(Xtr, ytr))
+    ny, tn = timed(lambda: ikdr.ISM(n_components=9, approximation="nystrom",
+                                    random_state=0).fit(Xtr, ytr))
+    used = ny.approximation_ or "exact"
+    out.append(f"| Gaussian mixture, 10 classes | {n_mix:,} x {d_mix} | {te:.2f}, acc "
+               f"{acc(ex):.4f} | {tn:.2f}, acc {acc(ny):.4f} | {used}, m = {ny.n_landmarks_} | "
+               f"x{te / tn:.1f} | >= 10x at the exact accuracy |")
+    print(out[-1], flush=True)
+    out.append("")
 
 
 def section_scale(quick, out, n_big, n_mid, n_clu, n_clu_exact):
@@ -394,6 +486,26 @@ def section_scale(quick, out, n_big, n_mid, n_clu, n_clu_exact):
         out.append(f"| supervised, float32 memmap, 10 classes, q = 10 | {n_big:,} x {d} | "
                    f"m = {m}, HSIC {model.hsic_:.4g} | {t:.1f} | <= 300 s | {mem.beyond:.0f} MB "
                    f"(X: {x_mb:.0f} MB; target <= {x_mb / 2:.0f}) | {passes} | {roof:.1f} |")
+        print(out[-1], flush=True)
+        del X
+        # the same size, labels from 4 features through a ring and an XOR (no class
+        # mean differs): W must find them; the floor of a pass that reads X is
+        # its bytes over the read rate of X's row blocks, measured here
+        X, y = write_nonlinear_memmap(os.path.join(tmp, "nl.dat"), n_big, d)
+        bandwidth = read_rate(X)
+        with AnonPeak() as mem:
+            model, t = timed(lambda: ikdr.ISM(n_components=4, approximation="nystrom",
+                                              dtype=np.float32, random_state=0).fit(X, y))
+        m, q_nl, d_fit = model.n_landmarks_, 4, model.support_.size
+        passes = model.convergence_.phi_evaluations
+        roof = passes * pass_flops(n_big, d_fit, m or 1, q_nl) / rate
+        floor = X.nbytes / bandwidth
+        out.append(f"| supervised, float32 memmap, 4 classes from a ring + XOR on 4 of {d} "
+                   f"features, q = 4 | {n_big:,} x {d} | m = {m}, mass on the 4 features "
+                   f"{informative_mass(model):.3f}, {d_fit} features kept by the screen | "
+                   f"{t:.1f} | <= 60 s | {mem.beyond:.0f} MB (X: {x_mb:.0f} MB; target <= "
+                   f"{x_mb / 4:.0f}) | {passes} | {roof:.1f} (+ one read of X: {floor:.1f} s at "
+                   f"{bandwidth / 1e9:.1f} GB/s) |")
         print(out[-1], flush=True)
         del X
 
@@ -444,7 +556,8 @@ def section_scale(quick, out, n_big, n_mid, n_clu, n_clu_exact):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (check that it runs)")
-    ap.add_argument("--sections", default="accuracy,methods,rff,polish,separation,scale")
+    ap.add_argument("--sections",
+                    default="accuracy,crossover,methods,rff,polish,separation,scale")
     ap.add_argument("--scale-n", type=int, default=1_000_000)
     ap.add_argument("--mid-n", type=int, default=70_000)
     ap.add_argument("--cluster-n", type=int, default=1_000_000)
@@ -460,7 +573,8 @@ def main(argv=None):
            f"- command: `python benchmarks/{Path(__file__).name} {' '.join(argv or sys.argv[1:])}`",
            f"- ikdr {ikdr.__version__}\n"]
     sections = args.sections.split(",")
-    for name, fn in (("accuracy", section_accuracy), ("methods", section_methods),
+    for name, fn in (("accuracy", section_accuracy), ("crossover", section_crossover),
+                     ("methods", section_methods),
                      ("rff", section_rff), ("polish", section_polish),
                      ("separation", section_separation)):
         if name in sections:
