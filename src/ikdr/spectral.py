@@ -24,7 +24,7 @@ from ._config import fits_memory, require_memory
 from ._utils.eig import lapack_top
 from .kernels import Kernel, RelativeGaussian
 
-__all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian", "kernel_degrees", "row_normalised", "spectral_embedding",
+__all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian", "kernel_degrees", "row_normalised", "spectral_embedding", "spectral_gap",
            "njw_labels", "AUTO_NEIGHBORS"]
 
 #: up to this many samples the U-step builds the dense n x n matrix
@@ -305,6 +305,24 @@ def _warm_lobpcg(op, U0, max_iter=40):
         return None, None
     order = np.argsort(vals)[::-1]
     return vals[order], U[:, order]
+
+
+def spectral_gap(eigenvalues):
+    r"""How clearly a U-step's embedding splits into its k clusters: :math:`\lambda_{k-1} - \lambda_k`.
+
+    ``eigenvalues``: the k descending eigenvalues of the centred normalised
+    affinity :math:`H D^{-1/2} K D^{-1/2} H` (the U-step, :func:`spectral_embedding`).
+    k well-separated clusters give k - 1 eigenvalues near 1 (centring removes
+    the constant vector) and a k-th near 0: a gap near 1; a unimodal cloud
+    gives a slowly decaying spectrum and a gap near 0. Scale-free in [0, 1],
+    so it compares embeddings made with different bandwidths, where the HSIC
+    objective does not (KDAC's starts, docs/alternative_clustering.md).
+    """
+    vals = np.asarray(eigenvalues, dtype=np.float64)
+    k = vals.shape[0]
+    if k < 2:
+        return float(vals[0]) if k else 0.0
+    return float(vals[k - 2] - vals[k - 1])
 
 
 def row_normalised(U):

@@ -28,7 +28,7 @@ from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
 from ..solver.importances import feature_importances
-from ..spectral import auto_kernel, njw_labels
+from ..spectral import auto_kernel, njw_labels, spectral_gap
 from .alternation import alternate_on
 
 __all__ = ["AlternatingClustering", "ISMClustering", "SemiSupervisedISM", "COMMON_PARAMS",
@@ -137,15 +137,28 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return kernel, affinity, k, q, normalize
 
     def _alternate(self, X, side, kernel, affinity, k, q, normalize,
-                   build_gamma=clustering_gamma, measure=None, alternative=False, guided=False):
+                   build_gamma=clustering_gamma, measure=None, alternative=False, guided=False,
+                   starts=None):
+        """Run the alternation and store the result. ``starts``: a list of
+        ``(kernel, affinity, measure, start, q)`` runs (KDAC's starts); the run whose
+        final U-step has the largest spectral gap (:func:`spectral_gap`) is kept."""
         work = side.working_data(X, self._dtype)
-        with IterationReport(type(self).__name__, self.verbose, total=self._max_iter) as report:
-            out = alternate_on(side, work, kernel, k, build_gamma,
-                            affinity=affinity, n_components=q, normalize=normalize,
-                            max_iter=self._max_iter, tol=self.tol,
-                            random_state=self.random_state, measure=measure, report=report,
-                            warn=False, alternative=alternative,
-                            guided=guided)
+        if starts is None:
+            starts = [(kernel, affinity, measure, None, q)]
+        outs = []
+        for kern, aff, meas, start, n_components in starts:
+            with IterationReport(type(self).__name__, self.verbose,
+                                 total=self._max_iter) as report:
+                outs.append(alternate_on(side, work, kern, k, build_gamma,
+                                         affinity=aff, n_components=n_components,
+                                         normalize=normalize,
+                                         max_iter=self._max_iter, tol=self.tol,
+                                         random_state=self.random_state, measure=meas,
+                                         report=report, warn=False, alternative=alternative,
+                                         guided=guided, start=start))
+        gaps = [spectral_gap(o.eigenvalues) for o in outs]
+        best = int(np.argmax(gaps)) if len(outs) > 1 else 0
+        out = outs[best]
         if not out.converged:
             warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
                           f"max_iter={self._max_iter} outer iterations (last changes: U "
@@ -154,6 +167,8 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                           f"with the highest objective (iteration {out.best_iteration}) is "
                           "kept", ConvergenceWarning, stacklevel=3)
         self._store(out, normalize)
+        self.start_ = best
+        self.start_gaps_ = np.asarray(gaps)
         return out
 
     def _store(self, out, normalize):
