@@ -143,7 +143,8 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         ``(kernel, affinity, measure, start, q)`` runs (KDAC's starts); the run whose
         final U-step has the largest spectral gap (:func:`spectral_gap`) is kept."""
         work = side.working_data(X, self._dtype)
-        if starts is None:
+        several = starts is not None
+        if not several:
             starts = [(kernel, affinity, measure, None, q)]
         outs = []
         for kern, aff, meas, start, n_components in starts:
@@ -167,8 +168,9 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                           f"with the highest objective (iteration {out.best_iteration}) is "
                           "kept", ConvergenceWarning, stacklevel=3)
         self._store(out, normalize)
-        self.start_ = best
-        self.start_gaps_ = np.asarray(gaps)
+        if several:
+            self.start_ = best
+            self.start_gaps_ = np.asarray(gaps)
         return out
 
     def _store(self, out, normalize):

@@ -32,6 +32,10 @@ __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"
 DEPENDENCE_THRESHOLD = 3.0
 #: rows of the dense dependence check (a seeded subsample above this)
 DEPENDENCE_MAX_SAMPLES = 1000
+#: the feature start runs when the existing clustering is this visible in X (below
+#: DEPENDENCE_THRESHOLD too: a 3-cluster view among 50 noise features scores 2.9;
+#: random partitions 0.57-1.47)
+FEATURE_START_DEPENDENCE = 2.0
 #: bandwidth of the feature start, a multiple of the median pairwise distance of
 #: the 1-D projection (0.25 and 0.5 both ranked the alternative's feature first on
 #: every grid of blobs with 0-50 noise features; 0.5 kept it at q = 1 in the
@@ -77,6 +81,10 @@ def existing_clusterings(y_existing, n_samples):
         if classes.shape[0] < 2:
             raise ValueError(f"y_existing[{c}] has a single cluster; it carries no information "
                              "to be novel against")
+        if classes.shape[0] >= n_samples:
+            raise ValueError(f"y_existing[{c}] puts every sample in a cluster of its own "
+                             f"({classes.shape[0]} clusters for {n_samples} samples); it carries "
+                             "no information to be novel against")
         blocks.append(Y)
         labels.append(y)
     return np.hstack(blocks), labels
@@ -231,6 +239,21 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
     novelty_ : float
         NMI between ``labels_`` and the existing clustering (the largest one
         when several are given); 0 is fully novel.
+    feature_scores_ : ndarray (d,) or None
+        :func:`feature_start`'s spectral gap of every feature of the residual
+        (X without the existing clusters' means); None when the feature start
+        did not apply (``existing_dependence_`` below 2, a non-default kernel
+        or sigma, rows not in memory).
+    start_ : int
+        The run kept: 0 the default start (spectral clustering of X, W = I),
+        1 the feature start (spectral clustering of the best feature with a
+        Gaussian at half its median pairwise distance, q = 1 unless given),
+        run when its feature's gap is at least 0.5.
+    start_gaps_ : ndarray
+        The spectral gap :math:`\lambda_{k-1} - \lambda_k` of each run's final
+        U-step (:func:`ikdr.spectral.spectral_gap`); the larger is kept. The
+        two runs' HSIC objectives use different bandwidths and are not
+        compared (docs/alternative_clustering.md).
 
     Notes
     -----
@@ -288,11 +311,13 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         """Find an alternative clustering of X (n x d) to ``y_existing``
         (a label vector, or a list of label vectors of earlier clusterings)."""
         X, _, side = self._input(X)
-        kernel, affinity, k, q, normalize = self._check_common(X, side)
-        lam = float(self.lam)
+        # the existing clustering is checked before any work (the k-NN query of
+        # sigma="auto", the kernels): a wrong length fails at once
         if is_dask_array(y_existing):      # gathered, its length checked first
             y_existing = check_target(y_existing, X.shape[0], "y_existing")
         Y, existing = existing_clusterings(y_existing, X.shape[0])
+        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        lam = float(self.lam)
         Yc = centered(Y)
         # q below d only when the existing clustering is visible in X: against a
         # clustering unrelated to X there is nothing to leave out, and a line cannot
@@ -317,7 +342,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
 
         starts = [(kernel, affinity, measure_with(affinity), None, q)]
         self.feature_scores_ = None
-        if alternative and self._auto_gaussian() and side.rows_in_memory:
+        if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and self._auto_gaussian() \
+                and side.rows_in_memory:
             # a second start from the feature that best clusters what the existing
             # view leaves, with the bandwidth of that projection; the run whose
             # final U-step separates its k clusters best is kept (the HSIC
