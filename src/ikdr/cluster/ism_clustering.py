@@ -28,8 +28,20 @@ from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
 from ..solver.importances import feature_importances
-from ..spectral import auto_kernel, njw_labels, spectral_gap
+from ..spectral import auto_kernel, feature_gaps, njw_labels, spectral_gap
 from .alternation import alternate_on
+
+#: another start's run replaces the default run only when the spectral gap of its
+#: final U-step is larger by this much (face, 20 clusters: gaps 0.001 and 0.007
+#: with NMI 0.92 and 0.64; the runs kept on the grids of blobs and the
+#: few-informative sets win by 0.10-0.86; docs/alternative_clustering.md)
+START_GAP_MARGIN = 0.05
+
+#: ISMClustering's screened run uses the features whose 2-group gap reaches this:
+#: noise features of 300-600 rows scored at most 0.21, the informative features of
+#: 4 blobs in 3 of 50 features 0.27-0.43, of make_classification 3 of 30
+#: 0.32-0.50 (docs/alternative_clustering.md)
+SCREEN_MIN_GAP = 0.25
 
 __all__ = ["AlternatingClustering", "ISMClustering", "SemiSupervisedISM", "COMMON_PARAMS",
            "COMMON_ATTRS"]
@@ -136,29 +148,73 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             normalize = bool(self.normalize)
         return kernel, affinity, k, q, normalize
 
+    def _auto_gaussian(self):
+        """Whether the kernel is the default Gaussian at ``sigma="auto"`` (and the
+        affinity the default): the data-driven starts apply only then."""
+        return (isinstance(self.sigma, str) and self.sigma == "auto" and
+                isinstance(self.kernel, str) and self.kernel.lower() == "gaussian" and
+                (self.affinity is None or (isinstance(self.affinity, str) and
+                                           self.affinity.lower() == "gaussian")))
+
+    def _screened_starts(self, X, side, kernel, affinity, k, q, measure_with=None):
+        """The default run and, when some but not all features split in two
+        (:func:`ikdr.spectral.feature_gaps` >= :data:`SCREEN_MIN_GAP`), a run on
+        those features alone with local scaling fitted on them.
+        ``measure_with(affinity)``: the paradigm's measure for a run's affinity."""
+        def measure(aff):
+            return None if measure_with is None else measure_with(aff)
+
+        default = [(kernel, affinity, measure(affinity), None, q, None)]
+        self.feature_scores_ = None
+        if not (self._auto_gaussian() and side.rows_in_memory and X.shape[1] > 2):
+            return default
+        self.feature_scores_ = feature_gaps(X, 2, random_state=self.random_state)
+        columns = np.flatnonzero(self.feature_scores_ >= SCREEN_MIN_GAP)
+        if columns.size == 0 or columns.size == X.shape[1]:
+            return default
+        local = auto_kernel(np.asarray(X)[:, columns], k)
+        return default + [(local, local, measure(local), None,
+                           None if q is None else min(q, columns.size), columns)]
+
     def _alternate(self, X, side, kernel, affinity, k, q, normalize,
                    build_gamma=clustering_gamma, measure=None, alternative=False, guided=False,
                    starts=None):
-        """Run the alternation and store the result. ``starts``: a list of
-        ``(kernel, affinity, measure, start, q)`` runs (KDAC's starts); the run whose
-        final U-step has the largest spectral gap (:func:`spectral_gap`) is kept."""
+        """Run the alternation and store the result.
+
+        ``starts``: several runs, each ``(kernel, affinity, measure, start, q,
+        columns)`` (``start``: the first U-step's projection, ``columns``: the
+        features the run's W may use, None for all). The first is the default;
+        another is kept only when the spectral gap of its final U-step
+        (:func:`ikdr.spectral.spectral_gap`) exceeds the default's by at least
+        :data:`START_GAP_MARGIN` (the largest such)."""
         work = side.working_data(X, self._dtype)
         several = starts is not None
         if not several:
-            starts = [(kernel, affinity, measure, None, q)]
+            starts = [(kernel, affinity, measure, None, q, None)]
         outs = []
-        for kern, aff, meas, start, n_components in starts:
+        for kern, aff, meas, start, n_components, columns in starts:
+            run_side, run_work = side, work
+            if columns is not None:
+                run_work = np.ascontiguousarray(work[:, columns])
+                run_side = resolve_clustering(run_work, None, dtype=self._dtype)
             with IterationReport(type(self).__name__, self.verbose,
                                  total=self._max_iter) as report:
-                outs.append(alternate_on(side, work, kern, k, build_gamma,
-                                         affinity=aff, n_components=n_components,
-                                         normalize=normalize,
-                                         max_iter=self._max_iter, tol=self.tol,
-                                         random_state=self.random_state, measure=meas,
-                                         report=report, warn=False, alternative=alternative,
-                                         guided=guided, start=start))
-        gaps = [spectral_gap(o.eigenvalues) for o in outs]
-        best = int(np.argmax(gaps)) if len(outs) > 1 else 0
+                out = alternate_on(run_side, run_work, kern, k, build_gamma,
+                                   affinity=aff, n_components=n_components,
+                                   normalize=normalize, max_iter=self._max_iter, tol=self.tol,
+                                   random_state=self.random_state, measure=meas,
+                                   report=report, warn=False, alternative=alternative,
+                                   guided=guided, start=start)
+            if columns is not None:         # W is zero on the other features
+                W = np.zeros((X.shape[1], out.components.shape[1]), dtype=out.components.dtype)
+                W[columns] = out.components
+                out.components = W
+            outs.append(out)
+        gaps = np.array([spectral_gap(o.eigenvalues) for o in outs])
+        best = 0
+        better = np.flatnonzero(gaps >= gaps[0] + START_GAP_MARGIN)
+        if better.size:
+            best = int(better[np.argmax(gaps[better])])
         out = outs[best]
         if not out.converged:
             warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
@@ -313,6 +369,23 @@ COMMON_ATTRS = r"""
         to 1): the weight of each input feature in the learned subspace.
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
+    feature_scores_ : ndarray (n_features,) or None
+        The :func:`ikdr.spectral.feature_gaps` that chose a second run
+        (ISMClustering, SemiSupervisedISM: 2 groups in each feature of X;
+        KDAC: k groups in each feature of X without the existing clusters'
+        means); None when no second run applied (a kernel or sigma other
+        than the default, rows not in memory, at most 2 features).
+    start_ : int
+        The run kept: 0 the default (spectral clustering of X first), 1 the
+        second run (ISMClustering, SemiSupervisedISM: W restricted to the
+        features whose 2-group gap is at least 0.25, with local scaling
+        fitted on them; KDAC: see below).
+    start_gaps_ : ndarray
+        The spectral gap :math:`\lambda_{k-1} - \lambda_k` of each run's final
+        U-step (:func:`ikdr.spectral.spectral_gap`); the second run is kept
+        when its gap exceeds the default's by at least 0.05
+        (docs/alternative_clustering.md: 4 blobs in 3 of 50 features,
+        ISMClustering 0.26 -> 0.90).
     n_features_in_ : int
 """
 
@@ -376,7 +449,8 @@ class ISMClustering(AlternatingClustering):
         """Learn W, U and the labels from X (n x d); y is ignored."""
         X, _, side = self._input(X)
         kernel, affinity, k, q, normalize = self._check_common(X, side)
-        self._alternate(X, side, kernel, affinity, k, q, normalize)
+        self._alternate(X, side, kernel, affinity, k, q, normalize,
+                        starts=self._screened_starts(X, side, kernel, affinity, k, q))
         return self
 
 
@@ -467,12 +541,17 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
                 weight["mu"] = self._score_weight(X, side, affinity, U, deg, Fc)
             return semi_supervised_gamma(U, deg, F, weight["mu"])
 
-        def measure(Z, U, vals, deg):
-            score_term = side.quadratic_trace(Z, affinity, Fc)
-            quality = float(np.sum(vals))
-            return {"score_term": score_term, "objective": quality + weight["mu"] * score_term}
+        def measure_with(aff):
+            def measure(Z, U, vals, deg):
+                score_term = side.quadratic_trace(Z, aff, Fc)
+                quality = float(np.sum(vals))
+                return {"score_term": score_term,
+                        "objective": quality + weight["mu"] * score_term}
+            return measure
 
-        self._alternate(X, side, kernel, affinity, k, q, normalize, build, measure, guided=True)
+        starts = self._screened_starts(X, side, kernel, affinity, k, q, measure_with)
+        self._alternate(X, side, kernel, affinity, k, q, normalize, build, None, guided=True,
+                        starts=starts)
         self.mu_ = weight["mu"]
         return self
 

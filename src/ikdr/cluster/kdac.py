@@ -20,7 +20,8 @@ from ..gamma import alternative_gamma, centered
 from ..kernels import Gaussian, KernelLike, median_sigma
 from ..metrics import nmi
 from ..passes.dask_data import check_target, is_dask_array
-from ..spectral import median_scale_gaussian, spectral_embedding, spectral_gap
+from ..spectral import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
+                        median_pairwise_distance_1d, median_scale_gaussian)
 from .ism_clustering import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
 
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"]
@@ -36,18 +37,11 @@ DEPENDENCE_MAX_SAMPLES = 1000
 #: DEPENDENCE_THRESHOLD too: a 3-cluster view among 50 noise features scores 2.9;
 #: random partitions 0.57-1.47)
 FEATURE_START_DEPENDENCE = 2.0
-#: bandwidth of the feature start, a multiple of the median pairwise distance of
-#: the 1-D projection (0.25 and 0.5 both ranked the alternative's feature first on
-#: every grid of blobs with 0-50 noise features; 0.5 kept it at q = 1 in the
-#: alternation, 0.25 lost it on two grids: docs/alternative_clustering.md)
-FEATURE_START_SCALE = 0.5
 #: the feature start runs only when its feature's gap reaches this: a feature
 #: that alone holds k clusters (grids of blobs 0.65-0.91, noise features at most
 #: 0.19; the face data 0.20 and the moon data 0.32, where the clusters need
 #: several features and the start from one of them lost 0.35-0.45 NMI)
 FEATURE_START_MIN_GAP = 0.5
-#: rows of the feature scan (a seeded subsample above this)
-FEATURE_START_MAX_SAMPLES = 500
 
 
 def existing_clusterings(y_existing, n_samples):
@@ -133,55 +127,38 @@ def existing_dependence(X, kernel, Y, *, normalize=True, max_samples=DEPENDENCE_
     return float(np.sum(Yc * (K @ Yc)) / null)
 
 
-def _median_distance_1d(z):
-    """Median of |z_i - z_j| over the pairs i < j of a 1-D sample (sorted, O(m^2) at m <= 500)."""
-    z = np.sort(np.asarray(z, dtype=np.float64).ravel())
-    diffs = (z[None, :] - z[:, None])[np.triu_indices(z.shape[0], 1)]
-    return float(np.median(diffs)) if diffs.size else 0.0
-
-
-def feature_start(X, Y, n_clusters, *, max_samples=FEATURE_START_MAX_SAMPLES,
-                  random_state=None):
+def feature_start(X, Y, n_clusters, *, random_state=None):
     r"""KDAC's second start: the single feature that best clusters what the existing view leaves.
 
     Residual :math:`R = X - \bar Y \bar Y^+ X` (X with the existing
-    clusters' means removed, :math:`\bar Y` the centred one-hot matrix); for
-    every feature j, the spectral gap (:func:`ikdr.spectral.spectral_gap`) of
-    the k-cluster U-step of :math:`R_{:,j}` with a Gaussian at
-    :data:`FEATURE_START_SCALE` x its median pairwise distance. A feature that
-    carries k clusters gives a gap near 1, a unimodal (noise) feature near 0
-    (grid of blobs: 0.65-0.90 against at most 0.20 for 0-50 noise features).
-    Seeded subsample of at most ``max_samples`` rows; d dense eigenproblems.
+    clusters' means removed, :math:`\bar Y` the centred one-hot matrix), then
+    :func:`ikdr.spectral.feature_gaps` of R with k groups: a feature that
+    carries k clusters besides the existing view scores near 1, a unimodal
+    (noise) feature low (grids of blobs: 0.65-0.90 against at most 0.21 for
+    0-50 noise features), and the existing view's own features low too, their
+    clusters removed.
 
     Returns
     -------
     start : ndarray (d, 1)
         The unit vector of the best feature (the first U-step's projection).
     sigma : float
-        :data:`FEATURE_START_SCALE` x the median pairwise distance of X along
-        that feature: the bandwidth of the projected space for this start.
+        :data:`ikdr.spectral.FEATURE_GAP_SCALE` x the median pairwise distance
+        of X along that feature (on the same sampled rows): the bandwidth of
+        the projected space for this start.
     scores : ndarray (d,)
         The gap of every feature.
     """
     X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    idx = sample_index(n, max_samples, random_state)
-    idx = np.arange(n) if idx is None else np.sort(idx)
-    Xs = X[idx]
-    Yc = centered(np.asarray(Y, dtype=np.float64)[idx])
-    R = Xs - Yc @ np.linalg.lstsq(Yc, Xs, rcond=None)[0]
-    scores = np.zeros(d)
-    for j in range(d):
-        z = np.ascontiguousarray(R[:, j:j + 1])
-        s = FEATURE_START_SCALE * _median_distance_1d(z)
-        if s > 0:
-            _, vals, _ = spectral_embedding(z, Gaussian(s).fit(z), n_clusters, method="dense",
-                                            random_state=random_state)
-            scores[j] = spectral_gap(vals)
+    Yc = centered(np.asarray(Y, dtype=np.float64))
+    R = X - Yc @ np.linalg.lstsq(Yc, X, rcond=None)[0]
+    scores = feature_gaps(R, n_clusters, random_state=random_state)
     best = int(np.argmax(scores))
-    start = np.zeros((d, 1))
+    start = np.zeros((X.shape[1], 1))
     start[best, 0] = 1.0
-    sigma = FEATURE_START_SCALE * _median_distance_1d(Xs[:, best])
+    rows = sample_index(X.shape[0], FEATURE_GAP_MAX_SAMPLES, random_state)
+    column = X[:, best] if rows is None else X[rows, best]
+    sigma = FEATURE_GAP_SCALE * median_pairwise_distance_1d(column)
     return start, sigma, scores
 
 
@@ -239,24 +216,15 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
     novelty_ : float
         NMI between ``labels_`` and the existing clustering (the largest one
         when several are given); 0 is fully novel.
-    feature_scores_ : ndarray (d,) or None
-        :func:`feature_start`'s spectral gap of every feature of the residual
-        (X without the existing clusters' means); None when the feature start
-        did not apply (``existing_dependence_`` below 2, a non-default kernel
-        or sigma, rows not in memory).
-    start_ : int
-        The run kept: 0 the default start (spectral clustering of X, W = I),
-        1 the feature start (spectral clustering of the best feature with a
-        Gaussian at half its median pairwise distance, q = 1 unless given),
-        run when its feature's gap is at least 0.5.
-    start_gaps_ : ndarray
-        The spectral gap :math:`\lambda_{k-1} - \lambda_k` of each run's final
-        U-step (:func:`ikdr.spectral.spectral_gap`); the larger is kept. The
-        two runs' HSIC objectives use different bandwidths and are not
-        compared (docs/alternative_clustering.md).
 
     Notes
     -----
+    The second run (``start_`` = 1) is the feature start: spectral clustering
+    of the best single feature of the residual (:func:`feature_start`) with a
+    Gaussian at half its median pairwise distance, q = 1 unless given; it runs
+    when ``existing_dependence_`` is at least 2 and that feature's k-group
+    gap at least 0.5.
+
     ``history_`` entries carry ``quality`` (CQ, Table 3.1), ``alternativeness``
     (:math:`\mathrm{Tr}(Y^T H D^{-1/2} K_{XW} D^{-1/2} H Y)`, the HSIC to the
     existing clustering in the same normalisation), ``objective`` =
@@ -340,7 +308,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 return {"alternativeness": alt, "objective": quality - lam * alt}
             return measure
 
-        starts = [(kernel, affinity, measure_with(affinity), None, q)]
+        starts = [(kernel, affinity, measure_with(affinity), None, q, None)]
         self.feature_scores_ = None
         if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and self._auto_gaussian() \
                 and side.rows_in_memory:
@@ -356,19 +324,12 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 g = Gaussian(sigma0).fit(X)
                 # q = 1 unless given: the start is one feature (the eigengap of
                 # Phi_0 keeps q = d - 1 here, every noise feature included)
-                starts.append((g, g, measure_with(g), start, 1 if q is None else q))
+                starts.append((g, g, measure_with(g), start, 1 if q is None else q, None))
         out = self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,
                               alternative=alternative, guided=True, starts=starts)
         self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
         self.novelty_ = max(nmi(y, self.labels_) for y in existing)
         return self
-
-    def _auto_gaussian(self):
-        """Whether the kernel is the default Gaussian at ``sigma="auto"``."""
-        return (isinstance(self.sigma, str) and self.sigma == "auto" and
-                isinstance(self.kernel, str) and self.kernel.lower() == "gaussian" and
-                (self.affinity is None or (isinstance(self.affinity, str) and
-                                           self.affinity.lower() == "gaussian")))
 
     def _global_scale(self, kernel, affinity):
         """sigma="auto" against an existing clustering visible in X: the local-scaling
