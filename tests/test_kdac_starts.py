@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 import ikdr
 from ikdr.cluster.kdac import feature_start
 from ikdr.metrics import nmi
-from ikdr.spectral import spectral_gap
+from ikdr.spectral import screen_features, spectral_gap
 
 
 def blob_grid(rows, cols, noise, per_cell=30, seed=0):
@@ -130,22 +130,33 @@ def test_screened_run_finds_the_informative_features(est):
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(X, *((X[:, 5],) if est == "SemiSupervisedISM" else ()))
     assert nmi(y, model.labels_) >= 0.85
-    assert model.start_ == 1
-    assert model.start_gaps_[1] >= model.start_gaps_[0] + 0.05
-    informative = np.flatnonzero(model.feature_scores_ >= 0.25)
-    assert set(informative) <= {0, 1, 2} and len(informative) >= 2
+    candidates = np.flatnonzero(model.feature_scores_ >= 0.25)
+    assert set(candidates) <= {0, 1, 2} and len(candidates) >= 2
+    np.testing.assert_array_equal(model.support_, candidates)
     # W is zero off the screened features, and transform uses it
-    off = np.setdiff1d(np.arange(X.shape[1]), informative)
+    off = np.setdiff1d(np.arange(X.shape[1]), model.support_)
     assert np.all(model.components_[off] == 0)
     np.testing.assert_allclose(model.transform(X), X @ model.components_)
 
 
-def test_default_run_kept_without_a_clear_gain():
+def test_screen_features():
+    X, y = few_informative()
+    columns, scores, gaps = screen_features(X, 4, random_state=0)
+    np.testing.assert_array_equal(columns, np.flatnonzero(scores >= 0.25))
+    assert gaps[1] >= gaps[0] + 0.05
+    # all features informative: nothing to screen
+    assert screen_features(X[:, :3], 4, random_state=0)[0] is None
+
+
+def test_no_screen_without_a_clear_gain():
     from sklearn.datasets import load_wine
 
     X, y = load_wine(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
+    # wine: 3 of 13 features split in two, but spectral clustering of them alone
+    # separates the wines less clearly than all 13 (and scores 0.67 against 0.85)
+    columns, scores, gaps = screen_features(X, 3, random_state=0)
+    assert columns is None and np.sum(scores >= 0.25) >= 1 and gaps[1] < gaps[0] + 0.05
     model = ikdr.ISMClustering(3, random_state=0).fit(X)
-    # wine: 3 of 13 features split in two, the run on them scores below the default
-    assert model.start_ == 0 and model.start_gaps_.shape == (2,)
+    np.testing.assert_array_equal(model.support_, np.arange(13))
     assert nmi(y, model.labels_) >= 0.84

@@ -28,7 +28,7 @@ from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
 from ..solver.importances import feature_importances
-from ..spectral import auto_kernel, feature_gaps, njw_labels, spectral_gap
+from ..spectral import auto_kernel, njw_labels, screen_features, spectral_gap
 from .alternation import alternate_on
 
 #: another start's run replaces the default run only when the spectral gap of its
@@ -36,12 +36,6 @@ from .alternation import alternate_on
 #: with NMI 0.92 and 0.64; the runs kept on the grids of blobs and the
 #: few-informative sets win by 0.10-0.86; docs/alternative_clustering.md)
 START_GAP_MARGIN = 0.05
-
-#: ISMClustering's screened run uses the features whose 2-group gap reaches this:
-#: noise features of 300-600 rows scored at most 0.21, the informative features of
-#: 4 blobs in 3 of 50 features 0.27-0.43, of make_classification 3 of 30
-#: 0.32-0.50 (docs/alternative_clustering.md)
-SCREEN_MIN_GAP = 0.25
 
 __all__ = ["AlternatingClustering", "ISMClustering", "SemiSupervisedISM", "COMMON_PARAMS",
            "COMMON_ATTRS"]
@@ -156,25 +150,20 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 (self.affinity is None or (isinstance(self.affinity, str) and
                                            self.affinity.lower() == "gaussian")))
 
-    def _screened_starts(self, X, side, kernel, affinity, k, q, measure_with=None):
-        """The default run and, when some but not all features split in two
-        (:func:`ikdr.spectral.feature_gaps` >= :data:`SCREEN_MIN_GAP`), a run on
-        those features alone with local scaling fitted on them.
-        ``measure_with(affinity)``: the paradigm's measure for a run's affinity."""
-        def measure(aff):
-            return None if measure_with is None else measure_with(aff)
-
-        default = [(kernel, affinity, measure(affinity), None, q, None)]
-        self.feature_scores_ = None
-        if not (self._auto_gaussian() and side.rows_in_memory and X.shape[1] > 2):
-            return default
-        self.feature_scores_ = feature_gaps(X, 2, random_state=self.random_state)
-        columns = np.flatnonzero(self.feature_scores_ >= SCREEN_MIN_GAP)
-        if columns.size == 0 or columns.size == X.shape[1]:
-            return default
-        local = auto_kernel(np.asarray(X)[:, columns], k)
-        return default + [(local, local, measure(local), None,
-                           None if q is None else min(q, columns.size), columns)]
+    def _screened_run(self, X, side, kernel, affinity, k, q, measure_with=None):
+        """The run of the alternation: on every feature, or, at the defaults, on
+        the features :func:`ikdr.spectral.screen_features` takes (local scaling
+        fitted on them; W is zero elsewhere). Sets ``feature_scores_``.
+        ``measure_with(affinity)``: the paradigm's measure."""
+        columns, self.feature_scores_ = None, None
+        if self._auto_gaussian() and side.rows_in_memory and X.shape[1] > 2:
+            columns, self.feature_scores_, _ = screen_features(
+                X, k, random_state=self.random_state)
+        if columns is not None:
+            kernel = affinity = auto_kernel(np.asarray(X)[:, columns], k)
+            q = None if q is None else min(q, columns.size)
+        measure = None if measure_with is None else measure_with(affinity)
+        return [(kernel, affinity, measure, None, q, columns)]
 
     def _alternate(self, X, side, kernel, affinity, k, q, normalize,
                    build_gamma=clustering_gamma, measure=None, alternative=False, guided=False,
@@ -188,8 +177,7 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         (:func:`ikdr.spectral.spectral_gap`) exceeds the default's by at least
         :data:`START_GAP_MARGIN` (the largest such)."""
         work = side.working_data(X, self._dtype)
-        several = starts is not None
-        if not several:
+        if starts is None:
             starts = [(kernel, affinity, measure, None, q, None)]
         outs = []
         for kern, aff, meas, start, n_components, columns in starts:
@@ -224,9 +212,10 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                           f"with the highest objective (iteration {out.best_iteration}) is "
                           "kept", ConvergenceWarning, stacklevel=3)
         self._store(out, normalize)
-        if several:
-            self.start_ = best
-            self.start_gaps_ = np.asarray(gaps)
+        columns = starts[best][5]
+        self.support_ = np.arange(X.shape[1]) if columns is None else np.asarray(columns)
+        self.start_ = best
+        self.start_gaps_ = gaps
         return out
 
     def _store(self, out, normalize):
@@ -370,22 +359,21 @@ COMMON_ATTRS = r"""
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None
-        The :func:`ikdr.spectral.feature_gaps` that chose a second run
-        (ISMClustering, SemiSupervisedISM: 2 groups in each feature of X;
-        KDAC: k groups in each feature of X without the existing clusters'
-        means); None when no second run applied (a kernel or sigma other
-        than the default, rows not in memory, at most 2 features).
+        Each feature's 2-group gap (:func:`ikdr.spectral.feature_gaps`) when
+        the default kernel let the features be screened (KDAC: each feature's
+        k-group gap in X without the existing clusters' means, see its
+        Notes); None otherwise.
+    support_ : ndarray of int
+        The features W may use: all, unless :func:`ikdr.spectral.screen_features`
+        took a few (4 blobs in 3 of 50 features: ISMClustering 0.26 -> 0.90;
+        docs/alternative_clustering.md); ``components_`` is zero elsewhere.
     start_ : int
-        The run kept: 0 the default (spectral clustering of X first), 1 the
-        second run (ISMClustering, SemiSupervisedISM: W restricted to the
-        features whose 2-group gap is at least 0.25, with local scaling
-        fitted on them; KDAC: see below).
+        Which of the runs was kept (KDAC's feature start is 1, see its Notes;
+        0 when there was one run).
     start_gaps_ : ndarray
         The spectral gap :math:`\lambda_{k-1} - \lambda_k` of each run's final
-        U-step (:func:`ikdr.spectral.spectral_gap`); the second run is kept
-        when its gap exceeds the default's by at least 0.05
-        (docs/alternative_clustering.md: 4 blobs in 3 of 50 features,
-        ISMClustering 0.26 -> 0.90).
+        U-step (:func:`ikdr.spectral.spectral_gap`); a run other than the
+        first is kept only when its gap is larger by at least 0.05.
     n_features_in_ : int
 """
 
@@ -450,7 +438,7 @@ class ISMClustering(AlternatingClustering):
         X, _, side = self._input(X)
         kernel, affinity, k, q, normalize = self._check_common(X, side)
         self._alternate(X, side, kernel, affinity, k, q, normalize,
-                        starts=self._screened_starts(X, side, kernel, affinity, k, q))
+                        starts=self._screened_run(X, side, kernel, affinity, k, q))
         return self
 
 
@@ -549,7 +537,7 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
                         "objective": quality + weight["mu"] * score_term}
             return measure
 
-        starts = self._screened_starts(X, side, kernel, affinity, k, q, measure_with)
+        starts = self._screened_run(X, side, kernel, affinity, k, q, measure_with)
         self._alternate(X, side, kernel, affinity, k, q, normalize, build, None, guided=True,
                         starts=starts)
         self.mu_ = weight["mu"]
