@@ -160,3 +160,20 @@ def test_no_screen_without_a_clear_gain():
     model = ikdr.ISMClustering(3, random_state=0).fit(X)
     np.testing.assert_array_equal(model.support_, np.arange(13))
     assert nmi(y, model.labels_) >= 0.84
+
+
+def test_two_views_given_the_third_is_found():
+    # a 2 x 2 x 2 cube of blobs + 4 noise features, two axes given as a list:
+    # the feature start's W stays on the third axis (it tilted towards noise: 0.89)
+    rng = np.random.default_rng(0)
+    cells = np.array(np.meshgrid([0, 1], [0, 1], [0, 1], indexing="ij")).reshape(3, -1).T
+    cells = cells.repeat(30, axis=0)
+    X = np.hstack([6.0 * cells + rng.normal(0, 0.5, cells.shape),
+                   rng.standard_normal((cells.shape[0], 4))])
+    X = (X - X.mean(0)) / X.std(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = ikdr.KDAC(2, random_state=0).fit(X, [cells[:, 0], cells[:, 1]])
+    assert nmi(cells[:, 2], model.labels_) >= 0.95 and model.novelty_ <= 0.1
+    assert model.start_ == 1 and 2 in model.support_ and 0 not in model.support_
+    np.testing.assert_allclose(np.abs(model.components_[2, 0]), 1.0)

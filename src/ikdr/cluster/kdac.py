@@ -221,9 +221,10 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
     -----
     The second run (``start_`` = 1) is the feature start: spectral clustering
     of the best single feature of the residual (:func:`feature_start`) with a
-    Gaussian at half its median pairwise distance, q = 1 unless given; it runs
-    when ``existing_dependence_`` is at least 2 and that feature's k-group
-    gap at least 0.5.
+    Gaussian at half its median pairwise distance, q = 1 unless given, W on
+    the features whose k-group gap is at least 0.5 (zero elsewhere,
+    ``support_``); it runs when ``existing_dependence_`` is at least 2 and the
+    best feature's gap is at least 0.5.
 
     ``history_`` entries carry ``quality`` (CQ, Table 3.1), ``alternativeness``
     (:math:`\mathrm{Tr}(Y^T H D^{-1/2} K_{XW} D^{-1/2} H Y)`, the HSIC to the
@@ -321,10 +322,15 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
             start, sigma0, self.feature_scores_ = feature_start(
                 X, Y, k, random_state=self.random_state)
             if sigma0 > 0 and self.feature_scores_.max() >= FEATURE_START_MIN_GAP:
-                g = Gaussian(sigma0).fit(X)
+                # W on the features that hold k clusters besides the existing view
+                # (otherwise the objective tilts W towards noise features that lower
+                # the penalty: the cube with two views given, 0.89 -> 1.0), and
                 # q = 1 unless given: the start is one feature (the eigengap of
                 # Phi_0 keeps q = d - 1 here, every noise feature included)
-                starts.append((g, g, measure_with(g), start, 1 if q is None else q, None))
+                columns = np.flatnonzero(self.feature_scores_ >= FEATURE_START_MIN_GAP)
+                g = Gaussian(sigma0).fit(X[:, columns])
+                starts.append((g, g, measure_with(g), start[columns],
+                               1 if q is None else min(q, columns.size), columns))
         out = self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,
                               alternative=alternative, guided=True, starts=starts)
         self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
