@@ -62,9 +62,47 @@ def shared(name, max_n=None, seed=0):
 def bundled(name):
     from sklearn import datasets as skd
 
-    loader = {"wine": skd.load_wine, "breast_cancer": skd.load_breast_cancer,
-              "digits": skd.load_digits}[name]
+    loader = {"iris": skd.load_iris, "wine": skd.load_wine,
+              "breast_cancer": skd.load_breast_cancer, "digits": skd.load_digits}[name]
     X, y = loader(return_X_y=True)
+    return standardise(X), y
+
+
+def text_topics(n_docs=400, n_topics=4, vocabulary=600, words=30, topical=0.4, seed=0):
+    """TF-IDF of a corpus generated here (no download): each topic draws its words
+    from a Zipf law over its own permutation of a shared vocabulary; documents are
+    30 words, 40 % from their topic, 60 % from a common background."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    rng = np.random.default_rng(seed)
+    zipf = 1.0 / np.arange(1, vocabulary + 1)
+    zipf /= zipf.sum()
+    orders = [rng.permutation(vocabulary) for _ in range(n_topics + 1)]
+    y = rng.integers(0, n_topics, n_docs)
+    docs = []
+    for t in y:
+        own = rng.random(words) < topical
+        ids = np.where(own, orders[t][rng.choice(vocabulary, words, p=zipf)],
+                       orders[-1][rng.choice(vocabulary, words, p=zipf)])
+        docs.append(" ".join(f"w{i}" for i in ids))
+    X = TfidfVectorizer(min_df=3).fit_transform(docs).toarray()
+    return standardise(X), y
+
+
+def few_informative(kind, seed=0):
+    """High-dimensional sets where a few features carry the clusters.
+
+    ``"classification"``: make_classification, 600 x 30, 3 informative features,
+    3 classes; ``"blobs+noise"``: 4 blobs in 3 dimensions + 47 noise features."""
+    from sklearn import datasets as skd
+
+    if kind == "classification":
+        X, y = skd.make_classification(600, 30, n_informative=3, n_redundant=0,
+                                       n_classes=3, n_clusters_per_class=1, class_sep=2.0,
+                                       random_state=seed)
+    else:
+        X, y = skd.make_blobs(600, n_features=3, centers=4, random_state=seed)
+        X = np.hstack([X, np.random.default_rng(seed).standard_normal((600, 47))])
     return standardise(X), y
 
 
@@ -79,8 +117,11 @@ def all_sets(seeds=(0, 1, 2), n=900, spiral_n=1200):
         data = shared(name, **kw)
         if data is not None:
             out.append((name, *data))
-    for name in ("wine", "breast_cancer", "digits"):
+    for name in ("iris", "wine", "breast_cancer", "digits"):
         out.append((name, *bundled(name)))
+    out.append(("text (TF-IDF)", *text_topics()))
+    out.append(("classification 3 of 30", *few_informative("classification")))
+    out.append(("blobs 3 + 47 noise", *few_informative("blobs+noise")))
     return out
 
 

@@ -339,3 +339,24 @@ def write_results(stem, title, conditions, body, records=None, out_dir=None):
             json.dump({**conditions, "title": title, "records": records}, fh, indent=2,
                       default=float)
     return md
+
+
+# --- ClustPy's alternative-clustering methods (optional: pip install ikdr[peers]) -------------
+
+def clustpy_alternative(method, X, n_clusters, random_state=0):
+    """Label vectors of ClustPy's NR-Kmeans or Orth (one per found subspace), or None.
+
+    ``n_clusters``: the cluster counts of the sought clusterings. None when
+    ClustPy is not installed (it is an optional peer: ``pip install ikdr[peers]``).
+    """
+    try:
+        from clustpy.alternative import NrKmeans, OrthogonalClustering
+    except ImportError:
+        return None
+    cls = {"NR-Kmeans": NrKmeans, "Orth": OrthogonalClustering}[method]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cls(n_clusters=list(n_clusters), random_state=random_state).fit(X)
+    labels = np.asarray(model.labels_)
+    labels = labels.reshape(labels.shape[0], -1)
+    return [labels[:, c] for c in range(labels.shape[1])]

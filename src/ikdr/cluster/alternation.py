@@ -145,7 +145,7 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
               random_state: RandomStateLike = None, measure: Callable[..., Any] | None = None,
               n_threads: int | None = None, report: Any = None, warn: bool = True,
               landmarks: Any = None, alternative: bool = False,
-              guided: bool = False) -> AlternationResult:
+              guided: bool = False, start: np.ndarray | None = None) -> AlternationResult:
     r"""The U/W alternation shared by every clustering paradigm of ISM.
 
     1. U-step at W = I: :math:`U_0`, :math:`D_0` (spectral clustering of X).
@@ -200,6 +200,10 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
         The objective has a second term on W (semi-supervised scores, an
         existing clustering): the default q keeps the floor
         ``min(d, n_clusters)`` (:func:`default_n_components`).
+    start : ndarray (d, r) or None
+        The first U-step clusters X @ start instead of X (W = I); the first
+        W-step still starts from :math:`\Phi_0` of that U (KDAC's feature
+        start, :func:`ikdr.cluster.kdac.feature_start`).
 
     Returns
     -------
@@ -210,13 +214,13 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
                         n_components=n_components, normalize=normalize, max_iter=max_iter,
                         tol=tol, random_state=random_state, measure=measure,
                         n_threads=n_threads, report=report, warn=warn,
-                        alternative=alternative, guided=guided, stacklevel=3)
+                        alternative=alternative, guided=guided, start=start, stacklevel=3)
 
 
 def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=None,
                  n_components=None, normalize=True, max_iter=20, tol=1e-3,
                  random_state=None, measure=None, n_threads=None, report=None, warn=True,
-                 alternative=False, guided=False, stacklevel=2):
+                 alternative=False, guided=False, start=None, stacklevel=2):
     r""":func:`alternate` on a resolved clustering side (``side``: the exact,
     landmark or Dask side of :func:`ikdr.passes.resolve_clustering`). The loop
     sees the data only through the side: its U-step (``embed``), the points
@@ -226,7 +230,8 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
     affinity = kernel if affinity is None else affinity
     X = side.prepare(X)
     d = X.shape[1]
-    U, vals, deg = side.embed(X, affinity, n_clusters, random_state=random_state,
+    first = X if start is None else side.points(X, np.asarray(start, dtype=np.float64))
+    U, vals, deg = side.embed(first, affinity, n_clusters, random_state=random_state,
                               n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
     passes = side.ism_passes(X.shape[0])
