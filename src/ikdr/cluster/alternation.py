@@ -145,7 +145,8 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
               random_state: RandomStateLike = None, measure: Callable[..., Any] | None = None,
               n_threads: int | None = None, report: Any = None, warn: bool = True,
               landmarks: Any = None, alternative: bool = False,
-              guided: bool = False, start: np.ndarray | None = None) -> AlternationResult:
+              guided: bool = False, start: np.ndarray | None = None,
+              eigen_solver: str = "auto") -> AlternationResult:
     r"""The U/W alternation shared by every clustering paradigm of ISM.
 
     1. U-step at W = I: :math:`U_0`, :math:`D_0` (spectral clustering of X).
@@ -204,6 +205,8 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
         The first U-step clusters X @ start instead of X (W = I); the first
         W-step still starts from :math:`\Phi_0` of that U (KDAC's feature
         start, :func:`ikdr.cluster.kdac.feature_start`).
+    eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
+        The W-steps' eigensolver for a dense :math:`\Phi` (:func:`ikdr.ism`).
 
     Returns
     -------
@@ -214,13 +217,15 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
                         n_components=n_components, normalize=normalize, max_iter=max_iter,
                         tol=tol, random_state=random_state, measure=measure,
                         n_threads=n_threads, report=report, warn=warn,
-                        alternative=alternative, guided=guided, start=start, stacklevel=3)
+                        alternative=alternative, guided=guided, start=start,
+                        eigen_solver=eigen_solver, stacklevel=3)
 
 
 def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=None,
                  n_components=None, normalize=True, max_iter=20, tol=1e-3,
                  random_state=None, measure=None, n_threads=None, report=None, warn=True,
-                 alternative=False, guided=False, start=None, stacklevel=2):
+                 alternative=False, guided=False, start=None, eigen_solver="auto",
+                 stacklevel=2):
     r""":func:`alternate` on a resolved clustering side (``side``: the exact,
     landmark or Dask side of :func:`ikdr.passes.resolve_clustering`). The loop
     sees the data only through the side: its U-step (``embed``), the points
@@ -252,7 +257,8 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
         # The inner W-steps skip the Hessian part of the certificate (not stored).
         result = solve_ism(passes, X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER,
                            n_threads=n_threads, random_state=random_state, warn=False,
-                           certify=False, callback=inner, phi_solver=side.phi_solver)
+                           certify=False, callback=inner, phi_solver=side.phi_solver,
+                           eigen_solver=eigen_solver)
         W_new = result.components
         q = W_new.shape[1]
         Z = side.points(X, W_new)

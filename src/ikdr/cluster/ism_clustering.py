@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._utils.eig import EIGEN_SOLVERS
 from .._utils.progress import IterationReport
 from .._utils.sampling import sample_rows
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
@@ -60,6 +61,7 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         # checked with the data by ikdr.passes.landmarks.landmark_data (n_landmarks <= n)
         "approximation": "no_validation",
         "n_landmarks": "no_validation",
+        "eigen_solver": [StrOptions(set(EIGEN_SOLVERS))],
     }
 
     def _input(self, X, y=None, **kwargs):
@@ -192,7 +194,8 @@ class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                                    normalize=normalize, max_iter=self._max_iter, tol=self.tol,
                                    random_state=self.random_state, measure=meas,
                                    report=report, warn=False, alternative=alternative,
-                                   guided=guided, start=start)
+                                   guided=guided, start=start,
+                                   eigen_solver=self.eigen_solver)
             if columns is not None:         # W is zero on the other features
                 W = np.zeros((X.shape[1], out.components.shape[1]), dtype=out.components.dtype)
                 W[columns] = out.components
@@ -316,6 +319,10 @@ COMMON_PARAMS = r"""
         m. "auto": doubled from 64 at the first U-step until the embedding
         moves by less than 0.01 (``ConvergenceWarning`` at 2,048); the m
         used is ``n_landmarks_``.
+    eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
+        How each W-step finds the top-q eigenvectors of a dense :math:`\Phi`
+        (as :class:`ikdr.ISM`'s); "cpm" is the coordinate-wise power method
+        (Lei, Zhong and Dhillon 2016; docs/cpm.md).
 """
 
 COMMON_ATTRS = r"""
@@ -417,7 +424,8 @@ class ISMClustering(AlternatingClustering):
                  tol: float = 1e-3, affinity: str | None = None, normalize: str | bool = "auto",
                  random_state: RandomStateLike = None, verbose: int = 0,
                  dtype: DTypeLike = np.float64, approximation: str | None = None,
-                 n_landmarks: int | str = "auto") -> None:
+                 n_landmarks: int | str = "auto", eigen_solver: str = "auto") -> None:
+        self.eigen_solver = eigen_solver
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
@@ -492,7 +500,8 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
                  affinity: str | None = None, normalize: str | bool = "auto",
                  random_state: RandomStateLike = None, verbose: int = 0,
                  dtype: DTypeLike = np.float64, approximation: str | None = None,
-                 n_landmarks: int | str = "auto") -> None:
+                 n_landmarks: int | str = "auto", eigen_solver: str = "auto") -> None:
+        self.eigen_solver = eigen_solver
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters

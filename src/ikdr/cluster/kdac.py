@@ -259,7 +259,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                  max_iter: int = 20, tol: float = 1e-3, affinity: str | None = None,
                  normalize: str | bool = "auto", random_state: RandomStateLike = None,
                  verbose: int = 0, dtype: DTypeLike = np.float64, approximation: str | None = None,
-                 n_landmarks: int | str = "auto") -> None:
+                 n_landmarks: int | str = "auto", eigen_solver: str = "auto") -> None:
+        self.eigen_solver = eigen_solver
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.n_clusters = n_clusters
