@@ -156,3 +156,24 @@ class TargetRequiredMixin:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+class NewParametersOnLoad:
+    """Estimators pickled by an earlier ikdr lack the parameters added since. On
+    load each gets the value in ``_earlier_parameters`` (the one that does what
+    the earlier version did, e.g. ISM's ``screen=None``), so that
+    ``get_params``, ``clone`` and a refit work, and the fitted attributes added
+    since get ``_fitted_defaults(state)``."""
+
+    #: parameter -> the value that reproduces the earlier versions
+    _earlier_parameters: dict = {}
+
+    def __setstate__(self, state):
+        missing = {name: value for name, value in self._earlier_parameters.items()
+                   if name not in state}
+        fitted = {name: value for name, value in self._fitted_defaults(state).items()
+                  if name not in state}
+        super().__setstate__({**state, **missing, **fitted})
+
+    def _fitted_defaults(self, state):
+        return {}

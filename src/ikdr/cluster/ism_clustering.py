@@ -22,7 +22,7 @@ from .._utils.progress import IterationReport
 from .._utils.sampling import sample_rows
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
-from .._utils.validation import keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, keep_state_on_error
 from ..gamma import centered, clustering_gamma, kernel_factor, semi_supervised_gamma
 from ..kernels import MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel
 from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
@@ -42,8 +42,11 @@ __all__ = ["AlternatingClustering", "ISMClustering", "SemiSupervisedISM", "COMMO
            "COMMON_ATTRS"]
 
 
-class AlternatingClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEstimator):
     """Shared parameter constraints, checks, fitted attributes and transform."""
+
+    #: ikdr 0.1's behaviour for the parameters added since (pickles of 0.1 load with it)
+    _earlier_parameters = {"eigen_solver": "auto"}
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],

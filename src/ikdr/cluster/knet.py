@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
-from .._utils.validation import check_scale, keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error
 from ..kernels import Gaussian
 from ..spectral import (auto_kernel, median_scale_gaussian, njw_labels,
                        row_normalised, screen_features, spectral_embedding)
@@ -27,7 +27,7 @@ from .knet_training import (PREDICT_CHUNK, kernel_times, partition_hsic, spread,
 __all__ = ["KNetClustering"]
 
 
-class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEstimator):
     r"""KNet deep kernel clustering (dissertation chapter 4, Algorithm 3).
 
     Learns an embedding :math:`\psi_\theta` (a ReLU MLP) that maximises the
@@ -251,6 +251,12 @@ class KNetClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
+
+    def _fitted_defaults(self, state):
+        # fitted by ikdr 0.1, before the screen: the network reads every feature
+        if "encoder_" in state:
+            return {"support_": np.arange(state["n_features_in_"]), "feature_scores_": None}
+        return {}
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],

@@ -34,7 +34,7 @@ from .solvers import (asymmetric_nystrom, budget_exhausted, choose_solver, exact
                       landmark_pair, nystrom_auto)
 from .._utils.progress import IterationReport, check_verbose
 from .._utils.validation import check_bandwidth, check_scale
-from .._utils.validation import keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, keep_state_on_error
 from .._utils.typing import RandomStateLike
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
@@ -44,7 +44,7 @@ _MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
 
 
 # ---------------------------------------------------------------- estimator
-class KernelSVD(TransformerMixin, BaseEstimator):
+class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
     r"""Asymmetric kernel SVD (KSVD) between two point sets.
 
     With :math:`G_{ij} = \kappa(x_i, z_j)` (n x m), KSVD is the rank-r
@@ -230,6 +230,9 @@ class KernelSVD(TransformerMixin, BaseEstimator):
     >>> bool(np.allclose(ksvd.transform(A[:2]), ksvd.row_embedding_[:2]))
     True
     """
+
+    #: ikdr 0.1's behaviour for the parameters added since (its ``gamma`` still wins)
+    _earlier_parameters = {"sigma": "median"}
 
     _parameter_constraints: dict = {
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],

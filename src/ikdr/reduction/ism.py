@@ -15,7 +15,7 @@ from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import sample_index, sample_rows
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
-from .._utils.validation import check_positive, keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, check_positive, keep_state_on_error
 from ..gamma import supervised_gamma
 from ..kernels import (MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel, median_sigma,
                        separation_sigma)
@@ -58,7 +58,7 @@ def check_kernel_params(kernel, sigma, *, rules=("median",)):
     return make_kernel(kernel, sigma=sigma)
 
 
-class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
+class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstimator):
     r"""Supervised interpretable kernel dimension reduction by the Iterative Spectral Method.
 
     Finds W (d x q, :math:`W^TW = I`) maximising the HSIC between the
@@ -248,6 +248,9 @@ class ISM(TargetRequiredMixin, TransformerMixin, BaseEstimator):
     >>> model.transform(X).shape
     (178, 3)
     """
+
+    #: ikdr 0.1's behaviour for the parameters added since (pickles of 0.1 load with it)
+    _earlier_parameters = {"screen": None, "eigen_solver": "auto"}
 
     _parameter_constraints = {
         "tol": [Interval(Real, 0, None, closed="neither")],
