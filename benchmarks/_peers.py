@@ -122,8 +122,17 @@ def machine_summary():
     except ImportError:
         pass
     overrides = {k: v for k, v in os.environ.items() if k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    return (f"{model}, {os.cpu_count()} logical CPUs; ikdr {ikdr.__version__}, "
-            f"{ikdr.get_num_threads()} threads, SIMD {ikdr.build_info().get('simd', '?')}; "
+    wait = {k: v for k, v in os.environ.items() if k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu_flags = next(line.split(":", 1)[1].split() for line in fh if line.startswith("flags"))
+        flags = " (" + ", ".join(f for f in ("avx2", "avx512f", "amx_tile") if f in cpu_flags) + ")"
+    except (OSError, StopIteration):
+        pass
+    return (f"{model}{flags}, {os.cpu_count()} logical CPUs; ikdr {ikdr.__version__}, "
+            f"{ikdr.get_num_threads()} threads, SIMD {ikdr.build_info().get('simd', '?')}, "
+            f"OpenMP idle wait {wait or 'ikdr default'}; "
             f"numpy {np.__version__}, BLAS {blas}; OPENBLAS overrides {overrides or 'none'}")
 
 
