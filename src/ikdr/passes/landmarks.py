@@ -54,7 +54,6 @@ Rahimi, Recht. Random features for large-scale kernel machines. NIPS 2007.
 """
 from __future__ import annotations
 
-import copy
 import numbers
 import warnings
 
@@ -67,9 +66,11 @@ from .._config import get_num_threads
 from .._utils.subspace import principal_angle
 from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
                       kernel_factors, select_landmarks)
+from .landmark_sweeps import (GammaStructure, native_first_sweep, native_rhs, native_second_sweep,
+                              numpy_first_sweep, numpy_second_sweep)
 from .problem import KernelProblem
 from .dask_data import as_data, is_distributed, row_source
-from .rows import check_rows, fit_kernel_on_rows, rows_per_block
+from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 
 __all__ = ["APPROXIMATIONS", "LANDMARK_METHODS", "Approximation", "make_approximation",
            "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
@@ -101,188 +102,6 @@ def _controller(cache=[]):  # noqa: B006 (a per-process cache of one controller)
     return cache[0]
 
 
-class _GammaStructure:
-    """A factored Gamma as the passes use it: the class-indicator form of the
-    supervised :math:`HYY^TH` when it is one (detected from the factor), else
-    the general signed factor."""
-
-    def __init__(self, gamma):
-        if not gamma.is_factored:
-            raise ValueError("the landmark approximation needs a factored Gamma "
-                             "(G diag(s) G^T); a dense Gamma has no such structure")
-        G, s, _ = gamma.arrays(np.float64)
-        self.G = G
-        self.s = np.ones(G.shape[1]) if s is None else np.asarray(s, dtype=np.float64)
-        self.codes = None
-        if np.all(self.s == 1.0) and G.shape[1] >= 2:
-            p = -G.min(axis=0)
-            Y = G + p
-            codes = np.argmax(Y, axis=1)
-            onehot = np.zeros_like(Y)
-            onehot[np.arange(Y.shape[0]), codes] = 1.0
-            if np.allclose(Y, onehot, atol=1e-12) and np.allclose(p, onehot.mean(axis=0), atol=1e-12):
-                self.codes = codes
-                self.p = p
-                self.a = p[codes]
-                self.ssq = float(p @ p)
-                self.n_classes = G.shape[1]
-
-    @property
-    def classes(self):
-        return self.codes is not None
-
-    def block(self, sl):
-        """The structure of the rows ``sl`` alone (what one row block's task needs);
-        its methods then take ``slice(None)``."""
-        out = copy.copy(self)
-        out.G = self.G[sl]
-        if self.classes:
-            out.codes, out.a = self.codes[sl], self.a[sl]
-        return out
-
-    def columns(self, sl):
-        """The block's columns that the first sweep multiplies by C^T:
-        ``[Y, 1, a]`` (classes) or ``G`` (general)."""
-        if self.classes:
-            c = self.codes[sl]
-            E = np.zeros((c.shape[0], self.n_classes + 2))
-            E[np.arange(c.shape[0]), c] = 1.0
-            E[:, -2] = 1.0
-            E[:, -1] = self.a[sl]
-            return E
-        return self.G[sl]
-
-    def value(self, P, S):
-        """:math:`1^T(\\Gamma\\circ CSC^T)1` from P = C^T columns."""
-        SP = S @ P
-        if self.classes:
-            k = self.n_classes
-            within = float(np.einsum("ij,ij->", P[:, :k], SP[:, :k]))
-            return within - 2.0 * float(P[:, -1] @ SP[:, -2]) + self.ssq * float(P[:, -2] @ SP[:, -2])
-        return float(np.einsum("ij,ij,j->", P, SP, self.s))
-
-    def degrees(self, sl, C, SP):
-        """Rows ``sl`` of :math:`(\\Gamma\\circ CSC^T)1` (C the block of C, SP = S P)."""
-        T = C @ SP.astype(C.dtype)
-        if self.classes:
-            k = self.n_classes
-            c = self.codes[sl]
-            own = T[np.arange(T.shape[0]), c]
-            return own - self.a[sl] * T[:, k] - T[:, k + 1] + self.ssq * T[:, k]
-        return (T * self.G[sl]) @ self.s
-
-
-
-def _class_products(A, B, structure, rows, dtype):
-    """Per row block of a supervised Gamma (class indicators, DESIGN.md section 6):
-    ``A_c^T B_c`` for every class c (classes x a x b) and ``A^T diag(a) B`` (float64),
-    the two pieces every landmark pass combines."""
-    codes = structure.codes[rows]
-    per_class = np.zeros((structure.n_classes, A.shape[1], B.shape[1]))
-    for c in range(structure.n_classes):
-        members = codes == c
-        if members.any():
-            per_class[c] = A[members].T @ B[members]
-    cross = A.T @ (structure.a[rows].astype(dtype)[:, None] * B)
-    return per_class, np.asarray(cross, dtype=np.float64)
-
-#: the rows of a block view of the structure (every row of the block)
-_ALL = slice(None)
-
-
-def _x_gamma_c(st, Xb, C):
-    """Per block: class terms ``(sum_c X_c^T C_c per class, X^T diag(a) C)`` or
-    general ``X^T diag(g_r) C`` for every r, all d x m (float64)."""
-    if st.classes:
-        return _class_products(Xb, C, st, _ALL, C.dtype)
-    Gb = st.G.astype(C.dtype)
-    return np.stack([np.asarray(Xb.T @ (Gb[:, j, None] * C), dtype=np.float64)
-                     for j in range(Gb.shape[1])], axis=1)
-
-
-def _c_gamma_r(st, C, Rb):
-    """Per block: ``C^T`` times the right-hand side split by Gamma's structure."""
-    if st.classes:
-        return _class_products(C, Rb, st, _ALL, C.dtype)
-    Gb = st.G.astype(C.dtype)
-    r, k = Gb.shape[1], Rb.shape[1]
-    stacked = (Gb[:, :, None] * Rb[:, None, :]).reshape(Rb.shape[0], r * k)
-    return np.asarray(C.T @ stacked, dtype=np.float64).reshape(C.shape[1], r, k)
-
-
-def _gamma_m_r(st, C, S, Q):
-    r"""The block's rows of :math:`(\Gamma\circ CSC^T)R` from the first sweep's C^T R terms."""
-    C = np.asarray(C, dtype=np.float64)
-    if st.classes:
-        Qc, Qa = Q
-        codes = st.codes
-        Q1 = Qc.sum(axis=0)
-        out = np.empty((C.shape[0], Qa.shape[1]))
-        for c in range(st.n_classes):
-            rows = codes == c
-            if rows.any():
-                out[rows] = C[rows] @ (S @ Qc[c])
-        a = st.a[:, None]
-        return out - a * (C @ (S @ Q1)) - C @ (S @ Qa) + st.ssq * (C @ (S @ Q1))
-    r = Q.shape[1]
-    G = st.G
-    out = np.zeros((C.shape[0], Q.shape[2]))
-    for j in range(r):
-        out += st.s[j] * G[:, j, None] * (C @ (S @ Q[:, j, :]))
-    return out
-
-
-def _first_sweep(X_b, st, W, V, factors, dense, dtype):
-    """One row block's first-sweep terms, per factor ``(P, A, Q)``: the C^T columns of
-    Gamma's structure, the X^T Gamma C products (dense Phi) and the C^T Gamma R
-    products (Phi V). A pass sums them over the blocks."""
-    Xb = np.asarray(X_b, dtype=dtype)
-    Zb = Xb @ W.astype(dtype)
-    E = st.columns(_ALL).astype(dtype)
-    Rb = None if V is None else Xb @ V.astype(dtype)
-    out = []
-    for f in factors:
-        C = np.asarray(f.rows(Zb))
-        P = np.asarray(C.T @ E, dtype=np.float64)
-        A = None
-        if dense and any(kind != "value" for kind, _ in f.uses):
-            A = _x_gamma_c(st, Xb, C)
-        Q = None if Rb is None else _c_gamma_r(st, C, Rb)
-        out.append((P, A, Q))
-    return out
-
-
-def _second_sweep(X_b, st, W, V, factors, Q_sums, SPs, lap_weight, dense, dtype):
-    """One row block's share of the terms that need the degrees: ``[X_b^T diag(deg) X_b
-    (dense Phi), X_b^T (Gamma o M) R_b (Phi V)]``, None where not asked."""
-    Xb = np.asarray(X_b, dtype=dtype)
-    Zb = Xb @ W.astype(dtype)
-    Rb = None if V is None else Xb @ V.astype(dtype)
-    deg = None
-    ob = None if V is None else np.zeros(Rb.shape, dtype=np.float64)
-    for i, f in enumerate(factors):
-        uses = [(k, c) for k, c in f.uses if k != "value"]
-        if not uses:
-            continue
-        C = np.asarray(f.rows(Zb))
-        if lap_weight[i] != 0.0:
-            part = lap_weight[i] * st.degrees(_ALL, C, SPs[i])
-            deg = part if deg is None else deg + part
-        if V is not None:
-            MR = _gamma_m_r(st, C, f.core, Q_sums[i])
-            for kind, coef in uses:
-                ob += (coef if kind == "inner" else -coef) * MR
-    phi_part = None
-    if deg is not None and dense:
-        phi_part = np.asarray(Xb.T @ (deg.astype(dtype)[:, None] * Xb), dtype=np.float64)
-    pv_part = None
-    if V is not None:
-        if deg is not None:
-            ob += deg[:, None] * Rb
-        pv_part = np.asarray(Xb.T @ ob.astype(dtype), dtype=np.float64)
-    return [phi_part, pv_part]
-
-
 class LandmarkProblem(KernelProblem):
     """Objective, Phi and Phi-products of ``Tr(Gamma K_XW)`` with every kernel
     matrix replaced by its landmark (or random-feature) factorisation: the
@@ -303,7 +122,7 @@ class LandmarkProblem(KernelProblem):
         self._X64 = X         # passes cast X block by block; never a whole copy
         self.approx = approximation
         self.dtype = approximation.compute_dtype(X)
-        self.structure = _GammaStructure(gamma)
+        self.structure = GammaStructure(gamma)
         self.rows = row_source(X, approximation.block_rows)
         self.index = approximation.index
         self.XL = None if self.index is None else self.rows.take(self.index)
@@ -351,16 +170,25 @@ class LandmarkProblem(KernelProblem):
         factors = self._factors(W)
         st = self.structure
         width = max([f.core.shape[0] for f in factors] + [1])
-        sums = self.rows.map_reduce(_first_sweep, st.block,
-                                    (W, V, factors, dense, self.dtype), width=width)
+        # The core makes every Nystrom factor given as kernel terms; exact finite-rank
+        # factors (linear, squared members) and random features go through NumPy.
+        native = all(f.native is not None for f in factors)
+        # The core reads an in-memory array or memmap of its own dtype in place and
+        # loops over the row blocks itself (one call per sweep); other dtypes are cast
+        # block by block, and a cluster maps the same call over its chunks.
+        whole = native and isinstance(self.rows, MemoryRows) and self.X.dtype == self.dtype
+        block_rows = rows_per_block(d, self.approx.block_rows, width)
+        if native:
+            first, first_args = native_first_sweep, (W, V, factors, dense, self.dtype, block_rows,
+                                                     self.n_threads)
+        else:
+            first, first_args = numpy_first_sweep, (W, V, factors, dense, self.dtype)
+        sums = self.rows.map_reduce(first, st.block, first_args, width=width, whole=whole)
         objective = 0.0
         phi = np.zeros((d, d)) if dense else None
         lap_weight = [0.0] * len(factors)
         need_second = False
-        SPs = []
-        for i, (f, (P, A, Q)) in enumerate(zip(factors, sums)):
-            SP = f.core @ P
-            SPs.append(SP)
+        for i, (f, (P, A, _)) in enumerate(zip(factors, sums)):
             for kind, coef in f.uses:
                 if kind == "value":
                     objective += coef * st.value(P, f.core)
@@ -373,11 +201,19 @@ class LandmarkProblem(KernelProblem):
                     need_second = True
         PV = None
         if V is not None or (dense and need_second):
-            Q_sums = [Q for _, _, Q in sums]
+            if native:
+                k = 0 if V is None else V.shape[1]
+                rhs = native_rhs(st, factors, sums, lap_weight, k, self.dtype)
+                second, second_args = native_second_sweep, (W, V, factors, rhs, dense and need_second,
+                                                            self.dtype, block_rows, self.n_threads)
+            else:
+                SPs = [f.core @ P for f, (P, _, _) in zip(factors, sums)]
+                second, second_args = numpy_second_sweep, (W, V, factors, [Q for _, _, Q in sums],
+                                                           SPs, lap_weight, dense, self.dtype)
             phi, PV = self.rows.map_reduce(
-                _second_sweep, st.block, (W, V, factors, Q_sums, SPs, lap_weight, dense,
-                                          self.dtype),
-                start=[phi, np.zeros((d, V.shape[1])) if V is not None else None], width=width)
+                second, st.block, second_args,
+                start=[phi, np.zeros((d, V.shape[1])) if V is not None else None], width=width,
+                whole=whole)
         if dense:
             phi = 0.5 * (phi + phi.T)
         return objective, phi, PV
