@@ -22,6 +22,11 @@ constexpr Index kRowTask = 256;
 constexpr Index kDimTask = 128;
 // Landmark columns per task of the m x r products of the general form.
 constexpr Index kColTask = 128;
+// The d x m products of a block (one per class or rank-one term of Gamma) are
+// cut into about this many tasks: whole products where Gamma has many groups
+// (10 classes: 784 x 256 x 535 per class ran at the BLAS's full rate, 40%
+// faster than in 128-row pieces, which repack C_c each), pieces otherwise.
+constexpr Index kProductTasks = 16;
 
 Index n_chunks(Index n, Index chunk) { return (n + chunk - 1) / chunk; }
 
@@ -182,7 +187,9 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
       }
     });
     // A: per factor with products, group and chunk of the d rows
-    const Index dchunks = n_chunks(d, kDimTask);
+    const Index pieces = n_chunks(kProductTasks, groups);
+    const Index a_rows = std::max<Index>(64, (n_chunks(d, pieces) + 15) / 16 * 16);
+    const Index dchunks = n_chunks(d, a_rows);
     std::vector<std::size_t> with_a, with_q;
     for (std::size_t f = 0; f < nf; ++f) {
       if (out[f].a) with_a.push_back(f);
@@ -190,8 +197,8 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
     }
     parallel_for(static_cast<Index>(with_a.size()) * groups * dchunks, cfg, [&](Index t, int worker) {
       const std::size_t f = with_a[static_cast<std::size_t>(t / (groups * dchunks))];
-      const Index g = (t / dchunks) % groups, d0 = (t % dchunks) * kDimTask;
-      const Index dc = std::min(kDimTask, d - d0), m = rows.factors[f].m;
+      const Index g = (t / dchunks) % groups, d0 = (t % dchunks) * a_rows;
+      const Index dc = std::min(a_rows, d - d0), m = rows.factors[f].m;
       const T* c = blk.c[f].data();
       T* tmp = scratch.get(worker, dc * m + (classes ? 0 : b * dc));
       if (classes) {

@@ -66,8 +66,8 @@ from .._config import get_num_threads
 from .._utils.subspace import principal_angle
 from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
                       kernel_factors, select_landmarks)
-from .landmark_sweeps import (GammaStructure, native_first_sweep, native_rhs, native_second_sweep,
-                              numpy_first_sweep, numpy_second_sweep)
+from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sweep, native_rhs,
+                              native_second_sweep, numpy_first_sweep, numpy_second_sweep)
 from .problem import KernelProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
@@ -177,7 +177,7 @@ class LandmarkProblem(KernelProblem):
         # loops over the row blocks itself (one call per sweep); other dtypes are cast
         # block by block, and a cluster maps the same call over its chunks.
         whole = native and isinstance(self.rows, MemoryRows) and self.X.dtype == self.dtype
-        block_rows = rows_per_block(d, self.approx.block_rows, width)
+        block_rows = native_block_rows(d, width, self.dtype, self.approx.block_rows)
         if native:
             first, first_args = native_first_sweep, (W, V, factors, dense, self.dtype, block_rows,
                                                      self.n_threads)
@@ -219,21 +219,20 @@ class LandmarkProblem(KernelProblem):
         return objective, phi, PV
 
     def _quadratic(self, A, S):
-        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products."""
+        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products:
+        :math:`\sum_g s_g A_g S A_g^T` as one d x (groups m) x d product."""
         st = self.structure
         if st.classes:
             Bc, Ea = A
+            d = Bc.shape[1]
             B = Bc.sum(axis=0)
-            out = np.einsum("cdm,mk,cek->de", Bc, S, Bc, optimize=True)
+            flat = np.ascontiguousarray(Bc.transpose(1, 0, 2)).reshape(d, -1)
+            out = (Bc @ S).transpose(1, 0, 2).reshape(d, -1) @ flat.T
             BS = B @ S
             cross = Ea @ BS.T
             return out - cross - cross.T + st.ssq * (BS @ B.T)
-        r = A.shape[1]
-        out = np.zeros((A.shape[0], A.shape[0]))
-        for j in range(r):
-            Aj = A[:, j, :]
-            out += st.s[j] * (Aj @ S @ Aj.T)
-        return out
+        d = A.shape[0]
+        return ((A @ S) * st.s[None, :, None]).reshape(d, -1) @ A.reshape(d, -1).T
 
     # -- the driver's interface (counters and Hessian products inherited) -------
     def _pass_in(self, native, W, V=None, dense=False):

@@ -1,0 +1,157 @@
+"""One landmark (Nystrom) pass against the GEMM roofline of its flops (issue 33).
+
+A supervised problem (Gaussian kernel, class Gamma) of n x d float32 rows, m
+landmarks, q = columns of W: the three passes the solver calls (objective,
+dense Phi, Phi V with k = q columns) on the core's sweeps and, for
+comparison, on the NumPy sweeps they replaced. Each pass's flops are
+``ikdr.passes.landmark_sweeps.pass_flops``; the roofline is those flops at
+the rate of one float32 GEMM of the pass's main shape (X^T C: d x n x m),
+measured in the same run on the same thread count; "fraction" is roofline
+time / pass time. Every pass is timed as the best of ``--repeat`` runs.
+
+    python benchmarks/bench_landmark_pass.py                    # n = 100,000, d = 784, m = 256, q = 10
+    python benchmarks/bench_landmark_pass.py --n 20000 --threads 1 2
+    python benchmarks/bench_landmark_pass.py --memmap           # X as a float32 memmap under /tmp
+
+Writes benchmarks/results/landmark_pass.md (or --out).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ikdr  # noqa: E402
+from ikdr import supervised_gamma  # noqa: E402
+from ikdr.kernels import Gaussian  # noqa: E402
+from ikdr.passes.landmark_sweeps import pass_flops  # noqa: E402
+from ikdr.passes.landmarks import Approximation  # noqa: E402
+from _peers import machine_summary  # noqa: E402
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def gemm_rate(X, m, threads, repeat):
+    """float32 GFLOP/s of X^T C (d x n x m) with numpy's BLAS on ``threads`` threads."""
+    rng = np.random.default_rng(1)
+    C = rng.standard_normal((X.shape[0], m)).astype(np.float32)
+    Xa = np.asarray(X)
+    with threadpool_limits(threads, user_api="blas"):
+        t = best(lambda: Xa.T @ C, repeat)
+    return 2.0 * X.shape[0] * X.shape[1] * m / t / 1e9
+
+
+def skinny_rate(X, cols, threads, repeat):
+    """float32 GFLOP/s of X [W V] (n x d x cols): the projections' roofline."""
+    B = np.random.default_rng(2).standard_normal((X.shape[1], cols)).astype(np.float32)
+    Xa = np.asarray(X)
+    with threadpool_limits(threads, user_api="blas"):
+        t = best(lambda: Xa @ B, repeat)
+    return 2.0 * X.shape[0] * X.shape[1] * cols / t / 1e9
+
+
+def problem(X, y, m, threads, sigma):
+    a = Approximation("nystrom", m, random_state=0)
+    a.index = np.sort(np.random.default_rng(0).choice(X.shape[0], m, replace=False))
+    return a.problem(X, supervised_gamma(y)[0], Gaussian(sigma), threads)
+
+
+def run(args):
+    rng = np.random.default_rng(0)
+    n, d, m, q, classes = args.n, args.d, args.m, args.q, args.classes
+    centres = rng.standard_normal((classes, d)).astype(np.float32)
+    y = rng.integers(0, classes, n)
+    tmp = None
+    if args.memmap:
+        tmp = tempfile.NamedTemporaryFile(dir="/tmp", suffix=".f32")
+        X = np.memmap(tmp.name, dtype=np.float32, mode="w+", shape=(n, d))
+    else:
+        X = np.empty((n, d), dtype=np.float32)
+    for s in range(0, n, 100_000):
+        e = min(n, s + 100_000)
+        X[s:e] = centres[y[s:e]] + rng.standard_normal((e - s, d)).astype(np.float32)
+    W = np.linalg.qr(rng.standard_normal((d, q)))[0]
+    V = rng.standard_normal((d, q))
+    sigma = float(np.sqrt(2.0 * q))
+    rows = []
+    for threads in args.threads:
+        rate = gemm_rate(X, m, threads, args.repeat)
+        thin = skinny_rate(X, 2 * q, threads, args.repeat)
+        for impl in ("core", "numpy"):
+            p = problem(X, y, m, threads, sigma)
+            if impl == "numpy":
+                make = p._factors
+
+                def numpy_factors(W, make=make):
+                    fs = make(W)
+                    for f in fs:
+                        f.native = None
+                    return fs
+                p._factors = numpy_factors
+            p._pass(W)  # landmarks, warm-up
+            with threadpool_limits(threads, user_api="blas"):
+                for name, kw, flops in (
+                        ("objective", {}, pass_flops(n, d, q, m)),
+                        ("dense Phi", dict(dense=True), pass_flops(n, d, q, m, dense=True,
+                                                                  groups=classes)),
+                        ("Phi V (k = q)", dict(V=V), pass_flops(n, d, q, m, k=q,
+                                                                groups=classes))):
+                    t = best(lambda: p._pass(W, **kw), args.repeat)
+                    roof = flops / (rate * 1e9)
+                    rows.append((threads, impl, name, t, flops, roof, roof / t,
+                                 flops / (thin * 1e9) if "V" in name or name == "objective" else None))
+    if tmp is not None:
+        del X
+        tmp.close()
+    return rows, rate
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--d", type=int, default=784)
+    ap.add_argument("--m", type=int, default=256)
+    ap.add_argument("--q", type=int, default=10)
+    ap.add_argument("--classes", type=int, default=10)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--memmap", action="store_true")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "landmark_pass.md"))
+    args = ap.parse_args(argv)
+    rows, rate = run(args)
+    lines = [
+        "# One landmark pass against the GEMM roofline (issue 33)", "",
+        f"- machine: {machine_summary()}",
+        f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}",
+        f"- command: `python benchmarks/bench_landmark_pass.py {' '.join(argv or sys.argv[1:])}`",
+        f"- ikdr {ikdr.__version__}; n x d = {args.n:,} x {args.d} float32"
+        f"{' memmap' if args.memmap else ''}, m = {args.m}, q = {args.q}, {args.classes} classes",
+        "- fraction: the pass's flops at the float32 GEMM rate of X^T C (d x n x m, same run, "
+        "same threads) over the pass's time (1 = at the roofline); skinny: those flops at the "
+        "rate of X [W V] (n x d x 2q), the roofline of a pass whose flops are projections", "",
+        "| threads | sweeps | pass | time s | GFLOP | GEMM roofline s | fraction | skinny roofline s |",
+        "|---|---|---|---|---|---|---|---|"]
+    for threads, impl, name, t, flops, roof, frac, thin in rows:
+        lines.append(f"| {threads} | {impl} | {name} | {t:.3f} | {flops / 1e9:.1f} | {roof:.3f} | "
+                     f"{frac:.2f} | {'-' if thin is None else f'{thin:.3f}'} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
