@@ -67,7 +67,8 @@ from .._utils.subspace import principal_angle
 from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
                       kernel_factors, select_landmarks)
 from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sweep, native_rhs,
-                              native_second_sweep, numpy_first_sweep, numpy_second_sweep)
+                              native_second_sweep, numpy_first_sweep, numpy_second_sweep,
+                              pass_flops)
 from .problem import KernelProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
@@ -233,6 +234,22 @@ class LandmarkProblem(KernelProblem):
             return out - cross - cross.T + st.ssq * (BS @ B.T)
         d = A.shape[0]
         return ((A @ S) * st.s[None, :, None]).reshape(d, -1) @ A.reshape(d, -1).T
+
+    def step_costs(self, q, k):
+        """(dense Phi step, pass with k columns) in flops
+        (:func:`ikdr.passes.landmark_sweeps.pass_flops`): the solver weighs
+        matrix-free steps by them. Landmarks: the approximation's m (256 while
+        "auto" has not chosen), one factor per kernel member. A dense step also
+        pays the eigendecomposition of the d x d Phi, counted as 4 d^3 (LAPACK's
+        eigh on one thread measured 0.26 s at d = 2,048, about 4 d^3 at the
+        float32 GEMM rate): no panel amortises it here."""
+        m = self.approx.m if isinstance(self.approx.m, int) else 256
+        m *= len(list(self.kernel.members()))
+        st = self.structure
+        shape = dict(groups=st.n_classes if st.classes else st.G.shape[1], classes=st.classes)
+        n, d = self.X.shape
+        return (pass_flops(n, d, q, m, dense=True, **shape) + 4.0 * d ** 3,
+                pass_flops(n, d, q, m, k=k, **shape))
 
     # -- the driver's interface (counters and Hessian products inherited) -------
     def _pass_in(self, native, W, V=None, dense=False):

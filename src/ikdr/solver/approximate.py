@@ -76,9 +76,11 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     # the approximate fit's defaults below (their looser gtol would stop it
     # short of the exact maximum).
     exact_kwargs = dict(ism_kwargs)
-    # A dense Phi pass costs O(n d m) here (no n^2 panel to amortise): the
-    # matrix-free eigensolver's many thin passes do not pay.
-    ism_kwargs.setdefault("phi_solver", "dense")
+    # phi_solver="auto" weighs the landmark passes' own costs
+    # (LandmarkProblem.step_costs): a dense Phi pass costs O(n d m + n d^2), a
+    # block iteration O(n d (q + k) + n m k), so the matrix-free eigensolver pays
+    # only at large d (benchmarks/results/landmark_pass.md, "where matrix-free pays").
+    ism_kwargs.setdefault("phi_solver", "auto")
     # The approximate fit's certificate would certify the approximate objective,
     # at tens of passes for its Hessian estimate: first order only (the polish,
     # when asked, certifies the exact answer).
