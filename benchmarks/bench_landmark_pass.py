@@ -91,7 +91,7 @@ def run(args):
     for threads in args.threads:
         rate = gemm_rate(X, m, threads, args.repeat)
         thin = skinny_rate(X, 2 * q, threads, args.repeat)
-        for impl in ("core", "numpy"):
+        for impl in args.impl:
             p = problem(X, y, m, threads, sigma)
             if impl == "numpy":
                 make = p._factors
@@ -130,6 +130,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--memmap", action="store_true")
+    ap.add_argument("--impl", nargs="+", default=["core", "numpy"], choices=["core", "numpy"],
+                    help="the core's sweeps and/or the NumPy ones")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "landmark_pass.md"))
     args = ap.parse_args(argv)
     rows, rate = run(args)

@@ -85,6 +85,15 @@ class GammaStructure:
                 self.n_classes = G.shape[1]
 
     @property
+    def centred(self):
+        """Gamma 1 = 0 (the supervised HYY^TH always; a general factor when
+        G s (G^T 1) vanishes to rounding)."""
+        if self.classes:
+            return True
+        rows = self.G @ (self.s * self.G.sum(axis=0))
+        return bool(np.abs(rows).max() <= 1e-12 * max(1.0, float(np.abs(self.G).max()) ** 2 * len(rows)))
+
+    @property
     def classes(self):
         return self.codes is not None
 

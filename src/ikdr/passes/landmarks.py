@@ -200,6 +200,10 @@ class LandmarkProblem(KernelProblem):
                 if kind == "laplacian":
                     lap_weight[i] += coef
                     need_second = True
+        if dense and V is None and not np.any(W) and st.centred:
+            # W = 0 (Phi_0): every kernel matrix is constant, so the degrees are a
+            # constant times Gamma 1 = 0: no degree term (n d^2 flops) to add
+            need_second = False
         PV = None
         if V is not None or (dense and need_second):
             if native:
