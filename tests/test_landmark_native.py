@@ -229,3 +229,24 @@ def test_matrix_free_fit_finds_the_dense_fit(rng):
                                   phi_solver=mode)[0] for mode in ("dense", "matrix_free")}
     assert fits["matrix_free"].convergence.dense_phi_evaluations == 0
     assert np.sin(principal_angle(fits["dense"].components, fits["matrix_free"].components)) < 1e-4
+
+
+@pytest.mark.parametrize("paradigm", ["classes", "signed"])
+def test_float64_sweeps_read_float32_rows_in_place(paradigm, rng):
+    """A float64 pass over float32 rows (a float32 memmap's exact passes) converts
+    them block by block: the sums of the float64 copy, bit for bit."""
+    X, y = _data(rng, n=900, d=12)
+    X32 = X.astype(np.float32)
+    gamma = _gamma(paradigm, y, rng)
+    p = _problem(X32, gamma, Gaussian(2.0))
+    W = np.linalg.qr(rng.standard_normal((12, 3)))[0]
+    V = rng.standard_normal((12, 2))
+    factors, st = p._factors(W), p.structure
+    for src in (X32, X32.astype(np.float64)):
+        first = native_first_sweep(src, st, W, V, factors, True, np.float64, 128)
+        rhs = native_rhs(st, factors, first, [-0.25], 2, np.float64)
+        second = native_second_sweep(src, st, W, V, factors, rhs, True, np.float64, 128)
+        if src is X32:
+            ref = _flatten(first) + _flatten(second)
+        else:
+            assert all(np.array_equal(a, b) for a, b in zip(ref, _flatten(first) + _flatten(second)))

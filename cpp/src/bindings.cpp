@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -232,6 +233,8 @@ py::tuple fused_product_py(Array<T> z, const py::sequence& spec, bool gradient,
 template <class T>
 struct LandmarkArgs {
   LandmarkRows<T> rows;
+  Array<T> x;
+  Array<float> x32;
   std::vector<TermList<T>> terms;
   std::vector<Array<T>> landmarks;
   std::optional<Array<std::int64_t>> codes;
@@ -240,18 +243,30 @@ struct LandmarkArgs {
 };
 
 template <class T>
-void landmark_args(LandmarkArgs<T>& out, const Array<T>& x, const Array<T>& w,
+void landmark_args(LandmarkArgs<T>& out, const py::array& x_any, const Array<T>& w,
                    const std::optional<Array<T>>& v, const py::sequence& factor_terms,
                    const py::sequence& landmarks, const py::sequence& negative_reciprocal,
                    const std::optional<Array<std::int64_t>>& codes,
                    const std::optional<Array<double>>& proportions,
                    const std::optional<Array<T>>& gamma_factor, Index block_rows) {
-  require_2d(x, "X");
   require_2d(w, "W");
   auto& r = out.rows;
-  r.x = x.data();
-  r.n = x.shape(0);
-  r.d = x.shape(1);
+  // float64 passes read float32 rows (a memmap) in place, converting block by block
+  if (std::is_same<T, double>::value && py::isinstance<py::array_t<float>>(x_any) &&
+      (x_any.flags() & py::array::c_style)) {
+    out.x32 = x_any.cast<Array<float>>();
+    require_2d(out.x32, "X");
+    r.x32 = out.x32.data();
+    r.n = out.x32.shape(0);
+    r.d = out.x32.shape(1);
+  } else {
+    out.x = Array<T>::ensure(x_any);
+    if (!out.x) throw py::error_already_set();
+    require_2d(out.x, "X");
+    r.x = out.x.data();
+    r.n = out.x.shape(0);
+    r.d = out.x.shape(1);
+  }
   if (w.shape(0) != r.d) throw py::value_error("W must have one row per column of X");
   r.w = w.data();
   r.q = w.shape(1);
@@ -307,7 +322,7 @@ py::object double_array_or_none(bool wanted, std::vector<Index> shape) {
 
 // First sweep: per factor (P, A or None, Q or None), float64 sums over the rows.
 template <class T>
-py::list landmark_first_sweep_py(Array<T> x, Array<T> w, std::optional<Array<T>> v,
+py::list landmark_first_sweep_py(py::array x, Array<T> w, std::optional<Array<T>> v,
                                  const py::sequence& factor_terms, const py::sequence& landmarks,
                                  const py::sequence& negative_reciprocal,
                                  const py::sequence& products,
@@ -346,7 +361,7 @@ py::list landmark_first_sweep_py(Array<T> x, Array<T> w, std::optional<Array<T>>
 
 // Second sweep: (phi or None, pv or None), float64 sums over the rows.
 template <class T>
-py::tuple landmark_second_sweep_py(Array<T> x, Array<T> w, std::optional<Array<T>> v,
+py::tuple landmark_second_sweep_py(py::array x, Array<T> w, std::optional<Array<T>> v,
                                    const py::sequence& factor_terms, const py::sequence& landmarks,
                                    const py::sequence& negative_reciprocal, const py::sequence& rhs,
                                    std::optional<Array<std::int64_t>> codes,

@@ -101,7 +101,16 @@ void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, Index start, I
                    bool with_r, Need&& need, Lane<T>& lane) {
   const Index d = rows.d, q = rows.q, k = rows.k;
   const auto& gm = rows.gamma;
-  const T* x0 = rows.x + start * d;
+  const T* x0 = rows.x32 != nullptr ? nullptr : rows.x + start * d;
+  // row i of the block in T: in place, or converted from float32 rows
+  auto copy_row = [&](T* dst, Index i) {
+    if (x0 != nullptr) {
+      std::memcpy(dst, x0 + i * d, sizeof(T) * static_cast<std::size_t>(d));
+    } else {
+      const float* src = rows.x32 + (start + i) * d;
+      for (Index e = 0; e < d; ++e) dst[e] = static_cast<T>(src[e]);
+    }
+  };
   if (gm.classes()) {
     const Index nc = gm.n_classes;
     lane.offsets.assign(static_cast<std::size_t>(nc + 1), 0);
@@ -118,11 +127,16 @@ void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, Index start, I
     std::vector<Index> next(lane.offsets.begin(), lane.offsets.end() - 1);
     for (Index i = 0; i < b; ++i) order[next[codes[i]]++] = i;
     T* dst = grow(lane.gathered, b * d);
-    for (Index i = 0; i < b; ++i)
-      std::memcpy(dst + i * d, x0 + order[i] * d, sizeof(T) * static_cast<std::size_t>(d));
+    for (Index i = 0; i < b; ++i) copy_row(dst + i * d, order[i]);
     lane.x = dst;
   } else {
-    lane.x = x0;
+    if (x0 == nullptr) {
+      T* dst = grow(lane.gathered, b * d);
+      for (Index i = 0; i < b; ++i) copy_row(dst + i * d, i);
+      lane.x = dst;
+    } else {
+      lane.x = x0;
+    }
     lane.g = gm.factor + start * gm.rank;
   }
   T* z = grow(lane.z, b * q);

@@ -291,10 +291,12 @@ class LandmarkGamma(NamedTuple):
     factor: Optional[np.ndarray] = None
 
 
-def _landmark_args(X, W, V, factors, gamma):
-    dtype = core_dtype(X.dtype)
-    # a memmap or array of the compute dtype is read in place, one row block at a time
-    X = np.ascontiguousarray(X) if X.dtype == dtype else np.ascontiguousarray(X, dtype=dtype)
+def _landmark_args(X, W, V, factors, gamma, dtype):
+    dtype = core_dtype(dtype)
+    # a memmap or array of the compute dtype, or float32 rows of a float64 pass, is read
+    # in place, one row block at a time
+    same = X.dtype == dtype or (X.dtype == np.float32 and dtype == np.float64)
+    X = np.ascontiguousarray(X) if same else np.ascontiguousarray(X, dtype=dtype)
     return (dtype, X, _as(W, dtype), _as(V, dtype), [_cast_terms(f.terms, dtype) for f in factors],
             [_as(f.landmarks, dtype) for f in factors], [bool(f.negative_reciprocal) for f in factors],
             dict(codes=_as(gamma.codes, np.int64), proportions=_as(gamma.proportions, np.float64),
@@ -302,7 +304,8 @@ def _landmark_args(X, W, V, factors, gamma):
 
 
 def landmark_first_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: LandmarkGamma, *,
-                         products, V=None, dense=False, block_rows=4096, n_threads=None):
+                         products, V=None, dense=False, block_rows=4096, n_threads=None,
+                         dtype=None):
     r"""The first sweep of a landmark pass over the rows of X (``cpp/include/ikdr/landmark_pass.hpp``).
 
     Per factor ``(P, A, Q)``, float64 sums over the rows, in row blocks of
@@ -312,8 +315,11 @@ def landmark_first_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: Landmar
     :math:`X^T\mathrm{diag}(g_j)C` (d x r x m); with V and ``products[f]``, Q:
     :math:`C_c^T (XV)_c` (classes x m x k) or :math:`C^T\mathrm{diag}(g_j)XV`
     (m x r x k); None where not asked. Bitwise the same for any ``n_threads``.
+    Computed in ``dtype`` (default X's; float32 rows of a float64 sweep are
+    converted block by block, never copied whole).
     """
-    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma)
+    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma,
+                                                            X.dtype if dtype is None else dtype)
     fn = getattr(_core, "landmark_first_sweep_" + _suffix(dtype))
     with single_threaded_blas():
         return fn(X, W, V, terms, marks, recip, [bool(p) for p in products], dense=bool(dense),
@@ -321,7 +327,7 @@ def landmark_first_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: Landmar
 
 
 def landmark_second_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: LandmarkGamma, rhs, *,
-                          V=None, dense=False, block_rows=4096, n_threads=None):
+                          V=None, dense=False, block_rows=4096, n_threads=None, dtype=None):
     r"""The second sweep of a landmark pass: ``(phi, pv)``, float64 sums over the rows.
 
     With :math:`o_i = \sum_f C_{f,i} H_f[c_i]` (classes; ``rhs[f]`` classes x m x
@@ -330,7 +336,8 @@ def landmark_second_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: Landma
     ``phi`` = :math:`X^T\mathrm{diag}(\deg)X` (``dense``, else None) and
     ``pv`` = :math:`X^T(o_{:,1:} + \deg \circ XV)` (with V, else None).
     """
-    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma)
+    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma,
+                                                            X.dtype if dtype is None else dtype)
     fn = getattr(_core, "landmark_second_sweep_" + _suffix(dtype))
     with single_threaded_blas():
         return fn(X, W, V, terms, marks, recip, [None if h is None else _as(h, dtype) for h in rhs],

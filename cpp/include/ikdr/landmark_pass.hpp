@@ -74,6 +74,7 @@ struct LandmarkGamma {
 template <class T>
 struct LandmarkRows {
   const T* x = nullptr;
+  const float* x32 = nullptr;  // instead of x: float32 rows, converted block by block (T = double)
   Index n = 0, d = 0;
   const T* w = nullptr;
   Index q = 0;

@@ -263,7 +263,7 @@ def native_first_sweep(X_b, st, W, V, factors, dense, dtype, block_rows, n_threa
     W = np.asarray(W, dtype=dtype)
     parts = landmark_first_sweep(X_b, W, [f.native for f in factors], st.native(dtype),
                                  products=[f.products for f in factors], V=V, dense=dense,
-                                 block_rows=block_rows, n_threads=n_threads)
+                                 block_rows=block_rows, n_threads=n_threads, dtype=dtype)
     if not st.classes:
         return [tuple(p) for p in parts]
     # E = X^T diag(a) C = sum_c p_c X_c^T C_c (a_i = p of row i's class): no second product
@@ -275,7 +275,8 @@ def native_second_sweep(X_b, st, W, V, factors, rhs, dense, dtype, block_rows, n
     """The second sweep over the rows X_b: ``[phi or None, Phi V or None]``."""
     W = np.asarray(W, dtype=dtype)
     return list(landmark_second_sweep(X_b, W, [f.native for f in factors], st.native(dtype), rhs,
-                                      V=V, dense=dense, block_rows=block_rows, n_threads=n_threads))
+                                      V=V, dense=dense, block_rows=block_rows, n_threads=n_threads,
+                                      dtype=dtype))
 
 
 def native_rhs(st, factors, sums, lap_weight, k, dtype):

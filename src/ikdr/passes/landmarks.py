@@ -34,14 +34,18 @@ with class proportions p, :math:`a_i = p_{c_i}` and :math:`s = \|p\|^2`,
 :math:`\Gamma_{ij} = [c_i = c_j] - a_i - a_j + s`, so
 :math:`X^T(\Gamma\circ M)X = \sum_c B_cSB_c^T - ESB^T - BSE^T + sBSB^T` with
 :math:`B_c = X_c^TC_c` (together one n x d x m product), :math:`B = \sum_c B_c`
-and :math:`E = X^T\mathrm{diag}(a)C`: two n*d*m products per pass whatever
-the number of classes, plus n*d^2 for the degree term
-:math:`X^T\mathrm{diag}(\deg)X`. Nothing n x n is formed; memory is
-:math:`O(n q + b m + m d)` beyond X (b rows per block).
+and :math:`E = X^T\mathrm{diag}(a)C = \sum_c p_c B_c`: one n*d*m product per
+dense pass whatever the number of classes (rows gathered by class within a
+block), plus n*d^2 for the degree term :math:`X^T\mathrm{diag}(\deg)X`. A
+Phi V pass (the matrix-free steps) needs neither: :math:`O(n d (q + k) + n m k)`.
+Nothing n x n is formed; memory is :math:`O(b (d + m) + \text{classes}\, d m)`
+beyond X (b rows per block, a few blocks in flight).
 
-Every pass is a sum over row blocks of X (:func:`row_blocks`), read one block
-at a time, so X may be an ``np.memmap`` larger than memory and a distributed
-helper can map the per-block terms (:meth:`LandmarkProblem.block_terms`).
+Every pass is two sweeps, each a sum over row blocks of X
+(:mod:`ikdr.passes.landmark_sweeps`: the compiled core's sweeps for Nystrom
+factors, NumPy's for exact finite-rank factors and random features), so X may
+be an ``np.memmap`` larger than memory, read once per sweep, and rows on a
+cluster are mapped chunk by chunk with the same per-chunk call.
 
 References
 ----------
@@ -174,10 +178,12 @@ class LandmarkProblem(KernelProblem):
         # The core makes every Nystrom factor given as kernel terms; exact finite-rank
         # factors (linear, squared members) and random features go through NumPy.
         native = all(f.native is not None for f in factors)
-        # The core reads an in-memory array or memmap of its own dtype in place and
-        # loops over the row blocks itself (one call per sweep); other dtypes are cast
-        # block by block, and a cluster maps the same call over its chunks.
-        whole = native and isinstance(self.rows, MemoryRows) and self.X.dtype == self.dtype
+        # The core reads an in-memory array or memmap of its own dtype (or float32
+        # rows of a float64 pass) in place and loops over the row blocks itself (one
+        # call per sweep); float64 rows of a float32 pass are cast block by block
+        # here, and a cluster maps the same call over its chunks.
+        whole = native and isinstance(self.rows, MemoryRows) and \
+            self.X.dtype in (self.dtype, np.dtype(np.float32))
         block_rows = native_block_rows(d, width, self.dtype, self.approx.block_rows)
         if native:
             first, first_args = native_first_sweep, (W, V, factors, dense, self.dtype, block_rows,
