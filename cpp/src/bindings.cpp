@@ -49,6 +49,8 @@ const Blas& blas() {
     Blas b;
     b.dgemm = capsule_function<GemmFn<double>>(capi, "dgemm");
     b.sgemm = capsule_function<GemmFn<float>>(capi, "sgemm");
+    b.dsyrk = capsule_function<SyrkFn<double>>(capi, "dsyrk");
+    b.ssyrk = capsule_function<SyrkFn<float>>(capi, "ssyrk");
     return b;
   }();
   return table;

@@ -3,6 +3,7 @@
 #include "ikdr/landmark_pass.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -24,8 +25,6 @@ constexpr Index kMaxLanes = 4;
 // The lanes' partial sums together stay below this many bytes (fewer lanes
 // for wide problems: 10 classes x 4,096 x 256 doubles is 84 MB a lane).
 constexpr Index kLaneBytes = Index(1) << 28;
-// Rows per GEMM of the upper triangle of the degree term X^T diag(deg) X.
-constexpr Index kDimTask = 128;
 // The wide products of a lane (A: classes x d x m; the d x d degree term) are
 // summed by the GEMMs themselves (beta = 1) in the compute precision over this
 // many of its blocks, then added to its float64 sums: adding every block's
@@ -94,48 +93,63 @@ void check_rows(const LandmarkRows<T>& rows) {
   }
 }
 
-// Gathers the rows [start, start + b) by class (stable) and forms Z, R and the
-// kernel rows of the factors `need` selects, on the calling thread.
+// The rows of the class form in class order (a stable counting sort of the
+// codes, checked here): blocks of this order hold one or two classes each, so
+// X_c^T C_c is one GEMM over a whole block (a block of 2,048 rows gathered
+// within itself left 205 rows per GEMM at 10 classes, half the BLAS's rate).
+template <class T>
+std::vector<Index> class_order(const LandmarkRows<T>& rows) {
+  const auto& gm = rows.gamma;
+  std::vector<Index> order;
+  if (!gm.classes()) return order;
+  const Index nc = gm.n_classes;
+  std::vector<Index> next(static_cast<std::size_t>(nc + 1), 0);
+  for (Index i = 0; i < rows.n; ++i) {
+    const std::int64_t c = gm.codes[i];
+    if (c < 0 || c >= nc)
+      throw std::invalid_argument("class code " + std::to_string(c) + " of row " +
+                                  std::to_string(i) + " is outside [0, " + std::to_string(nc) + ")");
+    ++next[static_cast<std::size_t>(c + 1)];
+  }
+  for (Index c = 0; c < nc; ++c) next[c + 1] += next[c];
+  order.resize(static_cast<std::size_t>(rows.n));
+  for (Index i = 0; i < rows.n; ++i) order[next[gm.codes[i]]++] = i;
+  return order;
+}
+
+// The block [start, start + b) of the rows (of `order`, the class order, when
+// given: gathered, with the class offsets) and its Z, R and kernel rows of the
+// factors `need` selects, on the calling thread.
 template <class T, class Need>
-void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, Index start, Index b,
-                   bool with_r, Need&& need, Lane<T>& lane) {
+void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, const std::vector<Index>& order,
+                   Index start, Index b, bool with_r, Need&& need, Lane<T>& lane) {
   const Index d = rows.d, q = rows.q, k = rows.k;
   const auto& gm = rows.gamma;
-  const T* x0 = rows.x32 != nullptr ? nullptr : rows.x + start * d;
-  // row i of the block in T: in place, or converted from float32 rows
+  // row i of X in T: a copy, or converted from float32 rows
   auto copy_row = [&](T* dst, Index i) {
-    if (x0 != nullptr) {
-      std::memcpy(dst, x0 + i * d, sizeof(T) * static_cast<std::size_t>(d));
+    if (rows.x32 == nullptr) {
+      std::memcpy(dst, rows.x + i * d, sizeof(T) * static_cast<std::size_t>(d));
     } else {
-      const float* src = rows.x32 + (start + i) * d;
+      const float* src = rows.x32 + i * d;
       for (Index e = 0; e < d; ++e) dst[e] = static_cast<T>(src[e]);
     }
   };
   if (gm.classes()) {
     const Index nc = gm.n_classes;
+    const Index* rows_of = order.data() + start;
     lane.offsets.assign(static_cast<std::size_t>(nc + 1), 0);
-    const std::int64_t* codes = gm.codes + start;
-    for (Index i = 0; i < b; ++i) {
-      if (codes[i] < 0 || codes[i] >= nc)
-        throw std::invalid_argument("class code " + std::to_string(codes[i]) + " of row " +
-                                    std::to_string(start + i) + " is outside [0, " +
-                                    std::to_string(nc) + ")");
-      ++lane.offsets[static_cast<std::size_t>(codes[i] + 1)];
-    }
+    for (Index i = 0; i < b; ++i) ++lane.offsets[static_cast<std::size_t>(gm.codes[rows_of[i]] + 1)];
     for (Index c = 0; c < nc; ++c) lane.offsets[c + 1] += lane.offsets[c];
-    Index* order = grow(lane.order, b);
-    std::vector<Index> next(lane.offsets.begin(), lane.offsets.end() - 1);
-    for (Index i = 0; i < b; ++i) order[next[codes[i]]++] = i;
     T* dst = grow(lane.gathered, b * d);
-    for (Index i = 0; i < b; ++i) copy_row(dst + i * d, order[i]);
+    for (Index i = 0; i < b; ++i) copy_row(dst + i * d, rows_of[i]);
     lane.x = dst;
   } else {
-    if (x0 == nullptr) {
+    if (rows.x32 != nullptr) {
       T* dst = grow(lane.gathered, b * d);
-      for (Index i = 0; i < b; ++i) copy_row(dst + i * d, i);
+      for (Index i = 0; i < b; ++i) copy_row(dst + i * d, start + i);
       lane.x = dst;
     } else {
-      lane.x = x0;
+      lane.x = rows.x + start * d;
     }
     lane.g = gm.factor + start * gm.rank;
   }
@@ -195,6 +209,7 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
                           const std::vector<FirstSweepOut>& out, const RunConfig& cfg) {
   check_rows(rows);
   if (out.size() != rows.factors.size()) throw std::invalid_argument("one output per factor");
+  const std::vector<Index> order = class_order(rows);
   const Index d = rows.d, k = rows.k;
   const auto& gm = rows.gamma;
   const Index groups = gm.groups(), pc = gm.p_columns(), nc = gm.n_classes, rank = gm.rank;
@@ -220,7 +235,7 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
   lane_sweep(rows, size, total.data(), cfg, wide_at, size - wide_at, false,
              [&](Lane<T>& lane, Index start, Index b) {
     const T beta = wide_beta(lane);
-    prepare_block(blas, rows, start, b, with_r, [](std::size_t) { return true; }, lane);
+    prepare_block(blas, rows, order, start, b, with_r, [](std::size_t) { return true; }, lane);
     if (!classes && with_r) {
       // g_j o R, b x (rank k): the right-hand side of C^T diag(g_j) R for every j at once
       T* st = grow(lane.stacked, b * rank * k);
@@ -301,6 +316,7 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
                            const RunConfig& cfg) {
   check_rows(rows);
   if (h.size() != rows.factors.size()) throw std::invalid_argument("one right-hand side per factor");
+  const std::vector<Index> order = class_order(rows);
   const Index d = rows.d, k = rows.k, w = 1 + k;
   const auto& gm = rows.gamma;
   const Index nc = gm.n_classes, rank = gm.rank;
@@ -312,7 +328,7 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
   std::vector<double> total(static_cast<std::size_t>(size), 0.0);
   lane_sweep(rows, size, total.data(), cfg, pv_size, size - pv_size, true,
              [&](Lane<T>& lane, Index start, Index b) {
-    prepare_block(blas, rows, start, b, with_r, [&](std::size_t f) { return h[f] != nullptr; },
+    prepare_block(blas, rows, order, start, b, with_r, [&](std::size_t f) { return h[f] != nullptr; },
                   lane);
     T* o = grow(lane.o, b * w);
     std::fill(o, o + b * w, T(0));
@@ -339,23 +355,25 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
       }
     }
     // O = o[:, 1:] + deg R (column 0 keeps the degrees)
-    T* xs = phi != nullptr ? grow(lane.xs, b * d) : nullptr;
-    for (Index i = 0; i < b; ++i) {
-      const T deg = o[i * w];
-      if (with_r)
-        for (Index e = 0; e < k; ++e) o[i * w + 1 + e] += deg * lane.r[i * k + e];
-      if (xs != nullptr)
-        for (Index e = 0; e < d; ++e) xs[i * d + e] = deg * lane.x[i * d + e];
-    }
+    if (with_r)
+      for (Index i = 0; i < b; ++i)
+        for (Index e = 0; e < k; ++e) o[i * w + 1 + e] += o[i * w] * lane.r[i * k + e];
     if (phi != nullptr) {
-      // the upper triangle in 128-row strips: rows d0.., columns d0.. (the rest of
-      // the wide buffer is never written, nor read: phi below takes the upper triangle)
-      const T beta = wide_beta(lane);
-      for (Index d0 = 0; d0 < d; d0 += kDimTask) {
-        const Index dc = std::min(kDimTask, d - d0), cols = d - d0;
-        gemm_row_major<T>(blas, true, false, dc, cols, b, T(1), xs + d0, d, lane.x + d0, d, beta,
-                          lane.wide.get() + d0 * d + d0, d);
+      // X^T diag(deg) X = Xp^T Xp - Xn^T Xn with the rows sqrt(|deg_i|) x_i of the
+      // non-negative (Xp, first) and negative (Xn, last) degrees: two ?syrk of b d^2
+      // flops together, the upper triangle only (the rest of the wide buffer is
+      // never written, nor read: phi below takes the upper triangle)
+      T* xs = grow(lane.xs, b * d);
+      Index lo = 0, hi = b;
+      for (Index i = 0; i < b; ++i) {
+        const T deg = o[i * w];
+        T* dst = xs + (deg >= T(0) ? lo++ : --hi) * d;
+        const T scale = std::sqrt(std::abs(deg));
+        for (Index e = 0; e < d; ++e) dst[e] = scale * lane.x[i * d + e];
       }
+      const T beta = wide_beta(lane);
+      syrk_upper_row_major<T>(blas, d, lo, T(1), xs, d, beta, lane.wide.get(), d);
+      syrk_upper_row_major<T>(blas, d, b - lo, T(-1), xs + lo * d, d, T(1), lane.wide.get(), d);
       wide_done(lane);
     }
     if (pv != nullptr) {
