@@ -12,6 +12,13 @@ time / pass time. Every pass is timed as the best of ``--repeat`` runs.
     python benchmarks/bench_landmark_pass.py                    # n = 100,000, d = 784, m = 256, q = 10
     python benchmarks/bench_landmark_pass.py --n 20000 --threads 1 2
     python benchmarks/bench_landmark_pass.py --memmap           # X as a float32 memmap under /tmp
+    python benchmarks/bench_landmark_pass.py --fits             # also the fit tables below
+
+``--fits`` adds two tables: Nystrom against exact ISM on 20,000 x 256 float32
+(10 Gaussian classes, q = 9, ``ikdr.ISM`` defaults: time, 5-NN accuracy on
+5,000 held-out rows, sine of the largest principal angle), and where the
+matrix-free Phi solver pays in a Nystrom fit (``approximate_ism`` with each
+``phi_solver`` at 20,000 x d, m = 256, q = 9).
 
 Writes benchmarks/results/landmark_pass.md (or --out).
 """
@@ -120,6 +127,70 @@ def run(args):
     return rows, rate
 
 
+def mixture(n, d, classes, rng, spread=0.3):
+    y = rng.integers(0, classes, n)
+    X = (spread * rng.standard_normal((classes, d))[y] + rng.standard_normal((n, d)))
+    return X.astype(np.float32), y
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def fit_tables(args):
+    """The two tables of ``--fits`` (markdown lines)."""
+    import warnings
+
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from ikdr import principal_angle
+    from ikdr.solver.approximate import approximate_ism
+
+    rng = np.random.default_rng(0)
+    X, y = mixture(25_000, 256, 10, rng)
+    Xt, yt, X, y = X[20_000:], y[20_000:], X[:20_000], y[:20_000]
+    lines = ["", "## Nystrom against exact: 20,000 x 256 float32, 10 Gaussian classes, q = 9", "",
+             "| fit | time s | speed-up | 5-NN accuracy (5,000 held out) | sin to exact |",
+             "|---|---|---|---|---|"]
+    exact, te = timed(lambda: ikdr.ISM(n_components=9, random_state=0).fit(X, y))
+    for label, kw in (("exact", None), ("Nystrom m = 256", dict(n_landmarks=256)),
+                      ("Nystrom m = auto", dict(n_landmarks="auto"))):
+        if kw is None:
+            model, t = exact, te
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model, t = timed(lambda: ikdr.ISM(n_components=9, approximation="nystrom",
+                                                  random_state=0, **kw).fit(X, y))
+        acc = KNeighborsClassifier(5).fit(model.transform(X), y).score(model.transform(Xt), yt)
+        sin = float(np.sin(principal_angle(exact.components_, model.components_)))
+        lines.append(f"| {label} | {t:.2f} | {te / t:.1f}x | {acc:.4f} | {sin:.1e} |")
+        print(lines[-1], flush=True)
+    lines += ["", "## Where the matrix-free Phi solver pays (Nystrom, 20,000 x d float32, m = 256, q = 9)",
+              "", "| d | phi_solver | time s | dense Phi passes | thin passes | sin to dense |",
+              "|---|---|---|---|---|---|"]
+    for d in args.fit_d:
+        X, y = mixture(20_000, d, 10, np.random.default_rng(1))
+        gamma = ikdr.supervised_gamma(y)[0]
+        sigma = float(ikdr.median_sigma(X[:3000]))
+        ref = None
+        for mode in ("dense", "hybrid", "matrix_free", "auto"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                (res, _), t = timed(lambda: approximate_ism(X, gamma, Gaussian(sigma), 9,
+                                                            n_landmarks=256, random_state=0,
+                                                            phi_solver=mode))
+            c = res.convergence
+            sin = np.nan if ref is None else float(np.sin(principal_angle(ref, res.components)))
+            ref = res.components if ref is None else ref
+            lines.append(f"| {d} | {mode} | {t:.2f} | {c.dense_phi_evaluations} | "
+                         f"{c.phi_evaluations - c.dense_phi_evaluations} | {sin:.1e} |")
+            print(lines[-1], flush=True)
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
@@ -130,6 +201,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--memmap", action="store_true")
+    ap.add_argument("--fits", action="store_true", help="also the fit tables (see the docstring)")
+    ap.add_argument("--fit-d", type=int, nargs="+", default=[784, 2048, 4096])
     ap.add_argument("--impl", nargs="+", default=["core", "numpy"], choices=["core", "numpy"],
                     help="the core's sweeps and/or the NumPy ones")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "landmark_pass.md"))
@@ -150,6 +223,8 @@ def main(argv=None):
     for threads, impl, name, t, flops, roof, frac, thin in rows:
         lines.append(f"| {threads} | {impl} | {name} | {t:.3f} | {flops / 1e9:.1f} | {roof:.3f} | "
                      f"{frac:.2f} | {'-' if thin is None else f'{thin:.3f}'} |")
+    if args.fits:
+        lines += fit_tables(args)
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).write_text(text)

@@ -75,9 +75,13 @@ class GammaStructure:
             p = -G.min(axis=0)
             Y = G + p
             codes = np.argmax(Y, axis=1)
-            onehot = np.zeros_like(Y)
-            onehot[np.arange(Y.shape[0]), codes] = 1.0
-            if np.allclose(Y, onehot, atol=1e-12) and np.allclose(p, onehot.mean(axis=0), atol=1e-12):
+            top = Y[np.arange(Y.shape[0]), codes]
+            # Y one-hot (to 1e-12) with p its column means; without an n x classes
+            # one-hot copy (1,000,000 x 10: 0.8 s with np.allclose)
+            onehot = np.abs(top - 1.0).max() <= 1e-12 and \
+                (np.abs(Y).sum(axis=1) - np.abs(top)).max() <= 1e-12 * Y.shape[1]
+            if onehot and np.allclose(p, np.bincount(codes, minlength=Y.shape[1]) / Y.shape[0],
+                                      rtol=0, atol=1e-12):
                 self.codes = codes
                 self.p = p
                 self.a = p[codes]
