@@ -22,17 +22,20 @@
 //   first:  2 n d (q + k) + 2 n q m_f + [dense] 2 n d m_f (classes) or 2 n d m_f r (general)
 //           + 2 n m_f k (classes) or 2 n m_f r k (general)
 //   second: 2 n d (q + k) + 2 n q m_f + 2 n m_f w (classes) or 2 n m_f r w (general)
-//           + [dense] n d^2 (upper triangle) + 2 n d k
+//           + [dense] n d^2 (?syrk) + 2 n d k
 // summed over factors (m_f landmarks each). Nothing n x n, nothing d x d
 // unless dense is asked; memory beyond X: O(b (d + q + k + sum m_f)) per
 // block of b rows.
 //
-// Rows are visited in blocks of block_rows, in order; within a block, the rows
-// of the class form are gathered by class (a stable counting sort) so that each
-// class is one contiguous GEMM operand. Every block's work is split into tasks
-// whose shape depends on the block's shapes only, each writing its own output
-// rows, and block results are added in block order: the sums are bitwise the
-// same whatever the thread count.
+// Rows are visited in blocks of block_rows; the rows of the class form in class
+// order (a stable counting sort of the codes), so that a block holds one or two
+// classes and each X_c^T C_c is one GEMM over its rows. Blocks go round a fixed
+// number of lanes (at most 4, fewer when their float64 partial sums would be
+// large), each summing its own blocks; the lanes' sums are added in lane order.
+// Which lane sums which block depends on the shapes only: the sums are bitwise
+// the same whatever the thread count. The degree term is two ?syrk per block
+// (the rows sqrt(|deg_i|) x_i of non-negative and negative degrees), its upper
+// triangle only.
 #pragma once
 #include <cstdint>
 #include <vector>
