@@ -45,15 +45,22 @@ void add_into(double* acc, const T* v, Index n) {
   for (Index i = 0; i < n; ++i) acc[i] += static_cast<double>(v[i]);
 }
 
-// One lane: the buffers of the block it works on and its partial sums.
+// What a worker thread needs for the block it works on (reused from block to
+// block: per worker, not per lane, so that two threads touch two sets).
 template <class T>
-struct Lane {
+struct Work {
   const T* x = nullptr;               // b x d, in class order (classes) or in place
   const T* g = nullptr;               // general form: the factor's b x rank rows
   std::vector<Index> offsets;         // classes: rows of class c are [offsets[c], offsets[c+1])
   std::vector<T> gathered, z, r, o, xs, tmp, stacked;
   std::vector<std::vector<T>> c;      // per factor, b x m_f (empty when not needed)
-  std::vector<double> sums, acc;      // acc: the lane's sums before wide_at
+  std::vector<double> sums;
+};
+
+// One lane: its partial sums.
+template <class T>
+struct Lane {
+  std::vector<double> acc;            // the sums before the wide products
   std::unique_ptr<T[]> wide;          // the wide products since the last flush
   std::vector<double> wide_acc;       // their earlier flushes (allocated at the first)
   Index pending = 0;                  // blocks in `wide`
@@ -121,7 +128,7 @@ std::vector<Index> class_order(const LandmarkRows<T>& rows) {
 // factors `need` selects, on the calling thread.
 template <class T, class Need>
 void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, const std::vector<Index>& order,
-                   Index start, Index b, bool with_r, Need&& need, Lane<T>& lane) {
+                   Index start, Index b, bool with_r, Need&& need, Work<T>& work) {
   const Index d = rows.d, q = rows.q, k = rows.k;
   const auto& gm = rows.gamma;
   // row i of X in T: a copy, or converted from float32 rows
@@ -136,33 +143,33 @@ void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, const std::vec
   if (gm.classes()) {
     const Index nc = gm.n_classes;
     const Index* rows_of = order.data() + start;
-    lane.offsets.assign(static_cast<std::size_t>(nc + 1), 0);
-    for (Index i = 0; i < b; ++i) ++lane.offsets[static_cast<std::size_t>(gm.codes[rows_of[i]] + 1)];
-    for (Index c = 0; c < nc; ++c) lane.offsets[c + 1] += lane.offsets[c];
-    T* dst = grow(lane.gathered, b * d);
+    work.offsets.assign(static_cast<std::size_t>(nc + 1), 0);
+    for (Index i = 0; i < b; ++i) ++work.offsets[static_cast<std::size_t>(gm.codes[rows_of[i]] + 1)];
+    for (Index c = 0; c < nc; ++c) work.offsets[c + 1] += work.offsets[c];
+    T* dst = grow(work.gathered, b * d);
     for (Index i = 0; i < b; ++i) copy_row(dst + i * d, rows_of[i]);
-    lane.x = dst;
+    work.x = dst;
   } else {
     if (rows.x32 != nullptr) {
-      T* dst = grow(lane.gathered, b * d);
+      T* dst = grow(work.gathered, b * d);
       for (Index i = 0; i < b; ++i) copy_row(dst + i * d, start + i);
-      lane.x = dst;
+      work.x = dst;
     } else {
-      lane.x = rows.x + start * d;
+      work.x = rows.x + start * d;
     }
-    lane.g = gm.factor + start * gm.rank;
+    work.g = gm.factor + start * gm.rank;
   }
-  T* z = grow(lane.z, b * q);
-  gemm_row_major<T>(blas, false, false, b, q, d, T(1), lane.x, d, rows.w, q, T(0), z, q);
+  T* z = grow(work.z, b * q);
+  gemm_row_major<T>(blas, false, false, b, q, d, T(1), work.x, d, rows.w, q, T(0), z, q);
   if (with_r)
-    gemm_row_major<T>(blas, false, false, b, k, d, T(1), lane.x, d, rows.v, k, T(0),
-                      grow(lane.r, b * k), k);
-  lane.c.resize(rows.factors.size());
+    gemm_row_major<T>(blas, false, false, b, k, d, T(1), work.x, d, rows.v, k, T(0),
+                      grow(work.r, b * k), k);
+  work.c.resize(rows.factors.size());
   RunConfig one;  // the kernel rows on the lane's thread (the team polls interrupts)
   for (std::size_t f = 0; f < rows.factors.size(); ++f) {
     if (!need(f)) continue;
     const auto& fac = rows.factors[f];
-    T* c = grow(lane.c[f], b * fac.m);
+    T* c = grow(work.c[f], b * fac.m);
     kernel_matrix<T>(blas, PointPair<T>{z, b, fac.landmarks, fac.m, q}, fac.terms, c, one);
     if (fac.negative_reciprocal)
       for (Index e = 0; e < b * fac.m; ++e) c[e] = T(-1) / c[e];
@@ -180,6 +187,7 @@ void lane_sweep(const LandmarkRows<T>& rows, Index size, double* total, const Ru
   Index lanes = std::min<Index>(kMaxLanes, std::max<Index>(1, n_blocks));
   lanes = std::max<Index>(1, std::min<Index>(lanes, kLaneBytes / std::max<Index>(1, size * 8)));
   std::vector<Lane<T>> state(static_cast<std::size_t>(lanes));
+  std::vector<Work<T>> work(static_cast<std::size_t>(std::max(1, cfg.n_threads)));
   for (auto& lane : state) {
     lane.acc.assign(static_cast<std::size_t>(wide_at), 0.0);
     lane.wide_size = wide_size;
@@ -190,9 +198,10 @@ void lane_sweep(const LandmarkRows<T>& rows, Index size, double* total, const Ru
   }
   parallel_rounds(
       n_chunks(n_blocks, lanes), [&](Index r) { return std::min(lanes, n_blocks - r * lanes); }, cfg,
-      [&](Index r, Index t, int) {
+      [&](Index r, Index t, int worker) {
         const Index start = (r * lanes + t) * rows.block_rows;
-        block(state[static_cast<std::size_t>(t)], start, std::min(rows.block_rows, rows.n - start));
+        block(state[static_cast<std::size_t>(t)], work[static_cast<std::size_t>(worker)], start,
+              std::min(rows.block_rows, rows.n - start));
       });
   for (auto& lane : state) {
     add_into(total, lane.acc.data(), wide_at);
@@ -232,25 +241,25 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
   }
   std::vector<double> total(static_cast<std::size_t>(size), 0.0);
   lane_sweep(rows, size, total.data(), cfg, wide_at, size - wide_at, false,
-             [&](Lane<T>& lane, Index start, Index b) {
+             [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
     const T beta = wide_beta(lane);
-    prepare_block(blas, rows, order, start, b, with_r, [](std::size_t) { return true; }, lane);
+    prepare_block(blas, rows, order, start, b, with_r, [](std::size_t) { return true; }, work);
     if (!classes && with_r) {
       // g_j o R, b x (rank k): the right-hand side of C^T diag(g_j) R for every j at once
-      T* st = grow(lane.stacked, b * rank * k);
+      T* st = grow(work.stacked, b * rank * k);
       for (Index i = 0; i < b; ++i)
         for (Index j = 0; j < rank; ++j)
-          for (Index e = 0; e < k; ++e) st[(i * rank + j) * k + e] = lane.g[i * rank + j] * lane.r[i * k + e];
+          for (Index e = 0; e < k; ++e) st[(i * rank + j) * k + e] = work.g[i * rank + j] * work.r[i * k + e];
     }
     for (std::size_t f = 0; f < nf; ++f) {
       const Index m = rows.factors[f].m;
-      const T* c = lane.c[f].data();
+      const T* c = work.c[f].data();
       double* p = lane.acc.data() + at[f].p;
       if (classes) {
-        double* s = grow(lane.sums, m);
+        double* s = grow(work.sums, m);
         for (Index cl = 0; cl < nc; ++cl) {
           std::fill(s, s + m, 0.0);
-          for (Index i = lane.offsets[cl]; i < lane.offsets[cl + 1]; ++i) add_into(s, c + i * m, m);
+          for (Index i = work.offsets[cl]; i < work.offsets[cl + 1]; ++i) add_into(s, c + i * m, m);
           for (Index j = 0; j < m; ++j) {
             p[j * pc + cl] += s[j];
             p[j * pc + nc] += s[j];
@@ -258,8 +267,8 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
           }
         }
       } else {
-        T* tmp = grow(lane.tmp, m * pc);
-        gemm_row_major<T>(blas, true, false, m, pc, b, T(1), c, m, lane.g, pc, T(0), tmp, pc);
+        T* tmp = grow(work.tmp, m * pc);
+        gemm_row_major<T>(blas, true, false, m, pc, b, T(1), c, m, work.g, pc, T(0), tmp, pc);
         add_into(p, tmp, m * pc);
       }
       if (at[f].a >= 0) {
@@ -267,17 +276,17 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
         if (classes) {
           // X_c^T C_c, d x m per class (classes x d x m)
           for (Index cl = 0; cl < nc; ++cl) {
-            const Index i0 = lane.offsets[cl], bc = lane.offsets[cl + 1] - i0;
-            gemm_row_major<T>(blas, true, false, d, m, bc, T(1), lane.x + i0 * d, d, c + i0 * m, m,
+            const Index i0 = work.offsets[cl], bc = work.offsets[cl + 1] - i0;
+            gemm_row_major<T>(blas, true, false, d, m, bc, T(1), work.x + i0 * d, d, c + i0 * m, m,
                               beta, a + cl * d * m, m);
           }
         } else {
           // X^T diag(g_j) C into the (d, rank, m) layout: the rows of X scaled by g_j, one GEMM each
-          T* xs = grow(lane.xs, b * d);
+          T* xs = grow(work.xs, b * d);
           for (Index j = 0; j < rank; ++j) {
             for (Index i = 0; i < b; ++i) {
-              const T gi = lane.g[i * rank + j];
-              for (Index e = 0; e < d; ++e) xs[i * d + e] = gi * lane.x[i * d + e];
+              const T gi = work.g[i * rank + j];
+              for (Index e = 0; e < d; ++e) xs[i * d + e] = gi * work.x[i * d + e];
             }
             gemm_row_major<T>(blas, true, false, d, m, b, T(1), xs, d, c, m, beta, a + j * m, rank * m);
           }
@@ -285,15 +294,15 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
       }
       if (at[f].q >= 0) {
         double* qs = lane.acc.data() + at[f].q;
-        T* tmp = grow(lane.tmp, groups * m * k);
+        T* tmp = grow(work.tmp, groups * m * k);
         if (classes) {
           for (Index cl = 0; cl < nc; ++cl) {
-            const Index i0 = lane.offsets[cl], bc = lane.offsets[cl + 1] - i0;
-            gemm_row_major<T>(blas, true, false, m, k, bc, T(1), c + i0 * m, m, lane.r.data() + i0 * k,
+            const Index i0 = work.offsets[cl], bc = work.offsets[cl + 1] - i0;
+            gemm_row_major<T>(blas, true, false, m, k, bc, T(1), c + i0 * m, m, work.r.data() + i0 * k,
                               k, T(0), tmp + cl * m * k, k);
           }
         } else {
-          gemm_row_major<T>(blas, true, false, m, rank * k, b, T(1), c, m, lane.stacked.data(),
+          gemm_row_major<T>(blas, true, false, m, rank * k, b, T(1), c, m, work.stacked.data(),
                             rank * k, T(0), tmp, rank * k);
         }
         add_into(qs, tmp, groups * m * k);
@@ -326,29 +335,29 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
   const Index pv_size = pv != nullptr ? d * k : 0, size = pv_size + (phi != nullptr ? d * d : 0);
   std::vector<double> total(static_cast<std::size_t>(size), 0.0);
   lane_sweep(rows, size, total.data(), cfg, pv_size, size - pv_size, true,
-             [&](Lane<T>& lane, Index start, Index b) {
+             [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
     prepare_block(blas, rows, order, start, b, with_r, [&](std::size_t f) { return h[f] != nullptr; },
-                  lane);
-    T* o = grow(lane.o, b * w);
+                  work);
+    T* o = grow(work.o, b * w);
     std::fill(o, o + b * w, T(0));
     for (std::size_t f = 0; f < nf; ++f) {
       if (h[f] == nullptr) continue;
       const Index m = rows.factors[f].m;
-      const T* c = lane.c[f].data();
+      const T* c = work.c[f].data();
       if (classes) {
         // the rows of class c times that class's H
         for (Index cl = 0; cl < nc; ++cl) {
-          const Index i0 = lane.offsets[cl], bc = lane.offsets[cl + 1] - i0;
+          const Index i0 = work.offsets[cl], bc = work.offsets[cl + 1] - i0;
           gemm_row_major<T>(blas, false, false, bc, w, m, T(1), c + i0 * m, m, h[f] + cl * m * w, w,
                             T(1), o + i0 * w, w);
         }
       } else {
         const Index rw = rank * w;
-        T* tmp = grow(lane.tmp, b * rw);
+        T* tmp = grow(work.tmp, b * rw);
         gemm_row_major<T>(blas, false, false, b, rw, m, T(1), c, m, h[f], rw, T(0), tmp, rw);
         for (Index i = 0; i < b; ++i)
           for (Index j = 0; j < rank; ++j) {
-            const T gij = lane.g[i * rank + j];
+            const T gij = work.g[i * rank + j];
             for (Index e = 0; e < w; ++e) o[i * w + e] += gij * tmp[i * rw + j * w + e];
           }
       }
@@ -356,19 +365,19 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
     // O = o[:, 1:] + deg R (column 0 keeps the degrees)
     if (with_r)
       for (Index i = 0; i < b; ++i)
-        for (Index e = 0; e < k; ++e) o[i * w + 1 + e] += o[i * w] * lane.r[i * k + e];
+        for (Index e = 0; e < k; ++e) o[i * w + 1 + e] += o[i * w] * work.r[i * k + e];
     if (phi != nullptr) {
       // X^T diag(deg) X = Xp^T Xp - Xn^T Xn with the rows sqrt(|deg_i|) x_i of the
       // non-negative (Xp, first) and negative (Xn, last) degrees: two ?syrk of b d^2
       // flops together, the upper triangle only (the rest of the wide buffer is
       // never written, nor read: phi below takes the upper triangle)
-      T* xs = grow(lane.xs, b * d);
+      T* xs = grow(work.xs, b * d);
       Index lo = 0, hi = b;
       for (Index i = 0; i < b; ++i) {
         const T deg = o[i * w];
         T* dst = xs + (deg >= T(0) ? lo++ : --hi) * d;
         const T scale = std::sqrt(std::abs(deg));
-        for (Index e = 0; e < d; ++e) dst[e] = scale * lane.x[i * d + e];
+        for (Index e = 0; e < d; ++e) dst[e] = scale * work.x[i * d + e];
       }
       const T beta = wide_beta(lane);
       syrk_upper_row_major<T>(blas, d, lo, T(1), xs, d, beta, lane.wide.get(), d);
@@ -376,8 +385,8 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
       wide_done(lane);
     }
     if (pv != nullptr) {
-      T* tmp = grow(lane.tmp, d * k);
-      gemm_row_major<T>(blas, true, false, d, k, b, T(1), lane.x, d, o + 1, w, T(0), tmp, k);
+      T* tmp = grow(work.tmp, d * k);
+      gemm_row_major<T>(blas, true, false, d, k, b, T(1), work.x, d, o + 1, w, T(0), tmp, k);
       add_into(lane.acc.data(), tmp, d * k);
     }
   });

@@ -159,25 +159,31 @@ class LandmarkProblem(KernelProblem):
     def _pass(self, W, V=None, dense=False):
         """One pass: (objective, dense Phi or None, Phi V or None).
 
-        The BLAS runs with ikdr's thread count when a block's main product is
-        large (about 1e8 flops) and with one thread otherwise: small products
-        gain nothing from threads, and a threaded BLAS on busy cores was
-        measured 10x slower (digits, m = 200: 2.3 s against 0.25 s a pass)."""
+        NumPy's BLAS runs on one thread while the core's sweeps run on ikdr's
+        threads: its idle workers spin after each call and took the cores from
+        the sweeps (perf: 46% of a first sweep's time in OpenBLAS's thread
+        server, 20,000 x 256). The NumPy sweeps' BLAS runs with ikdr's thread
+        count when a block's main product is large (about 1e8 flops) and with
+        one thread otherwise: small products gain nothing from threads, and a
+        threaded BLAS on busy cores was measured 10x slower (digits, m = 200:
+        2.3 s against 0.25 s a pass)."""
         n, d = self.X.shape
         m = self.approx.m if isinstance(self.approx.m, int) else 1
         big = min(n, rows_per_block(d, self.approx.block_rows, m)) * d * m > THREADED_BLOCK_FLOPS
-        with blas_threads(big):
-            return self._pass_blocks(W, V, dense)
+        with blas_threads(False):       # m x m algebra: K_mm and its pseudo-inverse
+            factors = self._factors(W)
+        native = all(f.native is not None for f in factors)
+        with blas_threads(big and not native):
+            return self._pass_blocks(W, V, dense, factors, native)
 
-    def _pass_blocks(self, W, V, dense):
+    def _pass_blocks(self, W, V, dense, factors, native):
         W = np.asarray(W, dtype=np.float64)
         d = self.X.shape[1]
-        factors = self._factors(W)
         st = self.structure
         width = max([f.core.shape[0] for f in factors] + [1])
-        # The core makes every Nystrom factor given as kernel terms; exact finite-rank
-        # factors (linear, squared members) and random features go through NumPy.
-        native = all(f.native is not None for f in factors)
+        # native: the core makes every Nystrom factor given as kernel terms; exact
+        # finite-rank factors (linear, squared members) and random features go
+        # through NumPy.
         # The core reads an in-memory array or memmap of its own dtype (or float32
         # rows of a float64 pass) in place and loops over the row blocks itself (one
         # call per sweep); float64 rows of a float32 pass are cast block by block
