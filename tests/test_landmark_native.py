@@ -103,6 +103,11 @@ def test_sweeps_equal_the_formulas(kernel, paradigm, rng):
     for a, b in zip(_flatten(got), _flatten(ref)):
         assert a.shape == b.shape
         assert _rel(a, b) < 1e-10
+    # without the dense products the core reads the rows in place (P and Q only)
+    thin = native_first_sweep(X, st, W, V, factors, False, np.float64, 128)
+    for (P, A, Q), (P_ref, _, Q_ref) in zip(thin, ref):
+        assert A is None
+        assert all(_rel(a, b) < 1e-10 for a, b in zip(_flatten((P, Q)), _flatten((P_ref, Q_ref))))
     lap = [sum(c for kind, c in f.uses if kind == "laplacian") for f in factors]
     rhs = native_rhs(st, factors, got, lap, V.shape[1], np.float64)
     phi, pv = native_second_sweep(X, st, W, V, factors, rhs, True, np.float64, 128)

@@ -49,10 +49,12 @@ void add_into(double* acc, const T* v, Index n) {
 // block: per worker, not per lane, so that two threads touch two sets).
 template <class T>
 struct Work {
-  const T* x = nullptr;               // b x d, in class order (classes) or in place
+  const T* xin = nullptr;             // b x d, the block's rows in their order
+  const T* x = nullptr;               // the same in class order (gathered), or null
   const T* g = nullptr;               // general form: the factor's b x rank rows
   std::vector<Index> offsets;         // classes: rows of class c are [offsets[c], offsets[c+1])
-  std::vector<T> gathered, z, r, o, xs, tmp, stacked;
+  std::vector<Index> perm;            // classes: row perm[i] of the block is the i-th in class order
+  std::vector<T> converted, gathered, z, r, o, oo, xs, tmp, stacked;
   std::vector<std::vector<T>> c;      // per factor, b x m_f (empty when not needed)
   std::vector<double> sums;
 };
@@ -99,71 +101,72 @@ void check_rows(const LandmarkRows<T>& rows) {
   }
 }
 
-// The rows of the class form in class order (a stable counting sort of the
-// codes, checked here): blocks of this order hold one or two classes each, so
-// X_c^T C_c is one GEMM over a whole block (a block of 2,048 rows gathered
-// within itself left 205 rows per GEMM at 10 classes, half the BLAS's rate).
-template <class T>
-std::vector<Index> class_order(const LandmarkRows<T>& rows) {
-  const auto& gm = rows.gamma;
-  std::vector<Index> order;
-  if (!gm.classes()) return order;
-  const Index nc = gm.n_classes;
-  std::vector<Index> next(static_cast<std::size_t>(nc + 1), 0);
-  for (Index i = 0; i < rows.n; ++i) {
-    const std::int64_t c = gm.codes[i];
-    if (c < 0 || c >= nc)
-      throw std::invalid_argument("class code " + std::to_string(c) + " of row " +
-                                  std::to_string(i) + " is outside [0, " + std::to_string(nc) + ")");
-    ++next[static_cast<std::size_t>(c + 1)];
-  }
-  for (Index c = 0; c < nc; ++c) next[c + 1] += next[c];
-  order.resize(static_cast<std::size_t>(rows.n));
-  for (Index i = 0; i < rows.n; ++i) order[next[gm.codes[i]]++] = i;
-  return order;
-}
-
-// The block [start, start + b) of the rows (of `order`, the class order, when
-// given: gathered, with the class offsets) and its Z, R and kernel rows of the
-// factors `need` selects, on the calling thread.
+// The block [start, start + b) of the rows, read in place (converted when
+// float32 rows feed a float64 pass), with its Z, R and the kernel rows of the
+// factors `need` selects, on the calling thread. The class form orders the
+// block by class (a stable counting sort of its codes, checked here: `perm`,
+// `offsets`): Z, R and C in class order, X itself gathered in that order only
+// with `gather` (the first sweep's X_c^T C_c), else read in place.
 template <class T, class Need>
-void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, const std::vector<Index>& order,
-                   Index start, Index b, bool with_r, Need&& need, Work<T>& work) {
+void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, Index start, Index b,
+                   bool with_r, bool gather, Need&& need, Work<T>& work) {
   const Index d = rows.d, q = rows.q, k = rows.k;
   const auto& gm = rows.gamma;
-  // row i of X in T: a copy, or converted from float32 rows
-  auto copy_row = [&](T* dst, Index i) {
-    if (rows.x32 == nullptr) {
-      std::memcpy(dst, rows.x + i * d, sizeof(T) * static_cast<std::size_t>(d));
-    } else {
-      const float* src = rows.x32 + i * d;
-      for (Index e = 0; e < d; ++e) dst[e] = static_cast<T>(src[e]);
+  if (rows.x32 != nullptr) {
+    T* dst = grow(work.converted, b * d);
+    const float* src = rows.x32 + start * d;
+    for (Index e = 0; e < b * d; ++e) dst[e] = static_cast<T>(src[e]);
+    work.xin = dst;
+  } else {
+    work.xin = rows.x + start * d;
+  }
+  work.x = work.xin;
+  work.perm.clear();
+  // Z (and R) of rows `src` (b x d, in the order Z is wanted), or of the rows in
+  // place, then moved into class order
+  auto project = [&](const T* src, const T* m, Index cols, std::vector<T>& out) {
+    T* o = grow(out, b * cols);
+    if (src != nullptr) {
+      gemm_row_major<T>(blas, false, false, b, cols, d, T(1), src, d, m, cols, T(0), o, cols);
+      return;
     }
+    T* t = grow(work.tmp, b * cols);
+    gemm_row_major<T>(blas, false, false, b, cols, d, T(1), work.xin, d, m, cols, T(0), t, cols);
+    for (Index i = 0; i < b; ++i)
+      std::memcpy(o + i * cols, t + work.perm[i] * cols, sizeof(T) * static_cast<std::size_t>(cols));
   };
+  const T* ordered = work.xin;
   if (gm.classes()) {
     const Index nc = gm.n_classes;
-    const Index* rows_of = order.data() + start;
+    const std::int64_t* codes = gm.codes + start;
     work.offsets.assign(static_cast<std::size_t>(nc + 1), 0);
-    for (Index i = 0; i < b; ++i) ++work.offsets[static_cast<std::size_t>(gm.codes[rows_of[i]] + 1)];
-    for (Index c = 0; c < nc; ++c) work.offsets[c + 1] += work.offsets[c];
-    T* dst = grow(work.gathered, b * d);
-    for (Index i = 0; i < b; ++i) copy_row(dst + i * d, rows_of[i]);
-    work.x = dst;
-  } else {
-    if (rows.x32 != nullptr) {
-      T* dst = grow(work.gathered, b * d);
-      for (Index i = 0; i < b; ++i) copy_row(dst + i * d, start + i);
-      work.x = dst;
-    } else {
-      work.x = rows.x + start * d;
+    for (Index i = 0; i < b; ++i) {
+      if (codes[i] < 0 || codes[i] >= nc)
+        throw std::invalid_argument("class code " + std::to_string(codes[i]) + " of row " +
+                                    std::to_string(start + i) + " is outside [0, " +
+                                    std::to_string(nc) + ")");
+      ++work.offsets[static_cast<std::size_t>(codes[i] + 1)];
     }
+    for (Index c = 0; c < nc; ++c) work.offsets[c + 1] += work.offsets[c];
+    Index* perm = grow(work.perm, b);
+    work.perm.resize(static_cast<std::size_t>(b));
+    std::vector<Index> next(work.offsets.begin(), work.offsets.end() - 1);
+    for (Index i = 0; i < b; ++i) perm[next[codes[i]]++] = i;
+    if (gather) {
+      T* dst = grow(work.gathered, b * d);
+      for (Index i = 0; i < b; ++i)
+        std::memcpy(dst + i * d, work.xin + perm[i] * d, sizeof(T) * static_cast<std::size_t>(d));
+      work.x = ordered = dst;
+    } else {
+      work.x = nullptr;  // the block is not gathered: Z and R are moved instead
+      ordered = nullptr;
+    }
+  } else {
     work.g = gm.factor + start * gm.rank;
   }
-  T* z = grow(work.z, b * q);
-  gemm_row_major<T>(blas, false, false, b, q, d, T(1), work.x, d, rows.w, q, T(0), z, q);
-  if (with_r)
-    gemm_row_major<T>(blas, false, false, b, k, d, T(1), work.x, d, rows.v, k, T(0),
-                      grow(work.r, b * k), k);
+  project(ordered, rows.w, q, work.z);
+  if (with_r) project(ordered, rows.v, k, work.r);
+  const T* z = work.z.data();
   work.c.resize(rows.factors.size());
   RunConfig one;  // the kernel rows on the lane's thread (the team polls interrupts)
   for (std::size_t f = 0; f < rows.factors.size(); ++f) {
@@ -217,7 +220,6 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
                           const std::vector<FirstSweepOut>& out, const RunConfig& cfg) {
   check_rows(rows);
   if (out.size() != rows.factors.size()) throw std::invalid_argument("one output per factor");
-  const std::vector<Index> order = class_order(rows);
   const Index d = rows.d, k = rows.k;
   const auto& gm = rows.gamma;
   const Index groups = gm.groups(), pc = gm.p_columns(), nc = gm.n_classes, rank = gm.rank;
@@ -243,7 +245,8 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
   lane_sweep(rows, size, total.data(), cfg, wide_at, size - wide_at, false,
              [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
     const T beta = wide_beta(lane);
-    prepare_block(blas, rows, order, start, b, with_r, [](std::size_t) { return true; }, work);
+    prepare_block(blas, rows, start, b, with_r, wide_at < size, [](std::size_t) { return true; },
+                  work);
     if (!classes && with_r) {
       // g_j o R, b x (rank k): the right-hand side of C^T diag(g_j) R for every j at once
       T* st = grow(work.stacked, b * rank * k);
@@ -324,7 +327,6 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
                            const RunConfig& cfg) {
   check_rows(rows);
   if (h.size() != rows.factors.size()) throw std::invalid_argument("one right-hand side per factor");
-  const std::vector<Index> order = class_order(rows);
   const Index d = rows.d, k = rows.k, w = 1 + k;
   const auto& gm = rows.gamma;
   const Index nc = gm.n_classes, rank = gm.rank;
@@ -336,8 +338,8 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
   std::vector<double> total(static_cast<std::size_t>(size), 0.0);
   lane_sweep(rows, size, total.data(), cfg, pv_size, size - pv_size, true,
              [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
-    prepare_block(blas, rows, order, start, b, with_r, [&](std::size_t f) { return h[f] != nullptr; },
-                  work);
+    prepare_block(blas, rows, start, b, with_r, false,
+                  [&](std::size_t f) { return h[f] != nullptr; }, work);
     T* o = grow(work.o, b * w);
     std::fill(o, o + b * w, T(0));
     for (std::size_t f = 0; f < nf; ++f) {
@@ -377,7 +379,8 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
         const T deg = o[i * w];
         T* dst = xs + (deg >= T(0) ? lo++ : --hi) * d;
         const T scale = std::sqrt(std::abs(deg));
-        for (Index e = 0; e < d; ++e) dst[e] = scale * work.x[i * d + e];
+        const T* src = work.xin + (work.perm.empty() ? i : work.perm[i]) * d;
+        for (Index e = 0; e < d; ++e) dst[e] = scale * src[e];
       }
       const T beta = wide_beta(lane);
       syrk_upper_row_major<T>(blas, d, lo, T(1), xs, d, beta, lane.wide.get(), d);
@@ -385,8 +388,16 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
       wide_done(lane);
     }
     if (pv != nullptr) {
+      // X^T O with X in place: O back in the block's order
+      const T* ob = o;
+      if (!work.perm.empty()) {
+        T* oo = grow(work.oo, b * w);
+        for (Index i = 0; i < b; ++i)
+          std::memcpy(oo + work.perm[i] * w, o + i * w, sizeof(T) * static_cast<std::size_t>(w));
+        ob = oo;
+      }
       T* tmp = grow(work.tmp, d * k);
-      gemm_row_major<T>(blas, true, false, d, k, b, T(1), work.x, d, o + 1, w, T(0), tmp, k);
+      gemm_row_major<T>(blas, true, false, d, k, b, T(1), work.xin, d, ob + 1, w, T(0), tmp, k);
       add_into(lane.acc.data(), tmp, d * k);
     }
   });
