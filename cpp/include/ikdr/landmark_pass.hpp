@@ -27,9 +27,10 @@
 // unless dense is asked; memory beyond X: O(b (d + q + k + sum m_f)) per
 // block of b rows.
 //
-// Rows are visited in blocks of block_rows; the rows of the class form in class
-// order (a stable counting sort of the codes), so that a block holds one or two
-// classes and each X_c^T C_c is one GEMM over its rows. Blocks go round a fixed
+// Rows are visited in blocks of block_rows, read in place; the class form
+// orders each block's rows by class (a stable counting sort of its codes):
+// Z, R and the kernel rows are moved into that order, X itself is gathered
+// only for the first sweep's X_c^T C_c (one GEMM per class). Blocks go round a fixed
 // number of lanes (at most 4, fewer when their float64 partial sums would be
 // large), each summing its own blocks; the lanes' sums are added in lane order.
 // Which lane sums which block depends on the shapes only: the sums are bitwise

@@ -35,8 +35,8 @@ with class proportions p, :math:`a_i = p_{c_i}` and :math:`s = \|p\|^2`,
 :math:`X^T(\Gamma\circ M)X = \sum_c B_cSB_c^T - ESB^T - BSE^T + sBSB^T` with
 :math:`B_c = X_c^TC_c` (together one n x d x m product), :math:`B = \sum_c B_c`
 and :math:`E = X^T\mathrm{diag}(a)C = \sum_c p_c B_c`: one n*d*m product per
-dense pass whatever the number of classes (the core visits the rows in class
-order), plus n*d^2 for the degree term :math:`X^T\mathrm{diag}(\deg)X`. A
+dense pass whatever the number of classes (the core orders each block's rows
+by class), plus n*d^2 for the degree term :math:`X^T\mathrm{diag}(\deg)X`. A
 Phi V pass (the matrix-free steps) needs neither: :math:`O(n d (q + k) + n m k)`.
 Nothing n x n is formed; memory is :math:`O(b (d + m) + \text{classes}\, d m)`
 beyond X (b rows per block, a few blocks in flight).
