@@ -329,7 +329,8 @@ def test_auto_picks_landmarks_where_they_pay():
 
 
 def test_landmark_budget_flop_counts():
-    from ikdr.solver.cost import LandmarkBudget, landmark_pass_flops
+    from ikdr.passes.landmarks import landmark_step_costs
+    from ikdr.solver.cost import LandmarkBudget
     assert not LandmarkBudget(300, 10, 2, 3).start(64)[0]
     assert LandmarkBudget(10 ** 6, 784, 5, 4).start(64)[0]
     budget = LandmarkBudget(5000, 784, 4, 4)
@@ -338,8 +339,8 @@ def test_landmark_budget_flop_counts():
     grow, why = budget.grow(4096, 10)
     assert not grow and "would cost more than the exact fit" in why
     # a Phi V pass needs neither the degree term nor the d x d products
-    assert landmark_pass_flops(1000, 784, 4, 128, 4, dense=False) < \
-        landmark_pass_flops(1000, 784, 4, 128, 4) / 10
+    dense, thin = landmark_step_costs(10_000, 784, 4, 128, 8, groups=4)
+    assert thin < dense / 10
 
 
 def test_auto_finishes_with_exact_passes_when_growth_stops(wine, monkeypatch):

@@ -57,7 +57,8 @@ with _core_wait_policy():
 __all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_product",
            "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
            "top_eigenpairs", "cpm_eigenpairs", "build_info", "core_dtype",
-           "openmp_pause", "openmp_max_threads"]
+           "openmp_pause", "openmp_max_threads", "LandmarkFactor", "LandmarkGamma",
+           "landmark_first_sweep", "landmark_second_sweep"]
 
 
 def openmp_pause() -> int:
@@ -295,6 +296,80 @@ def lowrank_plus_sparse(dl, u, v, indptr, indices, data, *, n_threads=None) -> n
     fn = getattr(_core, "lowrank_plus_sparse_" + _suffix(dtype))
     return fn(_as(dl, dtype), _as(u, dtype), _as(v, dtype), _as(indptr, np.int64),
               _as(indices, np.int64), _as(data, dtype), _threads(n_threads))
+
+
+class LandmarkFactor(NamedTuple):
+    r"""One Nystrom factor of a landmark pass: its rows are
+    :math:`C = \sum_t k_t(Z, Z_L)` (``terms`` against the m x q ``landmarks``),
+    or :math:`-1/C` with ``negative_reciprocal`` (the inverse multiquadric
+    from the multiquadric)."""
+
+    terms: Sequence[KernelTerm]
+    landmarks: np.ndarray
+    negative_reciprocal: bool = False
+
+
+class LandmarkGamma(NamedTuple):
+    """Gamma's rows for a landmark pass: class ``codes`` (int, n) with the class
+    ``proportions`` p (the supervised :math:`HYY^TH`), or a general ``factor``
+    G (n x r; its signed scale is folded in by the caller)."""
+
+    codes: Optional[np.ndarray] = None
+    proportions: Optional[np.ndarray] = None
+    factor: Optional[np.ndarray] = None
+
+
+def _landmark_args(X, W, V, factors, gamma, dtype):
+    dtype = core_dtype(dtype)
+    # a memmap or array of the compute dtype, or float32 rows of a float64 pass, is read
+    # in place, one row block at a time
+    same = X.dtype == dtype or (X.dtype == np.float32 and dtype == np.float64)
+    X = np.ascontiguousarray(X) if same else np.ascontiguousarray(X, dtype=dtype)
+    return (dtype, X, _as(W, dtype), _as(V, dtype), [_cast_terms(f.terms, dtype) for f in factors],
+            [_as(f.landmarks, dtype) for f in factors], [bool(f.negative_reciprocal) for f in factors],
+            dict(codes=_as(gamma.codes, np.int64), proportions=_as(gamma.proportions, np.float64),
+                 gamma_factor=_as(gamma.factor, dtype)))
+
+
+def landmark_first_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: LandmarkGamma, *,
+                         products, V=None, dense=False, block_rows=4096, n_threads=None,
+                         dtype=None):
+    r"""The first sweep of a landmark pass over the rows of X (``cpp/include/ikdr/landmark_pass.hpp``).
+
+    Per factor ``(P, A, Q)``, float64 sums over the rows, in row blocks of
+    ``block_rows`` (X read in place: a memmap one block at a time):
+    :math:`P = C^T E` (E = [Y, 1, a] for classes, G otherwise); with ``dense``
+    and ``products[f]``, A: :math:`X_c^T C_c` per class (classes x d x m) or
+    :math:`X^T\mathrm{diag}(g_j)C` (d x r x m); with V and ``products[f]``, Q:
+    :math:`C_c^T (XV)_c` (classes x m x k) or :math:`C^T\mathrm{diag}(g_j)XV`
+    (m x r x k); None where not asked. Bitwise the same for any ``n_threads``.
+    Computed in ``dtype`` (default X's; float32 rows of a float64 sweep are
+    converted block by block, never copied whole).
+    """
+    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma,
+                                                            X.dtype if dtype is None else dtype)
+    fn = getattr(_core, "landmark_first_sweep_" + _suffix(dtype))
+    with single_threaded_blas():
+        return fn(X, W, V, terms, marks, recip, [bool(p) for p in products], dense=bool(dense),
+                  block_rows=int(block_rows), n_threads=_threads(n_threads), **g)
+
+
+def landmark_second_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: LandmarkGamma, rhs, *,
+                          V=None, dense=False, block_rows=4096, n_threads=None, dtype=None):
+    r"""The second sweep of a landmark pass: ``(phi, pv)``, float64 sums over the rows.
+
+    With :math:`o_i = \sum_f C_{f,i} H_f[c_i]` (classes; ``rhs[f]`` classes x m x
+    (1 + k)) or :math:`o_i = \sum_j g_{ij}\sum_f C_{f,i} H_f[:, j]` (``rhs[f]`` m x
+    r x (1 + k)), ``rhs[f]`` None for factors outside Phi: deg = o[:, 0],
+    ``phi`` = :math:`X^T\mathrm{diag}(\deg)X` (``dense``, else None) and
+    ``pv`` = :math:`X^T(o_{:,1:} + \deg \circ XV)` (with V, else None).
+    """
+    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma,
+                                                            X.dtype if dtype is None else dtype)
+    fn = getattr(_core, "landmark_second_sweep_" + _suffix(dtype))
+    with single_threaded_blas():
+        return fn(X, W, V, terms, marks, recip, [None if h is None else _as(h, dtype) for h in rhs],
+                  dense=bool(dense), block_rows=int(block_rows), n_threads=_threads(n_threads), **g)
 
 
 def top_eigenpairs(A, q: int, V0=None, *, max_iter: int = 300, tol: float = 1e-10,

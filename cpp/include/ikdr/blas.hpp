@@ -10,9 +10,15 @@ template <class T>
 using GemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const T*,
                         const T*, const int*, const T*, const int*, const T*, T*, const int*);
 
+template <class T>
+using SyrkFn = void (*)(const char*, const char*, const int*, const int*, const T*, const T*,
+                        const int*, const T*, T*, const int*);
+
 struct Blas {
   GemmFn<double> dgemm = nullptr;
   GemmFn<float> sgemm = nullptr;
+  SyrkFn<double> dsyrk = nullptr;
+  SyrkFn<float> ssyrk = nullptr;
 };
 
 // Which ?gemm serves which element type: the one place the two precisions differ.
@@ -21,10 +27,12 @@ struct BlasTraits;
 template <>
 struct BlasTraits<double> {
   static GemmFn<double> gemm(const Blas& b) { return b.dgemm; }
+  static SyrkFn<double> syrk(const Blas& b) { return b.dsyrk; }
 };
 template <>
 struct BlasTraits<float> {
   static GemmFn<float> gemm(const Blas& b) { return b.sgemm; }
+  static SyrkFn<float> syrk(const Blas& b) { return b.ssyrk; }
 };
 
 // Row-major C (m x n) = alpha op(A) op(B) + beta C, as the column-major
@@ -42,6 +50,23 @@ inline void gemm_row_major(const Blas& blas, bool trans_a, bool trans_b, Index m
   const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
   const int mm = int(n), nn = int(m), kk = int(k), la = int(ldb), lb = int(lda), lc = int(ldc);
   BlasTraits<T>::gemm(blas)(&ta, &tb, &mm, &nn, &kk, &alpha, b, &la, a, &lb, &beta, c, &lc);
+}
+
+// The upper triangle of the row-major C (n x n) = alpha A^T A + beta C, A row-major
+// (k x n, leading dimension lda): the column-major lower triangle of the same
+// product, one ?syrk. k = 0 gives beta C on the triangle.
+template <class T>
+inline void syrk_upper_row_major(const Blas& blas, Index n, Index k, T alpha, const T* a,
+                                 Index lda, T beta, T* c, Index ldc) {
+  if (n == 0) return;
+  if (k == 0) {
+    for (Index i = 0; i < n; ++i)
+      for (Index j = i; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
+  const char uplo = 'L', trans = 'N';
+  const int nn = int(n), kk = int(k), la = int(lda), lc = int(ldc);
+  BlasTraits<T>::syrk(blas)(&uplo, &trans, &nn, &kk, &alpha, a, &la, &beta, c, &lc);
 }
 
 }  // namespace ikdr

@@ -22,7 +22,7 @@ from .._utils.validation import check_finite_result, check_matrix
 from .._utils.typing import ArrayLike, RandomStateLike
 
 __all__ = ["Kernel", "ConicKernel", "KernelLike", "LowRankPart", "FLOATS", "matrix_of",
-           "affine_parts", "ones_rows", "ones_core"]
+           "affine_parts", "ones_rows", "ones_core", "nystrom_part"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,10 @@ class LowRankPart:
       (with ``random_features_scale``, the bandwidth of a Gaussian whose random
       Fourier features may replace it);
     * an exact finite-rank factor: rows ``rows(Z_b)`` and core ``core(q)``.
+
+    A Nystrom factor's matrix is also given as the core's kernel ``terms``
+    (``negative_reciprocal``: the matrix is -1 over theirs), which the native
+    landmark sweeps (:mod:`ikdr.kernels.lowrank`) evaluate block by block.
     """
 
     uses: tuple
@@ -45,6 +49,8 @@ class LowRankPart:
     random_features_scale: Optional[float] = None
     rows: Optional[Callable] = None
     core: Optional[Callable] = None
+    terms: Optional[tuple] = None
+    negative_reciprocal: bool = False
 
 
 def ones_rows(Zb):
@@ -368,6 +374,18 @@ def matrix_of(kernel):
     def matrix(A, B, n_threads):
         return kernel.matrix(A, B, n_threads=n_threads)
     return matrix
+
+
+def nystrom_part(uses, kernel, *, negative_reciprocal=False, **extra):
+    """The Nystrom :class:`LowRankPart` of a fitted member ``kernel``: its matrix
+    (``-1 / kernel.matrix`` with ``negative_reciprocal``) and the same as core terms."""
+    if negative_reciprocal:
+        def matrix(A, B, n_threads):
+            return -1.0 / kernel.matrix(A, B, n_threads=n_threads)
+    else:
+        matrix = matrix_of(kernel)
+    return LowRankPart(tuple(uses), matrix=matrix, terms=(kernel._term(1.0, None, None),),
+                       negative_reciprocal=negative_reciprocal, **extra)
 
 
 def affine_parts(weight, c):

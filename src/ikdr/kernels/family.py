@@ -39,7 +39,7 @@ from .._native import KernelTerm, TermKind
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 from .._utils.validation import check_bandwidth, check_positive
 from .bandwidth import median_sigma, warn_if_kernel_vanishes
-from .base import Kernel, LowRankPart, affine_parts, matrix_of, ones_core, ones_rows
+from .base import Kernel, LowRankPart, affine_parts, nystrom_part, ones_core, ones_rows
 
 __all__ = ["Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared", "Multiquadratic",
            "MedianBandwidth"]
@@ -116,8 +116,8 @@ class Polynomial(Kernel):
             return affine_parts(weight, float(self.c))
         # value (beta + c)^p, derivative p (beta + c)^(p-1) as an inner-product weight
         lower = Polynomial(p - 1, self.c)
-        return [LowRankPart((("value", weight),), matrix=matrix_of(self)),
-                LowRankPart((("inner", weight * p),), matrix=matrix_of(lower))]
+        return [nystrom_part((("value", weight),), self),
+                nystrom_part((("inner", weight * p),), lower)]
 
     def _phi0_parts(self, weight, X):
         p = int(self.degree)
@@ -183,8 +183,8 @@ class Gaussian(MedianBandwidth, Kernel):
 
     def low_rank_parts(self, weight):
         sigma = float(self.sigma)
-        return [LowRankPart((("value", weight), ("laplacian", -weight / sigma ** 2)),
-                            matrix=matrix_of(self), random_features_scale=sigma)]
+        return [nystrom_part((("value", weight), ("laplacian", -weight / sigma ** 2)), self,
+                             random_features_scale=sigma)]
 
     def _phi0_parts(self, weight, X):
         # 2 * f'(0) = -1 / sigma^2
@@ -315,10 +315,8 @@ class Multiquadratic(Kernel):
 
     def low_rank_parts(self, weight):
         # value -sqrt(beta + c^2), derivative the inverse multiquadric 1/sqrt(beta + c^2)
-        def inverse(A, B, n_threads):
-            return -1.0 / self.matrix(A, B, n_threads=n_threads)
-        return [LowRankPart((("value", weight),), matrix=matrix_of(self)),
-                LowRankPart((("laplacian", -weight),), matrix=inverse)]
+        return [nystrom_part((("value", weight),), self),
+                nystrom_part((("laplacian", -weight),), self, negative_reciprocal=True)]
 
     def _phi0_parts(self, weight, X):
         return 0.0, -weight / float(self.c), None

@@ -447,7 +447,10 @@ class DaskRows:
         bounds = np.cumsum((0,) + tuple(self.data.row_chunks))
         return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def map_reduce(self, fn, block_args, shared=(), start=None, width=0):
+    def map_reduce(self, fn, block_args, shared=(), start=None, width=0, whole=False):
+        """``start + sum_I fn(X_I, block_args(slice_I), *shared)`` over the chunks, on the
+        workers (``whole`` is :class:`ikdr.passes.rows.MemoryRows`'s: a chunk is
+        always one call here)."""
         require_dask()
         from dask import delayed     # optional: imported only when rows are on a cluster
 

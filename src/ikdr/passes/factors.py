@@ -13,6 +13,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.utils import check_random_state
 
+from ..kernels.lowrank import LandmarkFactor
 from .rows import row_blocks
 
 __all__ = ["LANDMARK_METHODS", "DEFAULT_LANDMARK_METHOD", "select_landmarks", "kernel_factors",
@@ -129,12 +130,21 @@ def select_landmarks(Z, m, *, method=DEFAULT_LANDMARK_METHOD, kernel=None, rando
 class _Factor:
     """:math:`M \\approx C S C^T`: ``rows(Zb)`` gives the block of C, ``core`` is S.
     ``uses`` lists (kind, coefficient): kind "value" (objective), "inner"
-    (:math:`X^T(\\Gamma\\circ M)X`) or "laplacian" (:math:`X^TL(\\Gamma\\circ M)X`)."""
+    (:math:`X^T(\\Gamma\\circ M)X`) or "laplacian" (:math:`X^TL(\\Gamma\\circ M)X`).
+    ``native``: the same rows as the core's sweeps make them
+    (:class:`ikdr.kernels.lowrank.LandmarkFactor`), or None (exact finite-rank
+    and random-feature factors: their rows are made here)."""
 
-    def __init__(self, rows, core, uses):
+    def __init__(self, rows, core, uses, native=None):
         self.rows = rows
         self.core = np.asarray(core, dtype=np.float64)
         self.uses = list(uses)
+        self.native = native
+
+    @property
+    def products(self):
+        """True when the factor enters Phi (a use other than the objective's value)."""
+        return any(kind != "value" for kind, _ in self.uses)
 
 
 def _pinv_symmetric(K, rcond):
@@ -161,12 +171,14 @@ def _pinv_symmetric(K, rcond):
     return (V / vals[keep]) @ V.T
 
 
-def _landmark_factor(kfun, ZL, dtype, uses):
+def _landmark_factor(kfun, ZL, dtype, part):
     ZLd = np.ascontiguousarray(ZL, dtype=dtype)
     Kmm = np.asarray(kfun(np.ascontiguousarray(ZL, dtype=np.float64), None), dtype=np.float64)
     rcond = 1e-10 if np.dtype(dtype) == np.float64 else 1e-5
     S = _pinv_symmetric(Kmm, rcond)
-    return _Factor(lambda Zb: kfun(Zb, ZLd), S, uses)
+    native = None if part.terms is None else LandmarkFactor(part.terms, ZLd,
+                                                            part.negative_reciprocal)
+    return _Factor(lambda Zb: kfun(Zb, ZLd), S, list(part.uses), native)
 
 
 def _rff_factor(omega, offset, uses):
@@ -215,7 +227,7 @@ def kernel_factors(kernel, ZL, dtype, *, rff=None):
             else:
                 def matrix(A, B, matrix=part.matrix):
                     return matrix(A, B, _threads(A, B))
-                factors.append(_landmark_factor(matrix, ZL, dtype, list(part.uses)))
+                factors.append(_landmark_factor(matrix, ZL, dtype, part))
     return factors
 
 

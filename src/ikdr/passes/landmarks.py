@@ -34,14 +34,18 @@ with class proportions p, :math:`a_i = p_{c_i}` and :math:`s = \|p\|^2`,
 :math:`\Gamma_{ij} = [c_i = c_j] - a_i - a_j + s`, so
 :math:`X^T(\Gamma\circ M)X = \sum_c B_cSB_c^T - ESB^T - BSE^T + sBSB^T` with
 :math:`B_c = X_c^TC_c` (together one n x d x m product), :math:`B = \sum_c B_c`
-and :math:`E = X^T\mathrm{diag}(a)C`: two n*d*m products per pass whatever
-the number of classes, plus n*d^2 for the degree term
-:math:`X^T\mathrm{diag}(\deg)X`. Nothing n x n is formed; memory is
-:math:`O(n q + b m + m d)` beyond X (b rows per block).
+and :math:`E = X^T\mathrm{diag}(a)C = \sum_c p_c B_c`: one n*d*m product per
+dense pass whatever the number of classes (the core orders each block's rows
+by class), plus n*d^2 for the degree term :math:`X^T\mathrm{diag}(\deg)X`. A
+Phi V pass (the matrix-free steps) needs neither: :math:`O(n d (q + k) + n m k)`.
+Nothing n x n is formed; memory is :math:`O(b (d + m) + \text{classes}\, d m)`
+beyond X (b rows per block, a few blocks in flight).
 
-Every pass is a sum over row blocks of X (:func:`row_blocks`), read one block
-at a time, so X may be an ``np.memmap`` larger than memory and a distributed
-helper can map the per-block terms (:meth:`LandmarkProblem.block_terms`).
+Every pass is two sweeps, each a sum over row blocks of X
+(:mod:`ikdr.passes.landmark_sweeps`: the compiled core's sweeps for Nystrom
+factors, NumPy's for exact finite-rank factors and random features), so X may
+be an ``np.memmap`` larger than memory, read once per sweep, and rows on a
+cluster are mapped chunk by chunk with the same per-chunk call.
 
 References
 ----------
@@ -54,7 +58,6 @@ Rahimi, Recht. Random features for large-scale kernel machines. NIPS 2007.
 """
 from __future__ import annotations
 
-import copy
 import numbers
 import warnings
 
@@ -67,11 +70,14 @@ from .._config import get_num_threads
 from .._utils.subspace import principal_angle
 from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
                       kernel_factors, select_landmarks)
+from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sweep, native_rhs,
+                              native_second_sweep, numpy_first_sweep, numpy_second_sweep,
+                              pass_flops)
 from .problem import KernelProblem
 from .dask_data import as_data, is_distributed, row_source
-from .rows import check_rows, fit_kernel_on_rows, rows_per_block
+from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 
-__all__ = ["APPROXIMATIONS", "LANDMARK_METHODS", "Approximation", "make_approximation",
+__all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS", "Approximation", "make_approximation",
            "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
            "blas_threads", "THREADED_BLOCK_FLOPS", "check_landmark_options", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
 
@@ -101,188 +107,6 @@ def _controller(cache=[]):  # noqa: B006 (a per-process cache of one controller)
     return cache[0]
 
 
-class _GammaStructure:
-    """A factored Gamma as the passes use it: the class-indicator form of the
-    supervised :math:`HYY^TH` when it is one (detected from the factor), else
-    the general signed factor."""
-
-    def __init__(self, gamma):
-        if not gamma.is_factored:
-            raise ValueError("the landmark approximation needs a factored Gamma "
-                             "(G diag(s) G^T); a dense Gamma has no such structure")
-        G, s, _ = gamma.arrays(np.float64)
-        self.G = G
-        self.s = np.ones(G.shape[1]) if s is None else np.asarray(s, dtype=np.float64)
-        self.codes = None
-        if np.all(self.s == 1.0) and G.shape[1] >= 2:
-            p = -G.min(axis=0)
-            Y = G + p
-            codes = np.argmax(Y, axis=1)
-            onehot = np.zeros_like(Y)
-            onehot[np.arange(Y.shape[0]), codes] = 1.0
-            if np.allclose(Y, onehot, atol=1e-12) and np.allclose(p, onehot.mean(axis=0), atol=1e-12):
-                self.codes = codes
-                self.p = p
-                self.a = p[codes]
-                self.ssq = float(p @ p)
-                self.n_classes = G.shape[1]
-
-    @property
-    def classes(self):
-        return self.codes is not None
-
-    def block(self, sl):
-        """The structure of the rows ``sl`` alone (what one row block's task needs);
-        its methods then take ``slice(None)``."""
-        out = copy.copy(self)
-        out.G = self.G[sl]
-        if self.classes:
-            out.codes, out.a = self.codes[sl], self.a[sl]
-        return out
-
-    def columns(self, sl):
-        """The block's columns that the first sweep multiplies by C^T:
-        ``[Y, 1, a]`` (classes) or ``G`` (general)."""
-        if self.classes:
-            c = self.codes[sl]
-            E = np.zeros((c.shape[0], self.n_classes + 2))
-            E[np.arange(c.shape[0]), c] = 1.0
-            E[:, -2] = 1.0
-            E[:, -1] = self.a[sl]
-            return E
-        return self.G[sl]
-
-    def value(self, P, S):
-        """:math:`1^T(\\Gamma\\circ CSC^T)1` from P = C^T columns."""
-        SP = S @ P
-        if self.classes:
-            k = self.n_classes
-            within = float(np.einsum("ij,ij->", P[:, :k], SP[:, :k]))
-            return within - 2.0 * float(P[:, -1] @ SP[:, -2]) + self.ssq * float(P[:, -2] @ SP[:, -2])
-        return float(np.einsum("ij,ij,j->", P, SP, self.s))
-
-    def degrees(self, sl, C, SP):
-        """Rows ``sl`` of :math:`(\\Gamma\\circ CSC^T)1` (C the block of C, SP = S P)."""
-        T = C @ SP.astype(C.dtype)
-        if self.classes:
-            k = self.n_classes
-            c = self.codes[sl]
-            own = T[np.arange(T.shape[0]), c]
-            return own - self.a[sl] * T[:, k] - T[:, k + 1] + self.ssq * T[:, k]
-        return (T * self.G[sl]) @ self.s
-
-
-
-def _class_products(A, B, structure, rows, dtype):
-    """Per row block of a supervised Gamma (class indicators, DESIGN.md section 6):
-    ``A_c^T B_c`` for every class c (classes x a x b) and ``A^T diag(a) B`` (float64),
-    the two pieces every landmark pass combines."""
-    codes = structure.codes[rows]
-    per_class = np.zeros((structure.n_classes, A.shape[1], B.shape[1]))
-    for c in range(structure.n_classes):
-        members = codes == c
-        if members.any():
-            per_class[c] = A[members].T @ B[members]
-    cross = A.T @ (structure.a[rows].astype(dtype)[:, None] * B)
-    return per_class, np.asarray(cross, dtype=np.float64)
-
-#: the rows of a block view of the structure (every row of the block)
-_ALL = slice(None)
-
-
-def _x_gamma_c(st, Xb, C):
-    """Per block: class terms ``(sum_c X_c^T C_c per class, X^T diag(a) C)`` or
-    general ``X^T diag(g_r) C`` for every r, all d x m (float64)."""
-    if st.classes:
-        return _class_products(Xb, C, st, _ALL, C.dtype)
-    Gb = st.G.astype(C.dtype)
-    return np.stack([np.asarray(Xb.T @ (Gb[:, j, None] * C), dtype=np.float64)
-                     for j in range(Gb.shape[1])], axis=1)
-
-
-def _c_gamma_r(st, C, Rb):
-    """Per block: ``C^T`` times the right-hand side split by Gamma's structure."""
-    if st.classes:
-        return _class_products(C, Rb, st, _ALL, C.dtype)
-    Gb = st.G.astype(C.dtype)
-    r, k = Gb.shape[1], Rb.shape[1]
-    stacked = (Gb[:, :, None] * Rb[:, None, :]).reshape(Rb.shape[0], r * k)
-    return np.asarray(C.T @ stacked, dtype=np.float64).reshape(C.shape[1], r, k)
-
-
-def _gamma_m_r(st, C, S, Q):
-    r"""The block's rows of :math:`(\Gamma\circ CSC^T)R` from the first sweep's C^T R terms."""
-    C = np.asarray(C, dtype=np.float64)
-    if st.classes:
-        Qc, Qa = Q
-        codes = st.codes
-        Q1 = Qc.sum(axis=0)
-        out = np.empty((C.shape[0], Qa.shape[1]))
-        for c in range(st.n_classes):
-            rows = codes == c
-            if rows.any():
-                out[rows] = C[rows] @ (S @ Qc[c])
-        a = st.a[:, None]
-        return out - a * (C @ (S @ Q1)) - C @ (S @ Qa) + st.ssq * (C @ (S @ Q1))
-    r = Q.shape[1]
-    G = st.G
-    out = np.zeros((C.shape[0], Q.shape[2]))
-    for j in range(r):
-        out += st.s[j] * G[:, j, None] * (C @ (S @ Q[:, j, :]))
-    return out
-
-
-def _first_sweep(X_b, st, W, V, factors, dense, dtype):
-    """One row block's first-sweep terms, per factor ``(P, A, Q)``: the C^T columns of
-    Gamma's structure, the X^T Gamma C products (dense Phi) and the C^T Gamma R
-    products (Phi V). A pass sums them over the blocks."""
-    Xb = np.asarray(X_b, dtype=dtype)
-    Zb = Xb @ W.astype(dtype)
-    E = st.columns(_ALL).astype(dtype)
-    Rb = None if V is None else Xb @ V.astype(dtype)
-    out = []
-    for f in factors:
-        C = np.asarray(f.rows(Zb))
-        P = np.asarray(C.T @ E, dtype=np.float64)
-        A = None
-        if dense and any(kind != "value" for kind, _ in f.uses):
-            A = _x_gamma_c(st, Xb, C)
-        Q = None if Rb is None else _c_gamma_r(st, C, Rb)
-        out.append((P, A, Q))
-    return out
-
-
-def _second_sweep(X_b, st, W, V, factors, Q_sums, SPs, lap_weight, dense, dtype):
-    """One row block's share of the terms that need the degrees: ``[X_b^T diag(deg) X_b
-    (dense Phi), X_b^T (Gamma o M) R_b (Phi V)]``, None where not asked."""
-    Xb = np.asarray(X_b, dtype=dtype)
-    Zb = Xb @ W.astype(dtype)
-    Rb = None if V is None else Xb @ V.astype(dtype)
-    deg = None
-    ob = None if V is None else np.zeros(Rb.shape, dtype=np.float64)
-    for i, f in enumerate(factors):
-        uses = [(k, c) for k, c in f.uses if k != "value"]
-        if not uses:
-            continue
-        C = np.asarray(f.rows(Zb))
-        if lap_weight[i] != 0.0:
-            part = lap_weight[i] * st.degrees(_ALL, C, SPs[i])
-            deg = part if deg is None else deg + part
-        if V is not None:
-            MR = _gamma_m_r(st, C, f.core, Q_sums[i])
-            for kind, coef in uses:
-                ob += (coef if kind == "inner" else -coef) * MR
-    phi_part = None
-    if deg is not None and dense:
-        phi_part = np.asarray(Xb.T @ (deg.astype(dtype)[:, None] * Xb), dtype=np.float64)
-    pv_part = None
-    if V is not None:
-        if deg is not None:
-            ob += deg[:, None] * Rb
-        pv_part = np.asarray(Xb.T @ ob.astype(dtype), dtype=np.float64)
-    return [phi_part, pv_part]
-
-
 class LandmarkProblem(KernelProblem):
     """Objective, Phi and Phi-products of ``Tr(Gamma K_XW)`` with every kernel
     matrix replaced by its landmark (or random-feature) factorisation: the
@@ -309,7 +133,7 @@ class LandmarkProblem(KernelProblem):
         self._X64 = X         # passes cast X block by block; never a whole copy
         self.approx = approximation
         self.dtype = approximation.compute_dtype(X)
-        self.structure = _GammaStructure(gamma)
+        self.structure = GammaStructure(gamma)
         self.rows = row_source(X, approximation.block_rows)
         self.index = approximation.index
         self.XL = None if self.index is None else self.rows.take(self.index)
@@ -341,32 +165,49 @@ class LandmarkProblem(KernelProblem):
     def _pass(self, W, V=None, dense=False):
         """One pass: (objective, dense Phi or None, Phi V or None).
 
-        The BLAS runs with ikdr's thread count when a block's main product is
-        large (about 1e8 flops) and with one thread otherwise: small products
-        gain nothing from threads, and a threaded BLAS on busy cores was
-        measured 10x slower (digits, m = 200: 2.3 s against 0.25 s a pass)."""
+        NumPy's BLAS runs on one thread while the core's sweeps run on ikdr's
+        threads: its idle workers spin after each call and took the cores from
+        the sweeps (perf: 46% of a first sweep's time in OpenBLAS's thread
+        server, 20,000 x 256). The NumPy sweeps' BLAS runs with ikdr's thread
+        count when a block's main product is large (about 1e8 flops) and with
+        one thread otherwise: small products gain nothing from threads, and a
+        threaded BLAS on busy cores was measured 10x slower (digits, m = 200:
+        2.3 s against 0.25 s a pass)."""
         n, d = self.X.shape
         m = self.approx.m if isinstance(self.approx.m, int) else 1
         big = min(n, rows_per_block(d, self.approx.block_rows, m)) * d * m > THREADED_BLOCK_FLOPS
-        with blas_threads(big):
-            return self._pass_blocks(W, V, dense)
+        with blas_threads(False):       # m x m algebra: K_mm and its pseudo-inverse
+            factors = self._factors(W)
+        native = all(f.native is not None for f in factors)
+        with blas_threads(big and not native):
+            return self._pass_blocks(W, V, dense, factors, native)
 
-    def _pass_blocks(self, W, V, dense):
+    def _pass_blocks(self, W, V, dense, factors, native):
         W = np.asarray(W, dtype=np.float64)
         d = self.X.shape[1]
-        factors = self._factors(W)
         st = self.structure
         width = max([f.core.shape[0] for f in factors] + [1])
-        sums = self.rows.map_reduce(_first_sweep, st.block,
-                                    (W, V, factors, dense, self.dtype), width=width)
+        # native: the core makes every Nystrom factor given as kernel terms; exact
+        # finite-rank factors (linear, squared members) and random features go
+        # through NumPy.
+        # The core reads an in-memory array or memmap of its own dtype (or float32
+        # rows of a float64 pass) in place and loops over the row blocks itself (one
+        # call per sweep); float64 rows of a float32 pass are cast block by block
+        # here, and a cluster maps the same call over its chunks.
+        whole = native and isinstance(self.rows, MemoryRows) and \
+            self.X.dtype in (self.dtype, np.dtype(np.float32))
+        block_rows = native_block_rows(d, width, self.dtype, self.approx.block_rows)
+        if native:
+            first, first_args = native_first_sweep, (W, V, factors, dense, self.dtype, block_rows,
+                                                     self.n_threads)
+        else:
+            first, first_args = numpy_first_sweep, (W, V, factors, dense, self.dtype)
+        sums = self.rows.map_reduce(first, st.block, first_args, width=width, whole=whole)
         objective = 0.0
         phi = np.zeros((d, d)) if dense else None
         lap_weight = [0.0] * len(factors)
         need_second = False
-        SPs = []
-        for i, (f, (P, A, Q)) in enumerate(zip(factors, sums)):
-            SP = f.core @ P
-            SPs.append(SP)
+        for i, (f, (P, A, _)) in enumerate(zip(factors, sums)):
             for kind, coef in f.uses:
                 if kind == "value":
                     objective += coef * st.value(P, f.core)
@@ -377,33 +218,56 @@ class LandmarkProblem(KernelProblem):
                 if kind == "laplacian":
                     lap_weight[i] += coef
                     need_second = True
+        if dense and V is None and not np.any(W) and st.centred:
+            # W = 0 (Phi_0): every kernel matrix is constant, so the degrees are a
+            # constant times Gamma 1 = 0: no degree term (n d^2 flops) to add
+            need_second = False
         PV = None
         if V is not None or (dense and need_second):
-            Q_sums = [Q for _, _, Q in sums]
+            if native:
+                k = 0 if V is None else V.shape[1]
+                rhs = native_rhs(st, factors, sums, lap_weight, k, self.dtype)
+                second, second_args = native_second_sweep, (W, V, factors, rhs, dense and need_second,
+                                                            self.dtype, block_rows, self.n_threads)
+            else:
+                SPs = [f.core @ P for f, (P, _, _) in zip(factors, sums)]
+                second, second_args = numpy_second_sweep, (W, V, factors, [Q for _, _, Q in sums],
+                                                           SPs, lap_weight, dense, self.dtype)
             phi, PV = self.rows.map_reduce(
-                _second_sweep, st.block, (W, V, factors, Q_sums, SPs, lap_weight, dense,
-                                          self.dtype),
-                start=[phi, np.zeros((d, V.shape[1])) if V is not None else None], width=width)
+                second, st.block, second_args,
+                start=[phi, np.zeros((d, V.shape[1])) if V is not None else None], width=width,
+                whole=whole)
         if dense:
             phi = 0.5 * (phi + phi.T)
         return objective, phi, PV
 
     def _quadratic(self, A, S):
-        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products."""
+        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products:
+        :math:`\sum_g s_g A_g S A_g^T` as one d x (groups m) x d product."""
         st = self.structure
         if st.classes:
             Bc, Ea = A
+            d = Bc.shape[1]
             B = Bc.sum(axis=0)
-            out = np.einsum("cdm,mk,cek->de", Bc, S, Bc, optimize=True)
+            flat = np.ascontiguousarray(Bc.transpose(1, 0, 2)).reshape(d, -1)
+            out = (Bc @ S).transpose(1, 0, 2).reshape(d, -1) @ flat.T
             BS = B @ S
             cross = Ea @ BS.T
             return out - cross - cross.T + st.ssq * (BS @ B.T)
-        r = A.shape[1]
-        out = np.zeros((A.shape[0], A.shape[0]))
-        for j in range(r):
-            Aj = A[:, j, :]
-            out += st.s[j] * (Aj @ S @ Aj.T)
-        return out
+        d = A.shape[0]
+        return ((A @ S) * st.s[None, :, None]).reshape(d, -1) @ A.reshape(d, -1).T
+
+    def step_costs(self, q, k):
+        """(dense Phi step, pass with k columns) in flops (:func:`landmark_step_costs`):
+        the solver weighs matrix-free steps by them. Landmarks: the
+        approximation's m (256 while "auto" has not chosen), one factor per
+        kernel member."""
+        m = self.approx.m if isinstance(self.approx.m, int) else 256
+        m *= len(list(self.kernel.members()))
+        st = self.structure
+        n, d = self.X.shape
+        return landmark_step_costs(n, d, q, m, k, groups=st.n_classes if st.classes
+                                   else st.G.shape[1], classes=st.classes)
 
     # -- the driver's interface (counters and Hessian products inherited) -------
     def _pass_in(self, native, W, V=None, dense=False):
@@ -434,6 +298,25 @@ class LandmarkProblem(KernelProblem):
             return phi, objective
         objective, _, PV = self._pass_in(native, W, V=np.asarray(V, dtype=np.float64))
         return PV, objective
+
+
+#: flops of an m x m symmetric eigendecomposition with vectors, per m^3 (the
+#: pseudo-inverse of the landmarks' kernel matrix, once per pass)
+EIGH_FLOPS = 9.0
+
+
+def landmark_step_costs(n, d, q, m, k, *, groups, classes=True):
+    """(dense Phi step, pass with k columns) of a landmark problem in flops
+    (:func:`ikdr.passes.landmark_sweeps.pass_flops`), each with the m x m
+    pseudo-inverse of its landmark factor. A dense step also pays the
+    eigendecomposition of the d x d Phi, counted as 4 d^3 (LAPACK's eigh on one
+    thread measured 0.26 s at d = 2,048, about 4 d^3 at the float32 GEMM rate):
+    no panel amortises it here. The solver's choice of Phi solver and the
+    "auto" landmark budget (:mod:`ikdr.solver.cost`) both read it."""
+    shape = dict(groups=groups, classes=classes)
+    factor = EIGH_FLOPS * float(m) ** 3
+    return (pass_flops(n, d, q, m, dense=True, **shape) + 4.0 * d ** 3 + factor,
+            pass_flops(n, d, q, m, k=k, **shape) + factor)
 
 
 def check_n_landmarks(n_landmarks, n_samples=None):

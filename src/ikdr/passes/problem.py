@@ -103,6 +103,12 @@ class KernelProblem:
         return self.kernel.phi_product(self._data(native), W, self.gamma, V,
                                        n_threads=self.n_threads)
 
+    def step_costs(self, q, k):
+        """(flops of a dense Phi pass, flops of a pass with k columns) when the
+        problem's passes have their own cost model, else None: the solver then
+        weighs the exact passes' n x n panel (:mod:`ikdr.solver.steps`)."""
+        return None
+
     def phi(self, W, native=False):
         """(dense Phi(W), f(W)): one pass with the d columns of X."""
         self.n_phi += 1

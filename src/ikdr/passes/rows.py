@@ -38,7 +38,7 @@ def row_blocks(n, d, block_rows=None, *, width=0):
 def check_rows(X, name="X", *, block_rows=None):
     """Validate a 2-D real array (an ndarray or ``np.memmap``) one row block at a
     time, never loading or copying it whole: at least 2 rows, finite (NaN or
-    infinity: a ValueError naming the first bad row), values whose squares do
+    infinity: a ValueError naming the first bad row and its row block), values whose squares do
     not overflow. Returns X unchanged (float32 and float64 kept; other in-memory
     dtypes are converted to float64)."""
     if sp.issparse(X):
@@ -63,7 +63,8 @@ def check_rows(X, name="X", *, block_rows=None):
         bad = ~np.isfinite(B)
         if bad.any():
             i = sl.start + int(np.argmax(bad.any(axis=1)))
-            raise ValueError(f"{name} contains NaN or infinite values (first in row {i})")
+            raise ValueError(f"{name} contains NaN or infinite values (first in row {i}, "
+                             f"row block {sl.start}:{sl.stop})")
         biggest = max(biggest, float(np.max(np.abs(B))) if B.size else 0.0)
     check_magnitude(biggest, X.dtype, name)
     return X
@@ -119,11 +120,12 @@ class MemoryRows:
         block makes, which bounds the block's rows too)."""
         return row_blocks(self.shape[0], self.shape[1], self.block_rows, width=width)
 
-    def map_reduce(self, fn, block_args, shared=(), start=None, width=0):
+    def map_reduce(self, fn, block_args, shared=(), start=None, width=0, whole=False):
         """``start + sum_b fn(X_b, block_args(slice_b), *shared)``, the partials added
-        in block order."""
+        in block order; ``whole``: ``fn`` loops over the row blocks itself (the
+        core's sweeps), so it is called once, on all the rows."""
         total = start
-        for sl in self.slices(width):
+        for sl in [slice(0, self.shape[0])] if whole else self.slices(width):
             total = sum_parts(total, fn(self.X[sl], block_args(sl), *shared))
         return total
 

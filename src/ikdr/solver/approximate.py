@@ -87,9 +87,11 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     # the approximate fit's defaults below (their looser gtol would stop it
     # short of the exact maximum).
     exact_kwargs = dict(ism_kwargs)
-    # A dense Phi pass costs O(n d m) here (no n^2 panel to amortise): the
-    # matrix-free eigensolver's many thin passes do not pay.
-    ism_kwargs.setdefault("phi_solver", "dense")
+    # phi_solver="auto" weighs the landmark passes' own costs
+    # (LandmarkProblem.step_costs): a dense Phi pass costs O(n d m + n d^2), a
+    # block iteration O(n d (q + k) + n m k), so the matrix-free eigensolver pays
+    # only at large d (benchmarks/results/landmark_pass.md, "where matrix-free pays").
+    ism_kwargs.setdefault("phi_solver", "auto")
     # The approximate fit's certificate would certify the approximate objective,
     # at tens of passes for its Hessian estimate: first order only (the polish,
     # when asked, certifies the exact answer).
@@ -118,7 +120,11 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
         result, index = fit(m, W0)
         trail, choice = [], f"{approximation}: n_landmarks={m} as given"
     elif approximation == "nystrom":
-        budget = LandmarkBudget(n, X.shape[1], q, gamma.rank) if weigh_cost else None
+        # the class form of a supervised Gamma is a factor of ones (its passes need
+        # one n d m product); the budget's guess, without the structure's n-row scan
+        _, scale, _ = gamma.arrays(np.float64)
+        classes = scale is None or bool(np.all(np.asarray(scale) == 1.0))
+        budget = LandmarkBudget(n, X.shape[1], q, gamma.rank, classes) if weigh_cost else None
         result, index, m, trail, choice = _auto_nystrom(fit, n, budget, auto_tol, auto_max, W0)
     else:
         fits = {}
@@ -192,11 +198,14 @@ def _auto_nystrom(fit, n, budget, tol, cap, W0):
 
 def _warn_if_unconverged(convergence, approximation, m):
     """ConvergenceWarning for a returned approximate fit that found no maximum: it
-    ran out of iterations, or its trust region stalled while the relative gradient
-    (of the landmark problem) was still above :data:`APPROX_WARN_GTOL`. Stalls
-    below that are the approximation's floor, by design."""
+    ran out of iterations, or its trust region stalled or stopped gaining while
+    the relative gradient (of the landmark problem) was still above
+    :data:`APPROX_WARN_GTOL`. Stops below that are the approximation's floor, by
+    design."""
     rule, rel = convergence.stopping_rule, convergence.relative_gradient_norm
-    if rule == "max_iter" or (rule == "stalled" and rel > APPROX_WARN_GTOL):
+    # a trust region that stalled, or whose steps stopped gaining (the problem's
+    # objective floor), far from a stationary point found no maximum either
+    if rule == "max_iter" or (rule in ("stalled", "objective") and rel > APPROX_WARN_GTOL):
         what = "landmarks" if approximation == "nystrom" else "random features"
         remedy = f"use more {what}" + (", approximation='nystrom'" if approximation == "rff" else "")
         warnings.warn(f"the {approximation} fit with {m} {what} found no maximum "

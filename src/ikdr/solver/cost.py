@@ -8,9 +8,10 @@ counts of one pass and the expected number of passes of a fit:
 * **exact**, one plain step (:func:`ikdr.solver.steps.plain_step_flops`):
   :math:`n^2` kernel-panel entries times about :math:`60 + 2d` flops (dense
   Phi), or the block eigensolver's cheaper iterations at large d;
-* **landmarks**, one pass (:func:`landmark_pass_flops`, the sums of
-  :mod:`ikdr.passes.landmarks`) with m landmarks and a Gamma of r terms
-  (classes, or the columns of its factor).
+* **landmarks**, one step of the same kind
+  (:func:`ikdr.passes.landmarks.landmark_step_costs`, the flops of the core's
+  sweeps) with m landmarks and Gamma's terms (classes, or the columns of its
+  factor).
 
 Before the first fit the exact fit (``COLD_PASSES`` passes) is compared with
 the cheapest "auto" sequence there is: a cold fit at the first m and a
@@ -34,10 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .steps import PANEL_FLOPS, plain_step_flops
+from ..passes.landmarks import landmark_step_costs
+from .steps import block_columns, plain_step_flops
 
-__all__ = ["landmark_pass_flops", "LandmarkBudget", "COLD_PASSES", "WARM_PASSES",
-           "LANDMARK_RATE", "LANDMARK_PASS_OVERHEAD", "START_MARGIN", "EIGH_FLOPS"]
+__all__ = ["LandmarkBudget", "COLD_PASSES", "WARM_PASSES", "LANDMARK_RATE",
+           "LANDMARK_PASS_OVERHEAD", "START_MARGIN"]
 
 #: passes of a fit from the start (Phi_0's eigenvectors) and from a warm start
 COLD_PASSES = 12
@@ -48,31 +50,6 @@ LANDMARK_RATE = 0.7
 LANDMARK_PASS_OVERHEAD = 5e7
 #: landmarks from the start only if the model finds them this many times cheaper
 START_MARGIN = 2.0
-#: flops of an m x m symmetric eigendecomposition with vectors, per m^3
-#: (the pseudo-inverse of the landmarks' kernel matrix, once per pass)
-EIGH_FLOPS = 9.0
-
-
-def landmark_pass_flops(n, d, q, m, terms, dense=True):
-    r"""Flops of one landmark pass (:class:`ikdr.passes.landmarks.LandmarkProblem`)
-    with a Gamma of ``terms`` terms (classes or factor columns):
-
-    * both sweeps project their rows (:math:`XW`, 2ndq each) and form the
-      kernel against the m landmarks (a panel entry each, as an exact pass's);
-    * Gamma's columns against C (:math:`C^TE`, :math:`C(SP)`);
-    * a dense Phi adds :math:`X^T\Gamma C` (two n d m products) and the degree
-      term :math:`X^T\mathrm{diag}(\deg)X` (:math:`2nd^2`), and the landmark-side
-      quadratic forms :math:`B_cSB_c^T` per term;
-    * the m x m pseudo-inverse of the landmarks' kernel matrix.
-    """
-    per_row = 2 * (2 * d * q + (PANEL_FLOPS + 2 * q) * m) + 4 * m * (terms + 2)
-    extra = EIGH_FLOPS * m ** 3
-    if dense:
-        per_row += 4 * d * m + 2 * d * d
-        extra += terms * 2.0 * (d * m * m + d * d * m)
-    else:
-        per_row += 4 * m * q + 2 * d * q
-    return float(n) * per_row + extra
 
 
 @dataclass
@@ -82,8 +59,10 @@ class LandmarkBudget:
     Parameters
     ----------
     n, d, q : problem size
-    terms : int
+    groups : int
         Gamma's terms (the classes of a supervised Gamma, else its factor's columns).
+    classes : bool
+        Gamma is the supervised class form (its passes need one n d m product).
     exact_available : bool
         Whether the exact passes can run here (False: the landmarks are the only way).
     """
@@ -91,15 +70,22 @@ class LandmarkBudget:
     n: int
     d: int
     q: int
-    terms: int
+    groups: int
+    classes: bool = True
     exact_available: bool = True
 
     def exact_fit(self, passes):
-        return passes * self.n ** 2 * plain_step_flops(self.n, self.d, self.q)
+        """Flops of an exact fit of ``passes`` plain steps (the n x n panel)."""
+        return passes * plain_step_flops(self.n, self.d, self.q)
 
     def landmark_fit(self, m, passes):
-        flops = landmark_pass_flops(self.n, self.d, self.q, m, self.terms)
-        return passes * (flops / LANDMARK_RATE + LANDMARK_PASS_OVERHEAD)
+        """Flops of a landmark fit with m landmarks (at the exact passes' rate):
+        its steps as its solver would make them, dense or matrix-free
+        (:func:`ikdr.passes.landmarks.landmark_step_costs`)."""
+        costs = landmark_step_costs(self.n, self.d, self.q, m, block_columns(self.d, self.q),
+                                    groups=self.groups, classes=self.classes)
+        step = plain_step_flops(self.n, self.d, self.q, costs)
+        return passes * (step / LANDMARK_RATE + LANDMARK_PASS_OVERHEAD)
 
     def start(self, m):
         """(use landmarks?, reason) before any fit, the first at m landmarks."""

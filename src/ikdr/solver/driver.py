@@ -53,7 +53,7 @@ from .._config import single_threaded_blas
 from .._utils.subspace import principal_angle
 from .._utils.eig import fix_signs, top_eigenvectors
 from .trust_region import TrustRegion, escape_saddle
-from .steps import (COARSE_STOP_TOL, MF_TOL, PlainStep, Point, SLOW_CONTRACTION, check_orthonormal_start, dense64, phi_mode)
+from .steps import (COARSE_STOP_TOL, MF_TOL, PlainStep, Point, SLOW_CONTRACTION, check_orthonormal_start, dense64, pass_costs, phi_mode)
 from .._utils.validation import check_vector
 from ..gamma import Gamma
 from ..kernels import Kernel, make_kernel
@@ -234,7 +234,7 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
             choose_n_components(np.linalg.eigvalsh(phi0), minimum=min(int(min_components), d))
     else:
         q = int(n_components)
-    mode = phi_mode(phi_solver, problem, problem.n, d, q)
+    mode = phi_mode(phi_solver, problem, problem.n, d, q, costs=pass_costs(problem, q))
     eps = float(np.finfo(problem.native_dtype).eps)
     mf_tol = max(MF_TOL, 50 * eps) if problem.native_dtype == np.float32 else MF_TOL
     step = PlainStep(problem, q, mode=mode, eigen_solver=eigen_solver,

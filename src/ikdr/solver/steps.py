@@ -103,21 +103,41 @@ class _PassCosts:
         """Block iterations that cost one dense pass."""
         return self.dense / self.block
 
+    @classmethod
+    def of_problem(cls, problem, q):
+        """The problem's own costs of a dense pass and of a block iteration (its
+        ``step_costs(q, k)`` with the iteration's k = 2p columns: landmark passes
+        cost O(n d m + n d^2) and O(n d (q + k) + n m k), no panel), else the
+        panel's above."""
+        costs = problem.step_costs(q, block_columns(problem.d, q))
+        return cls.of(problem.n, problem.d, q) if costs is None else cls(*costs)
+
 
 PHI_SOLVERS = ("auto", "dense", "hybrid", "matrix_free")
 
 
-def plain_step_flops(n, d, q):
-    """Flops per kernel-panel entry of one plain step of an exact fit: the dense Phi
-    pass, or at most ``_HYBRID_EXPECTED_PASSES`` block-eigensolver iterations where
-    those are cheaper (the hybrid and matrix-free modes of :func:`phi_mode`)."""
-    costs = _PassCosts.of(n, d, q)
-    return min(costs.dense, _HYBRID_EXPECTED_PASSES * costs.block)
+def block_columns(d, q):
+    """Columns of one block-eigensolver pass (2p: the q vectors and their extras)."""
+    return 2 * (q + _extra_columns(d, q))
 
 
-def phi_mode(phi_solver, kernel, n, d, q):
+def plain_step_flops(n, d, q, costs=None):
+    """Flops of one plain step: the dense Phi pass, or at most
+    ``_HYBRID_EXPECTED_PASSES`` block-eigensolver iterations where those are
+    cheaper (the hybrid and matrix-free modes of :func:`phi_mode`). ``costs``:
+    (dense pass, block iteration) of a problem's own passes in flops
+    (``step_costs``), else the exact passes' n x n panel."""
+    if costs is not None:
+        c, entries = _PassCosts(*costs), 1.0
+    else:
+        c, entries = _PassCosts.of(n, d, q), float(n) ** 2
+    return entries * min(c.dense, _HYBRID_EXPECTED_PASSES * c.block)
+
+
+def phi_mode(phi_solver, kernel, n, d, q, costs=None):
     """The plain steps' way to Phi's eigenvectors: ``"dense"``, ``"hybrid"`` or
-    ``"matrix_free"`` (``phi_solver="auto"`` by the flop counts above)."""
+    ``"matrix_free"`` (``phi_solver="auto"`` by the flop counts above, or by
+    ``costs``, a :class:`_PassCosts` of the problem's own passes)."""
     if phi_solver not in PHI_SOLVERS:
         raise ValueError(f"phi_solver must be one of {', '.join(map(repr, PHI_SOLVERS))}, "
                          f"got {phi_solver!r}")
@@ -127,7 +147,7 @@ def phi_mode(phi_solver, kernel, n, d, q):
         return phi_solver
     if n < _MF_MIN_SAMPLES:
         return "dense"
-    ratio = _PassCosts.of(n, d, q).ratio
+    ratio = (costs or _PassCosts.of(n, d, q)).ratio
     if ratio > _MF_EXPECTED_PASSES:
         return "matrix_free"
     return "hybrid" if ratio > _HYBRID_EXPECTED_PASSES else "dense"
@@ -230,7 +250,7 @@ class PlainStep:
     def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, coarse=True):
         self.problem, self.q, self.mode = problem, q, mode
         self.eigen_solver, self.dense_final, self.tol = eigen_solver, dense_final, tol
-        self.costs = _PassCosts.of(problem.n, problem.d, q)
+        self.costs = _PassCosts.of_problem(problem, q)
         self.block_budget = _MF_MAX_ITER if mode != "hybrid" else \
             int(min(_MF_MAX_ITER, max(10, 2 * self.costs.ratio)))
         self.rate = _BLOCK_RATE     # residual reduction per block iteration, as last observed
@@ -331,3 +351,9 @@ class PlainStep:
 
 #: the eigenvalue rule also needs W to have settled: a step that turns W by more
 #: than this (radians) is not convergence, however little the eigenvalues moved
+
+
+def pass_costs(problem, q):
+    """The costs (dense pass, block iteration) :func:`phi_mode` and the hybrid step
+    weigh for ``problem`` (:meth:`_PassCosts.of_problem`)."""
+    return _PassCosts.of_problem(problem, q)

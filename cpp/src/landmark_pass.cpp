@@ -1,0 +1,421 @@
+// The landmark passes (landmark_pass.hpp): row blocks in rounds over a fixed
+// number of lanes, each lane's sums its own, the lanes' sums added in order.
+#include "ikdr/landmark_pass.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ikdr/parallel.hpp"
+
+namespace ikdr {
+namespace {
+
+// Blocks are processed in rounds of at most kMaxLanes, block i of a round by
+// lane i, which adds into its own float64 partial sums; the lanes' sums are
+// added in lane order at the end. Which lane sums which block depends on the
+// shapes only, so the result does not depend on the thread count, and a round
+// is one barrier (the per-block tasks of a first version, 5 barriers a block,
+// scaled 1.2x on two busy cores against the BLAS's 1.9x).
+constexpr Index kMaxLanes = 4;
+// The lanes' partial sums together stay below this many bytes (fewer lanes
+// for wide problems: 10 classes x 4,096 x 256 doubles is 84 MB a lane).
+constexpr Index kLaneBytes = Index(1) << 28;
+// The wide products of a lane (A: classes x d x m; the d x d degree term) are
+// summed by the GEMMs themselves (beta = 1) in the compute precision over this
+// many of its blocks, then added to its float64 sums: a conversion of 10 x 784
+// x 256 products per block of 2,048 rows is memory-bound (measured 10-15% of
+// the first sweep at 20,000 x 784); every eighth block it is not.
+constexpr Index kFlushBlocks = 8;
+
+Index n_chunks(Index n, Index chunk) { return (n + chunk - 1) / chunk; }
+
+template <class T>
+T* grow(std::vector<T>& v, Index size) {
+  if (static_cast<Index>(v.size()) < size) v.resize(static_cast<std::size_t>(size));
+  return v.data();
+}
+
+template <class T>
+void add_into(double* acc, const T* v, Index n) {
+  for (Index i = 0; i < n; ++i) acc[i] += static_cast<double>(v[i]);
+}
+
+// What a worker thread needs for the block it works on (reused from block to
+// block: per worker, not per lane, so that two threads touch two sets).
+template <class T>
+struct Work {
+  const T* xin = nullptr;             // b x d, the block's rows in their order
+  const T* x = nullptr;               // the same in class order (gathered), or null
+  const T* g = nullptr;               // general form: the factor's b x rank rows
+  std::vector<Index> offsets;         // classes: rows of class c are [offsets[c], offsets[c+1])
+  std::vector<Index> perm;            // classes: row perm[i] of the block is the i-th in class order
+  std::vector<T> converted, gathered, z, r, o, oo, xs, tmp, stacked;
+  std::vector<std::vector<T>> c;      // per factor, b x m_f (empty when not needed)
+  std::vector<double> sums;
+};
+
+// One lane: its partial sums.
+template <class T>
+struct Lane {
+  std::vector<double> acc;            // the sums before the wide products
+  std::unique_ptr<T[]> wide;          // the wide products since the last flush
+  std::vector<double> wide_acc;       // their earlier flushes (allocated at the first)
+  Index pending = 0;                  // blocks in `wide`
+  Index wide_size = 0;
+};
+
+// The lane's wide products: beta for the next block's GEMMs (0: the buffer
+// starts over), after which `done` counts the block and flushes when due.
+template <class T>
+T wide_beta(const Lane<T>& lane) { return lane.pending == 0 ? T(0) : T(1); }
+
+// Mid-sweep only (a lane with more than kFlushBlocks blocks): the last
+// products stay in `wide` until the lanes are summed.
+template <class T>
+void flush_wide(Lane<T>& lane) {
+  if (lane.wide_acc.empty()) lane.wide_acc.assign(static_cast<std::size_t>(lane.wide_size), 0.0);
+  add_into(lane.wide_acc.data(), lane.wide.get(), lane.wide_size);
+  lane.pending = 0;
+}
+
+template <class T>
+void wide_done(Lane<T>& lane) {
+  if (++lane.pending == kFlushBlocks) flush_wide(lane);
+}
+
+template <class T>
+void check_rows(const LandmarkRows<T>& rows) {
+  if (rows.n < 0 || rows.d < 1 || rows.q < 1) throw std::invalid_argument("X and W must be non-empty");
+  if (rows.block_rows < 1) throw std::invalid_argument("block_rows must be positive");
+  const auto& g = rows.gamma;
+  if (g.classes() ? (g.n_classes < 1 || g.proportions == nullptr) : (g.factor == nullptr || g.rank < 1))
+    throw std::invalid_argument("Gamma needs class codes with proportions, or a factor");
+  for (const auto& f : rows.factors) {
+    if (f.landmarks == nullptr || f.m < 1) throw std::invalid_argument("a factor needs landmarks");
+    check_terms(f.terms, Index(1), f.m);
+  }
+}
+
+// The block [start, start + b) of the rows, read in place (converted when
+// float32 rows feed a float64 pass), with its Z, R and the kernel rows of the
+// factors `need` selects, on the calling thread. The class form orders the
+// block by class (a stable counting sort of its codes, checked here: `perm`,
+// `offsets`): Z, R and C in class order, X itself gathered in that order only
+// with `gather` (the first sweep's X_c^T C_c), else read in place.
+template <class T, class Need>
+void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, Index start, Index b,
+                   bool with_r, bool gather, Need&& need, Work<T>& work) {
+  const Index d = rows.d, q = rows.q, k = rows.k;
+  const auto& gm = rows.gamma;
+  if (rows.x32 != nullptr) {
+    T* dst = grow(work.converted, b * d);
+    const float* src = rows.x32 + start * d;
+    for (Index e = 0; e < b * d; ++e) dst[e] = static_cast<T>(src[e]);
+    work.xin = dst;
+  } else {
+    work.xin = rows.x + start * d;
+  }
+  work.x = work.xin;
+  work.perm.clear();
+  // Z (and R) of rows `src` (b x d, in the order Z is wanted), or of the rows in
+  // place, then moved into class order
+  auto project = [&](const T* src, const T* m, Index cols, std::vector<T>& out) {
+    T* o = grow(out, b * cols);
+    if (src != nullptr) {
+      gemm_row_major<T>(blas, false, false, b, cols, d, T(1), src, d, m, cols, T(0), o, cols);
+      return;
+    }
+    T* t = grow(work.tmp, b * cols);
+    gemm_row_major<T>(blas, false, false, b, cols, d, T(1), work.xin, d, m, cols, T(0), t, cols);
+    for (Index i = 0; i < b; ++i)
+      std::memcpy(o + i * cols, t + work.perm[i] * cols, sizeof(T) * static_cast<std::size_t>(cols));
+  };
+  const T* ordered = work.xin;
+  if (gm.classes()) {
+    const Index nc = gm.n_classes;
+    const std::int64_t* codes = gm.codes + start;
+    work.offsets.assign(static_cast<std::size_t>(nc + 1), 0);
+    for (Index i = 0; i < b; ++i) {
+      if (codes[i] < 0 || codes[i] >= nc)
+        throw std::invalid_argument("class code " + std::to_string(codes[i]) + " of row " +
+                                    std::to_string(start + i) + " is outside [0, " +
+                                    std::to_string(nc) + ")");
+      ++work.offsets[static_cast<std::size_t>(codes[i] + 1)];
+    }
+    for (Index c = 0; c < nc; ++c) work.offsets[c + 1] += work.offsets[c];
+    Index* perm = grow(work.perm, b);
+    work.perm.resize(static_cast<std::size_t>(b));
+    std::vector<Index> next(work.offsets.begin(), work.offsets.end() - 1);
+    for (Index i = 0; i < b; ++i) perm[next[codes[i]]++] = i;
+    if (gather) {
+      T* dst = grow(work.gathered, b * d);
+      for (Index i = 0; i < b; ++i)
+        std::memcpy(dst + i * d, work.xin + perm[i] * d, sizeof(T) * static_cast<std::size_t>(d));
+      work.x = ordered = dst;
+    } else {
+      work.x = nullptr;  // the block is not gathered: Z and R are moved instead
+      ordered = nullptr;
+    }
+  } else {
+    work.g = gm.factor + start * gm.rank;
+  }
+  project(ordered, rows.w, q, work.z);
+  if (with_r) project(ordered, rows.v, k, work.r);
+  const T* z = work.z.data();
+  work.c.resize(rows.factors.size());
+  RunConfig one;  // the kernel rows on the lane's thread (the team polls interrupts)
+  for (std::size_t f = 0; f < rows.factors.size(); ++f) {
+    if (!need(f)) continue;
+    const auto& fac = rows.factors[f];
+    T* c = grow(work.c[f], b * fac.m);
+    kernel_matrix<T>(blas, PointPair<T>{z, b, fac.landmarks, fac.m, q}, fac.terms, c, one);
+    if (fac.negative_reciprocal)
+      for (Index e = 0; e < b * fac.m; ++e) c[e] = T(-1) / c[e];
+  }
+}
+
+// Runs block(lane, start, rows) for every row block, in rounds of `lanes`
+// blocks (block j of a round on lane j), then adds the lanes' partial sums
+// (`size` doubles each) into `total` in lane order. [wide_at, wide_at +
+// wide_size) of the sums is the lane's wide products (wide_done).
+template <class T, class Body>
+void lane_sweep(const LandmarkRows<T>& rows, Index size, double* total, const RunConfig& cfg,
+                Index wide_at, Index wide_size, bool zero_wide, Body&& block) {
+  const Index n_blocks = n_chunks(rows.n, rows.block_rows);
+  Index lanes = std::min<Index>(kMaxLanes, std::max<Index>(1, n_blocks));
+  lanes = std::max<Index>(1, std::min<Index>(lanes, kLaneBytes / std::max<Index>(1, size * 8)));
+  std::vector<Lane<T>> state(static_cast<std::size_t>(lanes));
+  std::vector<Work<T>> work(static_cast<std::size_t>(std::max(1, cfg.n_threads)));
+  for (auto& lane : state) {
+    lane.acc.assign(static_cast<std::size_t>(wide_at), 0.0);
+    lane.wide_size = wide_size;
+    // every block's GEMMs write what they cover (beta = 0 after a flush);
+    // zero_wide: they do not cover it all (the degree term's upper triangle)
+    lane.wide.reset(new T[static_cast<std::size_t>(std::max<Index>(1, wide_size))]);
+    if (zero_wide) std::fill(lane.wide.get(), lane.wide.get() + wide_size, T(0));
+  }
+  parallel_rounds(
+      n_chunks(n_blocks, lanes), [&](Index r) { return std::min(lanes, n_blocks - r * lanes); }, cfg,
+      [&](Index r, Index t, int worker) {
+        const Index start = (r * lanes + t) * rows.block_rows;
+        block(state[static_cast<std::size_t>(t)], work[static_cast<std::size_t>(worker)], start,
+              std::min(rows.block_rows, rows.n - start));
+      });
+  for (auto& lane : state) {
+    add_into(total, lane.acc.data(), wide_at);
+    if (!lane.wide_acc.empty()) add_into(total + wide_at, lane.wide_acc.data(), wide_size);
+    if (lane.pending > 0) add_into(total + wide_at, lane.wide.get(), wide_size);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
+                          const std::vector<FirstSweepOut>& out, const RunConfig& cfg) {
+  check_rows(rows);
+  if (out.size() != rows.factors.size()) throw std::invalid_argument("one output per factor");
+  const Index d = rows.d, k = rows.k;
+  const auto& gm = rows.gamma;
+  const Index groups = gm.groups(), pc = gm.p_columns(), nc = gm.n_classes, rank = gm.rank;
+  const bool classes = gm.classes(), with_r = rows.v != nullptr;
+  const std::size_t nf = rows.factors.size();
+  // the partial sums of a lane: per factor P, then A and Q where asked
+  struct Part { Index p, a, q; };
+  std::vector<Part> at(nf);
+  Index size = 0;
+  for (std::size_t f = 0; f < nf; ++f) {
+    const Index m = rows.factors[f].m;
+    at[f].p = size;
+    size += m * pc;
+    at[f].q = out[f].q && with_r ? size : -1;
+    size += out[f].q && with_r ? groups * m * k : 0;
+  }
+  const Index wide_at = size;  // the A products last: the lane's wide products
+  for (std::size_t f = 0; f < nf; ++f) {
+    at[f].a = out[f].a ? size : -1;
+    size += out[f].a ? groups * d * rows.factors[f].m : 0;
+  }
+  std::vector<double> total(static_cast<std::size_t>(size), 0.0);
+  lane_sweep(rows, size, total.data(), cfg, wide_at, size - wide_at, false,
+             [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
+    const T beta = wide_beta(lane);
+    prepare_block(blas, rows, start, b, with_r, wide_at < size, [](std::size_t) { return true; },
+                  work);
+    if (!classes && with_r) {
+      // g_j o R, b x (rank k): the right-hand side of C^T diag(g_j) R for every j at once
+      T* st = grow(work.stacked, b * rank * k);
+      for (Index i = 0; i < b; ++i)
+        for (Index j = 0; j < rank; ++j)
+          for (Index e = 0; e < k; ++e) st[(i * rank + j) * k + e] = work.g[i * rank + j] * work.r[i * k + e];
+    }
+    for (std::size_t f = 0; f < nf; ++f) {
+      const Index m = rows.factors[f].m;
+      const T* c = work.c[f].data();
+      double* p = lane.acc.data() + at[f].p;
+      if (classes) {
+        double* s = grow(work.sums, m);
+        for (Index cl = 0; cl < nc; ++cl) {
+          std::fill(s, s + m, 0.0);
+          for (Index i = work.offsets[cl]; i < work.offsets[cl + 1]; ++i) add_into(s, c + i * m, m);
+          for (Index j = 0; j < m; ++j) {
+            p[j * pc + cl] += s[j];
+            p[j * pc + nc] += s[j];
+            p[j * pc + nc + 1] += gm.proportions[cl] * s[j];
+          }
+        }
+      } else {
+        T* tmp = grow(work.tmp, m * pc);
+        gemm_row_major<T>(blas, true, false, m, pc, b, T(1), c, m, work.g, pc, T(0), tmp, pc);
+        add_into(p, tmp, m * pc);
+      }
+      if (at[f].a >= 0) {
+        T* a = lane.wide.get() + (at[f].a - wide_at);
+        if (classes) {
+          // X_c^T C_c, d x m per class (classes x d x m)
+          for (Index cl = 0; cl < nc; ++cl) {
+            const Index i0 = work.offsets[cl], bc = work.offsets[cl + 1] - i0;
+            gemm_row_major<T>(blas, true, false, d, m, bc, T(1), work.x + i0 * d, d, c + i0 * m, m,
+                              beta, a + cl * d * m, m);
+          }
+        } else {
+          // X^T diag(g_j) C into the (d, rank, m) layout: the rows of X scaled by g_j, one GEMM each
+          T* xs = grow(work.xs, b * d);
+          for (Index j = 0; j < rank; ++j) {
+            for (Index i = 0; i < b; ++i) {
+              const T gi = work.g[i * rank + j];
+              for (Index e = 0; e < d; ++e) xs[i * d + e] = gi * work.x[i * d + e];
+            }
+            gemm_row_major<T>(blas, true, false, d, m, b, T(1), xs, d, c, m, beta, a + j * m, rank * m);
+          }
+        }
+      }
+      if (at[f].q >= 0) {
+        double* qs = lane.acc.data() + at[f].q;
+        T* tmp = grow(work.tmp, groups * m * k);
+        if (classes) {
+          for (Index cl = 0; cl < nc; ++cl) {
+            const Index i0 = work.offsets[cl], bc = work.offsets[cl + 1] - i0;
+            gemm_row_major<T>(blas, true, false, m, k, bc, T(1), c + i0 * m, m, work.r.data() + i0 * k,
+                              k, T(0), tmp + cl * m * k, k);
+          }
+        } else {
+          gemm_row_major<T>(blas, true, false, m, rank * k, b, T(1), c, m, work.stacked.data(),
+                            rank * k, T(0), tmp, rank * k);
+        }
+        add_into(qs, tmp, groups * m * k);
+      }
+    }
+    if (wide_at < size) wide_done(lane);
+  });
+  for (std::size_t f = 0; f < nf; ++f) {
+    const Index m = rows.factors[f].m;
+    add_into(out[f].p, total.data() + at[f].p, m * pc);
+    if (at[f].a >= 0) add_into(out[f].a, total.data() + at[f].a, groups * d * m);
+    if (at[f].q >= 0) add_into(out[f].q, total.data() + at[f].q, groups * m * k);
+  }
+}
+
+template <class T>
+void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
+                           const std::vector<const T*>& h, double* phi, double* pv,
+                           const RunConfig& cfg) {
+  check_rows(rows);
+  if (h.size() != rows.factors.size()) throw std::invalid_argument("one right-hand side per factor");
+  const Index d = rows.d, k = rows.k, w = 1 + k;
+  const auto& gm = rows.gamma;
+  const Index nc = gm.n_classes, rank = gm.rank;
+  const bool classes = gm.classes(), with_r = rows.v != nullptr;
+  if (pv != nullptr && !with_r) throw std::invalid_argument("Phi V needs V");
+  const std::size_t nf = rows.factors.size();
+  // a lane's partial sums: X^T O (d x k), then the upper triangle of the degree term (d x d)
+  const Index pv_size = pv != nullptr ? d * k : 0, size = pv_size + (phi != nullptr ? d * d : 0);
+  std::vector<double> total(static_cast<std::size_t>(size), 0.0);
+  lane_sweep(rows, size, total.data(), cfg, pv_size, size - pv_size, true,
+             [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
+    prepare_block(blas, rows, start, b, with_r, false,
+                  [&](std::size_t f) { return h[f] != nullptr; }, work);
+    T* o = grow(work.o, b * w);
+    std::fill(o, o + b * w, T(0));
+    for (std::size_t f = 0; f < nf; ++f) {
+      if (h[f] == nullptr) continue;
+      const Index m = rows.factors[f].m;
+      const T* c = work.c[f].data();
+      if (classes) {
+        // the rows of class c times that class's H
+        for (Index cl = 0; cl < nc; ++cl) {
+          const Index i0 = work.offsets[cl], bc = work.offsets[cl + 1] - i0;
+          gemm_row_major<T>(blas, false, false, bc, w, m, T(1), c + i0 * m, m, h[f] + cl * m * w, w,
+                            T(1), o + i0 * w, w);
+        }
+      } else {
+        const Index rw = rank * w;
+        T* tmp = grow(work.tmp, b * rw);
+        gemm_row_major<T>(blas, false, false, b, rw, m, T(1), c, m, h[f], rw, T(0), tmp, rw);
+        for (Index i = 0; i < b; ++i)
+          for (Index j = 0; j < rank; ++j) {
+            const T gij = work.g[i * rank + j];
+            for (Index e = 0; e < w; ++e) o[i * w + e] += gij * tmp[i * rw + j * w + e];
+          }
+      }
+    }
+    // O = o[:, 1:] + deg R (column 0 keeps the degrees)
+    if (with_r)
+      for (Index i = 0; i < b; ++i)
+        for (Index e = 0; e < k; ++e) o[i * w + 1 + e] += o[i * w] * work.r[i * k + e];
+    if (phi != nullptr) {
+      // X^T diag(deg) X = Xp^T Xp - Xn^T Xn with the rows sqrt(|deg_i|) x_i of the
+      // non-negative (Xp, first) and negative (Xn, last) degrees: two ?syrk of b d^2
+      // flops together, the upper triangle only (the rest of the wide buffer is
+      // never written, nor read: phi below takes the upper triangle)
+      T* xs = grow(work.xs, b * d);
+      Index lo = 0, hi = b;
+      for (Index i = 0; i < b; ++i) {
+        const T deg = o[i * w];
+        T* dst = xs + (deg >= T(0) ? lo++ : --hi) * d;
+        const T scale = std::sqrt(std::abs(deg));
+        const T* src = work.xin + (work.perm.empty() ? i : work.perm[i]) * d;
+        for (Index e = 0; e < d; ++e) dst[e] = scale * src[e];
+      }
+      const T beta = wide_beta(lane);
+      syrk_upper_row_major<T>(blas, d, lo, T(1), xs, d, beta, lane.wide.get(), d);
+      syrk_upper_row_major<T>(blas, d, b - lo, T(-1), xs + lo * d, d, T(1), lane.wide.get(), d);
+      wide_done(lane);
+    }
+    if (pv != nullptr) {
+      // X^T O with X in place: O back in the block's order
+      const T* ob = o;
+      if (!work.perm.empty()) {
+        T* oo = grow(work.oo, b * w);
+        for (Index i = 0; i < b; ++i)
+          std::memcpy(oo + work.perm[i] * w, o + i * w, sizeof(T) * static_cast<std::size_t>(w));
+        ob = oo;
+      }
+      T* tmp = grow(work.tmp, d * k);
+      gemm_row_major<T>(blas, true, false, d, k, b, T(1), work.xin, d, ob + 1, w, T(0), tmp, k);
+      add_into(lane.acc.data(), tmp, d * k);
+    }
+  });
+  if (phi != nullptr) {
+    const double* upper = total.data() + pv_size;
+    for (Index i = 0; i < d; ++i)
+      for (Index j = 0; j < d; ++j) phi[i * d + j] += j >= i ? upper[i * d + j] : upper[j * d + i];
+  }
+  if (pv != nullptr) add_into(pv, total.data(), d * k);
+}
+
+#define IKDR_INSTANTIATE_LANDMARK(T)                                                            \
+  template void landmark_first_sweep<T>(const Blas&, const LandmarkRows<T>&,                    \
+                                        const std::vector<FirstSweepOut>&, const RunConfig&);    \
+  template void landmark_second_sweep<T>(const Blas&, const LandmarkRows<T>&,                   \
+                                         const std::vector<const T*>&, double*, double*,         \
+                                         const RunConfig&);
+IKDR_INSTANTIATE_LANDMARK(double)
+IKDR_INSTANTIATE_LANDMARK(float)
+
+}  // namespace ikdr
