@@ -369,7 +369,7 @@ def feature_gaps(X, n_groups, *, max_samples=FEATURE_GAP_MAX_SAMPLES, random_sta
         z = np.ascontiguousarray(X[rows, j:j + 1])
         s = FEATURE_GAP_SCALE * median_pairwise_distance_1d(z)
         if s > 0:
-            _, vals, _ = spectral_embedding(z, Gaussian(s).fit(z), n_groups, method="dense",
+            _, vals, _ = spectral_embedding(z, Gaussian(s).fit(z), n_groups,
                                             random_state=random_state)
             scores[j] = spectral_gap(vals)
     return scores
