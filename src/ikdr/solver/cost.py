@@ -29,7 +29,7 @@ passes' rate). Landmarks are chosen at the start only when they promise to be
 ``START_MARGIN`` times cheaper: the pass counts are guesses until a fit has run,
 and a landmark fit whose plain steps fail runs its trust region for several
 times the exact fit's passes (measured: 107 against 61 on 2,000 x 9, m = 64).
-Constants measured with ``benchmarks/bench_nystrom_ism.py --section crossover``.
+Constants measured with ``benchmarks/bench_nystrom_ism.py --sections crossover``.
 """
 from __future__ import annotations
 
@@ -63,8 +63,6 @@ class LandmarkBudget:
         Gamma's terms (the classes of a supervised Gamma, else its factor's columns).
     classes : bool
         Gamma is the supervised class form (its passes need one n d m product).
-    exact_available : bool
-        Whether the exact passes can run here (False: the landmarks are the only way).
     """
 
     n: int
@@ -72,7 +70,6 @@ class LandmarkBudget:
     q: int
     groups: int
     classes: bool = True
-    exact_available: bool = True
 
     def exact_fit(self, passes):
         """Flops of an exact fit of ``passes`` plain steps (the n x n panel)."""
@@ -93,14 +90,13 @@ class LandmarkBudget:
         landmarks = self.landmark_fit(m, COLD_PASSES)
         if 2 * m < self.n:
             landmarks += self.landmark_fit(2 * m, WARM_PASSES)
-        if not self.exact_available:
-            return True, "the exact passes cannot run on these rows"
         if exact <= START_MARGIN * landmarks:
             return False, (f"exact passes: an exact fit (about {exact:.2g} flops) costs less "
                            f"than {START_MARGIN:g} x the shortest landmark sequence ({m} then "
                            f"{2 * m} landmarks, about {landmarks:.2g} flops)")
         return True, (f"landmarks: a fit at {m} landmarks and one at {2 * m} (about "
-                      f"{landmarks:.2g} flops) cost less than an exact fit (about {exact:.2g})")
+                      f"{landmarks:.2g} flops) cost under 1/{START_MARGIN:g} of an exact fit "
+                      f"(about {exact:.2g})")
 
     def grow(self, m_next, last_passes):
         """(grow to m_next?, reason): the next warm landmark fit against a warm exact
@@ -108,7 +104,7 @@ class LandmarkBudget:
         passes = max(int(last_passes), 1)
         landmarks = self.landmark_fit(m_next, passes)
         exact = self.exact_fit(passes)
-        if not self.exact_available or landmarks < exact:
+        if landmarks < exact:
             return True, ""
         return False, (f"exact passes from the {m_next // 2}-landmark fit: a fit at {m_next} "
                        f"landmarks (about {landmarks:.2g} flops) would cost more than the exact "
