@@ -110,8 +110,11 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
     def fit(m, start):
         """(result, landmark rows) of the fit with m landmarks or features."""
         if approximation == "nystrom" and m == n:
+            # every sample a landmark, or the cost model's choice: an exact fit
+            # with the caller's exact options, the polish's stopping rule included
+            options = {**exact_kwargs, **(polish_kwargs or {}), "warn": warn}
             return solve_ism(exact_passes(dtype), X, gamma, kernel, q, W0=start,
-                             **dict(exact_kwargs, warn=False)), np.arange(n)
+                             **options), np.arange(n)
         result, approx = _fit_at(X, gamma, kernel, q, m, approximation, start, ism_kwargs,
                                  method, dtype, random_state, block_rows)
         return result, approx.index
@@ -149,8 +152,8 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
         kw = dict(exact_kwargs, warn=warn)
         kw.update(polish_kwargs or {})
         # an array or memmap as one ndarray; rows on a cluster stay there
-        exact = np.asarray(X, dtype=X.dtype) if isinstance(X, np.ndarray) else X
-        result = solve_ism(exact_passes(None), exact, gamma, kernel, q, W0=result.components,
+        rows = np.asarray(X, dtype=X.dtype) if isinstance(X, np.ndarray) else X
+        result = solve_ism(exact_passes(None), rows, gamma, kernel, q, W0=result.components,
                            **kw)
     return result, info
 
