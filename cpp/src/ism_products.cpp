@@ -107,6 +107,44 @@ bool factor_classes(const T* f, Index n, Index r, Index max_classes, std::vector
   return true;
 }
 
+}  // namespace
+
+template <class T>
+GammaTable<T> gamma_table(const GammaView<T>& gamma, Index n, Index m) {
+  GammaTable<T> t;
+  t.n = n;
+  t.m = m;
+  t.rank = gamma.rank;
+  const Index m_pad = round_up(std::max<Index>(m, 1), kTileCols);
+  // the scale s folded into the row factor once, not per tile; at least one
+  // element: a rank-0 factor (Gamma = 0) must still read as factored
+  t.g_rows.resize(static_cast<std::size_t>(std::max<Index>(1, n * gamma.rank)));
+  for (Index i = 0; i < n; ++i)
+    for (Index c = 0; c < gamma.rank; ++c)
+      t.g_rows[i * gamma.rank + c] = gamma.g_rows[i * gamma.rank + c] * (gamma.s ? gamma.s[c] : T(1));
+  if (gamma.rank > kThinWidth) return t;
+  t.g_cols_t = transposed(gamma.g_cols, m, gamma.rank, m_pad);
+  std::vector<Index> reps;
+  const Index max_classes = std::max<Index>(kMaxGammaClasses, gamma.rank + 1);
+  if (factor_classes(t.g_rows.data(), n, gamma.rank, max_classes, reps, t.g_class)) {
+    // table row l = (scaled factor row of class l) G_cols^T, summed over
+    // the rank in order, as the tiles' products do
+    t.classes = static_cast<Index>(reps.size());
+    t.g_table.assign(reps.size() * static_cast<std::size_t>(m_pad), T(0));
+    for (std::size_t l = 0; l < reps.size(); ++l) {
+      T* out = t.g_table.data() + l * static_cast<std::size_t>(m_pad);
+      const T* row = t.g_rows.data() + reps[l] * gamma.rank;
+      for (Index c = 0; c < gamma.rank; ++c)
+        for (Index j = 0; j < m_pad; ++j) out[j] += row[c] * t.g_cols_t[c * m_pad + j];
+    }
+  } else {
+    t.g_class.clear();
+  }
+  return t;
+}
+
+namespace {
+
 template <class T>
 bool any_of_kind(const std::vector<Term<T>>& terms, std::initializer_list<TermKind> kinds) {
   for (const auto& t : terms)
@@ -120,8 +158,8 @@ bool any_of_kind(const std::vector<Term<T>>& terms, std::initializer_list<TermKi
 template <class T>
 struct PreparedPass {
   PassPlan<T> plan;
-  std::vector<T> sq_a, sq_b, scaled_sq_b, b_t, g_rows, g_cols_t, g_table, rhs_pad;
-  std::vector<std::int32_t> g_class;
+  std::vector<T> sq_a, sq_b, scaled_sq_b, b_t, rhs_pad;
+  GammaTable<T> gamma;  // made here unless the Gamma brings one for these points
   std::vector<double> acc_all, value_all, lap_all;
   std::vector<std::vector<T>> inv_scales;
   std::vector<const T*> inv_scale_ptrs;
@@ -158,32 +196,18 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   if (gamma.dense != nullptr) {
     p.g_dense = gamma.dense;
   } else if (gamma.g_rows != nullptr) {
+    const GammaTable<T>* table = gamma.table;
+    if (table == nullptr || !p.self || table->n != pts.n || table->rank != gamma.rank) {
+      pp.gamma = gamma_table(gamma, pts.n, pts.m);
+      table = &pp.gamma;
+    }
     p.rank = gamma.rank;
-    // at least one element: a rank-0 factor (Gamma = 0) must still read as factored
-    pp.g_rows.resize(static_cast<std::size_t>(std::max<Index>(1, pts.n * gamma.rank)));
-    for (Index i = 0; i < pts.n; ++i)
-      for (Index c = 0; c < gamma.rank; ++c)
-        pp.g_rows[i * gamma.rank + c] = gamma.g_rows[i * gamma.rank + c] * (gamma.s ? gamma.s[c] : T(1));
-    p.g_rows = pp.g_rows.data();
+    p.g_rows = table->g_rows.data();
     p.g_cols = gamma.g_cols;
-    if (gamma.rank <= kThinWidth) {
-      pp.g_cols_t = transposed(gamma.g_cols, pts.m, gamma.rank, p.m_pad);
-      p.g_cols_t = pp.g_cols_t.data();
-      std::vector<Index> reps;
-      const Index max_classes = std::max<Index>(kMaxGammaClasses, gamma.rank + 1);
-      if (factor_classes(p.g_rows, pts.n, gamma.rank, max_classes, reps, pp.g_class)) {
-        // table row l = (scaled factor row of class l) G_cols^T, summed over
-        // the rank in order, as the tiles' products do
-        pp.g_table.assign(reps.size() * static_cast<std::size_t>(p.m_pad), T(0));
-        for (std::size_t l = 0; l < reps.size(); ++l) {
-          T* out = pp.g_table.data() + l * static_cast<std::size_t>(p.m_pad);
-          const T* row = p.g_rows + reps[l] * gamma.rank;
-          for (Index c = 0; c < gamma.rank; ++c)
-            for (Index j = 0; j < p.m_pad; ++j) out[j] += row[c] * pp.g_cols_t[c * p.m_pad + j];
-        }
-        p.g_table = pp.g_table.data();
-        p.g_class = pp.g_class.data();
-      }
+    if (!table->g_cols_t.empty()) p.g_cols_t = table->g_cols_t.data();
+    if (!table->g_table.empty()) {
+      p.g_table = table->g_table.data();
+      p.g_class = table->g_class.data();
     }
   }
   // Relative Gaussian: e_ij = (1 / (2 s_i)) (1 / s_j); store 1 / s_j, padded with 1.
@@ -359,13 +383,38 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
   run(pp, cfg);
 }
 
+template <class T>
+void phi_product(const Blas& blas, const T* x, Index n, Index d, const T* w, Index q, const T* v,
+                 Index k, const GammaView<T>& gamma, const std::vector<Term<T>>& terms, T* out,
+                 T* value_sums, const RunConfig& cfg) {
+  std::vector<T> z(static_cast<std::size_t>(n * q));
+  matmul<T>(blas, false, n, q, d, x, w, z.data(), cfg);
+  std::vector<T> xv;
+  const T* rhs = x;
+  Index cols = d;
+  if (v != nullptr) {
+    xv.resize(static_cast<std::size_t>(n * k));
+    matmul<T>(blas, false, n, k, d, x, v, xv.data(), cfg);
+    rhs = xv.data();
+    cols = k;
+  }
+  std::vector<T> gr(static_cast<std::size_t>(n * cols));
+  fused_product<T>(blas, PointPair<T>{z.data(), n, z.data(), n, q}, gamma, terms, Mode::gradient,
+                   rhs, cols, rhs, gr.data(), value_sums, cfg);
+  matmul<T>(blas, true, d, cols, n, x, gr.data(), out, cfg);
+}
+
 #define IKDR_INSTANTIATE(T)                                                                     \
   template void check_terms<T>(const std::vector<Term<T>>&, Index, Index);                      \
   template void kernel_matrix<T>(const Blas&, const PointPair<T>&, const std::vector<Term<T>>&, \
                                  T*, const RunConfig&);                                         \
   template void fused_product<T>(const Blas&, const PointPair<T>&, const GammaView<T>&,         \
                                  const std::vector<Term<T>>&, Mode, const T*, Index, const T*,  \
-                                 T*, T*, const RunConfig&);
+                                 T*, T*, const RunConfig&);                                 \
+  template void phi_product<T>(const Blas&, const T*, Index, Index, const T*, Index, const T*,  \
+                               Index, const GammaView<T>&, const std::vector<Term<T>>&, T*, T*, \
+                               const RunConfig&);                                            \
+  template GammaTable<T> gamma_table<T>(const GammaView<T>&, Index, Index);
 IKDR_INSTANTIATE(double)
 IKDR_INSTANTIATE(float)
 

@@ -173,6 +173,15 @@ class Gamma:
             self._cast_cache[key] = (cast(self.factor), cast(self.scale), cast(self.dense))
         return self._cast_cache[key]
 
+    def derived(self, key, make):
+        """A value derived from this Gamma alone, made once by ``make()`` and kept
+        with it under ``key`` (the kernel layer keeps the core's per-pass
+        preparation of a factored Gamma here, made once per fit and dtype)."""
+        key = ("derived", key)
+        if key not in self._cast_cache:
+            self._cast_cache[key] = make()
+        return self._cast_cache[key]
+
     def __repr__(self):
         form = f"factored, rank {self.rank}" if self.is_factored else "dense"
         return f"Gamma(n={self.n}, {form})"

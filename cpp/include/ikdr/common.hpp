@@ -17,8 +17,8 @@ struct Interrupted : std::exception {
   const char* what() const noexcept override { return "interrupted"; }
 };
 
-// How one call runs: its thread count (threads are created for the call, see
-// parallel.hpp) and the interrupt poll. Nothing else is global.
+// How one call runs: its thread count (the OpenMP team of each of its
+// parallel regions, see parallel.hpp) and the interrupt poll. Nothing else is global.
 struct RunConfig {
   int n_threads = 1;
   InterruptCheck check_interrupt;

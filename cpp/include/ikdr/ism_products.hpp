@@ -7,6 +7,7 @@
 // absent), multiplied into the right-hand side while the tile is in cache and
 // discarded: memory is O(n (k + r + c)), never O(n^2).
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "ikdr/blas.hpp"
@@ -54,13 +55,40 @@ enum class Mode : int { value = 0, gradient = 1 };
 
 // Gamma = G_rows diag(s) G_cols^T (factored), a dense n x m array, or all ones.
 template <class T>
+struct GammaTable;
+
+template <class T>
 struct GammaView {
   const T* dense = nullptr;
   const T* g_rows = nullptr;
   const T* g_cols = nullptr;
   const T* s = nullptr;
   Index rank = 0;
+  // What a factored Gamma gives every pass of its points with themselves,
+  // made once (gamma_table below) instead of before each pass; or null
+  const GammaTable<T>* table = nullptr;
 };
+
+// The parts of a pass's preparation that depend on a factored Gamma only (n
+// rows and m columns of points): the row factor scaled by s (n x r), the
+// column factor transposed and zero padded to m_pad columns (for a factor of
+// at most kThinWidth columns, else empty), and, when the rows take few
+// distinct values (class labels), each row's class and the table of the
+// distinct rows times the column factor (classes x m_pad; else both empty).
+// A pass of the points with themselves reads a table made once for the fit
+// (GammaView::table); any other makes its own.
+template <class T>
+struct GammaTable {
+  Index n = 0, m = 0, rank = 0;
+  Index classes = 0;  // distinct rows in the table (0: no table)
+  std::vector<T> g_rows, g_cols_t, g_table;
+  std::vector<std::int32_t> g_class;
+};
+
+// The table of the factored Gamma g_rows diag(s) g_cols^T between n row and m
+// column points (see GammaTable).
+template <class T>
+GammaTable<T> gamma_table(const GammaView<T>& gamma, Index n, Index m);
 
 // Row points a (n x k) and column points b (m x k), row-major. When b is a
 // (same pointer and length) the diagonal squared distances are exactly 0.
@@ -88,5 +116,16 @@ template <class T>
 void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>& gamma,
                    const std::vector<Term<T>>& terms, Mode mode, const T* rhs, Index rhs_cols,
                    const T* rhs_rows, T* y, T* value_sums, const RunConfig& cfg);
+
+// ISM's Phi(W) V in one call (the kernel layer's phi_product): Z = X W
+// (n x q), the right-hand side R = X V (n x k), or X itself when v is null
+// (k = d, the dense Phi), the gradient pass G R (fused_product above, Z with
+// itself) and out = X^T (G R) (d x k). value_sums (n) are the rows of
+// Tr(Gamma K_XW). The products run on the call's threads in chunks fixed by
+// the shapes (matmul), so the result does not depend on the thread count.
+template <class T>
+void phi_product(const Blas& blas, const T* x, Index n, Index d, const T* w, Index q, const T* v,
+                 Index k, const GammaView<T>& gamma, const std::vector<Term<T>>& terms, T* out,
+                 T* value_sums, const RunConfig& cfg);
 
 }  // namespace ikdr

@@ -260,8 +260,8 @@ class Kernel:
             raise ValueError("block-pair products need bandwidths of the whole data set; the "
                              "RelativeGaussian kernel is not supported here")
         Z_rows = np.ascontiguousarray(Z_rows)
-        rows = _gamma_arrays(gamma_rows, Z_rows.dtype)
-        cols = _gamma_arrays(gamma_cols, Z_rows.dtype)
+        rows = _gamma_arrays(gamma_rows, Z_rows.dtype, self_pass=False)
+        cols = _gamma_arrays(gamma_cols, Z_rows.dtype, self_pass=False)
         if (rows.dense is not None) or (cols.dense is not None):
             raise ValueError("block-pair products need a factored Gamma (or none)")
         if (rows.factor is None) != (cols.factor is None):
@@ -279,12 +279,17 @@ class Kernel:
         (k columns) costs a pass with k right-hand sides instead of d.
         Computed in X's dtype (float32 or float64), returned in float64.
         """
+        self._check_fitted()
         X = np.ascontiguousarray(X)
-        Z = _native.matmul(X, np.asarray(W, dtype=X.dtype), n_threads=n_threads)
-        R = X if V is None else _native.matmul(X, np.asarray(V, dtype=X.dtype), n_threads=n_threads)
-        GR, objective = self.gradient_product(Z, R, gamma, n_threads=n_threads)
-        out = np.asarray(_native.matmul(X, GR, transpose_a=True, n_threads=n_threads),
-                         dtype=np.float64)
+        W = np.asarray(W, dtype=X.dtype)
+        # the terms read the points only for per-point bandwidths (the relative
+        # Gaussian's, of the projected points XW); the core forms XW itself
+        points = _native.matmul(X, W, n_threads=n_threads) if self.needs_all_rows else None
+        result = _native.phi_product(X, W, None if V is None else np.asarray(V, dtype=X.dtype),
+                                     self._terms(points), gamma=_gamma_arrays(gamma, X.dtype),
+                                     n_threads=n_threads)
+        objective = float(np.sum(result.value_sums, dtype=np.float64))
+        out = np.asarray(result.product, dtype=np.float64)
         if V is None:
             out = 0.5 * (out + out.T)
         check_finite_result(out, f"Phi(W) of the kernel {self!r}")
@@ -405,11 +410,19 @@ def _same(a, b):
     return a == b
 
 
-def _gamma_arrays(gamma, dtype):
-    """Gamma (an ikdr.gamma.Gamma or None for all ones) as the native door takes it."""
+def _gamma_arrays(gamma, dtype, *, self_pass=True):
+    """Gamma (an ikdr.gamma.Gamma or None for all ones) as the native door takes it;
+    with its table (made once per Gamma and dtype) for passes of its points with
+    themselves (``self_pass``)."""
     if gamma is None:
         return _native.GammaArrays()
-    return _native.GammaArrays(*gamma.arrays(_native.core_dtype(dtype)))
+    dtype = _native.core_dtype(dtype)
+    factor, scale, dense = gamma.arrays(dtype)
+    table = None
+    if self_pass and factor is not None:
+        table = gamma.derived(("gamma_table", dtype.str),
+                              lambda: _native.gamma_table(factor, scale, dtype))
+    return _native.GammaArrays(factor, scale, dense, table=table)
 
 
 class ConicKernel(Kernel):
