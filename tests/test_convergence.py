@@ -89,7 +89,8 @@ def test_plain_convergent_cases_unchanged(case):
     _, X, y, kernel, q, tol = case
     gamma, _ = ikdr.supervised_gamma(y)
     W_ref, n_ref, f_ref = plain_fixed_point(X, gamma, kernel, q, tol=tol)
-    res = ikdr.ism(X, gamma, kernel, q, tol=tol)
+    # the papers' steps throughout (the default mixes them once W settles: tests/test_mixing.py)
+    res = ikdr.ism(X, gamma, kernel, q, tol=tol, acceleration=None)
     assert res.converged and res.convergence.stopping_rule == "eigenvalues"
     assert res.n_iter == n_ref
     np.testing.assert_allclose(res.components, W_ref, rtol=0, atol=1e-12)   # same W, same signs
@@ -145,6 +146,9 @@ class _WrongCurvature:
         right = Z @ (W.T @ PW)
         return -2.0 * ((phi @ Z - right) - W @ (W.T @ (phi @ Z - right)))
 
+    def phi_product(self, W, V):
+        return self.A @ V, self.objective(W)
+
 
 def test_trust_region_stalls_on_a_model_it_cannot_trust(rng):
     """A model that predicts descent must shrink the radius, never grow it: the
@@ -167,6 +171,38 @@ def test_trust_region_stalls_on_a_model_it_cannot_trust(rng):
     assert stalled and len(radii) < 100
     for (before, _), (after, accepted) in zip(radii, radii[1:]):
         assert accepted or after < before
+
+
+class _RoundedQuadratic(_WrongCurvature):
+    """f(W) = Tr(W^T A W) with its own (exact) Hessian products, evaluated with a
+    rounding error of 1e-13 relative (low), as a long sum's can be."""
+
+    def hessian_product(self, W, Z, PW, phi):
+        return -super().hessian_product(W, Z, PW, phi)
+
+    def objective(self, W):
+        return super().objective(W) * (1 - 1e-13)
+
+
+def test_trust_region_judges_by_the_gradient_below_the_objectives_rounding(rng):
+    """Near a maximum where the ascent a step can make is below the objective's
+    rounding, the trust region takes a Newton step that shrinks the gradient
+    (it stalled there, short of a tight gtol)."""
+    from ikdr.passes.problem import riemannian_gradient
+    from ikdr.solver.trust_region import TrustRegion
+
+    d, q = 8, 2
+    A = np.diag(np.arange(d, 0, -1.0)) * 1e3
+    top = np.eye(d)[:, :q]
+    W = np.linalg.qr(top + 1e-10 * rng.standard_normal((d, q)))[0]
+    problem = _RoundedQuadratic(A)
+    f = float(np.trace(W.T @ A @ W))             # the start's objective, without the error
+    gnorm = np.linalg.norm(riemannian_gradient(A @ W, W))
+    assert gnorm / f < 1e-8                       # the ascent left is below f's rounding
+    W_new, f_new, accepted, stalled = TrustRegion(problem).iterate(W, A, f)
+    assert accepted and not stalled
+    assert np.linalg.norm(riemannian_gradient(A @ W_new, W_new)) < 1e-3 * gnorm
+    assert abs(f_new - f) <= 1e-12 * f
 
 
 def test_cancer_plain_case_unchanged():
@@ -366,18 +402,18 @@ def test_unconverged_hessian_estimate_never_certifies(wine, monkeypatch):
 
 @pytest.fixture
 def counted_passes(monkeypatch):
-    """Count the n^2 passes at the kernel layer (every fused product goes through these)."""
-    from ikdr.kernels import Kernel
+    """Count the n^2 passes at the native door (every fused pass goes through these)."""
+    from ikdr import _native
 
     calls = {"n": 0}
-    for name in ("gradient_product", "product"):
-        original = getattr(Kernel, name)
+    for name in ("fused_product", "phi_product"):
+        original = getattr(_native, name)
 
-        def counted(self, *args, _original=original, **kwargs):
+        def counted(*args, _original=original, **kwargs):
             calls["n"] += 1
-            return _original(self, *args, **kwargs)
+            return _original(*args, **kwargs)
 
-        monkeypatch.setattr(Kernel, name, counted)
+        monkeypatch.setattr(_native, name, counted)
     return calls
 
 

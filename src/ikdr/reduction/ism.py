@@ -65,8 +65,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     projection XW and the target,
     :math:`\max_W \mathrm{Tr}(\Gamma K_{XW})`, :math:`\Gamma = H K_Y H`
     (ISM paper, Eq. 1), by the fixed point :math:`W \leftarrow V_{\max}(\Phi(W))`
-    started at :math:`\Phi_0` (Algorithm 1), safeguarded by a Riemannian trust
-    region where a plain step would lower the objective (see :func:`ikdr.ism`). ``K_Y = Y Y^T`` with one-hot Y for
+    started at :math:`\Phi_0` (Algorithm 1), accelerated by Pulay mixing once W
+    settles and safeguarded by a Riemannian trust region where a plain step
+    would lower the objective (see :func:`ikdr.ism`). ``K_Y = Y Y^T`` with one-hot Y for
     class labels, a Gaussian kernel on y for continuous targets.
 
     Data should be standardised first (e.g. ``make_pipeline(StandardScaler(), ISM())``),
@@ -135,6 +136,11 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         can usefully be. With ``approximation`` it applies to the exact
         polish; the landmark fits stop at their own looser tolerance (the
         landmark error dominates below it).
+    acceleration : {"pulay", None}, default="pulay"
+        Pulay mixing of the plain steps once W settles (:func:`ikdr.ism`,
+        :mod:`ikdr.solver.mixing`): the same fixed point in fewer passes where
+        the plain iteration converges slowly (not with ``criterion="gradient"``).
+        None: the papers' plain steps.
     certify : bool, default=True
         Compute the second-order part of ``convergence_`` (the largest
         Riemannian Hessian eigenvalue, a few thin passes); False keeps only the
@@ -250,7 +256,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     """
 
     #: ikdr 0.1's behaviour for the parameters added since (pickles of 0.1 load with it)
-    _earlier_parameters = {"screen": None, "eigen_solver": "auto"}
+    _earlier_parameters = {"screen": None, "eigen_solver": "auto", "acceleration": None}
 
     _parameter_constraints = {
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -260,6 +266,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         "certify": ["boolean"],
         "screen": [StrOptions({"auto"}), None],
         "eigen_solver": [StrOptions(set(EIGEN_SOLVERS))],
+        "acceleration": [StrOptions({"pulay"}), None],
     }
 
     def __init__(self, n_components: int | None = None, kernel: KernelLike = "gaussian",
@@ -269,7 +276,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
                  certify: bool = True, approximation: str | None = None,
                  n_landmarks: int | str = "auto", polish: bool = False,
                  gtol: float = 1e-6, screen: str | None = "auto",
-                 eigen_solver: str = "auto") -> None:
+                 eigen_solver: str = "auto", acceleration: str | None = "pulay") -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
@@ -286,6 +293,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         self.polish = polish
         self.screen = screen
         self.eigen_solver = eigen_solver
+        self.acceleration = acceleration
 
     def _validate_params_values(self):
         self._validate_params()
@@ -351,7 +359,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         m_used, used, reason = None, None, "approximation=None: exact passes"
         solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
                           "criterion": self.criterion, "certify": self.certify,
-                          "gtol": self.gtol, "eigen_solver": self.eigen_solver}
+                          "gtol": self.gtol, "eigen_solver": self.eigen_solver,
+                          "acceleration": self.acceleration}
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
             callback = report.ism_step if report.active else None
             if approx is None:

@@ -101,8 +101,8 @@ class ISMConvergence:
     safeguarded_steps : int
         Trust-region iterations (accepted or rejected).
     rejected_steps : int
-        Plain steps refused because they lowered the objective, plus rejected
-        trust-region candidates.
+        Plain (or mixed) steps refused because they lowered the objective, plus
+        rejected trust-region candidates.
     hessian_products : int
         Hessian-vector products (trust region and certificate), one thin pass each.
     certificate_hessian_products : int

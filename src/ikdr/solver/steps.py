@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._utils.eig import block_top_eigenvectors, orthonormal_complement, top_eigenvectors
+from .._utils.eig import (block_top_eigenvectors, orthonormal_complement, top_eigenvalues,
+                          top_eigenvectors)
 from ..passes.problem import riemannian_gradient
+from .mixing import PulayMixing
 
 #: plain steps are abandoned (gradient criterion) when the gradient shrinks by less than this per step
 SLOW_CONTRACTION = 0.5
@@ -72,9 +74,9 @@ _BLOCK_RATE = 0.5
 # float32 pass saves less than the objective pass a coarse point needs
 # (measured, 10,000 samples: d = 32 dense 194 ms against float32 126 ms +
 # objective 87 ms; d = 48: 251 against 126 + 73; d = 64: 301 against 165 + 75;
-# 2,000 x 32: 10.8 against 5.9 + 5.0): there every step is float64, and the
-# iterates are those of the papers' Algorithm 1 to the last bits
-# (tests/test_convergence.py).
+# 2,000 x 32: 10.8 against 5.9 + 5.0): there every step is float64, and
+# (without Pulay mixing, acceleration=None) the iterates are those of the
+# papers' Algorithm 1 to the last bits (tests/test_convergence.py).
 COARSE_ANGLE = 1e-2
 _MAX_COARSE_STEPS = 4
 _COARSE_MIN_SAMPLES = 1000
@@ -245,9 +247,16 @@ class PlainStep:
     step turned W by more than :data:`COARSE_ANGLE` (``coarse=True``; see
     there); an eigensolve of a coarse Phi says so (``info["coarse"]``), and the
     driver stops on it only for a loose tol (:data:`COARSE_STOP_TOL`).
+
+    ``acceleration="pulay"``: the dense steps' W is the top eigenvectors of a
+    Pulay combination of the last iterates' Phi (:mod:`ikdr.solver.mixing`);
+    the eigenvalues returned, which the stopping rule compares, are still those
+    of the point's own Phi. ``None``: the papers' plain step.
     """
 
-    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, coarse=True):
+    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, coarse=True,
+                 acceleration="pulay"):
+        self.mixing = PulayMixing() if acceleration == "pulay" else None
         self.problem, self.q, self.mode = problem, q, mode
         self.eigen_solver, self.dense_final, self.tol = eigen_solver, dense_final, tol
         self.costs = _PassCosts.of_problem(problem, q)
@@ -274,7 +283,10 @@ class PlainStep:
     def moved(self, angle):
         """The driver's report of how far the last step turned W (inf: the start
         from Phi_0, far from the maximum). Ends the coarse steps for good when
-        the step was short or their budget is spent."""
+        the step was short or their budget is spent; starts (or restarts) the
+        mixing after a short step."""
+        if self.mixing is not None:
+            self.mixing.moved(angle)
         if self.coarse and not (angle > COARSE_ANGLE and self.coarse_steps < _MAX_COARSE_STEPS):
             self.coarse = False
             self.problem.release_coarse()
@@ -315,7 +327,14 @@ class PlainStep:
         if point.phi is None:
             point.phi, _, point.coarse = self._phi(point.W)
         if self.mode != "hybrid":
-            vals, V, info = top_eigenvectors(point.phi, self.q, point.W, method=self.eigen_solver)
+            target = point.phi
+            if self.mixing is not None and self.mode == "dense" and not point.coarse:
+                target = self.mixing.mix(point.W, point.phi, point.pw)
+            vals, V, info = top_eigenvectors(target, self.q, point.W, method=self.eigen_solver)
+            if target is not point.phi:
+                # the rule compares the eigenvalues of the iterates' own Phi
+                vals = top_eigenvalues(point.phi, self.q)
+                info["mixed"] = self.mixing.last_mixed
         else:
             # LAPACK's next p - q eigenvectors start the next block eigensolve
             d = point.phi.shape[0]
@@ -328,6 +347,12 @@ class PlainStep:
             info["coarse"] = True
             info["method"] = f"{info['method']} (float32 Phi)"
         return vals, V, info
+
+    def refused(self):
+        """The driver refused the last candidate (it would lower the objective).
+        True when the candidate was mixed: the next :meth:`eigensolve` at the
+        same point gives the plain step, to be tried before the trust region."""
+        return self.mixing is not None and self.mixing.refused()
 
     def evaluate(self, V, final=False):
         dense = not final and self.dense_start if self.mode != "dense" else \
@@ -348,9 +373,6 @@ class PlainStep:
             f = self.problem.objective(V, native=True)
         return Point(V, f, phi=phi, exact=self.exact, coarse=coarse)
 
-
-#: the eigenvalue rule also needs W to have settled: a step that turns W by more
-#: than this (radians) is not convergence, however little the eigenvalues moved
 
 
 def pass_costs(problem, q):
