@@ -138,12 +138,22 @@ def machine_summary():
 
 def best_time(fn, repeat):
     """Best wall time in seconds of ``repeat`` calls of ``fn``."""
-    times = []
+    return best_times([fn], repeat)[0]
+
+
+def best_times(fns, repeat):
+    """Best wall time in seconds of each of ``fns`` over ``repeat`` rounds, the
+    calls of a round one after the other. Interleaved, the calls being compared
+    meet the same machine: a host whose speed drifts over seconds (a shared
+    virtual machine) shifts them all alike, not one run of calls against
+    another."""
+    best = [np.inf] * len(fns)
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best
 
 
 def emit(text, out=None):

@@ -8,7 +8,9 @@ through the public kernel API, the pass types of one ISM iteration
 (``objective``: Tr(Gamma K_XW); ``thin Phi``: the Phi(W) V product with
 ``--q`` columns; ``dense Phi``: the product with all d columns of X), best of
 ``--repeat`` after a warm-up, with 1 thread and with ``--threads`` threads, and
-the whole ``ikdr.ISM`` fit the same way. Columns:
+the whole ``ikdr.ISM`` fit the same way. The 1-thread and T-thread calls
+alternate (``_peers.best_times``), so a host whose speed drifts (a shared
+virtual machine) moves both alike. Columns:
 
 - ``1 thread s`` / ``T threads s``: seconds per call;
 - ``speed-up``: ``t1 / tT`` (T on an idle T-core machine is the ideal);
@@ -45,7 +47,7 @@ def main():
     args = parser.parse_args()
 
     import ikdr
-    from _peers import best_time, emit, machine_summary, mixture
+    from _peers import best_times, emit, machine_summary, mixture
     from ikdr.kernels import Gaussian
 
     n, d, q, T = args.n, args.d, args.q, args.threads
@@ -76,7 +78,7 @@ def main():
         calls = [fit(t) if name == "ISM fit" else passes(t)[name] for t in (1, T)]
         for call in calls:
             call()  # warm-up
-        one, many = (best_time(call, args.repeat) for call in calls)
+        one, many = best_times(calls, args.repeat)
         rows.append(f"| {name} | {one:.6f} | {many:.6f} | {one / many:.2f} | "
                     f"{1e6 * (many - one / T):.0f} |")
         print(rows[-1], flush=True)

@@ -28,15 +28,19 @@ def principal_angle(U: ArrayLike, V: ArrayLike) -> float:
                          f"{U.shape} and {V.shape}")
     if not (np.all(np.isfinite(U)) and np.all(np.isfinite(V))):
         raise ValueError("U or V contains NaN or infinite values")
-    s = np.linalg.svd(U.T @ V, compute_uv=False)
-    if not s.size:
+    if not (U.shape[1] and V.shape[1]):
         return 0.0
-    angle = float(np.arccos(np.clip(s.min(), -1.0, 1.0)))
-    if angle < 0.5:
-        # arccos near 1 resolves angles only down to ~1e-8; for small angles
-        # use sin(theta_max) = ||(I - UU^T) V||_2 (orthonormal U, V).
-        angle = float(np.arcsin(min(1.0, float(np.linalg.norm(V - U @ (U.T @ V), 2)))))
-    return angle
+    overlap = U.T @ V
+    # sin(theta_max) = ||(I - UU^T) V||_2, the root of the largest eigenvalue of
+    # M^T M (q x q): exact for small angles, where arccos of the cosines
+    # resolves them only down to ~1e-8
+    M = V - U @ overlap
+    sine = float(np.sqrt(max(float(np.linalg.eigvalsh(M.T @ M)[-1]), 0.0)))
+    if sine < np.sin(0.5):
+        return float(np.arcsin(sine))
+    # near a right angle the sine is flat: the smallest cosine instead
+    s = np.linalg.svd(overlap, compute_uv=False)
+    return float(np.arccos(np.clip(s.min(), -1.0, 1.0)))
 
 
 def subspace_change(A: np.ndarray, B: np.ndarray) -> float:

@@ -56,17 +56,18 @@ def screen_bytes(d, y):
 
 def _class_sums(X_b, codes_b, n_classes):
     """One row block's per-class counts, column sums and Gram matrices."""
-    X_b = np.asarray(X_b, dtype=np.float64)
-    counts = np.zeros(n_classes)
+    # the rows grouped by class (a stable sort keeps their order within a class),
+    # so each class is one contiguous slice: no mask and copy per class
+    order = np.argsort(codes_b, kind="stable")
+    X_b = np.asarray(X_b, dtype=np.float64)[order]
+    counts = np.bincount(codes_b, minlength=n_classes).astype(np.float64)
+    ends = np.cumsum(counts.astype(np.intp))
     sums = np.zeros((n_classes, X_b.shape[1]))
     grams = np.zeros((n_classes, X_b.shape[1], X_b.shape[1]))
-    for c in range(n_classes):
-        rows = codes_b == c
-        if rows.any():
-            Xc = X_b[rows]
-            counts[c] = Xc.shape[0]
-            sums[c] = Xc.sum(axis=0)
-            grams[c] = gram(Xc)
+    for c in np.flatnonzero(counts):
+        Xc = X_b[ends[c] - int(counts[c]):ends[c]]
+        sums[c] = Xc.sum(axis=0)
+        grams[c] = gram(Xc)
     return [counts, sums, grams]
 
 
@@ -106,19 +107,18 @@ def moment_screen(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     std[~(std > 0)] = np.inf
     scale = np.outer(std, std)
     S = cov / scale
-    kept, raw = np.zeros(d), np.zeros(d)
-    for c in range(n_classes):
-        nc = counts[c]
-        if nc < 2:
-            continue
-        mean_c = sums[c] / nc
-        second_c = (grams[c] / nc - np.outer(mean_c, mean) - np.outer(mean, mean_c)
-                    + np.outer(mean, mean)) / scale
-        se = np.sqrt((1.0 + S * S) / nc)
-        m = (mean_c - mean) / std * np.sqrt(nc)
-        D = (second_c - S) / se
-        raw += nc / n * (m * m + np.sum(D * D, axis=1) / d)
-        m = m * (np.abs(m) > z1) / np.sqrt(nc)
-        D = D * (np.abs(D) > threshold) * se
-        kept += nc / n * (m * m + np.sum(D * D, axis=1))
+    # every class at once (classes x d x d); a class of fewer than 2 rows scores nothing
+    classes = counts >= 2
+    nc = counts[classes][:, None]
+    mean_c = sums[classes] / nc
+    second_c = (grams[classes] / nc[:, :, None] - mean_c[:, :, None] * mean[None, None, :]
+                - mean[None, :, None] * mean_c[:, None, :] + np.outer(mean, mean)) / scale
+    se = np.sqrt((1.0 + S * S)[None] / nc[:, :, None])
+    m = (mean_c - mean) / std * np.sqrt(nc)
+    D = (second_c - S) / se
+    weight = nc[:, 0] / n
+    raw = weight @ (m * m + np.sum(D * D, axis=2) / d)
+    m = m * (np.abs(m) > z1) / np.sqrt(nc)
+    D = D * (np.abs(D) > threshold) * se
+    kept = weight @ (m * m + np.sum(D * D, axis=2))
     return kept, raw
