@@ -100,3 +100,18 @@ def test_phi_product_checks_its_shapes(data):
         _native.phi_product(X, W[:5], None, terms)
     with pytest.raises(ValueError, match="V must have one row per column of X"):
         _native.phi_product(X, W, W[:5], terms)
+
+
+def test_a_gamma_used_by_passes_still_pickles(data):
+    """The table kept with a Gamma is the core's; a pickled Gamma carries its
+    factors only and makes the table again where it is used."""
+    import copy
+    import pickle
+
+    X, gamma, W = data
+    gamma = ikdr.supervised_gamma(np.repeat(np.arange(4), 75))[0]
+    before, _ = Gaussian(2.0).phi_product(X, W, gamma)
+    again = pickle.loads(pickle.dumps(gamma))
+    after, _ = Gaussian(2.0).phi_product(X, W, again)
+    assert np.array_equal(before, after)
+    assert copy.deepcopy(gamma).n == gamma.n

@@ -54,8 +54,8 @@ def _core_wait_policy():
 with _core_wait_policy():
     from . import _core
 
-__all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_product", "phi_product", "gamma_table",
-           "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
+__all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_product",
+           "phi_product", "gamma_table", "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
            "top_eigenpairs", "cpm_eigenpairs", "build_info", "core_dtype",
            "openmp_pause", "openmp_max_threads", "LandmarkFactor", "LandmarkGamma",
            "landmark_first_sweep", "landmark_second_sweep"]

@@ -182,6 +182,13 @@ class Gamma:
             self._cast_cache[key] = make()
         return self._cast_cache[key]
 
+    def __getstate__(self):
+        # the caches are rebuilt on demand; a pickle (a Dask task, a saved
+        # model) carries the factors only, not the core's tables
+        state = self.__dict__.copy()
+        state["_cast_cache"] = {}
+        return state
+
     def __repr__(self):
         form = f"factored, rank {self.rank}" if self.is_factored else "dense"
         return f"Gamma(n={self.n}, {form})"
