@@ -239,7 +239,7 @@ PYBIND11_MODULE(_core, m) {
   bind_dtype<double>(m, "f64");
   bind_dtype<float>(m, "f32");
   m.def("build_info", &build_info);
-  m.def("openmp_max_threads", [] { return openmp_info().max_threads; },
+  m.def("openmp_max_threads", &openmp_max_threads,
         "omp_get_max_threads() of the calling thread (1 without OpenMP): OMP_NUM_THREADS at "
         "start-up, or what omp_set_num_threads (threadpoolctl) set since");
   m.def("_parallel_check", &parallel_check, py::arg("n_tasks"), py::arg("n_threads"),

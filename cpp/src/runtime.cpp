@@ -24,6 +24,14 @@ OpenMPInfo openmp_info() {
   return info;
 }
 
+int openmp_max_threads() {
+#if defined(IKDR_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 int openmp_pause_threads() {
 #if defined(IKDR_OPENMP) && defined(IKDR_HAVE_OMP_PAUSE)
   return omp_pause_resource_all(omp_pause_hard);

@@ -148,6 +148,11 @@ struct OpenMPInfo {
 };
 OpenMPInfo openmp_info();
 
+// omp_get_max_threads() of the calling thread (1 without OpenMP): what the
+// Python layer reads for its default thread count before every call, so it
+// is not openmp_info(), whose library lookup (dladdr) cost about 6 us a call.
+int openmp_max_threads();
+
 // Releases the runtime's idle threads (omp_pause_resource_all(omp_pause_hard)):
 // 0 on success, -1 when the runtime refused or lacks it, 1 without OpenMP.
 int openmp_pause_threads();

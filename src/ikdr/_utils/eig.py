@@ -5,6 +5,7 @@ import numpy as np
 import scipy.linalg
 
 from .. import _native
+from .._config import single_threaded_blas
 
 #: up to this dimension LAPACK is used directly: dsyevr costs about (4/3) d^3
 #: flops, less than a handful of Chebyshev-filtered block steps (each about
@@ -243,9 +244,11 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
     return theta[:q].copy(), fix_signs(np.ascontiguousarray(X[:, :q])), info
 
 
-def gram(X):
-    r""":math:`X^T X` in float64 whose bits do not depend on the BLAS threads: the core's
-    product in chunks fixed by the shape, one single-threaded BLAS call each (a
-    threaded BLAS called from several Dask tasks at once sums in varying orders)."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    return _native.matmul(X, X, transpose_a=True)
+def grams(blocks):
+    r""":math:`X_i^T X_i` in float64 for each block :math:`X_i`, whose bits do not depend
+    on the BLAS threads: one BLAS call each, all on one BLAS thread (a threaded
+    BLAS called from several Dask tasks at once sums in varying orders), under
+    one thread limit for all the blocks (a limit per block cost more than the
+    products of the class-moment screen's small classes)."""
+    with single_threaded_blas():
+        return [X.T @ X for X in (np.asarray(b, dtype=np.float64) for b in blocks)]

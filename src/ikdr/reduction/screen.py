@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils.eig import gram
+from .._utils.eig import grams as class_grams
 from .._utils.typing import ArrayLike
 from ..passes.dask_data import row_source
 
@@ -64,10 +64,11 @@ def _class_sums(X_b, codes_b, n_classes):
     ends = np.cumsum(counts.astype(np.intp))
     sums = np.zeros((n_classes, X_b.shape[1]))
     grams = np.zeros((n_classes, X_b.shape[1], X_b.shape[1]))
-    for c in np.flatnonzero(counts):
-        Xc = X_b[ends[c] - int(counts[c]):ends[c]]
+    present = np.flatnonzero(counts)
+    blocks = [X_b[ends[c] - int(counts[c]):ends[c]] for c in present]
+    for c, Xc, G in zip(present, blocks, class_grams(blocks)):
         sums[c] = Xc.sum(axis=0)
-        grams[c] = gram(Xc)
+        grams[c] = G
     return [counts, sums, grams]
 
 

@@ -177,7 +177,10 @@ class PulayMixing:
         system[k, :k] = system[:k, k] = weights
         rhs = np.zeros(k + 1)
         rhs[k] = 1.0
-        solution, *_ = np.linalg.lstsq(system, rhs, rcond=1e-14)
+        try:
+            solution = np.linalg.solve(system, rhs)
+        except np.linalg.LinAlgError:       # parallel residuals: the least-norm combination
+            solution, *_ = np.linalg.lstsq(system, rhs, rcond=1e-14)
         coefficients = solution[:k] * weights
         if not np.all(np.isfinite(coefficients)) or np.max(np.abs(coefficients)) > MAX_COEFFICIENT:
             return None
