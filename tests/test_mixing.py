@@ -7,7 +7,7 @@ from sklearn.preprocessing import StandardScaler
 import ikdr
 from ikdr import principal_angle
 from ikdr.kernels import Gaussian, Polynomial
-from ikdr.solver.mixing import MAX_REFUSALS, PulayMixing, residual_inner
+from ikdr.solver.mixing import MAX_REFUSALS, PulayMixing, residual_inners
 
 from ._mixtures import mixture
 
@@ -75,7 +75,7 @@ def test_residual_inner_products_from_thin_factors():
 
     (p0, W0), (p1, W1) = pairs
     explicit = np.sum(residual(p0, W0) * residual(p1, W1))
-    assert residual_inner((p0 @ W0, W0), (p1 @ W1, W1)) == pytest.approx(explicit, rel=1e-12)
+    assert residual_inners([(p0 @ W0, W0)], (p1 @ W1, W1))[0] == pytest.approx(explicit, rel=1e-12)
 
 
 def test_combination_sums_to_one_and_extrapolates_a_linear_iteration():

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ACCELERATIONS", "PulayMixing", "residual_inner", "residual_inners"]
+__all__ = ["ACCELERATIONS", "PulayMixing", "residual_inners"]
 
 #: the values of ``acceleration`` (:func:`ikdr.ism`): Pulay mixing, or the papers' plain steps
 ACCELERATIONS = ("pulay", None)
@@ -58,11 +58,6 @@ START_ANGLE = 0.2
 MAX_COEFFICIENT = 50.0
 #: mixed steps refused (they would lower the objective) before the solve mixes no more
 MAX_REFUSALS = 2
-
-
-def residual_inner(a, b):
-    """<R_a, R_b>_F of two commutator residuals, from their thin factors (G, W)."""
-    return float(residual_inners([a], b)[0])
 
 
 def residual_inners(factors, new):
