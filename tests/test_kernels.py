@@ -146,6 +146,24 @@ def test_median_sigma(rng):
         ikdr.median_sigma(np.ones((4, 2)))
 
 
+def test_vanishing_gaussian_warns(rng):
+    X = rng.standard_normal((300, 4))
+    with pytest.warns(RuntimeWarning, match="tiny against the data"):
+        Gaussian(sigma=1e-3).fit(X)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Gaussian(sigma=1.0).fit(X)
+        # neighbouring rows far apart, one close pair elsewhere: the kernel does
+        # not vanish, which only the all-pairs check can tell
+        far = np.arange(300.0)[:, None] * np.array([[1000.0, 0.0]])
+        far[-1] = far[0] + 0.5
+        Gaussian(sigma=1.0).fit(far)
+    with pytest.warns(RuntimeWarning, match="tiny against the data"):
+        Gaussian(sigma=1.0).fit(far[:-1])
+
+
 def test_relative_gaussian_scales(rng):
     X = rng.standard_normal((40, 2))
     k = RelativeGaussian(n_neighbors=3).fit(X)

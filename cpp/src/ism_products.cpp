@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -116,6 +117,8 @@ GammaTable<T> gamma_table(const GammaView<T>& gamma, Index n, Index m) {
   t.m = m;
   t.rank = gamma.rank;
   const Index m_pad = round_up(std::max<Index>(m, 1), kTileCols);
+  const Index ld = transposed_ld<T>(m_pad);
+  t.ld = ld;
   // the scale s folded into the row factor once, not per tile; at least one
   // element: a rank-0 factor (Gamma = 0) must still read as factored
   t.g_rows.resize(static_cast<std::size_t>(std::max<Index>(1, n * gamma.rank)));
@@ -123,19 +126,19 @@ GammaTable<T> gamma_table(const GammaView<T>& gamma, Index n, Index m) {
     for (Index c = 0; c < gamma.rank; ++c)
       t.g_rows[i * gamma.rank + c] = gamma.g_rows[i * gamma.rank + c] * (gamma.s ? gamma.s[c] : T(1));
   if (gamma.rank > kThinWidth) return t;
-  t.g_cols_t = transposed(gamma.g_cols, m, gamma.rank, m_pad);
+  t.g_cols_t = transposed(gamma.g_cols, m, gamma.rank, ld);
   std::vector<Index> reps;
   const Index max_classes = std::max<Index>(kMaxGammaClasses, gamma.rank + 1);
   if (factor_classes(t.g_rows.data(), n, gamma.rank, max_classes, reps, t.g_class)) {
     // table row l = (scaled factor row of class l) G_cols^T, summed over
     // the rank in order, as the tiles' products do
     t.classes = static_cast<Index>(reps.size());
-    t.g_table.assign(reps.size() * static_cast<std::size_t>(m_pad), T(0));
+    t.g_table.assign(reps.size() * static_cast<std::size_t>(ld), T(0));
     for (std::size_t l = 0; l < reps.size(); ++l) {
-      T* out = t.g_table.data() + l * static_cast<std::size_t>(m_pad);
+      T* out = t.g_table.data() + l * static_cast<std::size_t>(ld);
       const T* row = t.g_rows.data() + reps[l] * gamma.rank;
       for (Index c = 0; c < gamma.rank; ++c)
-        for (Index j = 0; j < m_pad; ++j) out[j] += row[c] * t.g_cols_t[c * m_pad + j];
+        for (Index j = 0; j < m_pad; ++j) out[j] += row[c] * t.g_cols_t[c * ld + j];
     }
   } else {
     t.g_class.clear();
@@ -158,9 +161,12 @@ bool any_of_kind(const std::vector<Term<T>>& terms, std::initializer_list<TermKi
 template <class T>
 struct PreparedPass {
   PassPlan<T> plan;
-  std::vector<T> sq_a, sq_b, scaled_sq_b, b_t, rhs_pad;
+  std::vector<T> sq_a, sq_b, scaled_sq_b, b_t;
+  std::unique_ptr<T[]> rhs_pad;  // the copied rows of the padded right-hand side (PassPlan)
   GammaTable<T> gamma;  // made here unless the Gamma brings one for these points
-  std::vector<double> acc_all, value_all, lap_all;
+  // the symmetric pass's accumulators: uninitialised here, zeroed block by
+  // block by the tasks of its first round (pair_task), on the pass's threads
+  std::unique_ptr<double[]> acc_all, value_all, lap_all;
   std::vector<std::vector<T>> inv_scales;
   std::vector<const T*> inv_scale_ptrs;
 };
@@ -175,6 +181,7 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   p.m = pts.m;
   p.k = pts.k;
   p.m_pad = round_up(std::max<Index>(pts.m, 1), kTileCols);
+  p.ld_t = transposed_ld<T>(p.m_pad);
   p.a = pts.a;
   p.b = pts.b;
   p.self = pts.a == pts.b && pts.n == pts.m;
@@ -184,7 +191,7 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   p.needs_dist = any_of_kind(terms, {TermKind::gaussian, TermKind::squared, TermKind::multiquadric});
   p.needs_dot = p.needs_dist || any_of_kind(terms, {TermKind::linear, TermKind::polynomial});
   if (p.needs_dot && pts.k <= kThinWidth) {
-    pp.b_t = transposed(pts.b, pts.m, pts.k, p.m_pad);
+    pp.b_t = transposed(pts.b, pts.m, pts.k, p.ld_t);
     p.b_t = pp.b_t.data();
   }
   pp.sq_a = squared_norms(pts.a, pts.n, pts.k, pts.n);
@@ -197,7 +204,8 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
     p.g_dense = gamma.dense;
   } else if (gamma.g_rows != nullptr) {
     const GammaTable<T>* table = gamma.table;
-    if (table == nullptr || !p.self || table->n != pts.n || table->rank != gamma.rank) {
+    if (table == nullptr || !p.self || table->n != pts.n || table->rank != gamma.rank ||
+        table->ld != p.ld_t) {
       pp.gamma = gamma_table(gamma, pts.n, pts.m);
       table = &pp.gamma;
     }
@@ -240,10 +248,23 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   if (p.thin_rhs) {
     // whole vectors of the instruction set in use (10 columns: 12 with AVX2)
     p.c_pad = round_up(rhs_cols, tile_kernels<T>().simd_width);
-    pp.rhs_pad.assign(static_cast<std::size_t>(p.m_pad * p.c_pad), T(0));
-    for (Index j = 0; j < pts.m; ++j)
-      std::copy(rhs + j * rhs_cols, rhs + (j + 1) * rhs_cols, pp.rhs_pad.data() + j * p.c_pad);
-    p.rhs_pad = pp.rhs_pad.data();
+    // rows already c_pad long are read in place but for the last column
+    // tile, whose rows past m must read as zeros (a 256 KB copy of X, serial
+    // before every dense pass at n = 1,000, d = 32, avoided)
+    const bool in_place = rhs_cols == p.c_pad;
+    p.rhs_tail_row = in_place ? p.m_pad - kTileCols : p.m_pad;
+    const Index copied = p.m_pad - (in_place ? p.rhs_tail_row : 0);
+    pp.rhs_pad.reset(new T[static_cast<std::size_t>(copied * p.c_pad)]);
+    T* pad = pp.rhs_pad.get();
+    const Index first = p.m_pad - copied;  // the first row copied
+    for (Index j = first; j < pts.m; ++j) {
+      T* row = pad + (j - first) * p.c_pad;
+      std::copy(rhs + j * rhs_cols, rhs + (j + 1) * rhs_cols, row);
+      std::fill(row + rhs_cols, row + p.c_pad, T(0));
+    }
+    std::fill(pad + (std::max(pts.m, first) - first) * p.c_pad, pad + copied * p.c_pad, T(0));
+    p.rhs_pad = in_place ? rhs : pad;
+    p.rhs_tail = in_place ? pad : nullptr;
   }
   const bool wide = rhs != nullptr && rhs_cols > kThinCols;
   p.task_rows = wide ? kWideTaskRows : kTaskRows;
@@ -259,18 +280,20 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
                 pts.n > block_rows && p.m_pad * std::max<Index>(p.c_pad, 1) <= kSymmetricAccElements;
   if (p.symmetric) {
     p.block_rows = block_rows;
+    const std::size_t rows = static_cast<std::size_t>(p.m_pad);
     if (p.thin_rhs) {
-      pp.acc_all.assign(static_cast<std::size_t>(p.m_pad * p.c_pad), 0.0);
-      p.acc_all = pp.acc_all.data();
+      pp.acc_all.reset(new double[rows * static_cast<std::size_t>(p.c_pad)]);
+      p.acc_all = pp.acc_all.get();
     }
-    pp.value_all.assign(static_cast<std::size_t>(p.m_pad), 0.0);
-    pp.lap_all.assign(static_cast<std::size_t>(p.m_pad), 0.0);
-    p.value_all = pp.value_all.data();
-    p.lap_all = pp.lap_all.data();
+    pp.value_all.reset(new double[rows]);
+    pp.lap_all.reset(new double[rows]);
+    p.value_all = pp.value_all.get();
+    p.lap_all = pp.lap_all.get();
   }
 }
 
-// A symmetric pass: the diagonal blocks, then the off-diagonal pairs in the
+// A symmetric pass: the diagonal blocks (each first zeroes its block's
+// accumulators, so no serial memset precedes the region), then the off-diagonal pairs in the
 // rounds of a round-robin schedule (circle method), in which no block appears
 // twice, so each task writes its two blocks alone and every row receives its
 // parts in the same order for any number of threads. Then the rows are
@@ -387,21 +410,22 @@ template <class T>
 void phi_product(const Blas& blas, const T* x, Index n, Index d, const T* w, Index q, const T* v,
                  Index k, const GammaView<T>& gamma, const std::vector<Term<T>>& terms, T* out,
                  T* value_sums, const RunConfig& cfg) {
-  std::vector<T> z(static_cast<std::size_t>(n * q));
-  matmul<T>(blas, false, n, q, d, x, w, z.data(), cfg);
-  std::vector<T> xv;
+  // products' outputs, every entry written before it is read (no zeroing first)
+  std::unique_ptr<T[]> z(new T[static_cast<std::size_t>(n * q)]);
+  matmul<T>(blas, false, n, q, d, x, w, z.get(), cfg);
+  std::unique_ptr<T[]> xv;
   const T* rhs = x;
   Index cols = d;
   if (v != nullptr) {
-    xv.resize(static_cast<std::size_t>(n * k));
-    matmul<T>(blas, false, n, k, d, x, v, xv.data(), cfg);
-    rhs = xv.data();
+    xv.reset(new T[static_cast<std::size_t>(n * k)]);
+    matmul<T>(blas, false, n, k, d, x, v, xv.get(), cfg);
+    rhs = xv.get();
     cols = k;
   }
-  std::vector<T> gr(static_cast<std::size_t>(n * cols));
-  fused_product<T>(blas, PointPair<T>{z.data(), n, z.data(), n, q}, gamma, terms, Mode::gradient,
-                   rhs, cols, rhs, gr.data(), value_sums, cfg);
-  matmul<T>(blas, true, d, cols, n, x, gr.data(), out, cfg);
+  std::unique_ptr<T[]> gr(new T[static_cast<std::size_t>(n * cols)]);
+  fused_product<T>(blas, PointPair<T>{z.get(), n, z.get(), n, q}, gamma, terms, Mode::gradient,
+                   rhs, cols, rhs, gr.get(), value_sums, cfg);
+  matmul<T>(blas, true, d, cols, n, x, gr.get(), out, cfg);
 }
 
 #define IKDR_INSTANTIATE(T)                                                                     \

@@ -71,15 +71,16 @@ struct GammaView {
 
 // The parts of a pass's preparation that depend on a factored Gamma only (n
 // rows and m columns of points): the row factor scaled by s (n x r), the
-// column factor transposed and zero padded to m_pad columns (for a factor of
+// column factor transposed and zero padded to rows of ld (for a factor of
 // at most kThinWidth columns, else empty), and, when the rows take few
 // distinct values (class labels), each row's class and the table of the
-// distinct rows times the column factor (classes x m_pad; else both empty).
+// distinct rows times the column factor (classes x ld; else both empty).
 // A pass of the points with themselves reads a table made once for the fit
 // (GammaView::table); any other makes its own.
 template <class T>
 struct GammaTable {
   Index n = 0, m = 0, rank = 0;
+  Index ld = 0;       // row length of g_cols_t and g_table (m padded, transposed_ld)
   Index classes = 0;  // distinct rows in the table (0: no table)
   std::vector<T> g_rows, g_cols_t, g_table;
   std::vector<std::int32_t> g_class;

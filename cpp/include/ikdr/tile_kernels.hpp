@@ -36,6 +36,19 @@ constexpr Index kThinCols = 64;   // right-hand sides up to this width: accumula
 
 inline Index round_up(Index x, Index to) { return (x + to - 1) / to * to; }
 
+// Leading dimension of the transposed thin operands (the column points, the
+// Gamma factor's columns, the class table): m_pad plus one cache line. m_pad
+// is a multiple of kTileCols, so rows m_pad apart would start a multiple of
+// 512 bytes apart (of 4 KiB when m is a multiple of 512: n = 1,000 or 2,000)
+// and the k rows a tile reads would compete for the same few L1 sets, each
+// evicting the next (measured, n = 1,000, q = 20: the Gram tiles ran at 43%
+// of the core's FMA rate). One more line per row moves each row to another
+// set: an odd number of lines apart, every row of a tile has its own.
+template <class T>
+inline Index transposed_ld(Index m_pad) {
+  return m_pad + Index(64 / sizeof(T));
+}
+
 // Everything the tasks of one pass read, prepared once by the driver.
 template <class T>
 struct PassPlan {
@@ -43,7 +56,8 @@ struct PassPlan {
   Index m_pad = 0;                   // m rounded up to kTileCols
   const T* a = nullptr;              // row points, n x k
   const T* b = nullptr;              // column points, m x k
-  const T* b_t = nullptr;            // column points transposed, k x m_pad, zero padded (thin points)
+  Index ld_t = 0;                    // row length of b_t, g_cols_t and g_table (transposed_ld)
+  const T* b_t = nullptr;            // column points transposed, k x ld_t, zero padded (thin points)
   const T* sq_a = nullptr;           // squared norms of the rows (n)
   const T* sq_b = nullptr;           // ... of the columns (m_pad, zero padded)
   bool self = false;                 // a == b: the diagonal distances are exactly 0
@@ -52,10 +66,10 @@ struct PassPlan {
   const T* g_dense = nullptr;        // n x m
   const T* g_rows = nullptr;         // n x r, scaled by s
   const T* g_cols = nullptr;         // m x r
-  const T* g_cols_t = nullptr;       // r x m_pad transposed, zero padded (thin factor)
+  const T* g_cols_t = nullptr;       // r x ld_t transposed, zero padded (thin factor)
   Index rank = 0;
   // A factor whose rows take few distinct values (class labels): row i of
-  // Gamma is row g_class[i] of g_table (classes x m_pad, the distinct rows
+  // Gamma is row g_class[i] of g_table (classes x ld_t, the distinct rows
   // times the column factor, zero padded), read instead of a rank-r product
   const T* g_table = nullptr;
   const std::int32_t* g_class = nullptr;  // n
@@ -69,7 +83,14 @@ struct PassPlan {
   // right-hand side (m x c); for thin ones a zero-padded copy with rows m_pad, columns c_pad
   const T* rhs = nullptr;
   Index c = 0;
+  // The padded right-hand side in two parts: rows below rhs_tail_row from
+  // rhs_pad, the rest (the last column tile's kTileCols rows, zero padded)
+  // from rhs_tail. A right-hand side whose rows are already c_pad long (d = 32
+  // with AVX-512 or AVX2) is read in place, only its last tile copied; any
+  // other is copied whole (rhs_tail_row = m_pad). Read through padded_rhs().
   const T* rhs_pad = nullptr;
+  const T* rhs_tail = nullptr;
+  Index rhs_tail_row = 0;
   Index c_pad = 0;
   const T* rhs_rows = nullptr;       // n x c: what the Laplacian diagonal multiplies
   bool thin_rhs = false;
@@ -88,6 +109,15 @@ struct PassPlan {
   double* value_all = nullptr;       // n_pad: (Gamma o K) 1
   double* lap_all = nullptr;         // n_pad: 2 (Gamma o b) 1 (gradient mode)
 };
+
+// Rows [i, i + count) of the padded right-hand side, for i a multiple of 32
+// and count at most 32 (a symmetric pass's row groups) or i a multiple of
+// kTileCols and count at most kTileCols (a column tile): such a range never
+// straddles rhs_tail_row, a multiple of kTileCols.
+template <class T>
+inline const T* padded_rhs(const PassPlan<T>& p, Index i) {
+  return i < p.rhs_tail_row ? p.rhs_pad + i * p.c_pad : p.rhs_tail + (i - p.rhs_tail_row) * p.c_pad;
+}
 
 // Per-worker scratch, grown on first use and reused by the worker's tasks.
 template <class T>

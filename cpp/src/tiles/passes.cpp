@@ -47,7 +47,7 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
           } else {
             const T* rp[kTileRows];
             for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
-            product_tile(rp, p.k, p.b_t + j0, p.m_pad, dot_t);
+            product_tile(rp, p.k, p.b_t + j0, p.ld_t, dot_t);
           }
         }
         bool has_gamma = true;
@@ -74,7 +74,7 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
         for (Index r = mr; r < kTileRows; ++r)
           std::fill(m_t + r * kTileCols, m_t + (r + 1) * kTileCols, T(0));
         if (p.thin_rhs) {
-          accumulate_panel(m_t, 1, p.rhs_pad + j0 * p.c_pad, p.c_pad, s.acc.data() + li * p.c_pad);
+          accumulate_panel(m_t, 1, padded_rhs(p, j0), p.c_pad, s.acc.data() + li * p.c_pad);
         } else if (panel_rhs) {
           for (Index r = 0; r < mr; ++r)
             std::copy(m_t + r * kTileCols, m_t + r * kTileCols + len,
@@ -152,6 +152,15 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   const Index r0 = I * bs, r1 = std::min(p.n, r0 + bs);
   const Index c0 = J * bs, c1 = std::min(p.n, c0 + bs);
   const bool mirror = I != J;
+  if (!mirror) {
+    // The block's accumulators, zeroed by its diagonal task: run_symmetric's
+    // first round, before any task adds to them (the last block's reach the
+    // padded end: its last row group may add zero rows past n).
+    const Index z1 = r1 == p.n ? p.m_pad : r1;
+    if (p.acc_all != nullptr) std::fill(p.acc_all + r0 * p.c_pad, p.acc_all + z1 * p.c_pad, 0.0);
+    std::fill(p.value_all + r0, p.value_all + z1, 0.0);
+    std::fill(p.lap_all + r0, p.lap_all + z1, 0.0);
+  }
   const TileWork<T> work = tile_work(p, s);
   T* const dot_t = work.dot;
   T* const gam_t = work.gamma;
@@ -184,7 +193,7 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
         if (p.needs_dot) {
           const T* rp[kTileRows];
           for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
-          product_tile(rp, p.k, p.b_t + j0, p.m_pad, dot_t);
+          product_tile(rp, p.k, p.b_t + j0, p.ld_t, dot_t);
         }
         const T* g_t[kTileRows];  // the group's Gamma rows
         if (has_gamma) factor_gamma_rows(p, i0, mr, j0, gam_t, g_t);
@@ -200,9 +209,9 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
           std::fill(m_g + r * kTileCols, m_g + (r + 1) * kTileCols, T(0));
       }
       if (p.thin_rhs) {
-        accumulate_panel(panel, groups, p.rhs_pad + j0 * p.c_pad, p.c_pad, p.acc_all + s0 * p.c_pad);
+        accumulate_panel(panel, groups, padded_rhs(p, j0), p.c_pad, p.acc_all + s0 * p.c_pad);
         if (mirror)
-          accumulate_panel_transposed(panel, groups, p.rhs_pad + s0 * p.c_pad, p.c_pad,
+          accumulate_panel_transposed(panel, groups, padded_rhs(p, s0), p.c_pad,
                                       s.col_acc.data());
       }
       pending += groups;

@@ -3,11 +3,25 @@
 // side (and, transposed, for symmetric passes), and the Psi entries of a tile
 // row for every kernel. Built on simd.hpp; used by passes.cpp.
 #pragma once
+#include <type_traits>
+
 #include "simd.hpp"
 
 namespace ikdr {
 namespace IKDR_CAT(arch_, IKDR_ARCH_NAME) {
 namespace {
+
+// Vectors per tile row that product_tile keeps in registers at a time:
+// kTileRows x kProductVectors accumulators, kProductVectors loads and a
+// broadcast must fit the register file (32 vector registers with AVX-512, 16
+// below it). Four rather than two with AVX-512 halves the broadcasts and the
+// loop overhead per FMA (the Gram tile of n = 1,000, q = 20 ran at 68% of the
+// FMA rate with two).
+#if IKDR_VECTOR_BYTES == 64
+constexpr Index kProductVectors = 4;
+#else
+constexpr Index kProductVectors = 2;
+#endif
 
 // out[r][j] = sum_c rows[r][c] cols_t[c * ld + j] for a kTileRows x kTileCols
 // tile: the Gram entries of thin points, or the Gamma entries of a thin factor.
@@ -16,21 +30,21 @@ template <class T>
 inline void product_tile(const T* const* rows, Index width, const T* cols_t, Index ld, T* out) {
   using vec = typename Simd<T>::vec;
   constexpr Index W = Simd<T>::width;
-  for (Index j = 0; j < kTileCols; j += 2 * W) {
-    vec acc[kTileRows][2] = {};
+  constexpr Index V = kProductVectors;
+  static_assert(kTileCols % (V * W) == 0, "a tile row must hold whole register blocks");
+  for (Index j = 0; j < kTileCols; j += V * W) {
+    vec acc[kTileRows][V] = {};
     for (Index c = 0; c < width; ++c) {
       const T* col = cols_t + c * ld + j;
-      const vec b0 = load(col), b1 = load(col + W);
+      vec b[V];
+      for (Index v = 0; v < V; ++v) b[v] = load(col + v * W);
       for (Index r = 0; r < kTileRows; ++r) {
         const T s = rows[r][c];
-        acc[r][0] += s * b0;
-        acc[r][1] += s * b1;
+        for (Index v = 0; v < V; ++v) acc[r][v] += s * b[v];
       }
     }
-    for (Index r = 0; r < kTileRows; ++r) {
-      store(out + r * kTileCols + j, acc[r][0]);
-      store(out + r * kTileCols + j + W, acc[r][1]);
-    }
+    for (Index r = 0; r < kTileRows; ++r)
+      for (Index v = 0; v < V; ++v) store(out + r * kTileCols + j + v * W, acc[r][v]);
   }
 }
 
@@ -55,25 +69,47 @@ inline void accumulate_tile(const T* m, const T* rhs, Index ldr, Index cv, doubl
     for (int g = 0; g < G; ++g) add_to_double(acc + r * ldacc + cv + g * W, a[r][g]);
 }
 
+// Right-hand-side vectors the accumulations below keep in registers at a
+// time: kTileRows x kAccVectors accumulators (or operands), kAccVectors loads
+// (or accumulators) and a broadcast must fit the register file: 4 with
+// AVX-512's 32 vector registers (a 32-column right-hand side, d = 32, in one
+// sweep over the Psi tile instead of 3 + 1 vectors), 3 with 16.
+#if IKDR_VECTOR_BYTES == 64
+constexpr int kAccVectors = 4;
+#else
+constexpr int kAccVectors = 3;
+#endif
+
+// The column chunks of a right-hand side of c_pad columns: kAccVectors
+// vectors at a time, then the rest in one chunk of fewer (so at most two
+// sweeps of register blocks), each handed to op(Vectors<G>{}, cv) (G vectors
+// from column cv).
+template <int G>
+using Vectors = std::integral_constant<int, G>;
+
+template <class T, class Op>
+inline void for_each_chunk(Index c_pad, Op&& op) {
+  constexpr Index W = Simd<T>::width;
+  Index cv = 0;
+  for (; cv + kAccVectors * W <= c_pad; cv += kAccVectors * W) op(Vectors<kAccVectors>{}, cv);
+  const Index rest = (c_pad - cv) / W;
+  if (kAccVectors > 3 && rest == 3) op(Vectors<3>{}, cv);
+  else if (rest == 2) op(Vectors<2>{}, cv);
+  else if (rest == 1) op(Vectors<1>{}, cv);
+}
+
 // acc rows += M rhs for `groups` consecutive row groups of a Psi panel (each
 // kTileRows x kTileCols, acc rows kTileRows apart): column chunks outermost,
 // so a chunk of the right-hand side (kTileCols x G vectors) stays in L1 for
 // all the groups instead of being read again for every four rows.
 template <class T>
 inline void accumulate_panel(const T* m, Index groups, const T* rhs, Index c_pad, double* acc) {
-  constexpr Index W = Simd<T>::width;
-  constexpr int G = 3;  // kTileRows x 3 accumulators + 3 loads + 1 broadcast fit 16 registers
   constexpr Index kGroup = kTileRows * kTileCols;
-  Index cv = 0;
-  for (; cv + G * W <= c_pad; cv += G * W)
+  for_each_chunk<T>(c_pad, [&](auto vectors, Index cv) {
+    constexpr int G = decltype(vectors)::value;
     for (Index g = 0; g < groups; ++g)
       accumulate_tile<T, G>(m + g * kGroup, rhs, c_pad, cv, acc + g * kTileRows * c_pad, c_pad);
-  for (; cv + 2 * W <= c_pad; cv += 2 * W)
-    for (Index g = 0; g < groups; ++g)
-      accumulate_tile<T, 2>(m + g * kGroup, rhs, c_pad, cv, acc + g * kTileRows * c_pad, c_pad);
-  for (; cv < c_pad; cv += W)
-    for (Index g = 0; g < groups; ++g)
-      accumulate_tile<T, 1>(m + g * kGroup, rhs, c_pad, cv, acc + g * kTileRows * c_pad, c_pad);
+  });
 }
 
 // The transposed product of a symmetric pass: col[j][c] += sum_r m[r][j] rhs[r][c]
@@ -105,20 +141,13 @@ inline void accumulate_tile_transposed(const T* m, const T* rhs, Index ldr, Inde
 template <class T>
 inline void accumulate_panel_transposed(const T* m, Index groups, const T* rhs_rows, Index c_pad,
                                         T* col) {
-  constexpr Index W = Simd<T>::width;
-  constexpr int G = 3;  // kTileRows x 3 operands + 3 accumulators + 1 broadcast fit 16 registers
   constexpr Index kGroup = kTileRows * kTileCols;
   const Index ldr = kTileRows * c_pad;
-  Index cv = 0;
-  for (; cv + G * W <= c_pad; cv += G * W)
+  for_each_chunk<T>(c_pad, [&](auto vectors, Index cv) {
+    constexpr int G = decltype(vectors)::value;
     for (Index g = 0; g < groups; ++g)
       accumulate_tile_transposed<T, G>(m + g * kGroup, rhs_rows + g * ldr, c_pad, cv, col, c_pad);
-  for (; cv + 2 * W <= c_pad; cv += 2 * W)
-    for (Index g = 0; g < groups; ++g)
-      accumulate_tile_transposed<T, 2>(m + g * kGroup, rhs_rows + g * ldr, c_pad, cv, col, c_pad);
-  for (; cv < c_pad; cv += W)
-    for (Index g = 0; g < groups; ++g)
-      accumulate_tile_transposed<T, 1>(m + g * kGroup, rhs_rows + g * ldr, c_pad, cv, col, c_pad);
+  });
 }
 
 // Work rows of one tile row (each kTileCols long).
@@ -380,12 +409,12 @@ inline void factor_gamma_rows(const PassPlan<T>& p, Index i0, Index mr, Index j0
                               const T* (&g)[kTileRows]) {
   if (p.g_table != nullptr) {
     for (Index r = 0; r < kTileRows; ++r)
-      g[r] = p.g_table + p.g_class[i0 + std::min(r, mr - 1)] * p.m_pad + j0;
+      g[r] = p.g_table + p.g_class[i0 + std::min(r, mr - 1)] * p.ld_t + j0;
     return;
   }
   const T* rp[kTileRows];
   for (Index r = 0; r < kTileRows; ++r) rp[r] = p.g_rows + (i0 + std::min(r, mr - 1)) * p.rank;
-  product_tile(rp, p.rank, p.g_cols_t + j0, p.m_pad, tile);
+  product_tile(rp, p.rank, p.g_cols_t + j0, p.ld_t, tile);
   for (Index r = 0; r < kTileRows; ++r) g[r] = tile + r * kTileCols;
 }
 

@@ -101,8 +101,13 @@ def check_bandwidth(sigma, name="sigma"):
 
 
 def check_finite_result(values, what):
-    """Raise a clear error instead of returning NaN/inf from a numerical step."""
+    """Raise a clear error instead of returning NaN/inf from a numerical step.
+
+    ``what`` names the result: a string, or a callable returning it (formatted
+    only on failure: a pass's check must not pay for a kernel's repr).
+    """
     if not np.all(np.isfinite(values)):
+        what = what() if callable(what) else what
         raise ValueError(f"{what} is not finite (float64 overflow); lower the polynomial "
                                  "degree, use a larger sigma or rescale the data")
     return values

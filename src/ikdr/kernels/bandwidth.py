@@ -121,10 +121,18 @@ def warn_if_kernel_vanishes(X, sigma, max_rows=200):
     if X.ndim != 2 or X.shape[0] < 2:
         return
     rows = X[np.linspace(0, X.shape[0] - 1, min(X.shape[0], max_rows)).astype(int)]
+    # exp(-t) is 0 in float64 for t > 745
+    limit = 745.0 * 2.0 * sigma * sigma
+    # Any pair of distinct rows within the limit has a nonzero kernel entry: the
+    # neighbouring rows of the sample decide almost every fit in O(rows d), and
+    # only a sample whose neighbours are all too far apart takes every pair
+    step = np.diff(rows, axis=0)
+    neighbours = np.einsum("ij,ij->i", step, step)
+    if np.any((neighbours > 0) & (neighbours <= limit)):
+        return
     d2 = pdist(rows, "sqeuclidean")
     d2 = d2[d2 > 0]
-    # exp(-t) is 0 in float64 for t > 745
-    if d2.size and float(np.min(d2)) / (2.0 * sigma * sigma) > 745.0:
+    if d2.size and float(np.min(d2)) > limit:
         warnings.warn(f"Gaussian sigma={sigma:.3g} is tiny against the data (nearest distinct "
                       f"points {np.sqrt(np.min(d2)):.3g} apart): every off-diagonal kernel entry "
                       "is 0 in float64, so the kernel matrix is the identity and the result "

@@ -292,7 +292,7 @@ class Kernel:
         out = np.asarray(result.product, dtype=np.float64)
         if V is None:
             out = 0.5 * (out + out.T)
-        check_finite_result(out, f"Phi(W) of the kernel {self!r}")
+        check_finite_result(out, lambda: f"Phi(W) of the kernel {self!r}")
         return out, objective
 
     def phi(self, X, W, gamma, *, n_threads=None):
@@ -318,7 +318,7 @@ class Kernel:
                 out += inner * gamma.quadratic(X)
             if lap:
                 out += lap * gamma.laplacian_quadratic(X, row_weights)
-        return check_finite_result(0.5 * (out + out.T), f"Phi_0 of the kernel {self!r}")
+        return check_finite_result(0.5 * (out + out.T), lambda: f"Phi_0 of the kernel {self!r}")
 
     def phi0_coefficients(self):
         r"""``(a, b)`` with :math:`\Phi_0 = a X^T\Gamma X + b X^T L(\Gamma) X`.
@@ -346,7 +346,7 @@ class Kernel:
         Z = X if W is None else np.ascontiguousarray(X @ np.asarray(W, dtype=X.dtype))
         _, row_sums = self.product(Z, None, gamma, n_threads=n_threads)
         return float(check_finite_result(np.sum(row_sums, dtype=np.float64),
-                                         f"Tr(Gamma K) of the kernel {self!r}"))
+                                         lambda: f"Tr(Gamma K) of the kernel {self!r}"))
 
     @property
     def is_resolved(self):

@@ -111,7 +111,7 @@ class DaskProblem(KernelProblem):
         out, value = self._data(native).reduce_pairs(self.kernel, W, V, "phi", self.gamma)
         if V is None:
             out = 0.5 * (out + out.T)
-        check_finite_result(out, f"Phi(W) of the kernel {self.kernel!r}")
+        check_finite_result(out, lambda: f"Phi(W) of the kernel {self.kernel!r}")
         return out, float(value)
 
     def objective(self, W, native=False):

@@ -61,15 +61,18 @@ MAX_REFUSALS = 2
 
 
 def residual_inners(factors, new):
-    """<R_i, R_new>_F for every (G_i, W_i) of ``factors``: four products of the
-    stacked factors (d x sum q_i) with the new ones, then per-block sums."""
+    """<R_i, R_new>_F for every (G_i, W_i) of ``factors`` (all d x q, as ``new``):
+    one product of the stacked factors [G_1 W_1 G_2 W_2 ...] with [G_new W_new],
+    then the four q x q blocks of each iterate summed at once."""
     G_new, W_new = new
-    G = np.hstack([f[0] for f in factors])
-    W = np.hstack([f[1] for f in factors])
-    GG, WW, GW, WG = G.T @ G_new, W.T @ W_new, G.T @ W_new, W.T @ G_new
-    products = GG * WW - GW * WG
-    ends = np.cumsum([f[0].shape[1] for f in factors])
-    return 2.0 * np.add.reduceat(products.sum(axis=1), np.r_[0, ends[:-1]])
+    k, q = len(factors), G_new.shape[1]
+    if any(G.shape != G_new.shape or W.shape != G_new.shape for G, W in factors):
+        raise ValueError("every factor must have the shape of the new one")
+    stacked = np.hstack([m for pair in factors for m in pair])
+    blocks = (stacked.T @ np.hstack([G_new, W_new])).reshape(k, 2, q, 2, q)
+    # GG o WW - GW o WG: blocks[:, a, :, b, :] = (G or W)_i^T (G or W)_new
+    products = blocks[:, 0, :, 0] * blocks[:, 1, :, 1] - blocks[:, 0, :, 1] * blocks[:, 1, :, 0]
+    return 2.0 * products.sum(axis=(1, 2))
 
 
 class PulayMixing:
