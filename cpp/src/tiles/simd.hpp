@@ -54,6 +54,10 @@ namespace ikdr {
 namespace IKDR_CAT(arch_, IKDR_ARCH_NAME) {
 namespace {
 
+// Vector registers of the instruction set (x86-64: 32 with AVX-512, 16 below),
+// which bound the register blocks of the tile products.
+constexpr int kVectorRegisters = IKDR_VECTOR_BYTES == 64 ? 32 : 16;
+
 // Unaligned, aliasing vectors of one register's width.
 typedef double vdouble __attribute__((vector_size(IKDR_VECTOR_BYTES), aligned(8), __may_alias__));
 typedef float vfloat __attribute__((vector_size(IKDR_VECTOR_BYTES), aligned(4), __may_alias__));

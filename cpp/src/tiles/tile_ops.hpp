@@ -17,11 +17,7 @@ namespace {
 // below it). Four rather than two with AVX-512 halves the broadcasts and the
 // loop overhead per FMA (the Gram tile of n = 1,000, q = 20 ran at 68% of the
 // FMA rate with two).
-#if IKDR_VECTOR_BYTES == 64
-constexpr Index kProductVectors = 4;
-#else
-constexpr Index kProductVectors = 2;
-#endif
+constexpr Index kProductVectors = kVectorRegisters >= 32 ? 4 : 2;
 
 // out[r][j] = sum_c rows[r][c] cols_t[c * ld + j] for a kTileRows x kTileCols
 // tile: the Gram entries of thin points, or the Gamma entries of a thin factor.
@@ -74,11 +70,7 @@ inline void accumulate_tile(const T* m, const T* rhs, Index ldr, Index cv, doubl
 // (or accumulators) and a broadcast must fit the register file: 4 with
 // AVX-512's 32 vector registers (a 32-column right-hand side, d = 32, in one
 // sweep over the Psi tile instead of 3 + 1 vectors), 3 with 16.
-#if IKDR_VECTOR_BYTES == 64
-constexpr int kAccVectors = 4;
-#else
-constexpr int kAccVectors = 3;
-#endif
+constexpr int kAccVectors = kVectorRegisters >= 32 ? 4 : 3;
 
 // The column chunks of a right-hand side of c_pad columns: kAccVectors
 // vectors at a time, then the rest in one chunk of fewer (so at most two
