@@ -1,4 +1,6 @@
 """The ISM kernel family: Phi is half the gradient, constants kept."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -150,8 +152,6 @@ def test_vanishing_gaussian_warns(rng):
     X = rng.standard_normal((300, 4))
     with pytest.warns(RuntimeWarning, match="tiny against the data"):
         Gaussian(sigma=1e-3).fit(X)
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Gaussian(sigma=1.0).fit(X)
