@@ -4,9 +4,11 @@ Every parallel pass of the C++ core is one OpenMP parallel region
 (``cpp/include/ikdr/parallel.hpp``); the runtime keeps its threads between
 calls, so a call pays the region's fork and join, not a thread start-up (the
 per-call threads of earlier versions did). At n = 1,000 (``--n``) this times,
-through the public kernel API, the pass types of one ISM iteration
-(``objective``: Tr(Gamma K_XW); ``thin Phi``: the Phi(W) V product with
-``--q`` columns; ``dense Phi``: the product with all d columns of X), best of
+through the public kernel API, the pass types of one ISM iteration as a fit
+makes them (``objective``: Tr(Gamma K_XW); ``thin Phi``: Phi(W) V with ``--q``
+columns, ``Kernel.phi_product(X, W, gamma, V)``; ``dense Phi``: the d x d
+Phi(W), ``Kernel.phi_product(X, W, gamma)``, each with its products XW and
+X^T(...) in the same core call), best of
 ``--repeat`` after a warm-up, with 1 thread and with ``--threads`` threads, and
 the whole ``ikdr.ISM`` fit the same way. The 1-thread and T-thread calls
 alternate (``_peers.best_times``), so a host whose speed drifts (a shared
@@ -57,13 +59,13 @@ def main():
     kernel = Gaussian(ikdr.median_sigma(X, random_state=0))
     W = np.linalg.qr(np.random.default_rng(0).standard_normal((d, q)))[0]
     Z = np.ascontiguousarray(X @ W)
-    V = np.ascontiguousarray(X[:, :q])
+    V = np.linalg.qr(np.random.default_rng(1).standard_normal((d, q)))[0]
 
     def passes(t):
         return {
             "objective": lambda: kernel.product(Z, None, gamma, n_threads=t),
-            f"thin Phi ({q} rhs)": lambda: kernel.gradient_product(Z, V, gamma, n_threads=t),
-            f"dense Phi ({d} rhs)": lambda: kernel.gradient_product(Z, X, gamma, n_threads=t),
+            f"thin Phi ({q} columns)": lambda: kernel.phi_product(X, W, gamma, V, n_threads=t),
+            f"dense Phi ({d} x {d})": lambda: kernel.phi_product(X, W, gamma, n_threads=t),
         }
 
     def fit(t):

@@ -272,7 +272,9 @@ def test_a_killed_worker_is_replaced_and_the_fit_finishes(client, data):
     X, y = data
     gamma, _ = ikdr.supervised_gamma(y)
     kernel = Gaussian().fit(X, random_state=0)
-    ref = ikdr.ism(X, gamma, kernel, 2, tol=1e-8, criterion="angle")
+    # both fits stop on a step below 1e-10 rad, so each is within about that
+    # of the maximum and the 1e-8 below tests the recovery, not the stopping rule
+    ref = ikdr.ism(X, gamma, kernel, 2, tol=1e-10, criterion="angle")
     killed = []
 
     def kill_one_worker(entry):
@@ -282,7 +284,7 @@ def test_a_killed_worker_is_replaced_and_the_fit_finishes(client, data):
             os.kill(pid, 9)             # the nanny starts a new worker; lost blocks are recomputed
             killed.append(address)
 
-    out = ikdr.ism(da.from_array(X, chunks=(60, X.shape[1])), gamma, kernel, 2, tol=1e-8,
+    out = ikdr.ism(da.from_array(X, chunks=(60, X.shape[1])), gamma, kernel, 2, tol=1e-10,
                    criterion="angle", callback=kill_one_worker)
     assert killed
     assert _sine(ref.components, out.components) < 1e-8

@@ -37,6 +37,32 @@ def test_one_call_equals_the_composed_products(data, kernel, thin):
     assert objective == pytest.approx(reference_objective, rel=1e-13)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n, d", [(1000, 32), (777, 17), (300, 60)])
+def test_dense_phi_by_block_pairs(n, d, dtype):
+    """The dense Phi of a symmetric pass, formed block pair by block pair
+    (R_I^T Psi_IJ R_J and its transpose, plus the Laplacian's diagonal), equals
+    the dense NumPy formula, with the same bits for any number of threads
+    (7 and 8 row blocks, the last one partial; 300 x 60 has blocks of 64 rows,
+    no more than its columns, and takes the rows' path)."""
+    rng = np.random.default_rng(n)
+    y = rng.integers(0, 5, n)
+    X = rng.standard_normal((n, d)) + 0.5 * y[:, None]
+    gamma, _ = ikdr.supervised_gamma(y)
+    W = np.linalg.qr(rng.standard_normal((d, 6)))[0]
+    sigma = 2.5
+    Z = X @ W
+    K = np.exp(-((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1) / (2 * sigma ** 2))
+    scale = 1.0 if gamma.scale is None else gamma.scale
+    B = (gamma.factor * scale) @ gamma.factor.T * K / sigma ** 2
+    reference = X.T @ (B - np.diag(B.sum(axis=1))) @ X
+    kernel = Gaussian(sigma).fit(X)
+    outs = [kernel.phi_product(X.astype(dtype), W, gamma, n_threads=t)[0] for t in (1, 2, 3)]
+    assert all(np.array_equal(outs[0], other) for other in outs[1:])
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    np.testing.assert_allclose(outs[0], reference, rtol=tol, atol=tol * np.abs(reference).max())
+
+
 def test_relative_gaussian_reads_the_projected_points(data):
     X, gamma, W = data
     kernel = RelativeGaussian(n_neighbors=7).fit(X)

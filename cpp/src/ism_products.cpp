@@ -303,12 +303,23 @@ void run_symmetric(const PassPlan<T>& p, const RunConfig& cfg,
                    std::vector<PassScratch<T>>& scratch) {
   const TileKernels<T>& kernels = tile_kernels<T>();
   const Index blocks = (p.n + p.block_rows - 1) / p.block_rows;
-  // round 0: the diagonal blocks; rounds 1 .. even - 1: the circle method's pairings
+  // round 0: the diagonal blocks; rounds 1 .. even - 1: the circle method's
+  // pairings. With pair products the diagonal blocks come last instead: each
+  // is then the last task of its rows, whose Laplacian sums are complete, and
+  // adds diag(lap) R_I to its rows before R_I^T times them (no serial
+  // R^T diag(lap) R after the region); the sums are zeroed here.
+  const bool diagonal_last = p.pair_products != nullptr;
+  if (diagonal_last) {
+    std::fill(p.value_all, p.value_all + p.m_pad, 0.0);
+    std::fill(p.lap_all, p.lap_all + p.m_pad, 0.0);
+  }
   const Index even = blocks + (blocks & 1);  // a dummy block pads an odd count
   std::vector<std::vector<std::pair<Index, Index>>> rounds(static_cast<std::size_t>(even));
-  for (Index b = 0; b < blocks; ++b) rounds[0].emplace_back(b, b);
+  const std::size_t diagonal_round = diagonal_last ? static_cast<std::size_t>(even - 1) : 0;
+  const std::size_t first_pairing = diagonal_last ? 0 : 1;
+  for (Index b = 0; b < blocks; ++b) rounds[diagonal_round].emplace_back(b, b);
   for (Index round = 0; round + 1 < even; ++round) {
-    auto& pairs = rounds[static_cast<std::size_t>(round + 1)];
+    auto& pairs = rounds[static_cast<std::size_t>(round) + first_pairing];
     auto add = [&](Index a, Index b) {
       if (a < blocks && b < blocks) pairs.emplace_back(std::min(a, b), std::max(a, b));
     };
@@ -406,6 +417,41 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
   run(pp, cfg);
 }
 
+namespace {
+
+// Pair products (PassPlan::pair_products) save work where a block's rows
+// outnumber the right-hand side's columns: b c^2 < b^2 c.
+template <class T>
+bool use_pair_products(const PassPlan<T>& p) {
+  return p.symmetric && p.thin_rhs && p.mode == Mode::gradient && p.rhs_rows == p.rhs &&
+         p.rhs != nullptr && p.c_pad < p.block_rows;
+}
+
+// The dense Phi (c x c) from a pass run with pair products: the pairs'
+// R_I^T Psi_IJ R_J (the diagonal ones with diag(lap_I) R_I added), each
+// off-diagonal one with its transpose, summed in the order of the pairs
+// (whatever thread made them).
+template <class T>
+void sum_pair_products(const PassPlan<T>& p, T* out) {
+  const Index c = p.c, cp = p.c_pad, blocks = (p.n + p.block_rows - 1) / p.block_rows;
+  std::vector<double> upper(static_cast<std::size_t>(c * cp), 0.0);
+  std::vector<double> lower(static_cast<std::size_t>(c * cp), 0.0);  // transposed at the end
+  for (Index I = 0; I < blocks; ++I)
+    for (Index J = I; J < blocks; ++J) {
+      const double* P = p.pair_products + pair_index(I, J, blocks) * c * cp;
+      double* into = I == J ? upper.data() : lower.data();
+      for (Index e = 0; e < c * cp; ++e) into[e] += P[e];
+    }
+  for (Index a = 0; a < c; ++a)
+    for (Index b = 0; b < c; ++b) {
+      const double off = lower[static_cast<std::size_t>(a * cp + b)] +
+                         lower[static_cast<std::size_t>(b * cp + a)];
+      out[a * c + b] = T(upper[static_cast<std::size_t>(a * cp + b)] + off);
+    }
+}
+
+}  // namespace
+
 template <class T>
 void phi_product(const Blas& blas, const T* x, Index n, Index d, const T* w, Index q, const T* v,
                  Index k, const GammaView<T>& gamma, const std::vector<Term<T>>& terms, T* out,
@@ -422,9 +468,27 @@ void phi_product(const Blas& blas, const T* x, Index n, Index d, const T* w, Ind
     rhs = xv.get();
     cols = k;
   }
+  const PointPair<T> points{z.get(), n, z.get(), n, q};
+  check_terms(terms, n, n);
+  PreparedPass<T> pp;
+  prepare(pp, blas, points, gamma, terms, Mode::gradient, rhs, cols, rhs, /*products=*/true);
+  PassPlan<T>& p = pp.plan;
+  p.value_sums = value_sums;
+  if (v == nullptr && use_pair_products(p)) {
+    // the dense Phi (rhs = X): X^T Psi X formed block pair by block pair, no n x d rows
+    const Index blocks = (n + p.block_rows - 1) / p.block_rows;
+    std::unique_ptr<double[]> pairs(
+        new double[static_cast<std::size_t>(blocks * (blocks + 1) / 2 * p.c * p.c_pad)]);
+    p.pair_products = pairs.get();
+    pp.acc_all.reset();
+    p.acc_all = nullptr;
+    run(pp, cfg);
+    sum_pair_products(p, out);
+    return;
+  }
   std::unique_ptr<T[]> gr(new T[static_cast<std::size_t>(n * cols)]);
-  fused_product<T>(blas, PointPair<T>{z.get(), n, z.get(), n, q}, gamma, terms, Mode::gradient,
-                   rhs, cols, rhs, gr.get(), value_sums, cfg);
+  p.y = gr.get();
+  run(pp, cfg);
   matmul<T>(blas, true, d, cols, n, x, gr.get(), out, cfg);
 }
 

@@ -18,7 +18,11 @@
 // right-hand side) forms each off-diagonal block of Psi once: the pair task
 // (I, J), I < J, multiplies the block into the rows of I (Psi_IJ R_J) and,
 // transposed, into the rows of J (Psi_IJ^T R_I), which halves the kernel
-// evaluations (Gram entries, exp, Gamma entries) of the pass.
+// evaluations (Gram entries, exp, Gamma entries) of the pass. When R is the
+// points' own data and the pass forms the dense Phi = R^T (Psi R + diag R)
+// (d at most kThinCols, fewer than a block's rows), the pair task keeps
+// R_I^T Psi_IJ R_J (d x d) instead and the transposed half is never
+// multiplied: its transpose is R_J^T Psi_JI R_I (PassPlan::pair_products).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -108,7 +112,20 @@ struct PassPlan {
   double* acc_all = nullptr;         // n_pad x c_pad: Psi R (thin rhs)
   double* value_all = nullptr;       // n_pad: (Gamma o K) 1
   double* lap_all = nullptr;         // n_pad: 2 (Gamma o b) 1 (gradient mode)
+  // A symmetric pass whose right-hand side is the rows' own data R (the dense
+  // Phi = R^T (Psi R + diag(lap) R)): pair task (I, J) leaves R_I^T Psi_IJ R_J
+  // (c x c_pad) at pair_products + pair_index(I, J) c c_pad instead of adding
+  // Psi_IJ R_J and Psi_IJ^T R_I to rows (acc_all unused); the driver adds the
+  // pairs and their transposes in a fixed order. The rows of J are never
+  // visited twice: (b^2 c + b c^2) multiply-adds per block pair instead of 2 b^2 c.
+  double* pair_products = nullptr;
 };
+
+// Index of the block pair (I, J), I <= J < blocks, in row-major order of the
+// upper triangle (diagonal included).
+inline Index pair_index(Index I, Index J, Index blocks) {
+  return I * blocks - I * (I - 1) / 2 + (J - I);
+}
 
 // Rows [i, i + count) of the padded right-hand side, for i a multiple of 32
 // and count at most 32 (a symmetric pass's row groups) or i a multiple of

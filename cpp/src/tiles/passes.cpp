@@ -117,7 +117,7 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
 template <class T>
 inline void flush_columns(const PassPlan<T>& p, Index j0, Index len, PassScratch<T>& s) {
   const bool gradient = p.mode == Mode::gradient;
-  if (p.thin_rhs) {
+  if (p.thin_rhs && p.pair_products == nullptr) {
     for (Index j = 0; j < len; ++j) {
       double* out = p.acc_all + (j0 + j) * p.c_pad;
       const T* in = s.col_acc.data() + j * p.c_pad;
@@ -145,14 +145,17 @@ inline void flush_columns(const PassPlan<T>& p, Index j0, Index len, PassScratch
 // or no right-hand side; see tile_kernels.hpp). Rows of I gain Psi_IJ R_J and
 // their row sums; when I < J the rows of J gain Psi_IJ^T R_I and the column
 // sums, accumulated over 16 row groups in T (as a tile row is over its 64
-// columns) and then in double.
+// columns) and then in double. With pair products (a dense Phi's pass) the
+// rows of I gain Psi_IJ R_J in the task's own buffer, which leaves the task as
+// R_I^T Psi_IJ R_J; the rows of J gain only the column sums.
 template <class T>
 void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   const Index bs = p.block_rows;
   const Index r0 = I * bs, r1 = std::min(p.n, r0 + bs);
   const Index c0 = J * bs, c1 = std::min(p.n, c0 + bs);
   const bool mirror = I != J;
-  if (!mirror) {
+  const bool pair_products = p.pair_products != nullptr;
+  if (!mirror && !pair_products) {
     // The block's accumulators, zeroed by its diagonal task: run_symmetric's
     // first round, before any task adds to them (the last block's reach the
     // padded end: its last row group may add zero rows past n).
@@ -165,8 +168,14 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   T* const dot_t = work.dot;
   T* const gam_t = work.gamma;
   const RowBuffers<T>& buf = work.rows;
+  // pair products (see PassPlan): Psi_IJ R_J into the task's own rows, then
+  // R_I^T times them; no transposed accumulation
+  constexpr Index kSubGroups = 8;
+  if (pair_products)
+    s.acc.assign(static_cast<std::size_t>((r1 - r0 + kSubGroups * kTileRows) * p.c_pad), 0.0);
   if (mirror) {
-    if (p.thin_rhs) s.col_acc.assign(static_cast<std::size_t>(kTileCols * p.c_pad), T(0));
+    if (p.thin_rhs && !pair_products)
+      s.col_acc.assign(static_cast<std::size_t>(kTileCols * p.c_pad), T(0));
     s.col_value.assign(static_cast<std::size_t>(kTileCols), T(0));
     s.col_lap.assign(static_cast<std::size_t>(kTileCols), T(0));
   }
@@ -174,7 +183,6 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   // L1) and then multiplied, chunk by chunk of the right-hand side's columns;
   // the transposed sums go to double every kFlushGroups groups (64 rows, as a
   // tile row's 64 columns in the forward direction).
-  constexpr Index kSubGroups = 8;
   constexpr Index kFlushGroups = 16;
   constexpr Index kGroup = kTileRows * kTileCols;
   s.m_panel.resize(static_cast<std::size_t>(kSubGroups * kGroup));
@@ -209,8 +217,9 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
           std::fill(m_g + r * kTileCols, m_g + (r + 1) * kTileCols, T(0));
       }
       if (p.thin_rhs) {
-        accumulate_panel(panel, groups, padded_rhs(p, j0), p.c_pad, p.acc_all + s0 * p.c_pad);
-        if (mirror)
+        double* rows = pair_products ? s.acc.data() + (s0 - r0) * p.c_pad : p.acc_all + s0 * p.c_pad;
+        accumulate_panel(panel, groups, padded_rhs(p, j0), p.c_pad, rows);
+        if (mirror && !pair_products)
           accumulate_panel_transposed(panel, groups, padded_rhs(p, s0), p.c_pad,
                                       s.col_acc.data());
       }
@@ -221,6 +230,21 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
       }
     }
     if (mirror && pending > 0) flush_columns(p, j0, len, s);
+  }
+  if (pair_products) {
+    if (!mirror && p.mode == Mode::gradient) {
+      // the diagonal task runs last for its rows (run_symmetric): their
+      // Laplacian sums are complete, and diag(lap) R_I joins Psi_II R_I
+      for (Index i = r0; i < r1; ++i) {
+        const double l = p.lap_all[i];
+        const T* x = padded_rhs(p, i);
+        double* row = s.acc.data() + (i - r0) * p.c_pad;
+        for (Index c = 0; c < p.c_pad; ++c) row[c] += l * double(x[c]);
+      }
+    }
+    const Index blocks = (p.n + bs - 1) / bs;
+    pair_product(p, r0, r1, s.acc.data(),
+                 p.pair_products + pair_index(I, J, blocks) * p.c * p.c_pad);
   }
 }
 

@@ -142,6 +142,36 @@ inline void accumulate_panel_transposed(const T* m, Index groups, const T* rhs_r
   });
 }
 
+// out (rows a < p.c of c x c_pad, double) = R_I^T T for the rows [r0, r1) of
+// the padded right-hand side R and T (r1 - r0 rows of c_pad doubles, a pair
+// task's Psi_IJ R_J): kTileRows rows of out times a chunk of columns in
+// registers over all the rows, each product read once per chunk.
+template <class T>
+inline void pair_product(const PassPlan<T>& p, Index r0, Index r1, const double* t, double* out) {
+  using vec = typename Simd<double>::vec;
+  constexpr Index W = Simd<double>::width;
+  const Index cp = p.c_pad;
+  for (Index a0 = 0; a0 < p.c; a0 += kTileRows) {
+    const Index ma = std::min(kTileRows, p.c - a0);  // rows of out in this block
+    for_each_chunk<double>(cp, [&](auto vectors, Index cv) {
+      constexpr int G = decltype(vectors)::value;
+      vec acc[kTileRows][G] = {};
+      for (Index i = r0; i < r1; ++i) {
+        const T* x = padded_rhs(p, i) + a0;
+        const double* tr = t + (i - r0) * cp + cv;
+        vec tv[G];
+        for (int g = 0; g < G; ++g) tv[g] = load(tr + g * W);
+        for (Index r = 0; r < kTileRows; ++r) {
+          const double s = r < ma ? double(x[r]) : 0.0;  // never past the row
+          for (int g = 0; g < G; ++g) acc[r][g] += s * tv[g];
+        }
+      }
+      for (Index r = 0; r < ma; ++r)
+        for (int g = 0; g < G; ++g) store(out + (a0 + r) * cp + cv + g * W, acc[r][g]);
+    });
+  }
+}
+
 // Work rows of one tile row (each kTileCols long).
 template <class T>
 struct RowBuffers {

@@ -26,7 +26,9 @@ SLOW_CONTRACTION = 0.5
 # the n x n kernel panel, in flops (_PassCosts): every fused pass forms the
 # panel (Gram row, Gamma row, exp, combine: about PANEL_FLOPS, measured by
 # benchmarks/bench_core_rate.py) and multiplies it by its right-hand side
-# (2 flops per column). Forming Phi passes X itself (d columns); an iteration
+# (2 flops per column; half of that where the pass forming Phi multiplies
+# each block pair once, d <= 64, which this model, deciding only for wide d,
+# leaves out). Forming Phi passes X itself (d columns); an iteration
 # of the block eigensolver makes one pass with at most 2p columns (p = q +
 # extra Ritz vectors) plus the products X S and X^T (L X S) (4 d p / n flops per
 # panel entry each). Measured block iterations per step when Phi's q-th
