@@ -75,7 +75,12 @@ def test_residual_inner_products_from_thin_factors():
 
     (p0, W0), (p1, W1) = pairs
     explicit = np.sum(residual(p0, W0) * residual(p1, W1))
-    assert residual_inners([(p0 @ W0, W0)], (p1 @ W1, W1))[0] == pytest.approx(explicit, rel=1e-12)
+    stacked = np.hstack([p0 @ W0, W0, p1 @ W1, W1])
+    inners = residual_inners(stacked, q)
+    assert inners[0] == pytest.approx(explicit, rel=1e-12)
+    assert inners[1] == pytest.approx(np.sum(residual(p1, W1) ** 2), rel=1e-12)
+    with pytest.raises(ValueError, match="whole pairs"):
+        residual_inners(stacked[:, :-1], q)
 
 
 def test_combination_sums_to_one_and_extrapolates_a_linear_iteration():

@@ -368,6 +368,15 @@ def test_core_calls_hold_the_blas_at_one_thread_and_restore_it():
                 assert set(blas_threads()) <= {1}
             assert set(blas_threads()) <= {1}
         assert blas_threads() == outer
+        # overlapping holds (two Python threads' fits): the first to end leaves
+        # the BLAS at one thread, the last restores it
+        first, second = single_threaded_blas(), single_threaded_blas()
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert set(blas_threads()) <= {1}
+        second.__exit__(None, None, None)
+        assert blas_threads() == outer
 
 
 @pytest.mark.skipif(not _native.OPENMP_PAUSE, reason="the OpenMP runtime has no pause "

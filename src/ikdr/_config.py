@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import warnings
 from typing import IO, Any, Callable, Iterator
 
@@ -205,24 +206,38 @@ class _OneBlasThread:
     Direct calls to the libraries' set/get functions (a few microseconds),
     where ``threadpoolctl.threadpool_limits`` re-inspects every loaded library
     on each use (about 50 microseconds, measured: 2-3% of a 1,000-sample ISM
-    fit, which makes about 40 such calls)."""
+    fit, which makes about 40 such calls). Holds nest and may overlap between
+    Python threads: the first sets the libraries to one thread, the last to
+    end restores them, and the holds in between (every pass of a fit, inside
+    the fit's own) cost a counter."""
 
-    __slots__ = ("libraries", "saved")
+    __slots__ = ("libraries",)
+    _lock = threading.Lock()
+    _holds = 0
+    _saved: tuple = ()
 
     def __init__(self, libraries):
-        self.libraries, self.saved = libraries, ()
+        self.libraries = libraries
 
     def __enter__(self):
-        self.saved = tuple(lib.num_threads for lib in self.libraries)
-        for lib, threads in zip(self.libraries, self.saved):
-            if threads != 1:
-                lib.set_num_threads(1)
+        cls = _OneBlasThread
+        with cls._lock:
+            if cls._holds == 0:
+                cls._saved = tuple(lib.num_threads for lib in self.libraries)
+                for lib, threads in zip(self.libraries, cls._saved):
+                    if threads != 1:
+                        lib.set_num_threads(1)
+            cls._holds += 1
         return self
 
     def __exit__(self, *exc):
-        for lib, threads in zip(self.libraries, self.saved):
-            if threads != 1:
-                lib.set_num_threads(threads)
+        cls = _OneBlasThread
+        with cls._lock:
+            cls._holds -= 1
+            if cls._holds == 0:
+                for lib, threads in zip(self.libraries, cls._saved):
+                    if threads != 1:
+                        lib.set_num_threads(threads)
         return False
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from sklearn.utils.multiclass import type_of_target
 from ._config import require_memory
-from ._utils.labels import one_hot
+from ._utils.labels import one_hot, target_type
 from ._utils.validation import check_matrix
 from ._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 from .kernels import Gaussian, KernelLike, make_kernel
@@ -249,7 +248,7 @@ def target_factor(y: ArrayLike, *, kernel: KernelLike = "auto", sigma: SigmaLike
     Returns ``(F, classes_or_None)``.
     """
     y = np.asarray(y)
-    kind = type_of_target(y) if kernel == "auto" else kernel
+    kind = target_type(y) if kernel == "auto" else kernel
     if kind in ("binary", "multiclass", "labels"):
         F, classes = one_hot(y)
         if classes.shape[0] < 2:

@@ -288,7 +288,7 @@ class Kernel:
         result = _native.phi_product(X, W, None if V is None else np.asarray(V, dtype=X.dtype),
                                      self._terms(points), gamma=_gamma_arrays(gamma, X.dtype),
                                      n_threads=n_threads)
-        objective = float(np.sum(result.value_sums, dtype=np.float64))
+        objective = float(result.value_sums.sum(dtype=np.float64))
         out = np.asarray(result.product, dtype=np.float64)
         if V is None:
             out = 0.5 * (out + out.T)

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._config import get_num_threads
+
 #: relative finite-difference step of the Hessian-vector products (forward differences)
 FD_STEP = 1e-7
 
@@ -62,6 +64,8 @@ class KernelProblem:
     gamma : Gamma
     kernel : Kernel, fitted
     n_threads : int or None
+        Threads of every pass; None: :func:`ikdr.get_num_threads` when the
+        problem is made (read once: all the passes of a fit use one count).
     """
 
     #: whether :meth:`coarse_phi` exists (a problem whose passes are not the
@@ -76,7 +80,8 @@ class KernelProblem:
         self.X = X
         self._X64 = X if X.dtype == np.float64 else None
         self._X32 = None
-        self.gamma, self.kernel, self.n_threads = gamma, kernel, n_threads
+        self.gamma, self.kernel = gamma, kernel
+        self.n_threads = get_num_threads() if n_threads is None else int(n_threads)
         self.n, self.d = X.shape
         self.native_dtype = X.dtype
         self.depends_on_w = bool(kernel.depends_on_w)

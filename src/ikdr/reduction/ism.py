@@ -6,11 +6,11 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import fits_memory
 from .._utils.eig import EIGEN_SOLVERS
+from .._utils.labels import target_type
 from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import sample_index, sample_rows
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
@@ -320,7 +320,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()
-        target = type_of_target(y)
+        target = target_type(y)
         if target in ("multilabel-indicator", "multiclass-multioutput"):
             target = "continuous"
         if target not in ("binary", "multiclass", "continuous", "continuous-multioutput"):

@@ -60,19 +60,20 @@ MAX_COEFFICIENT = 50.0
 MAX_REFUSALS = 2
 
 
-def residual_inners(factors, new):
-    """<R_i, R_new>_F for every (G_i, W_i) of ``factors`` (all d x q, as ``new``):
-    one product of the stacked factors [G_1 W_1 G_2 W_2 ...] with [G_new W_new],
-    then the four q x q blocks of each iterate summed at once."""
-    G_new, W_new = new
-    k, q = len(factors), G_new.shape[1]
-    if any(G.shape != G_new.shape or W.shape != G_new.shape for G, W in factors):
-        raise ValueError("every factor must have the shape of the new one")
-    stacked = np.hstack([m for pair in factors for m in pair])
-    blocks = (stacked.T @ np.hstack([G_new, W_new])).reshape(k, 2, q, 2, q)
-    # GG o WW - GW o WG: blocks[:, a, :, b, :] = (G or W)_i^T (G or W)_new
+def residual_inners(stacked, q):
+    """<R_i, R_k>_F of every iterate i of ``stacked`` = [G_1 W_1 G_2 W_2 ... G_k W_k]
+    (d x 2kq, each factor d x q) with the last one, k: one product of the
+    stacked factors with the last pair, then the four q x q blocks of each
+    iterate summed at once."""
+    stacked = np.asarray(stacked)
+    if q < 1 or stacked.ndim != 2 or stacked.shape[1] == 0 or stacked.shape[1] % (2 * q):
+        raise ValueError(f"stacked must hold whole pairs of d x {q} factors, got shape "
+                         f"{stacked.shape}")
+    k = stacked.shape[1] // (2 * q)
+    blocks = (stacked.T @ stacked[:, -2 * q:]).reshape(k, 2, q, 2, q)
+    # GG o WW - GW o WG: blocks[:, a, :, b, :] = (G or W)_i^T (G or W)_k
     products = blocks[:, 0, :, 0] * blocks[:, 1, :, 1] - blocks[:, 0, :, 1] * blocks[:, 1, :, 0]
-    return 2.0 * products.sum(axis=(1, 2))
+    return 2.0 * products.reshape(k, -1).sum(axis=1)
 
 
 class PulayMixing:
@@ -87,7 +88,8 @@ class PulayMixing:
 
     def __init__(self, depth=DEPTH):
         self.depth = int(depth)
-        self.phis, self.factors = [], []
+        self.phis = []
+        self.factors = None              # [G_1 W_1 G_2 W_2 ...], G_i = Phi(W_i) W_i (d x 2kq)
         self.gram = np.zeros((0, 0))     # <R_i, R_j>, the kept iterates in order
         self.near = False                # the last step was short enough to mix
         self.refusals = 0
@@ -98,7 +100,7 @@ class PulayMixing:
         return self.refusals < MAX_REFUSALS
 
     def reset(self):
-        self.phis, self.factors = [], []
+        self.phis, self.factors = [], None
         self.gram = np.zeros((0, 0))
 
     def moved(self, angle):
@@ -126,9 +128,11 @@ class PulayMixing:
             self.last_mixed = 1
             return phi
         self.phis.append(phi)
-        self.factors.append((PW, W))
-        new_row = residual_inners(self.factors, self.factors[-1])
-        k = len(self.factors)
+        pair = np.concatenate((PW, W), axis=1)
+        self.factors = pair if self.factors is None else \
+            np.concatenate((self.factors, pair), axis=1)
+        new_row = residual_inners(self.factors, W.shape[1])
+        k = len(self.phis)
         gram = np.zeros((k, k))
         gram[:k - 1, :k - 1] = self.gram
         gram[-1, :] = gram[:, -1] = new_row
@@ -149,7 +153,9 @@ class PulayMixing:
         return mixed
 
     def _drop_oldest(self):
-        del self.phis[0], self.factors[0]
+        q2 = self.factors.shape[1] // len(self.phis)
+        del self.phis[0]
+        self.factors = self.factors[:, q2:]
         self.gram = self.gram[1:, 1:]
 
     def _coefficients(self):
@@ -165,13 +171,12 @@ class PulayMixing:
         k = len(self.phis)
         if k < 2:
             return None
-        norms = np.sqrt(np.maximum(np.diag(self.gram), 0.0))
-        if not (np.all(norms > 0) and np.all(np.isfinite(norms))):
+        norms = np.sqrt(np.maximum(self.gram.diagonal(), 0.0))
+        if not np.all((norms > 0) & (norms < np.inf)):
             return None
-        unit = self.gram / np.outer(norms, norms)
-        weights = norms.min() / norms          # the constraint sum a_i / ||R_i|| = 1, scaled
         system = np.zeros((k + 1, k + 1))
-        system[:k, :k] = unit
+        system[:k, :k] = self.gram / np.outer(norms, norms)
+        weights = norms.min() / norms          # the constraint sum a_i / ||R_i|| = 1, scaled
         system[k, :k] = system[:k, k] = weights
         rhs = np.zeros(k + 1)
         rhs[k] = 1.0
@@ -180,6 +185,6 @@ class PulayMixing:
         except np.linalg.LinAlgError:       # parallel residuals: the least-norm combination
             solution, *_ = np.linalg.lstsq(system, rhs, rcond=1e-14)
         coefficients = solution[:k] * weights
-        if not np.all(np.isfinite(coefficients)) or np.max(np.abs(coefficients)) > MAX_COEFFICIENT:
+        if not np.abs(coefficients).max() <= MAX_COEFFICIENT:     # NaN fails it too
             return None
         return coefficients
