@@ -7,6 +7,10 @@ the ISM family through the public kernel API, for d in {64, 784}:
 - ``dense Phi``: ``kernel.gradient_product(Z, X, gamma)``, the n x n weights
   times the n x d right-hand side X (Phi(W) = X^T of it; that last n d^2
   product is the caller's and not timed here);
+- ``Phi(W) d x d``: ``kernel.phi_product(X, W, gamma)``, the call an ISM step
+  makes: XW, the pass and X^T(...) in one core call. Where d is at most 64
+  the pass keeps R_I^T Psi_IJ R_J per block pair and never multiplies the
+  transposed half (``cpp/include/ikdr/tile_kernels.hpp``);
 - ``thin (10 rhs)``: the same with 10 right-hand-side columns (the matrix-free
   Phi(W) V steps, the certificate's Hessian products);
 - ``objective``: ``kernel.product(Z, None, gamma)``, Tr(Gamma K_XW) alone;
@@ -86,6 +90,7 @@ def main():
             del A
             passes = {
                 "dense Phi": lambda: kernel.gradient_product(Z, X, gamma, n_threads=t),
+                "Phi(W) d x d": lambda: kernel.phi_product(X, W, gamma, n_threads=t),
                 "thin (10 rhs)": lambda: kernel.gradient_product(Z, R, gamma, n_threads=t),
                 "objective": lambda: kernel.product(Z, None, gamma, n_threads=t),
                 "K R": lambda: kernel.product(Z, R, n_threads=t),

@@ -73,16 +73,18 @@ _BLOCK_RATE = 0.5
 # returned W can differ from the all-float64 iteration's by that error only
 # where the tolerance admits far more. Below _COARSE_MIN_SAMPLES a pass costs
 # little beside the fixed costs of a step, and below _COARSE_MIN_FEATURES the
-# float32 pass saves less than the objective pass a coarse point needs
-# (measured, 10,000 samples: d = 32 dense 194 ms against float32 126 ms +
-# objective 87 ms; d = 48: 251 against 126 + 73; d = 64: 301 against 165 + 75;
-# 2,000 x 32: 10.8 against 5.9 + 5.0): there every step is float64, and
-# (without Pulay mixing, acceleration=None) the iterates are those of the
-# papers' Algorithm 1 to the last bits (tests/test_convergence.py).
+# float32 pass saves less than the objective pass a coarse point needs: up to
+# d = 64 the core forms the dense Phi block pair by block pair, multiplying
+# each block of weights by X once, and the float64 pass costs no more than the
+# float32 one (measured, 10,000 x 64, 2 threads: 112 ms against 119 ms, plus
+# the objective pass's 36 ms; benchmarks/results/core_rate.md): there every
+# step is float64, and (without Pulay mixing, acceleration=None) the iterates
+# are those of the papers' Algorithm 1 to the last bits
+# (tests/test_convergence.py).
 COARSE_ANGLE = 1e-2
 _MAX_COARSE_STEPS = 4
 _COARSE_MIN_SAMPLES = 1000
-_COARSE_MIN_FEATURES = 48
+_COARSE_MIN_FEATURES = 65
 COARSE_STOP_TOL = 1e-3
 
 
