@@ -308,7 +308,7 @@ void run_symmetric(const PassPlan<T>& p, const RunConfig& cfg,
   // is then the last task of its rows, whose Laplacian sums are complete, and
   // adds diag(lap) R_I to its rows before R_I^T times them (no serial
   // R^T diag(lap) R after the region); the sums are zeroed here.
-  const bool diagonal_last = p.pair_products != nullptr;
+  const bool diagonal_last = p.block_products != nullptr;
   if (diagonal_last) {
     std::fill(p.value_all, p.value_all + p.m_pad, 0.0);
     std::fill(p.lap_all, p.lap_all + p.m_pad, 0.0);
@@ -419,7 +419,7 @@ void fused_product(const Blas& blas, const PointPair<T>& pts, const GammaView<T>
 
 namespace {
 
-// Pair products (PassPlan::pair_products) save work where a block's rows
+// Pair products (PassPlan::block_products) save work where a block's rows
 // outnumber the right-hand side's columns: b c^2 < b^2 c.
 template <class T>
 bool use_pair_products(const PassPlan<T>& p) {
@@ -427,27 +427,20 @@ bool use_pair_products(const PassPlan<T>& p) {
          p.rhs != nullptr && p.c_pad < p.block_rows;
 }
 
-// The dense Phi (c x c) from a pass run with pair products: the pairs'
-// R_I^T Psi_IJ R_J (the diagonal ones with diag(lap_I) R_I added), each
-// off-diagonal one with its transpose, summed in the order of the pairs
-// (whatever thread made them).
+// The dense Phi (c x c) from a pass run with pair products: S + S^T for S the
+// sum of the blocks' slots, in the order of the blocks.
 template <class T>
-void sum_pair_products(const PassPlan<T>& p, T* out) {
+void sum_block_products(const PassPlan<T>& p, T* out) {
   const Index c = p.c, cp = p.c_pad, blocks = (p.n + p.block_rows - 1) / p.block_rows;
-  std::vector<double> upper(static_cast<std::size_t>(c * cp), 0.0);
-  std::vector<double> lower(static_cast<std::size_t>(c * cp), 0.0);  // transposed at the end
-  for (Index I = 0; I < blocks; ++I)
-    for (Index J = I; J < blocks; ++J) {
-      const double* P = p.pair_products + pair_index(I, J, blocks) * c * cp;
-      double* into = I == J ? upper.data() : lower.data();
-      for (Index e = 0; e < c * cp; ++e) into[e] += P[e];
-    }
+  std::vector<double> sum(static_cast<std::size_t>(c * cp), 0.0);
+  for (Index I = 0; I < blocks; ++I) {
+    const double* slot = p.block_products + I * c * cp;
+    for (Index e = 0; e < c * cp; ++e) sum[static_cast<std::size_t>(e)] += slot[e];
+  }
   for (Index a = 0; a < c; ++a)
-    for (Index b = 0; b < c; ++b) {
-      const double off = lower[static_cast<std::size_t>(a * cp + b)] +
-                         lower[static_cast<std::size_t>(b * cp + a)];
-      out[a * c + b] = T(upper[static_cast<std::size_t>(a * cp + b)] + off);
-    }
+    for (Index b = 0; b < c; ++b)
+      out[a * c + b] = T(sum[static_cast<std::size_t>(a * cp + b)] +
+                         sum[static_cast<std::size_t>(b * cp + a)]);
 }
 
 }  // namespace
@@ -477,13 +470,12 @@ void phi_product(const Blas& blas, const T* x, Index n, Index d, const T* w, Ind
   if (v == nullptr && use_pair_products(p)) {
     // the dense Phi (rhs = X): X^T Psi X formed block pair by block pair, no n x d rows
     const Index blocks = (n + p.block_rows - 1) / p.block_rows;
-    std::unique_ptr<double[]> pairs(
-        new double[static_cast<std::size_t>(blocks * (blocks + 1) / 2 * p.c * p.c_pad)]);
-    p.pair_products = pairs.get();
+    std::vector<double> slots(static_cast<std::size_t>(blocks * p.c * p.c_pad), 0.0);
+    p.block_products = slots.data();
     pp.acc_all.reset();
     p.acc_all = nullptr;
     run(pp, cfg);
-    sum_pair_products(p, out);
+    sum_block_products(p, out);
     return;
   }
   std::unique_ptr<T[]> gr(new T[static_cast<std::size_t>(n * cols)]);

@@ -22,7 +22,7 @@
 // points' own data and the pass forms the dense Phi = R^T (Psi R + diag R)
 // (d at most kThinCols, fewer than a block's rows), the pair task keeps
 // R_I^T Psi_IJ R_J (d x d) instead and the transposed half is never
-// multiplied: its transpose is R_J^T Psi_JI R_I (PassPlan::pair_products).
+// multiplied: its transpose is R_J^T Psi_JI R_I (PassPlan::block_products).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -113,19 +113,16 @@ struct PassPlan {
   double* value_all = nullptr;       // n_pad: (Gamma o K) 1
   double* lap_all = nullptr;         // n_pad: 2 (Gamma o b) 1 (gradient mode)
   // A symmetric pass whose right-hand side is the rows' own data R (the dense
-  // Phi = R^T (Psi R + diag(lap) R)): pair task (I, J) leaves R_I^T Psi_IJ R_J
-  // (c x c_pad) at pair_products + pair_index(I, J) c c_pad instead of adding
-  // Psi_IJ R_J and Psi_IJ^T R_I to rows (acc_all unused); the driver adds the
-  // pairs and their transposes in a fixed order. The rows of J are never
-  // visited twice: (b^2 c + b c^2) multiply-adds per block pair instead of 2 b^2 c.
-  double* pair_products = nullptr;
+  // Phi = R^T (Psi R + diag(lap) R)): pair task (I, J) adds its share
+  // S_IJ = R_I^T Psi_IJ R_J (c x c_pad; half of it when I == J) to block I's
+  // slot of block_products (blocks x c x c_pad) instead of adding Psi_IJ R_J
+  // and Psi_IJ^T R_I to rows (acc_all unused), and Phi = S + S^T for S the
+  // sum of the slots. A round of the schedule holds each block once, so a
+  // slot has one writer at a time and gains its shares in the rounds' order.
+  // The rows of J are never visited twice: (b^2 c + b c^2) multiply-adds per
+  // block pair instead of 2 b^2 c.
+  double* block_products = nullptr;
 };
-
-// Index of the block pair (I, J), I <= J < blocks, in row-major order of the
-// upper triangle (diagonal included).
-inline Index pair_index(Index I, Index J, Index blocks) {
-  return I * blocks - I * (I - 1) / 2 + (J - I);
-}
 
 // Rows [i, i + count) of the padded right-hand side, for i a multiple of 32
 // and count at most 32 (a symmetric pass's row groups) or i a multiple of

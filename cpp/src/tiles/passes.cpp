@@ -117,7 +117,7 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
 template <class T>
 inline void flush_columns(const PassPlan<T>& p, Index j0, Index len, PassScratch<T>& s) {
   const bool gradient = p.mode == Mode::gradient;
-  if (p.thin_rhs && p.pair_products == nullptr) {
+  if (p.thin_rhs && p.block_products == nullptr) {
     for (Index j = 0; j < len; ++j) {
       double* out = p.acc_all + (j0 + j) * p.c_pad;
       const T* in = s.col_acc.data() + j * p.c_pad;
@@ -146,15 +146,16 @@ inline void flush_columns(const PassPlan<T>& p, Index j0, Index len, PassScratch
 // their row sums; when I < J the rows of J gain Psi_IJ^T R_I and the column
 // sums, accumulated over 16 row groups in T (as a tile row is over its 64
 // columns) and then in double. With pair products (a dense Phi's pass) the
-// rows of I gain Psi_IJ R_J in the task's own buffer, which leaves the task as
-// R_I^T Psi_IJ R_J; the rows of J gain only the column sums.
+// rows of I gain Psi_IJ R_J in the task's own buffer, and R_I^T times it goes
+// to block I's slot (PassPlan::block_products); the rows of J gain only the
+// column sums.
 template <class T>
 void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   const Index bs = p.block_rows;
   const Index r0 = I * bs, r1 = std::min(p.n, r0 + bs);
   const Index c0 = J * bs, c1 = std::min(p.n, c0 + bs);
   const bool mirror = I != J;
-  const bool pair_products = p.pair_products != nullptr;
+  const bool pair_products = p.block_products != nullptr;
   if (!mirror && !pair_products) {
     // The block's accumulators, zeroed by its diagonal task: run_symmetric's
     // first round, before any task adds to them (the last block's reach the
@@ -242,9 +243,9 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
         for (Index c = 0; c < p.c_pad; ++c) row[c] += l * double(x[c]);
       }
     }
-    const Index blocks = (p.n + bs - 1) / bs;
-    pair_product(p, r0, r1, s.acc.data(),
-                 p.pair_products + pair_index(I, J, blocks) * p.c * p.c_pad);
+    // the diagonal block's share is counted twice by S + S^T: half of it here
+    add_pair_share(p, r0, r1, s.acc.data(), mirror ? 1.0 : 0.5,
+                   p.block_products + I * p.c * p.c_pad);
   }
 }
 

@@ -142,12 +142,13 @@ inline void accumulate_panel_transposed(const T* m, Index groups, const T* rhs_r
   });
 }
 
-// out (rows a < p.c of c x c_pad, double) = R_I^T T for the rows [r0, r1) of
-// the padded right-hand side R and T (r1 - r0 rows of c_pad doubles, a pair
-// task's Psi_IJ R_J): kTileRows rows of out times a chunk of columns in
-// registers over all the rows, each product read once per chunk.
+// out (rows a < p.c of c x c_pad, double) += scale R_I^T T for the rows
+// [r0, r1) of the padded right-hand side R and T (r1 - r0 rows of c_pad
+// doubles, a pair task's Psi_IJ R_J): kTileRows rows of out times a chunk of
+// columns in registers over all the rows, then added to out.
 template <class T>
-inline void pair_product(const PassPlan<T>& p, Index r0, Index r1, const double* t, double* out) {
+inline void add_pair_share(const PassPlan<T>& p, Index r0, Index r1, const double* t, double scale,
+                           double* out) {
   using vec = typename Simd<double>::vec;
   constexpr Index W = Simd<double>::width;
   const Index cp = p.c_pad;
@@ -167,7 +168,10 @@ inline void pair_product(const PassPlan<T>& p, Index r0, Index r1, const double*
         }
       }
       for (Index r = 0; r < ma; ++r)
-        for (int g = 0; g < G; ++g) store(out + (a0 + r) * cp + cv + g * W, acc[r][g]);
+        for (int g = 0; g < G; ++g) {
+          double* o = out + (a0 + r) * cp + cv + g * W;
+          store(o, load(o) + scale * acc[r][g]);
+        }
     });
   }
 }
