@@ -241,6 +241,15 @@ class _OneBlasThread:
         return False
 
 
+def _new_hold_lock_in_child() -> None:
+    # a child forked while another thread held the lock would wait on it forever
+    _OneBlasThread._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_hold_lock_in_child)
+
+
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     """Hold the BLAS at one thread while a C++ core call runs.
 
