@@ -424,7 +424,7 @@ namespace {
 template <class T>
 bool use_pair_products(const PassPlan<T>& p) {
   return p.symmetric && p.thin_rhs && p.mode == Mode::gradient && p.rhs_rows == p.rhs &&
-         p.rhs != nullptr && p.c_pad < p.block_rows;
+         p.c_pad < p.block_rows;
 }
 
 // The dense Phi (c x c) from a pass run with pair products: S + S^T for S the

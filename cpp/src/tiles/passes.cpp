@@ -233,7 +233,7 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
     if (mirror && pending > 0) flush_columns(p, j0, len, s);
   }
   if (pair_products) {
-    if (!mirror && p.mode == Mode::gradient) {
+    if (!mirror) {
       // the diagonal task runs last for its rows (run_symmetric): their
       // Laplacian sums are complete, and diag(lap) R_I joins Psi_II R_I
       for (Index i = r0; i < r1; ++i) {
