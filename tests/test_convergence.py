@@ -90,8 +90,11 @@ def test_plain_convergent_cases_unchanged(case):
     gamma, _ = ikdr.supervised_gamma(y)
     W_ref, n_ref, f_ref = plain_fixed_point(X, gamma, kernel, q, tol=tol)
     # the papers' steps throughout (the default mixes them once W settles: tests/test_mixing.py)
-    res = ikdr.ism(X, gamma, kernel, q, tol=tol, acceleration=None)
-    assert res.converged and res.convergence.stopping_rule == "eigenvalues"
+    res = ikdr.ism(X, gamma, kernel, q, tol=tol, criterion="eigenvalues", acceleration=None)
+    assert res.convergence.stopping_rule == "eigenvalues"
+    # converged means certified, wherever the papers' rule stopped
+    c = res.convergence
+    assert res.converged is c.converged is bool(c.first_order and c.second_order)
     assert res.n_iter == n_ref
     np.testing.assert_allclose(res.components, W_ref, rtol=0, atol=1e-12)   # same W, same signs
     np.testing.assert_allclose([h["objective"] for h in res.history], f_ref, rtol=1e-12)
@@ -210,7 +213,7 @@ def test_cancer_plain_case_unchanged():
     y = shared_csv("cancer_683x9_label.csv").ravel()
     gamma, _ = ikdr.supervised_gamma(y)
     W_ref, n_ref, _ = plain_fixed_point(X, gamma, Gaussian(), 2)
-    res = ikdr.ism(X, gamma, "gaussian", 2, certify=False)
+    res = ikdr.ism(X, gamma, "gaussian", 2, certify=False, criterion="eigenvalues")
     assert res.n_iter == n_ref
     np.testing.assert_allclose(res.components, W_ref, rtol=0, atol=1e-12)
     assert res.convergence.second_order is None      # not computed with certify=False
@@ -335,7 +338,8 @@ def test_limit_reached_warns_and_reports(face):
     X, y = face
     gamma, _ = ikdr.supervised_gamma(y)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        res = ikdr.ism(X, gamma, "gaussian", 5, max_iter=2, certify=False)
+        res = ikdr.ism(X, gamma, "gaussian", 5, max_iter=2, certify=False,
+                       criterion="eigenvalues")
     c = res.convergence
     assert not res.converged and not c.converged and c.stopping_rule == "max_iter"
     assert c.relative_gradient_norm > 1e-6 and not c.first_order
@@ -424,9 +428,9 @@ def test_pass_count_of_a_converging_plain_run(wine, counted_passes, certify, dty
     gamma, _ = ikdr.supervised_gamma(y)          # factored: Phi_0 needs no n^2 pass
     assert gamma.is_factored
     res = ikdr.ism(X.astype(dtype), gamma, Gaussian(ikdr.median_sigma(X)), 3, tol=1e-6,
-                   certify=certify)
+                   certify=certify, criterion="eigenvalues")
     c = res.convergence
-    assert res.converged and c.stopping_rule == "eigenvalues" and c.safeguarded_steps == 0
+    assert c.stopping_rule == "eigenvalues" and c.safeguarded_steps == 0
     assert res.n_iter >= 3
     assert c.phi_evaluations <= res.n_iter + 2
     assert c.objective_evaluations == 0
@@ -488,14 +492,21 @@ def test_the_warning_names_a_swinging_w_when_the_eigenvalues_settled():
     # 40 samples in 80 dimensions, 2 classes, q = 4: Phi's 4th eigenvalue is
     # degenerate, its eigenvectors are not determined, so W keeps turning while
     # the eigenvalues repeat exactly; the warning says that rather than quoting
-    # an eigenvalue change below tol as if it were the reason.
+    # an eigenvalue change below tol as if it were the reason. (The objective is
+    # flat along that eigenspace, so the point is certified at the default gtol:
+    # a gtol beyond reach makes it uncertified, and then the warning speaks.)
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 40)
     X = rng.standard_normal((2, 80))[y] * 1.5 + rng.standard_normal((40, 80)) * 3.0
+    papers = dict(n_components=4, sigma=ikdr.median_sigma(X), tol=1e-6, screen=None,
+                  max_iter=30, criterion="eigenvalues")
     with pytest.warns(ConvergenceWarning, match=r"turned W by .* eigenvalue is degenerate"):
-        model = ikdr.ISM(n_components=4, sigma=ikdr.median_sigma(X), tol=1e-6, screen=None,
-                         max_iter=30).fit(X, y)
-    assert not model.convergence_.converged
+        model = ikdr.ISM(**papers, gtol=1e-15).fit(X, y)
+    assert not model.convergence_.converged and model.convergence_.stopping_rule == "max_iter"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # certified at max_iter: no warning
+        model = ikdr.ISM(**papers).fit(X, y)
+    assert model.convergence_.converged and model.convergence_.local_maximum
 
 
 def test_a_fit_that_stops_at_a_saddle_escapes_and_goes_on():

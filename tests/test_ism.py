@@ -82,7 +82,7 @@ def test_fitted_attributes(wine):
 
 def test_eigenvalue_stopping_rule(wine):
     X, y = wine
-    model = ikdr.ISM(n_components=3, tol=1e-3).fit(X, y)
+    model = ikdr.ISM(n_components=3, tol=1e-3, criterion="eigenvalues").fit(X, y)
     last = model.history_[-1]
     assert last["eigenvalue_change"] < 1e-3
     assert all(h["eigenvalue_change"] >= 1e-3 for h in model.history_[1:-1])
@@ -185,12 +185,18 @@ def test_bad_parameters(wine):
 
 def test_criterion_and_certify(wine):
     X, y = wine
-    paper = ikdr.ISM(n_components=3).fit(X, y)
+    paper = ikdr.ISM(n_components=3, criterion="eigenvalues").fit(X, y)
     assert paper.convergence_.stopping_rule == "eigenvalues" and paper.convergence_.second_order
+    # the papers' loose rule stops short of first order: not certified
+    assert paper.convergence_.relative_gradient_norm > 1e-6 and not paper.converged_
+    default = ikdr.ISM(n_components=3).fit(X, y)
+    c = default.convergence_
+    assert c.stopping_rule == "gradient" and c.relative_gradient_norm <= 1e-6
+    assert default.converged_ and c.local_maximum
     grad = ikdr.ISM(n_components=3, criterion="gradient", certify=False).fit(X, y)
     c = grad.convergence_
     assert c.stopping_rule == "gradient" and c.relative_gradient_norm <= 1e-6
-    assert c.second_order is None and c.hessian_products == 0
+    assert c.second_order is None and c.hessian_products == 0 and grad.converged_
     assert grad.hsic_ >= paper.hsic_
 
 
@@ -199,7 +205,10 @@ def test_max_iter_warns(wine):
 
     X, y = wine
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        ikdr.ISM(n_components=3, tol=1e-12, max_iter=1).fit(X, y)
+        ikdr.ISM(n_components=3, tol=1e-12, max_iter=1, criterion="eigenvalues").fit(X, y)
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=1 before its certificate held: "
+                                                r"relative gradient norm .* Raise max_iter"):
+        ikdr.ISM(n_components=3, max_iter=1).fit(X, y)
 
 
 def test_ism_takes_a_dense_gamma_array():

@@ -54,8 +54,8 @@ def test_block_eigensolver_matches_lapack(rng):
 def test_matrix_free_matches_dense(supervised, kernel):
     X, y, gamma, gauss = supervised
     kernel = gauss if kernel is None else kernel
-    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense")
-    free = ikdr.ism(X, gamma, kernel, 3, phi_solver="matrix_free")
+    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", criterion="eigenvalues")
+    free = ikdr.ism(X, gamma, kernel, 3, phi_solver="matrix_free", criterion="eigenvalues")
     assert free.n_iter == dense.n_iter
     assert sin_angle(dense.components, free.components) < 1e-6
     assert abs(free.objective - dense.objective) <= 1e-8 * abs(dense.objective)
@@ -82,9 +82,9 @@ def test_matrix_free_certificate_agrees(supervised):
 
 def test_matrix_free_warm_start(supervised):
     X, y, gamma, kernel = supervised
-    start = ikdr.ism(X, gamma, kernel, 3, max_iter=1, warn=False).components
-    dense = ikdr.ism(X, gamma, kernel, 3, W0=start, phi_solver="dense")
-    free = ikdr.ism(X, gamma, kernel, 3, W0=start, phi_solver="matrix_free")
+    start = ikdr.ism(X, gamma, kernel, 3, max_iter=1, warn=False, criterion="eigenvalues").components
+    dense = ikdr.ism(X, gamma, kernel, 3, W0=start, phi_solver="dense", criterion="eigenvalues")
+    free = ikdr.ism(X, gamma, kernel, 3, W0=start, phi_solver="matrix_free", criterion="eigenvalues")
     assert sin_angle(dense.components, free.components) < 1e-6
     assert abs(free.objective - dense.objective) <= 1e-8 * abs(dense.objective)
 
@@ -126,8 +126,8 @@ def cheap_blocks(monkeypatch):
 @pytest.mark.parametrize("certify", [True, False])
 def test_hybrid_matches_dense(supervised, certify, cheap_blocks):
     X, y, gamma, kernel = supervised
-    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", certify=certify)
-    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", certify=certify)
+    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", certify=certify, criterion="eigenvalues")
+    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", certify=certify, criterion="eigenvalues")
     assert hybrid.n_iter == dense.n_iter
     assert sin_angle(dense.components, hybrid.components) < 1e-6
     assert abs(hybrid.objective - dense.objective) <= 1e-8 * abs(dense.objective)
@@ -147,8 +147,8 @@ def test_hybrid_goes_back_to_dense_when_a_block_eigensolve_fails(supervised, mon
                                                                   cheap_blocks):
     X, y, gamma, kernel = supervised
     monkeypatch.setattr(_solver, "_MF_MAX_ITER", 1)     # no block eigensolve converges
-    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense")
-    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid")
+    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", criterion="eigenvalues")
+    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", criterion="eigenvalues")
     # every step after the first tried the block eigensolver, then formed Phi at the same point
     assert all(h["eigen_solver"] == "lapack" for h in hybrid.history[1:])
     assert hybrid.convergence.dense_phi_evaluations == hybrid.n_iter
@@ -161,8 +161,8 @@ def test_hybrid_forms_phi_when_block_iterations_would_cost_more(supervised):
     # predicted iterations of every step cost more and each step forms Phi
     X, y, gamma, kernel = supervised
     assert _solver._PassCosts.of(600, 30, 3).ratio < 2
-    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", certify=False)
-    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", certify=False)
+    dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", certify=False, criterion="eigenvalues")
+    hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", certify=False, criterion="eigenvalues")
     assert all(h["eigen_solver"] == "lapack" for h in hybrid.history[1:])
     assert hybrid.n_iter == dense.n_iter
     assert sin_angle(dense.components, hybrid.components) < 1e-8
@@ -191,10 +191,10 @@ def test_coarse_steps_reach_the_float64_answer(supervised_large, monkeypatch, ph
     # (Pulay mixing extrapolates from them: the float32 noise of the coarse
     # points can then shift the step the rule stops at; its answer is compared below)
     papers = dict(tol=1e-9, phi_solver=phi_solver, acceleration=None)
-    coarse = ikdr.ism(X, gamma, kernel, 3, **papers)
-    mixed = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver=phi_solver)
+    coarse = ikdr.ism(X, gamma, kernel, 3, **papers, criterion="eigenvalues")
+    mixed = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver=phi_solver, criterion="eigenvalues")
     float64_only(monkeypatch)
-    exact = ikdr.ism(X, gamma, kernel, 3, **papers)
+    exact = ikdr.ism(X, gamma, kernel, 3, **papers, criterion="eigenvalues")
     assert mixed.convergence.coarse_phi_evaluations >= 1
     assert sin_angle(exact.components, mixed.components) < 1e-7
     assert rel(mixed.objective, exact.objective) < 1e-12
@@ -221,11 +221,11 @@ def test_no_coarse_steps_where_they_would_not_pay(supervised_large):
     # objective pass of its point cost as much as the float64 pass: all float64
     X, y, gamma, kernel = supervised_large
     narrow = X[:, :_solver._COARSE_MIN_FEATURES - 1]
-    result = ikdr.ism(narrow, gamma, kernel, 3, tol=1e-9, phi_solver="dense")
+    result = ikdr.ism(narrow, gamma, kernel, 3, tol=1e-9, phi_solver="dense", criterion="eigenvalues")
     assert result.convergence.coarse_phi_evaluations == 0 and not any(coarse_methods(result))
     few = X[:_solver._COARSE_MIN_SAMPLES - 1]
     result = ikdr.ism(few, ikdr.supervised_gamma(y[:len(few)])[0], kernel, 3, tol=1e-9,
-                      phi_solver="dense")
+                      phi_solver="dense", criterion="eigenvalues")
     assert result.convergence.coarse_phi_evaluations == 0
 
 
@@ -233,11 +233,11 @@ def test_coarse_steps_are_bounded(supervised_large, monkeypatch):
     # even if every step looked far from the maximum, at most _MAX_COARSE_STEPS are coarse
     X, y, gamma, kernel = supervised_large
     monkeypatch.setattr(_solver, "COARSE_ANGLE", 0.0)
-    result = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense")
+    result = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense", criterion="eigenvalues")
     assert result.convergence.coarse_phi_evaluations == _solver._MAX_COARSE_STEPS
     assert not coarse_methods(result)[-1]
     float64_only(monkeypatch)
-    exact = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense")
+    exact = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense", criterion="eigenvalues")
     assert sin_angle(exact.components, result.components) < 1e-7
 
 
@@ -247,11 +247,13 @@ def test_a_tight_tol_never_stops_on_a_coarse_step(supervised_large, monkeypatch)
     X, y, gamma, kernel = supervised_large
     monkeypatch.setattr(_solver, "COARSE_ANGLE", 0.0)
     monkeypatch.setattr(_solver, "_MAX_COARSE_STEPS", 10**6)
-    loose = ikdr.ism(X, gamma, kernel, 3, tol=1e-2, phi_solver="dense")
-    assert loose.converged and coarse_methods(loose)[-1]
-    with pytest.warns(ConvergenceWarning):
-        tight = ikdr.ism(X, gamma, kernel, 3, tol=1e-6, phi_solver="dense", max_iter=12)
-    assert not tight.converged and all(coarse_methods(tight))
+    loose = ikdr.ism(X, gamma, kernel, 3, tol=1e-2, phi_solver="dense", criterion="eigenvalues")
+    assert loose.convergence.stopping_rule == "eigenvalues" and coarse_methods(loose)[-1]
+    tight = ikdr.ism(X, gamma, kernel, 3, tol=1e-6, phi_solver="dense", max_iter=12,
+                     criterion="eigenvalues", warn=False)
+    assert tight.convergence.stopping_rule == "max_iter" and all(coarse_methods(tight))
+    # converged says whether the point reached is certified, whichever rule stopped
+    assert tight.converged is tight.convergence.local_maximum
     # the start and every iterate coarse; the certificate's Phi at the returned W is float64
     assert tight.convergence.coarse_phi_evaluations == 13
     assert tight.convergence.dense_phi_evaluations == 14
@@ -259,10 +261,10 @@ def test_a_tight_tol_never_stops_on_a_coarse_step(supervised_large, monkeypatch)
 
 def test_float32_data_and_small_problems_make_no_coarse_passes(supervised, supervised_large):
     X, y, gamma, kernel = supervised_large
-    f32 = ikdr.ism(X, gamma, kernel, 3, dtype=np.float32)
+    f32 = ikdr.ism(X, gamma, kernel, 3, dtype=np.float32, criterion="eigenvalues")
     assert f32.convergence.coarse_phi_evaluations == 0
     X, y, gamma, kernel = supervised        # 600 samples: Algorithm 1's float64 iterates
-    assert ikdr.ism(X, gamma, kernel, 3).convergence.coarse_phi_evaluations == 0
+    assert ikdr.ism(X, gamma, kernel, 3, criterion="eigenvalues").convergence.coarse_phi_evaluations == 0
 
 
 def rel(a, b):
@@ -271,13 +273,15 @@ def rel(a, b):
 
 def test_ism_float32_agrees(supervised):
     X, y, _, _ = supervised
-    a = ikdr.ISM(n_components=3).fit(X, y)
-    b = ikdr.ISM(n_components=3, dtype=np.float32).fit(X, y)
+    # the same held-out halves (random_state) choose the same support
+    a = ikdr.ISM(n_components=3, random_state=0).fit(X, y)
+    b = ikdr.ISM(n_components=3, dtype=np.float32, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.support_, b.support_)
     assert rel(b.hsic_, a.hsic_) < 1e-4
     assert b.components_.dtype == np.float64
     assert sin_angle(a.components_, b.components_) < 1e-2
     c = ikdr.ism(X[:, a.support_], ikdr.supervised_gamma(y)[0], a.kernel_, 3, dtype=np.float32,
-                 phi_solver="matrix_free")
+                 phi_solver="matrix_free", criterion="eigenvalues")
     assert rel(c.objective, a.hsic_ * (X.shape[0] - 1) ** 2) < 1e-4
 
 
@@ -308,6 +312,6 @@ def test_unconverged_block_eigensolves_never_stop_the_fit(supervised, monkeypatc
     X, y, gamma, kernel = supervised
     monkeypatch.setattr(_solver, "_MF_MAX_ITER", 1)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        result = ikdr.ism(X, gamma, kernel, 3, phi_solver="matrix_free", tol=1e-2, max_iter=6)
+        result = ikdr.ism(X, gamma, kernel, 3, phi_solver="matrix_free", tol=1e-2, max_iter=6, criterion="eigenvalues")
     assert not result.converged and result.n_iter == 6
     assert all("residual" in h["eigen_solver"] for h in result.history[1:])

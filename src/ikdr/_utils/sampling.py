@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-__all__ = ["sample_index", "sample_rows"]
+__all__ = ["sample_index", "sample_rows", "rows_at"]
 
 
 def sample_index(n, max_samples, random_state=None):
@@ -32,7 +32,13 @@ def sample_rows(X, max_samples, random_state=None, *, dtype=np.float64):
     The rows are read in increasing order (a memmap or a Dask array is read
     once, block by block, never whole) and put back into draw order.
     """
-    idx = sample_index(X.shape[0], max_samples, random_state)
+    return rows_at(X, sample_index(X.shape[0], max_samples, random_state), dtype=dtype)
+
+
+def rows_at(X, idx, *, dtype=np.float64):
+    """The rows ``idx`` of X (None: all of them), in the order of ``idx``, as a
+    float64 array (a CSR matrix for sparse X); a memmap or a Dask array is read
+    once, in increasing row order."""
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         rows = X if idx is None else X[idx]

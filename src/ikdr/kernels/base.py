@@ -81,6 +81,8 @@ class Kernel:
     _random_features = False
     #: the member's one global bandwidth (a Gaussian's sigma), None for others
     _global_sigma = None
+    #: a Gaussian's bandwidth rule while it is unresolved (see :attr:`bandwidth_rule`)
+    _gaussian_rule = None
 
     # -- capabilities --------------------------------------------------------
     @property
@@ -119,6 +121,14 @@ class Kernel:
         landmark pass (:mod:`ikdr.passes.factors`); a ValueError for a member
         that has none."""
         raise ValueError(f"no landmark approximation for the kernel member {self!r}")
+
+    @property
+    def bandwidth_rule(self):
+        """The data rule ("median") of a lone Gaussian kernel's bandwidth, None for
+        any other kernel or a fixed bandwidth: the kernels whose bandwidth ISM's
+        ``sigma="auto"`` takes from the projected start instead."""
+        members = self.members()
+        return members[0][1]._gaussian_rule if len(members) == 1 else None
 
     @property
     def gaussian_sigma(self):

@@ -176,6 +176,10 @@ class Gaussian(MedianBandwidth, Kernel):
     def _global_sigma(self):
         return None if isinstance(self.sigma, str) else float(self.sigma)
 
+    @property
+    def _gaussian_rule(self):
+        return self.sigma if isinstance(self.sigma, str) else None
+
     _random_features = True
 
     def block_spec(self):

@@ -14,7 +14,7 @@ __all__ = ["ism"]
 
 def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         n_components: int | None = 2, *, W0: ArrayLike | None = None, tol: float = 0.01,
-        criterion: str = "eigenvalues", max_iter: int = 100, eigen_solver: str = "auto",
+        criterion: str = "gradient", max_iter: int = 100, eigen_solver: str = "auto",
         n_threads: int | None = None, random_state: RandomStateLike = None, warn: bool = True,
         gtol: float = 1e-6, certify: bool = True,
         callback: Callable[[dict[str, Any]], Any] | None = None, phi_solver: str = "auto",
@@ -60,11 +60,21 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
        start, and quadratically near a non-degenerate maximum; it stops when the
        Riemannian gradient norm is at most ``gtol`` times the objective.
 
-    With ``criterion="gradient"`` the plain steps also hand over to the trust
-    region as soon as their convergence is slow (gradient shrinking by less
-    than half per step), and every run ends with a relative gradient norm
-    below ``gtol``: use it when a certified local maximum matters more than
-    matching the papers' iteration counts.
+    **When it stops, and what converged means.** By default
+    (``criterion="gradient"``) the fit runs until the relative Riemannian
+    gradient norm :math:`\|g\|_F / |f|` is at most ``gtol`` (first order), then
+    checks the Hessian: its largest eigenvalue over the tangent space must be
+    non-positive to within 1e-5 of its scale (second order). ``converged`` is
+    True only when both hold: W is then a certified local maximum. Where the
+    Hessian has a positive eigenvalue (a saddle), the fit steps along its
+    eigenvector to a higher point and goes on with trust-region steps only,
+    which cannot fall back into the saddle (at most three times). Plain steps
+    that shrink the gradient by less than half twice in a row hand over to the
+    trust region. The papers' loose rules (``criterion="eigenvalues"`` or
+    ``"angle"`` with ``tol``) stop earlier, where Algorithm 1 stops; there
+    ``converged`` still says whether the certificate holds at that point,
+    and a ``ConvergenceWarning`` comes only when ``max_iter`` ends before the
+    rule.
 
     Parameters
     ----------
@@ -85,15 +95,17 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
     W0 : ndarray (d, q), optional
         Warm start (orthonormalised); skips Phi_0.
     tol : float, default=0.01
-        Plain fixed point's rule: stop when
+        Used by the papers' rules only (``criterion="eigenvalues"`` or
+        ``"angle"``). Plain fixed point's rule: stop when
         :math:`\|\Lambda_k - \Lambda_{k-1}\| / \|\Lambda_k\| < tol`
         (``criterion="eigenvalues"``, the papers' rule with delta = 0.01, and
         the step turned W by less than 0.1 rad: a period-two cycle can repeat
         its eigenvalues while W swings) or when the largest principal angle
         between successive W is below ``tol`` radians (``criterion="angle"``).
-    criterion : {"eigenvalues", "angle", "gradient"}
-        ``"gradient"``: stop only when the relative Riemannian gradient norm is
-        below ``gtol`` (``tol`` is unused).
+    criterion : {"gradient", "eigenvalues", "angle"}, default="gradient"
+        ``"gradient"``: stop when the relative Riemannian gradient norm is
+        at most ``gtol``, then certify the Hessian (see above; ``tol`` is
+        unused). ``"eigenvalues"`` / ``"angle"``: the papers' rules.
     max_iter : int, default=100
         Plain plus trust-region iterations.
     eigen_solver : {"auto", "lapack", "power", "cpm"}
@@ -104,11 +116,14 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
     n_threads : int, optional
         Threads of the C++ core (default :func:`ikdr.get_num_threads`).
     warn : bool, default=True
-        Emit a ``ConvergenceWarning`` when ``max_iter`` is reached or the trust
-        region stalls before its tolerance.
+        Emit a ``ConvergenceWarning`` when the fit ends uncertified under
+        ``criterion="gradient"`` (``max_iter`` reached first, a stall, a saddle
+        it could not leave), or when ``max_iter`` ends before a papers' rule.
     gtol : float, default=1e-6
         Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
-        trust region (and ``criterion="gradient"``) stops.
+        fit (``criterion="gradient"``) and the trust region stop, and below
+        which the certificate's first-order condition holds. The objective's
+        rounding (about 1e-13 relative) bounds how small it can usefully be.
     certify : bool, default=True
         Compute the full certificate (:class:`ISMConvergence`), including the
         largest Hessian eigenvalue (LOBPCG on Hessian-vector products, one
@@ -116,7 +131,8 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         1e-4 times the Hessian's scale or 40 products; see
         :mod:`ikdr.solver.certificate`). With False, only the gradient is
         computed, from the last pass of the solve, and the Hessian fields are
-        NaN / None: use it in inner loops.
+        NaN / None (``converged`` then rests on the first order alone): use it
+        in inner loops.
     callback : callable, optional
         Called with each new ``history`` entry (a dict) as it is recorded;
         the estimators' ``verbose`` output uses it.
@@ -168,8 +184,8 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         replaced by the plain one. On a 1,000 x 32 mixture with q = 20 it
         makes 9 Phi passes instead of 14 and stops nearer the maximum. Dense
         steps only (not coarse float32 ones nor matrix-free eigensolves), and
-        not with ``criterion="gradient"``, whose slow plain steps hand over to
-        the trust region instead. ``None``: the papers' plain step throughout.
+        not below a relative gradient of 1e-8, where the combination is
+        dominated by rounding. ``None``: the papers' plain step throughout.
     approximation : ikdr.passes.landmarks.Approximation or None, default=None
         Landmark (Nystrom) or random-feature passes (:mod:`ikdr.passes.landmarks`):
         the driver runs unchanged on its

@@ -12,7 +12,7 @@ from .._config import fits_memory
 from .._utils.eig import EIGEN_SOLVERS
 from .._utils.labels import target_type
 from .._utils.progress import IterationReport, check_verbose
-from .._utils.sampling import sample_index, sample_rows
+from .._utils.sampling import rows_at, sample_index
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
 from .._utils.validation import NewParametersOnLoad, check_positive, keep_state_on_error
@@ -24,15 +24,26 @@ from ..passes.dask_data import take_columns
 from ..passes.landmarks import Approximation
 from ..solver.approximate import approximate_ism
 from ..solver.driver import choose_n_components
-from ..solver.importances import feature_importances
 from .function import ism
 from .screen import moment_screen, screen_bytes
+from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
+                      heldout_importances, heldout_losses, marginal_dependence, select_support)
 
 
-def _sample_labels(y, n, random_state):
-    """The labels of the rows :func:`ikdr._utils.sampling.sample_rows` draws."""
-    idx = sample_index(n, MEDIAN_SUBSAMPLE, random_state)
-    return y if idx is None else y[idx]
+def _target(y):
+    """(y, its kind: "labels" or "continuous", Gamma, classes or None)."""
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    kind = target_type(y)
+    if kind in ("multilabel-indicator", "multiclass-multioutput"):
+        kind = "continuous"
+    if kind not in ("binary", "multiclass", "continuous", "continuous-multioutput"):
+        raise ValueError(f"Unknown label type: {kind!r}; y must be class labels or "
+                         "continuous targets")
+    target = "labels" if kind in ("binary", "multiclass") else "continuous"
+    gamma, classes = supervised_gamma(y, target=target)
+    return y, target, gamma, classes
 
 
 def _approx_dtype(X, dtype):
@@ -104,50 +115,60 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         a step also turns W by less than 0.1 rad (the safeguarded phase, when
         needed, stops at the relative Riemannian gradient norm ``gtol``).
     max_iter : int, default=100
-    criterion : {"eigenvalues", "angle", "gradient"}, default="eigenvalues"
-        Stopping rule. ``"eigenvalues"``: relative change of Phi's top-q
-        eigenvalues below ``tol``, as in the papers; ``"angle"``: largest
-        principal angle between successive W below ``tol``; ``"gradient"``:
-        relative Riemannian gradient norm below ``gtol`` (slow plain steps
-        hand over to the trust region), for a certified local maximum.
-    screen : {"auto", None}, default="auto"
-        Which features the fit starts from. "auto": those whose class means,
-        variances or covariances differ beyond noise (the class-moment screen,
-        :func:`ikdr.reduction.screen.moment_screen`, :math:`O(n d^2)`; a
-        continuous target in 10 quantile slices); W is zero on the others, and
-        ``feature_importances_`` gives them 0 (``screen_scores_`` ranks them).
-        All features when the screen keeps none or fewer than ``n_components``,
-        or when its per-class d x d moments would exceed the memory budget
-        (:func:`ikdr.set_memory_budget`; d of several thousand).
-        It reads the rows once, wherever they live (a memmap by row blocks, a
-        Dask array by its chunks). Among many noise
-        features the objective's maximum over all of them is itself a noise
-        subspace fitted to the sample, which every start then drifts to; the
-        screen is what finds 4 informative features among 784. None: every
-        feature, the papers' start.
+    criterion : {"gradient", "eigenvalues", "angle"}, default="gradient"
+        Stopping rule. ``"gradient"``: run until the relative Riemannian
+        gradient norm is at most ``gtol``, then check the Hessian (the
+        certificate; plain steps that converge slowly hand over to the trust
+        region, a saddle is left along its ascent direction). ``"eigenvalues"``
+        (relative change of Phi's top-q eigenvalues below ``tol``) and
+        ``"angle"`` (largest principal angle between successive W below
+        ``tol``) are the papers' looser rules; ``converged_`` still says
+        whether the point they stop at is certified.
+    support : {"heldout", "moments", "all"}, default="heldout"
+        Which features the projection may use; W is zero on the others.
+        ``"heldout"``: chosen by dependence measured on rows W was not fitted
+        on (:mod:`ikdr.reduction.support`): the class-moment screen
+        (:func:`ikdr.reduction.screen.moment_screen`) proposes, two halves of
+        at most 2 x 2,000 rows are each fitted and measured on the other, and
+        a feature stays when removing it would lower the held-out HSIC
+        (to first order); candidates the screen dropped are tried in the order
+        of its scores. Among many noise features the training objective's
+        maximum over all of them is partly a noise subspace fitted to the
+        sample, which every start drifts to: a held-out choice keeps the
+        features that generalise. ``"moments"``: the screen's features alone
+        (those whose class means, variances or covariances differ beyond
+        noise; a continuous target in 10 quantile slices). ``"all"``: every
+        feature, the papers' configuration. The support never has fewer
+        features than ``n_components``: where fewer carry dependence, the
+        next best (by held-out loss, then screen score) fill it up, and
+        ``support_`` says which. The screen needs per-class d x d moments;
+        where they would exceed the memory budget (:func:`ikdr.set_memory_budget`)
+        the candidates come in the order of their marginal dependence.
     eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
         How the top-q eigenvectors of a dense :math:`\Phi` are found (see
         :func:`ikdr.ism`); "cpm" is the coordinate-wise power method (Lei,
         Zhong and Dhillon 2016; docs/cpm.md).
     gtol : float, default=1e-6
         Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
-        safeguarded (trust-region) phase and ``criterion="gradient"`` stop;
-        the objective's rounding (about 1e-13 relative) bounds how small it
-        can usefully be. With ``approximation`` it applies to the exact
+        fit stops (``criterion="gradient"``) and below which the certificate's
+        first-order condition holds; the objective's rounding (about 1e-13
+        relative) bounds how small it can usefully be. With ``approximation`` it applies to the exact
         polish; the landmark fits stop at their own looser tolerance (the
         landmark error dominates below it).
     acceleration : {"pulay", None}, default="pulay"
         Pulay mixing of the plain steps once W settles (:func:`ikdr.ism`,
         :mod:`ikdr.solver.mixing`): the same fixed point in fewer passes where
-        the plain iteration converges slowly (not with ``criterion="gradient"``).
-        None: the papers' plain steps.
+        the plain iteration converges slowly (not below a relative gradient of
+        1e-8, where the combination is dominated by rounding). None: the
+        papers' plain steps.
     certify : bool, default=True
         Compute the second-order part of ``convergence_`` (the largest
         Riemannian Hessian eigenvalue, a few thin passes); False keeps only the
         gradient (no extra pass). With ``approximation`` it applies to the exact
         polish; the landmark fits report their gradient only.
     random_state : int, RandomState instance or None
-        The seeded sample of rows (at most 3,000) the bandwidth rules use.
+        The seeded samples of rows: the bandwidth rules' (at most 3,000) and
+        the held-out halves of ``support="heldout"`` and of the importances.
     verbose : int, default=0
         >= 1 prints one line per ISM iteration (objective, relative eigenvalue
         change or principal angle, step kind, elapsed time); with tqdm
@@ -202,25 +223,34 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     history_ : list of dict
         Objective and eigenvalues per iteration (see :class:`ikdr.ISMResult`).
     converged_ : bool
-        Whether the solver's stopping rule was met before ``max_iter``.
+        True only when the certificate holds at ``components_``: the relative
+        gradient norm is at most ``gtol`` and (with ``certify=True``) the
+        Hessian's largest eigenvalue is not positive, for the problem on the
+        features of ``support_`` (the rows of W outside it fixed at zero).
     convergence_ : ISMConvergence
         Certificate of the solution: Riemannian gradient norm, eigengap of
         :math:`\Phi` (dissertation Eq. C.73), largest Riemannian Hessian
         eigenvalue (<= 0 at a local maximum), plain and safeguarded step counts
-        (see :class:`ikdr.ISMConvergence`).
+        (see :class:`ikdr.ISMConvergence`); its ``support`` is ``support_``,
+        the features it covers.
     classes_ : ndarray or None
         Class labels, or None for a continuous target.
     feature_importances_ : ndarray of shape (n_features,)
-        Weight of each input feature in the learned subspace:
-        :math:`\sum_k |\lambda_k| W_{jk}^2 / \sum_k |\lambda_k|` with
-        :math:`\lambda_k` = ``eigenvalues_`` (non-negative, sums to 1; see
-        :func:`ikdr.solver.importances.feature_importances`); 0 on the features
-        the screen left out. :func:`ikdr.importance_intervals` gives bootstrap
-        intervals and how often each feature is among the top ones.
+        The held-out HSIC each feature carries: what the dependence measured
+        on held-out rows loses, to first order, when the feature is removed
+        from the fitted projection, plus its own held-out HSIC with the
+        target (a one-dimensional Gaussian kernel), so that a feature whose
+        dependence the projection's single kernel cannot hold (a weak
+        quadratic term) still counts; cross-fitted over the two halves of
+        the selection rows, clipped at 0, summing to 1 (all zeros when no
+        feature carries held-out dependence; :mod:`ikdr.reduction.support`).
+        :func:`ikdr.importance_intervals` gives bootstrap intervals and how
+        often each feature is among the top ones.
     support_ : ndarray of int
-        The features the fit used (all of them without the screen).
+        The features the projection uses (``support``), increasing.
     screen_scores_ : ndarray of shape (n_features,) or None
-        The class-moment screen's raw score of every feature (None without it).
+        The class-moment screen's raw score of every feature (None where it
+        did not run).
     n_landmarks_ : int or None
         Landmarks (or random features) used; None without approximation, n when
         ``n_landmarks="auto"`` chose the exact passes.
@@ -256,7 +286,15 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     """
 
     #: ikdr 0.1's behaviour for the parameters added since (pickles of 0.1 load with it)
-    _earlier_parameters = {"screen": None, "eigen_solver": "auto", "acceleration": None}
+    _earlier_parameters = {"support": "all", "eigen_solver": "auto", "acceleration": None}
+
+    def __setstate__(self, state):
+        # a pickle of an earlier 0.2 development version has ``screen`` ("auto": the
+        # class-moment screen, None: every feature) where ``support`` is now
+        if "screen" in state and "support" not in state:
+            state = dict(state)
+            state["support"] = "moments" if state.pop("screen") == "auto" else "all"
+        super().__setstate__(state)
 
     _parameter_constraints = {
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -264,7 +302,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         "criterion": [StrOptions({"eigenvalues", "angle", "gradient"})],
         "gtol": [Interval(Real, 0, None, closed="neither")],
         "certify": ["boolean"],
-        "screen": [StrOptions({"auto"}), None],
+        "support": [StrOptions({"heldout", "moments", "all"})],
         "eigen_solver": [StrOptions(set(EIGEN_SOLVERS))],
         "acceleration": [StrOptions({"pulay"}), None],
     }
@@ -272,10 +310,10 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     def __init__(self, n_components: int | None = None, kernel: KernelLike = "gaussian",
                  sigma: SigmaLike = "auto", tol: float = 0.01, max_iter: int = 100,
                  random_state: RandomStateLike = None, verbose: int = 0,
-                 dtype: DTypeLike = np.float64, criterion: str = "eigenvalues",
+                 dtype: DTypeLike = np.float64, criterion: str = "gradient",
                  certify: bool = True, approximation: str | None = None,
                  n_landmarks: int | str = "auto", polish: bool = False,
-                 gtol: float = 1e-6, screen: str | None = "auto",
+                 gtol: float = 1e-6, support: str = "heldout",
                  eigen_solver: str = "auto", acceleration: str | None = "pulay") -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -291,7 +329,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         self.approximation = approximation
         self.n_landmarks = n_landmarks
         self.polish = polish
-        self.screen = screen
+        self.support = support
         self.eigen_solver = eigen_solver
         self.acceleration = acceleration
 
@@ -311,80 +349,45 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma,
                                      rules=("auto", "median", "separation"))
-        approx = self.approximation
         # one entry check for every row source: in memory, row blocks (an
         # approximation; a memmap is never loaded whole) or a Dask cluster
-        X, y, rows = fit_data(self, X, y, approximation=approx, kernel=kernel)
-        # the bandwidths are fitted on a seeded sample of rows unless X is in memory
-        sampled = rows != MEMORY
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
-        target = target_type(y)
-        if target in ("multilabel-indicator", "multiclass-multioutput"):
-            target = "continuous"
-        if target not in ("binary", "multiclass", "continuous", "continuous-multioutput"):
-            raise ValueError(f"Unknown label type: {target!r}; y must be class labels or "
-                             "continuous targets")
-        gamma, classes = supervised_gamma(y, target="labels" if target in ("binary", "multiclass")
-                                          else "continuous")
+        X, y, rows = fit_data(self, X, y, approximation=self.approximation, kernel=kernel)
+        y, target, gamma, classes = _target(y)
         d = X.shape[1]
         q_user = None if self.n_components is None else check_n_components(self.n_components, d)
-        support, scores = self._screen(X, y, q_user)
-        X = take_columns(X, support)
-        d_fit = X.shape[1]
-        sample = X if not sampled else sample_rows(X, MEDIAN_SUBSAMPLE, self.random_state)
         # q: the largest eigengap of Phi_0, at least (classes - 1) and at least 2 (one
         # direction cannot hold a ring or an XOR)
-        minimum = min(max(2, classes.shape[0] - 1 if classes is not None else 1), d_fit)
-        q = q_user
-        rule = self.sigma if isinstance(self.sigma, str) else None
-        if rule == "separation" and isinstance(self.kernel, str):
-            if classes is None:
-                raise ValueError('sigma="separation" needs class labels; y is continuous')
-            labels = y if not sampled else _sample_labels(y, X.shape[0], self.random_state)
-            sigma = separation_sigma(sample, labels, random_state=self.random_state)
-            kernel = make_kernel(self.kernel, sigma=sigma)
-        elif rule == "auto" and isinstance(self.kernel, str) and self.kernel.lower() in \
-                ("gaussian", "rbf"):
-            labels = y if not sampled else _sample_labels(y, X.shape[0], self.random_state)
-            kernel, q = self._auto_kernel(np.asarray(sample, dtype=np.float64), labels,
-                                          "labels" if classes is not None else "continuous",
-                                          q, minimum)
-        kernel = kernel.fit(sample, random_state=self.random_state)
-        if q is None and approx is not None:
-            # the landmark fits grow m from a fixed q: choose it once, from the landmark Phi_0
-            phi0 = Approximation(approx, 1).problem(X, gamma, kernel, None).phi0()
-            q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=minimum)
-        m_used, used, reason = None, None, "approximation=None: exact passes"
-        solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
-                          "criterion": self.criterion, "certify": self.certify,
-                          "gtol": self.gtol, "eigen_solver": self.eigen_solver,
-                          "acceleration": self.acceleration}
-        with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
-            callback = report.ism_step if report.active else None
-            if approx is None:
-                # q=None: the solver picks q by the eigengap of Phi_0 (at least classes - 1)
-                work = X.astype(check_dtype(self.dtype), copy=False)
-                result = ism(work, gamma, kernel, q, min_components=minimum,
-                             random_state=self.random_state, callback=callback, **solver_options)
-            else:
-                # the landmark fits certify only their gradient (a Hessian estimate of
-                # the approximate objective costs tens of passes and certifies the
-                # wrong problem); ``certify`` applies to the exact polish
-                exact_only = {key: solver_options.pop(key) for key in ("certify", "gtol")}
-                result, info = approximate_ism(
-                    X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
-                    polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype),
-                    random_state=self.random_state, callback=callback,
-                    polish_kwargs=exact_only,
-                    exact_passes=lambda dtype: resolve(X, dtype=dtype), **solver_options)
-                m_used, used, reason = info["n_landmarks"], info["approximation"], info["choice"]
-                report.line(f"[ISM] passes: {reason}")
-        n = X.shape[0]
-        # W is zero on the features the screen left out (transform stays X @ W)
+        minimum = min(d, max(2, classes.shape[0] - 1 if classes is not None else 1))
+        heldout = HeldOutRows(*self._selection_rows(X, y), target, self.random_state)
+        start, order, scores = self._candidates(X, y, heldout)
+        if start.size == 0:
+            # no class moment differs (a parity): Phi_0 holds no signal, and its
+            # eigengap no q; the fewest directions, all features up to ALL_FEATURES
+            start, q_user = order[:min(d, ALL_FEATURES)], q_user or minimum
+
+        def fit_rows(features, W0):
+            fitted = self._fit_features(X, y, rows, gamma, target, features, q_user,
+                                        min(minimum, features.size), W0)
+            return fitted[0].components, fitted[0].kernel, fitted
+
+        if self.support == "heldout":
+            selection, result = select_support(heldout, start, order, fit_rows,
+                                               self._fold_fit, q_user or minimum)
+            support, losses = selection.support, selection.losses
+        else:
+            support = _filled(np.sort(start), order, q_user or minimum)
+            W, kernel, result = fit_rows(support, None)
+            losses = np.zeros(d)
+            losses[support] = heldout_losses(heldout, support, W, kernel, self._fold_fit)[0]
+        self._set_fitted(*result, support, d, X.shape[0], scores, classes)
+        self.feature_importances_ = heldout_importances(losses, heldout)
+        return self
+
+    def _set_fitted(self, result, passes_used, support, d, n, scores, classes):
+        # W is zero on the features the support leaves out (transform stays X @ W)
         W = np.zeros((d, result.components.shape[1]))
         W[support] = result.components
+        result.convergence.support = support
         self.components_ = W
         self.support_ = support
         self.screen_scores_ = scores
@@ -397,27 +400,99 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         self.classes_ = classes
         self.converged_ = result.converged
         self.convergence_ = result.convergence
-        self.n_landmarks_ = m_used
-        self.approximation_ = used
-        self.approximation_reason_ = reason
-        self.feature_importances_ = feature_importances(W, result.eigenvalues)
-        return self
+        self.n_landmarks_, self.approximation_, self.approximation_reason_ = passes_used
 
-    def _screen(self, X, y, q_user):
-        """(support, raw scores): the features the fit starts from
-        (:func:`ikdr.reduction.screen.moment_screen`). All of them without the
-        screen, when its moments would exceed the memory budget, or when it
-        keeps none or fewer than ``n_components``."""
+    def _selection_rows(self, X, y):
+        """The rows the support is chosen on (all of them, or a seeded sample of
+        ``2 * FOLD_ROWS``), in memory, float64, with their targets."""
+        index = sample_index(X.shape[0], 2 * FOLD_ROWS, self.random_state)
+        return rows_at(X, index), (y if index is None else y[index])
+
+    def _candidates(self, X, y, heldout):
+        """(the screen's features, every feature in the candidates' order, raw
+        screen scores or None). Without the screen (``support="all"``, or its
+        per-class d x d moments would exceed the memory budget) every feature
+        starts, in the order of its marginal held-out dependence."""
         d = X.shape[1]
-        everything = np.arange(d)
-        if self.screen is None or not fits_memory(screen_bytes(d, y)):
-            # (wide data: its per-class d x d moments would exceed the memory budget)
-            return everything, None
-        kept, raw = moment_screen(X, y)
-        support = np.flatnonzero(kept > 0)
-        if support.size == 0 or (q_user is not None and support.size < q_user):
-            return everything, raw
-        return support, raw
+        if self.support != "all" and fits_memory(screen_bytes(d, y)):
+            kept, scores = moment_screen(X, y)
+            return np.flatnonzero(kept > 0), np.argsort(-scores, kind="stable"), scores
+        marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
+        everything = np.arange(d) if self.support == "all" else np.empty(0, np.intp)
+        return everything, np.argsort(-marginal, kind="stable"), None
+
+    def _fit_features(self, X, y, rows, gamma, target, features, q, minimum, W0):
+        """The fit on every row of the columns ``features``: the bandwidth rule,
+        then the solver; returns :meth:`_solve`'s pair."""
+        X = take_columns(X, features)
+        # the bandwidths are fitted on a seeded sample of rows unless X is in memory
+        index = None if rows == MEMORY else sample_index(X.shape[0], MEDIAN_SUBSAMPLE,
+                                                         self.random_state)
+        kernel, q = self._kernel_and_q(X if index is None else rows_at(X, index),
+                                       y if index is None else y[index], target, q, minimum)
+        if W0 is not None and q is not None and W0.shape[1] != q:
+            W0 = None
+        return self._solve(X, gamma, kernel, q, minimum, W0)
+
+    def _fold_fit(self, X, y, kernel, W0):
+        """W of one half of the selection rows: from the fit on every row (``W0``,
+        ``kernel``) to a maximum of that half alone (relative gradient 1e-4: the
+        halves only rank features; the fit on every row is certified)."""
+        gamma = supervised_gamma(y, target=_target(y)[1])[0]
+        result = ism(X, gamma, kernel, W0.shape[1], W0=W0, gtol=FOLD_GTOL, max_iter=30,
+                     certify=False, warn=False)
+        return result.components
+
+    def _kernel_and_q(self, sample, labels, target, q, minimum):
+        """(kernel fitted on ``sample``, q or None): the bandwidth rule of
+        ``sigma`` on these rows ("auto" also fixes q, by the eigengap of
+        :math:`\\Phi_0`, where it is None)."""
+        kernel = check_kernel_params(self.kernel, self.sigma,
+                                     rules=("auto", "median", "separation"))
+        by_name = isinstance(self.kernel, str)
+        if self.sigma == "separation" and by_name:
+            if target != "labels":
+                raise ValueError('sigma="separation" needs class labels; y is continuous')
+            kernel = make_kernel(self.kernel, sigma=separation_sigma(
+                sample, labels, random_state=self.random_state))
+        elif self.sigma == "auto" and by_name and kernel.bandwidth_rule is not None:
+            kernel, q = self._auto_kernel(np.asarray(sample, dtype=np.float64), labels, target,
+                                          q, minimum)
+        return kernel.fit(sample, random_state=self.random_state), q
+
+    def _solve(self, X, gamma, kernel, q, minimum, W0=None):
+        """The fit on every row: (ISMResult, (landmarks used, approximation used,
+        why))."""
+        approx = self.approximation
+        solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
+                          "criterion": self.criterion, "certify": self.certify,
+                          "gtol": self.gtol, "eigen_solver": self.eigen_solver,
+                          "acceleration": self.acceleration}
+        with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
+            callback = report.ism_step if report.active else None
+            if approx is None:
+                # q=None: the solver picks q by the eigengap of Phi_0 (at least classes - 1)
+                work = X.astype(check_dtype(self.dtype), copy=False)
+                result = ism(work, gamma, kernel, q, W0=W0, min_components=minimum,
+                             random_state=self.random_state, callback=callback,
+                             **solver_options)
+                return result, (None, None, "approximation=None: exact passes")
+            if q is None:
+                # the landmark fits grow m from a fixed q: choose it once, from the
+                # landmark Phi_0
+                phi0 = Approximation(approx, 1).problem(X, gamma, kernel, None).phi0()
+                q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=minimum)
+            # the landmark fits certify only their gradient (a Hessian estimate of
+            # the approximate objective costs tens of passes and certifies the
+            # wrong problem); ``certify`` applies to the exact polish
+            exact_only = {key: solver_options.pop(key) for key in ("certify", "gtol")}
+            result, info = approximate_ism(
+                X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
+                polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype), W0=W0,
+                random_state=self.random_state, callback=callback, polish_kwargs=exact_only,
+                exact_passes=lambda dtype: resolve(X, dtype=dtype), **solver_options)
+            report.line(f"[ISM] passes: {info['choice']}")
+        return result, (info["n_landmarks"], info["approximation"], info["choice"])
 
     def _auto_kernel(self, sample, labels, target, q, minimum):
         r"""sigma="auto": the Gaussian at the median distance of the projected start

@@ -52,7 +52,8 @@ class ISMConvergence:
     Attributes
     ----------
     converged : bool
-        The stopping rule was met before ``max_iter``.
+        The certificate holds: ``first_order`` and, where it was computed,
+        ``second_order`` (and no saddle was left unescaped).
     stopping_rule : str
         Which rule stopped the solver: ``"eigenvalues"`` or ``"angle"`` (the
         plain fixed point's rule, ``tol``), ``"gradient"`` (relative gradient
@@ -124,6 +125,10 @@ class ISMConvergence:
         stepped along its eigenvector and went on.
     solve_time, certificate_time : float
         Seconds spent reaching W and certifying it.
+    support : ndarray of int or None
+        The input features the problem had (an estimator's ``support_``): W's
+        rows outside them are fixed at zero, and every quantity above is for
+        the problem on these features. None: all of X's columns.
     """
 
     converged: bool
@@ -150,6 +155,7 @@ class ISMConvergence:
     saddle_escapes: int = 0
     solve_time: float = np.nan
     certificate_time: float = np.nan
+    support: np.ndarray | None = None
 
     @property
     def local_maximum(self):

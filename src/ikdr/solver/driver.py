@@ -208,237 +208,318 @@ def solve_ism(passes, X: ArrayLike, gamma: Gamma, kernel: KernelLike = "gaussian
 def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", max_iter=100,
           eigen_solver="auto", warn=True, gtol=1e-6, certify=True, callback=None,
           phi_solver="auto", min_components=1, coarse_steps=True, acceleration="pulay",
-          _stacklevel=2, _escapes=0):
+          _stacklevel=2):
     """The ISM driver on any problem of the interface of :mod:`ikdr.passes.problem`.
 
-    Same options as :func:`ism` (which validates them, builds a
-    :class:`ikdr.passes.problem.KernelProblem` and calls this); returns an
-    :class:`ISMResult` with ``kernel=None``. ``coarse_steps=False`` makes every
-    dense Phi pass in the problem's own precision (see :data:`COARSE_ANGLE`).
+    Same options as :func:`ikdr.ism` (which validates them, makes the problem
+    and calls this through :func:`solve_ism`); returns an :class:`ISMResult`
+    with ``kernel=None``. ``coarse_steps=False`` makes every dense Phi pass in
+    the problem's own precision (:data:`ikdr.solver.steps.COARSE_ANGLE`).
+
+    The run is a sequence of phases on one :class:`_Run`: the start, plain
+    (possibly mixed) steps while they climb, trust-region steps where they do
+    not, then the certificate at the point reached. Under
+    ``criterion="gradient"`` a certificate that finds a saddle (a certainly
+    positive Hessian eigenvalue) sends the run on from a point above it along
+    that eigenvector, with trust-region steps only: the plain fixed point
+    could lead back to the saddle, the trust region is monotone and its steps
+    follow negative curvature.
     """
     _check_solver_options(criterion, tol, gtol, max_iter, acceleration)
-    max_iter = int(max_iter)
-    d = problem.d
-    t0 = time.perf_counter()
-    history: list[dict[str, Any]] = []
+    run = _Run(problem, criterion=criterion, tol=tol, gtol=gtol, max_iter=int(max_iter),
+               callback=callback)
+    run.start(n_components, W0, eigen_solver, phi_solver, min_components, certify,
+              coarse_steps, acceleration)
+    while True:
+        run.iterate()
+        certificate, ascent = run.finish(certify)
+        if ascent is None or run.criterion != "gradient" or not run.can_escape():
+            break
+        if not run.escape(ascent):
+            break
+    return run.result(certificate, ascent, warn, _stacklevel + 1)
 
-    def record(point, vals, change, angle, method, step, gnorm=np.nan):
-        history.append({"iteration": len(history), "objective": point.objective,
-                        "eigenvalues": vals.copy(), "eigenvalue_change": change, "angle": angle,
-                        "step": step, "gradient_norm": gnorm, "eigen_solver": method,
-                        "time": time.perf_counter() - t0})
-        if callback is not None:
-            callback(history[-1])
+
+#: plain steps in a row that shrink the gradient by less than SLOW_CONTRACTION
+#: before the gradient rule hands over to the trust region (mixed steps can
+#: stall for a step before the extrapolation takes hold)
+_SLOW_STEPS = 2
+#: below this relative gradient Pulay mixing stops: the mixed combination of
+#: Phi is then dominated by rounding and stalls near 1e-9 (measured: 6.8e-10
+#: where the trust region reached 3.5e-11)
+MIXING_MIN_GRADIENT = 1e-8
+
+
+class _Run:
+    """The state of one :func:`solve`: the iterate, its eigenvalues, the phase,
+    the counters and the history."""
+
+    def __init__(self, problem, *, criterion, tol, gtol, max_iter, callback):
+        self.problem, self.criterion, self.tol, self.gtol = problem, criterion, tol, gtol
+        self.max_iter, self.callback = max_iter, callback
+        self.t0 = time.perf_counter()
+        self.history: list[dict[str, Any]] = []
+        self.n_iter = self.plain_steps = self.tr_steps = self.rejected = self.escapes = 0
+        self.slow_steps = 0
+        self.prev_gnorm = np.nan
+        self.phase = "plain"
+        self.stopping_rule = "max_iter"
+        self.stopped = False        # a stopping rule was met
+        self.stalled = False
+        self.solve_time = 0.0
+        self.trust_region = TrustRegion(problem)
+        self.eps = float(np.finfo(problem.native_dtype).eps)
+
+    def record(self, point, vals, change, angle, method, step, gnorm=np.nan):
+        self.history.append({"iteration": len(self.history), "objective": point.objective,
+                             "eigenvalues": vals.copy(), "eigenvalue_change": change,
+                             "angle": angle, "step": step, "gradient_norm": gnorm,
+                             "eigen_solver": method, "time": time.perf_counter() - self.t0})
+        if self.callback is not None:
+            self.callback(self.history[-1])
 
     # ---- the start: Phi_0 (q by its eigengap when asked), or the warm start W0 ----
-    phi0 = problem.phi0() if W0 is None else None
-    if W0 is not None and np.ndim(W0) != 2:
-        raise ValueError(f"W0 must be 2-D (d x q), got shape {np.shape(W0)}")
-    if n_components is None:
-        q = np.shape(W0)[1] if W0 is not None and np.ndim(W0) == 2 else \
-            choose_n_components(np.linalg.eigvalsh(phi0), minimum=min(int(min_components), d))
-    else:
-        q = int(n_components)
-    mode = phi_mode(phi_solver, problem, problem.n, d, q, costs=pass_costs(problem, q))
-    eps = float(np.finfo(problem.native_dtype).eps)
-    mf_tol = max(MF_TOL, 50 * eps) if problem.native_dtype == np.float32 else MF_TOL
-    # Pulay mixing serves the eigenvalue and angle rules. The gradient rule hands
-    # slow plain steps to the trust region, whose Newton steps converge
-    # quadratically from there; mixed steps slow down only near a relative
-    # gradient of 1e-9, where no trust-region step can be verified against the
-    # objective's rounding any more (measured: a fit that stalled at 6.8e-10
-    # with mixing reached 3.5e-11 without).
-    step = PlainStep(problem, q, mode=mode, eigen_solver=eigen_solver,
-                      dense_final=certify, tol=mf_tol, coarse=coarse_steps,
-                      acceleration=acceleration if criterion != "gradient" else None)
-    if W0 is not None and problem.depends_on_w:
-        # A warm start is the first iterate itself, not the first plain step from it:
-        # that step can descend (a cycling problem, or a start near another basin's
-        # maximum) and must meet the same safeguard as every later one. The
-        # eigenvalue rule's first reference is W0's Ritz values. A warm start is
-        # presumed near the maximum: no coarse steps.
-        step.moved(0.0)
-        point = step.evaluate(check_orthonormal_start(W0, d, q))
-        ritz = point.W.T @ point.pw
-        lam = np.linalg.eigvalsh(0.5 * (ritz + ritz.T))[::-1].copy()
-        info = {"method": "warm start"}
-    elif W0 is None:
-        lam, W, info = top_eigenvectors(phi0, q, method="lapack" if eigen_solver == "auto"
-                                        else eigen_solver)
-        point = step.evaluate(W) if problem.depends_on_w else None
-    else:   # W-free Phi: the warm start only seeds the eigensolver
-        W = check_orthonormal_start(W0, d, q)
-        phi0, _ = problem.phi(W)
-        lam, W, info = top_eigenvectors(phi0, q, W, method=eigen_solver)
-    if not problem.depends_on_w:   # Phi is W-free: phi0 is Phi(W) exactly and W the answer
-        if phi0 is None:
-            phi0 = problem.phi0()
-        point = Point(W, problem.objective(W), phi=phi0)
-    record(point, lam, np.nan, np.nan, info["method"], "start")
-
-    n_iter = plain_steps = tr_steps = rejected = 0
-    phase = "plain"
-    converged = not problem.depends_on_w
-    stopping_rule = "exact" if converged else "max_iter"
-    prev_gnorm = np.nan
-    stalled = False
-    trust_region = TrustRegion(problem)
-
-    while not converged and n_iter < max_iter:
-        if phase == "plain":
-            gnorm = point.gradient_norm()
-            history[-1]["gradient_norm"] = gnorm
-            if criterion == "gradient" and not point.coarse and gnorm <= gtol * abs(point.objective):
-                converged, stopping_rule = True, "gradient"
-                break
-            lam_new, V, info = step.eigensolve(point)
-            change, angle = _relative_change(lam_new, lam), principal_angle(point.W, V)
-            # an eigensolve that missed its tolerance (matrix-free, out of
-            # iterations), or of a coarse Phi for a tight tol, gives
-            # eigenvalues too rough to declare convergence by
-            rough = not info.get("converged", True) or \
-                (info.get("coarse", False) and tol < COARSE_STOP_TOL)
-            rule = None if rough else _plain_stopping_rule(criterion, change, angle, tol)
-            step.moved(angle)
-            new = step.evaluate(V, final=rule is not None)
-            if new.objective < point.objective - 16 * eps * abs(point.objective):
-                # The step would descend: refuse it. A mixed step is retried as
-                # the plain step from the same point; a plain one (cycle /
-                # overshoot) hands over to the trust region.
-                rejected += 1
-                if step.refused():
-                    continue
-                phase = "trust-region"
-                step.moved(0.0)
-                continue
-            n_iter += 1
-            plain_steps += 1
-            point, lam = new, lam_new
-            record(point, lam, change, angle, info["method"],
-                   "mixed" if info.get("mixed", 1) > 1 else "plain")
-            if rule is not None:
-                converged, stopping_rule = True, rule
-            elif criterion == "gradient":
-                if plain_steps >= 2 and gnorm > SLOW_CONTRACTION * prev_gnorm:
-                    phase = "trust-region"
-                prev_gnorm = gnorm
-            continue
-
-        # ---- safeguarded phase: one Riemannian trust-region iteration (float64) ----
-        point = dense64(problem, point)
-        gnorm = point.gradient_norm()
-        history[-1]["gradient_norm"] = gnorm
-        if gnorm <= gtol * abs(point.objective):
-            converged, stopping_rule = True, "gradient"
-            break
-        W_new, f_new, accepted, stalled = trust_region.iterate(point.W, point.phi, point.objective)
-        n_iter += 1
-        tr_steps += 1
-        nan = np.full(q, np.nan)
-        if accepted:
-            angle = principal_angle(point.W, W_new)
-            gain = f_new - point.objective
-            point = Point(W_new, f_new, exact=True)
-            record(point, nan, np.nan, angle, "trust-region", "trust-region")
-            if problem.objective_floor > 0 and gain <= problem.objective_floor * abs(f_new):
-                converged, stopping_rule = True, "objective"
+    def start(self, n_components, W0, eigen_solver, phi_solver, min_components, certify,
+              coarse_steps, acceleration):
+        problem, d = self.problem, self.problem.d
+        if W0 is not None and np.ndim(W0) != 2:
+            raise ValueError(f"W0 must be 2-D (d x q), got shape {np.shape(W0)}")
+        phi0 = problem.phi0() if W0 is None else None
+        if n_components is None:
+            q = np.shape(W0)[1] if W0 is not None else \
+                choose_n_components(np.linalg.eigvalsh(phi0), minimum=min(int(min_components), d))
         else:
-            rejected += 1
-            record(point, nan, np.nan, 0.0, "trust-region", "trust-region")
-            if stalled:
-                stopping_rule = "stalled"
-                break
+            q = int(n_components)
+        self.q = q
+        mode = phi_mode(phi_solver, problem, problem.n, d, q, costs=pass_costs(problem, q))
+        mf_tol = max(MF_TOL, 50 * self.eps) if problem.native_dtype == np.float32 else MF_TOL
+        self.step = PlainStep(problem, q, mode=mode, eigen_solver=eigen_solver,
+                              dense_final=certify, tol=mf_tol, coarse=coarse_steps,
+                              acceleration=acceleration)
+        if W0 is not None and problem.depends_on_w:
+            # A warm start is the first iterate itself, not the first plain step from it:
+            # that step can descend (a cycling problem, or a start near another basin's
+            # maximum) and must meet the same safeguard as every later one. The
+            # eigenvalue rule's first reference is W0's Ritz values. A warm start is
+            # presumed near the maximum: no coarse steps.
+            self.step.moved(0.0)
+            point = self.step.evaluate(check_orthonormal_start(W0, d, q))
+            ritz = point.W.T @ point.pw
+            lam = np.linalg.eigvalsh(0.5 * (ritz + ritz.T))[::-1].copy()
+            info = {"method": "warm start"}
+        elif W0 is None:
+            lam, W, info = top_eigenvectors(phi0, q, method="lapack" if eigen_solver == "auto"
+                                            else eigen_solver)
+            point = self.step.evaluate(W) if problem.depends_on_w else None
+        else:   # W-free Phi: the warm start only seeds the eigensolver
+            W = check_orthonormal_start(W0, d, q)
+            phi0, _ = problem.phi(W)
+            lam, W, info = top_eigenvectors(phi0, q, W, method=eigen_solver)
+        if not problem.depends_on_w:   # Phi is W-free: phi0 is Phi(W) exactly and W the answer
+            point = Point(W, problem.objective(W), phi=phi0 if phi0 is not None
+                          else problem.phi0())
+            self.stopped, self.stopping_rule = True, "exact"
+        self.point, self.lam = point, lam
+        self.record(point, lam, np.nan, np.nan, info["method"], "start")
+
+    def can_escape(self):
+        return self.escapes < MAX_SADDLE_ESCAPES and self.n_iter < self.max_iter
+
+    def iterate(self):
+        """Plain and trust-region steps until a stopping rule holds, the trust
+        region stalls, or max_iter."""
+        while not self.stopped and not self.stalled and self.n_iter < self.max_iter:
+            if self.phase == "plain":
+                self.plain_step()
+            else:
+                self.trust_region_step()
+        self.solve_time = time.perf_counter() - self.t0
+
+    def _gradient_rule(self, gnorm, point):
+        """The gradient rule holds at ``point`` (never at a coarse float32 one)."""
+        return not point.coarse and gnorm <= self.gtol * abs(point.objective)
+
+    def plain_step(self):
+        point, step = self.point, self.step
+        gnorm = point.gradient_norm()
+        self.history[-1]["gradient_norm"] = gnorm
+        gradient_rule = self.criterion == "gradient"
+        if gradient_rule and self._gradient_rule(gnorm, point):
+            self.stopped, self.stopping_rule = True, "gradient"
+            return
+        if gradient_rule and step.mixing is not None and \
+                gnorm < MIXING_MIN_GRADIENT * abs(point.objective):
+            step.mixing = None
+        lam_new, V, info = step.eigensolve(point)
+        change, angle = _relative_change(lam_new, self.lam), principal_angle(point.W, V)
+        # an eigensolve that missed its tolerance (matrix-free, out of
+        # iterations), or of a coarse Phi for a tight tol, gives
+        # eigenvalues too rough to declare convergence by
+        rough = not info.get("converged", True) or \
+            (info.get("coarse", False) and self.tol < COARSE_STOP_TOL)
+        rule = None if rough else _plain_stopping_rule(self.criterion, change, angle, self.tol)
+        step.moved(angle)
+        new = step.evaluate(V, final=rule is not None)
+        if new.objective < point.objective - 16 * self.eps * abs(point.objective):
+            # The step would descend: refuse it. A mixed step is retried as the
+            # plain step from the same point; a plain one (cycle / overshoot)
+            # hands over to the trust region.
+            self.rejected += 1
+            if not step.refused():
+                self.phase = "trust-region"
+                step.moved(0.0)
+            return
+        self.n_iter += 1
+        self.plain_steps += 1
+        self.point, self.lam = new, lam_new
+        self.record(new, lam_new, change, angle, info["method"],
+                    "mixed" if info.get("mixed", 1) > 1 else "plain")
+        if rule is not None:
+            self.stopped, self.stopping_rule = True, rule
+        elif gradient_rule:
+            # slow plain steps hand over to the trust region, whose Newton steps
+            # converge quadratically from there
+            slow = self.plain_steps >= 2 and gnorm > SLOW_CONTRACTION * self.prev_gnorm
+            self.slow_steps = self.slow_steps + 1 if slow else 0
+            if self.slow_steps >= (_SLOW_STEPS if step.mixing is not None else 1):
+                self.phase = "trust-region"
+            self.prev_gnorm = gnorm
+
+    # ---- safeguarded phase: one Riemannian trust-region iteration (float64) ----
+    def trust_region_step(self):
+        problem = self.problem
+        point = self.point = dense64(problem, self.point)
+        gnorm = point.gradient_norm()
+        self.history[-1]["gradient_norm"] = gnorm
+        if gnorm <= self.gtol * abs(point.objective):
+            self.stopped, self.stopping_rule = True, "gradient"
+            return
+        W_new, f_new, accepted, self.stalled = self.trust_region.iterate(point.W, point.phi,
+                                                                         point.objective)
+        self.n_iter += 1
+        self.tr_steps += 1
+        nan = np.full(self.q, np.nan)
+        if not accepted:
+            self.rejected += 1
+            self.record(point, nan, np.nan, 0.0, "trust-region", "trust-region")
+            if self.stalled:
+                self.stopping_rule = "stalled"
+            return
+        angle = principal_angle(point.W, W_new)
+        gain = f_new - point.objective
+        self.point = Point(W_new, f_new, exact=True)
+        self.record(self.point, nan, np.nan, angle, "trust-region", "trust-region")
+        if problem.objective_floor > 0 and gain <= problem.objective_floor * abs(f_new):
+            self.stopped, self.stopping_rule = True, "objective"
 
     # ---- the returned point and its certificate ----
-    if phase != "plain" and problem.depends_on_w:
-        point = dense64(problem, point)
-        # Rotate W to the Ritz vectors of Phi(W): eigen-like columns, descending.
-        vals, vecs = np.linalg.eigh(point.W.T @ point.phi @ point.W)
-        point = Point(fix_signs(point.W @ vecs[:, ::-1]), point.objective, phi=point.phi)
-        lam = vals[::-1].copy()
-        history[-1]["eigenvalues"] = lam.copy()
-    if not stalled and not converged:
-        stopping_rule = "max_iter"
-    solve_time = time.perf_counter() - t0
-    if certify and not step.thin_certificate:
-        point = dense64(problem, point)
-    exact = point.exact
-    ascent = []
-    fields = certify_point(problem, point.W, point.objective,
-                           phi=point.exact_phi, PW=point.PW if exact else None,
-                           full=certify, gtol=gtol,
-                           extra=point.E if point.E is not None and exact else step.extra,
-                           extra_product=point.PE if exact else None, ascent=ascent)
-    certificate = ISMConvergence(
-        converged=bool(converged), stopping_rule=stopping_rule, objective=point.objective,
-        plain_steps=plain_steps, safeguarded_steps=tr_steps, rejected_steps=rejected,
-        hessian_products=problem.n_hessian, phi_evaluations=problem.n_phi,
-        dense_phi_evaluations=problem.n_dense_phi, coarse_phi_evaluations=problem.n_coarse_phi,
-        objective_evaluations=problem.n_objective, **fields)
-    history[-1]["gradient_norm"] = certificate.gradient_norm
-    certificate.solve_time = solve_time
-    certificate.certificate_time = time.perf_counter() - t0 - solve_time
-    certificate.saddle_escapes = _escapes
-    saddle = bool(ascent) and converged
+    def finish(self, certify):
+        """Certify the point reached. Returns (certificate fields, ascent direction
+        or None): the direction when the Hessian has a certainly positive
+        eigenvalue there (a saddle)."""
+        problem, step = self.problem, self.step
+        if self.phase != "plain" and problem.depends_on_w:
+            point = dense64(problem, self.point)
+            # Rotate W to the Ritz vectors of Phi(W): eigen-like columns, descending.
+            vals, vecs = np.linalg.eigh(point.W.T @ point.phi @ point.W)
+            self.point = Point(fix_signs(point.W @ vecs[:, ::-1]), point.objective,
+                               phi=point.phi)
+            self.lam = vals[::-1].copy()
+            self.history[-1]["eigenvalues"] = self.lam.copy()
+        if certify and not step.thin_certificate:
+            self.point = dense64(problem, self.point)
+        point, exact = self.point, self.point.exact
+        t = time.perf_counter()
+        ascent: list = []
+        fields = certify_point(problem, point.W, point.objective,
+                               phi=point.exact_phi, PW=point.PW if exact else None,
+                               full=certify, gtol=self.gtol,
+                               extra=point.E if point.E is not None and exact else step.extra,
+                               extra_product=point.PE if exact else None, ascent=ascent)
+        self.certificate_time = getattr(self, "certificate_time", 0.0) + time.perf_counter() - t
+        self.history[-1]["gradient_norm"] = fields["gradient_norm"]
+        return fields, (ascent[0] if ascent else None)
+
+    def escape(self, direction):
+        """Leave the saddle: the best point along the Hessian's ascent direction,
+        then trust-region steps only. False when no step along it rises."""
+        point = self.point
+        W_up, f_up = escape_saddle(self.problem, point.W, point.objective, direction)
+        if W_up is None:
+            return False
+        self.escapes += 1
+        self.point = Point(W_up, f_up)
+        self.record(self.point, np.full(self.q, np.nan), np.nan,
+                    principal_angle(point.W, W_up), "saddle escape", "saddle escape")
+        self.phase, self.stopped, self.stalled = "trust-region", False, False
+        self.stopping_rule = "max_iter"
+        return True
+
+    def result(self, fields, ascent, warn, stacklevel):
+        """The ISMResult, with ``converged`` True only where the certificate holds."""
+        problem, point = self.problem, self.point
+        saddle = ascent is not None
+        certified = bool(fields["first_order"] and fields["second_order"] is not False
+                         and not saddle)
+        if not problem.depends_on_w:
+            certified = True
+        if not self.stopped and not self.stalled:
+            self.stopping_rule = "max_iter"
+        certificate = ISMConvergence(
+            converged=certified, stopping_rule=self.stopping_rule,
+            objective=point.objective, plain_steps=self.plain_steps,
+            safeguarded_steps=self.tr_steps, rejected_steps=self.rejected,
+            hessian_products=problem.n_hessian, phi_evaluations=problem.n_phi,
+            dense_phi_evaluations=problem.n_dense_phi,
+            coarse_phi_evaluations=problem.n_coarse_phi,
+            objective_evaluations=problem.n_objective, saddle_escapes=self.escapes, **fields)
+        certificate.solve_time = self.solve_time - getattr(self, "certificate_time", 0.0)
+        certificate.certificate_time = getattr(self, "certificate_time", 0.0)
+        # an uncertified answer warns under the gradient rule; under the papers'
+        # rules only when max_iter (or a stall) came before the rule itself
+        failed = not certified and (self.criterion == "gradient" or not self.stopped)
+        if warn and failed:
+            warnings.warn(_not_converged_message(self, certificate, saddle),
+                          ConvergenceWarning, stacklevel=stacklevel)
+        return ISMResult(components=point.W, eigenvalues=self.lam, n_iter=self.n_iter,
+                         converged=certified, objective=point.objective,
+                         history=self.history, kernel=None, convergence=certificate)
+
+
+def _not_converged_message(run, certificate, saddle):
+    """What went wrong, with the measured numbers and what to change."""
+    rel, gtol, max_iter = certificate.relative_gradient_norm, run.gtol, run.max_iter
     if saddle:
-        # The stopping rule accepted a saddle: the certificate found a direction of
-        # positive curvature. Step along it, uphill, and go on from there.
-        W_up, f_up = (escape_saddle(problem, point.W, point.objective, ascent[0])
-                      if _escapes < MAX_SADDLE_ESCAPES and n_iter < max_iter else (None, None))
-        if W_up is not None:
-            record(Point(W_up, f_up), np.full(q, np.nan), np.nan,
-                   principal_angle(point.W, W_up), "saddle escape", "saddle escape")
-            rest = solve(problem, q, W0=W_up, tol=tol, criterion=criterion,
-                         max_iter=max_iter - n_iter, eigen_solver=eigen_solver, warn=warn,
-                         gtol=gtol, certify=certify, callback=callback, phi_solver=phi_solver,
-                         coarse_steps=False, acceleration=acceleration,
-                         _stacklevel=_stacklevel + 1, _escapes=_escapes + 1)
-            for entry in rest.history[1:]:           # its first entry is W_up again
-                entry["iteration"] = len(history)
-                history.append(entry)
-            c = rest.convergence
-            c.plain_steps += plain_steps
-            c.safeguarded_steps += tr_steps
-            c.rejected_steps += rejected
-            c.solve_time += solve_time
-            rest.history, rest.n_iter = history, rest.n_iter + n_iter
-            return rest
-        converged = certificate.converged = False
-        if warn:
-            warnings.warn(f"ISM stopped at a saddle, not a maximum: the certificate found a "
-                          f"positive Hessian eigenvalue ({certificate.hessian_max_eigenvalue:.3g}"
-                          f", Hessian scale {certificate.hessian_scale:.3g}) and "
-                          + ("no step along its eigenvector raised the objective"
-                             if _escapes < MAX_SADDLE_ESCAPES and n_iter < max_iter else
-                             f"the solver has used its {MAX_SADDLE_ESCAPES} escapes or max_iter")
-                          + "; converged=False", ConvergenceWarning, stacklevel=_stacklevel)
-    if not converged and warn and not saddle:
-        warnings.warn(_not_converged_message(stalled, phase, criterion, history, certificate,
-                                             max_iter, tol, gtol),
-                      ConvergenceWarning, stacklevel=_stacklevel)
-    return ISMResult(components=point.W, eigenvalues=lam, n_iter=n_iter, converged=converged,
-                     objective=point.objective, history=history, kernel=None,
-                     convergence=certificate)
-
-
-def _not_converged_message(stalled, phase, criterion, history, certificate, max_iter, tol, gtol):
-    rel = certificate.relative_gradient_norm
-    if stalled:
-        return (f"ISM stalled: the trust region found no verifiable ascent (its radius "
-                f"collapsed, or the ascent it predicts is below the objective's rounding) "
-                f"before the relative gradient norm ({rel:.3g}) reached gtol={gtol}")
-    if phase == "plain" and criterion != "gradient":
-        key = "eigenvalue_change" if criterion == "eigenvalues" else criterion
-        last = history[-1].get(key, np.nan)
-        angle = history[-1].get("angle", np.nan)
-        if criterion == "eigenvalues" and last < tol and angle >= _EIGENVALUE_RULE_MAX_ANGLE:
+        return (f"ISM stopped at a saddle, not a maximum: the Hessian has a positive "
+                f"eigenvalue ({certificate.hessian_max_eigenvalue:.3g}, Hessian scale "
+                f"{certificate.hessian_scale:.3g}) and "
+                + ("no step along its eigenvector raised the objective"
+                   if run.can_escape() else
+                   f"the solver has used its {MAX_SADDLE_ESCAPES} escapes or max_iter={max_iter}")
+                + "; converged=False. Try another start (W0) or a larger max_iter")
+    if run.stalled:
+        return (f"ISM stalled at a relative gradient norm of {rel:.3g} > gtol={gtol}: the trust "
+                f"region found no ascent it could verify against the objective's rounding. "
+                f"gtol below about 1e-10 is beyond the objective's precision; loosen gtol")
+    if run.stopping_rule == "max_iter" and run.criterion != "gradient":
+        key = "eigenvalue_change" if run.criterion == "eigenvalues" else run.criterion
+        last = run.history[-1].get(key, np.nan)
+        angle = run.history[-1].get("angle", np.nan)
+        if run.criterion == "eigenvalues" and last < run.tol and \
+                angle >= _EIGENVALUE_RULE_MAX_ANGLE:
             # the eigenvalues settled but W still swings (a cycle, or a degenerate
             # q-th eigenvalue whose eigenvectors are not determined)
             return (f"ISM did not converge in max_iter={max_iter} iterations (the eigenvalues "
-                    f"changed by {last:.3g} < tol={tol}, but the last step turned W by "
+                    f"changed by {last:.3g} < tol={run.tol}, but the last step turned W by "
                     f"{angle:.3g} rad >= {_EIGENVALUE_RULE_MAX_ANGLE}: W cycles or Phi's q-th "
                     f"eigenvalue is degenerate)")
         return (f"ISM did not converge in max_iter={max_iter} iterations "
-                f"(last {criterion} change {last:.3g} >= tol={tol})")
-    return (f"ISM did not converge in max_iter={max_iter} iterations "
-            f"(relative gradient norm {rel:.3g} > gtol={gtol})")
+                f"(last {run.criterion} change {last:.3g} >= tol={run.tol})")
+    if run.stopping_rule == "max_iter":
+        return (f"ISM reached max_iter={max_iter} before its certificate held: relative "
+                f"gradient norm {rel:.3g} > gtol={gtol}. Raise max_iter, or loosen gtol")
+    # first order holds; the Hessian check did not conclude within its products
+    return (f"ISM reached a relative gradient norm of {rel:.3g} <= gtol={gtol}, but the "
+            f"Hessian check was inconclusive (largest eigenvalue estimate "
+            f"{certificate.hessian_max_eigenvalue:.3g} +- {certificate.hessian_residual:.3g}, "
+            f"scale {certificate.hessian_scale:.3g}); converged=False")

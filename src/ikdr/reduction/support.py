@@ -1,0 +1,272 @@
+r"""Which features a supervised ISM fit uses, and how much each carries, measured on
+rows the projection was not fitted on (cross-fitting).
+
+The fit maximises the training HSIC over every feature it is given; among many
+noise features that maximum is partly a noise subspace fitted to the sample,
+so the training objective cannot say which features to keep. Here every
+decision is taken on held-out rows: the selection rows are split in two
+halves, W is fitted on one and measured on the other, and the other way round.
+
+**Held-out loss of a feature.** Scaling feature j of X by s is scaling row j
+of W by s, so with :math:`\nabla_W f = 2\Phi(W)W` the rate at which the
+held-out objective :math:`f_B(W_A) = \mathrm{Tr}(\Gamma_B K_{X_B W_A})` falls as
+feature j is removed is
+
+.. math:: \ell_j = \left.\frac{\partial f_B}{\partial s_j}\right|_{s=1}
+    = 2 \sum_k (W_A)_{jk}\,[\Phi_B(W_A) W_A]_{jk},
+
+one thin pass on the held-out half for every feature at once (a cross-fitted
+first-order form of the held-out HSIC lost without the feature). On the
+training half at its maximum, :math:`\Phi_A W_A = W_A\Lambda`, this is
+:math:`2\sum_k \lambda_k W_{jk}^2`, the eigenvalue-weighted loadings; on the
+held-out half a noise feature scores below zero on average (it shrinks every
+kernel value alike) and a feature that carries dependence above it.
+
+**Selection.** The class-moment screen (:mod:`ikdr.reduction.screen`) proposes:
+the fit starts from the features it keeps (all of them, up to
+:data:`ALL_FEATURES`, where it keeps none: a parity moves no class moment),
+and the others are candidates in the order of their raw screen scores. Each
+round fits both halves on the current features plus a batch of untried
+candidates and keeps the features whose summed held-out loss is positive;
+the rounds end when a round keeps what it was given and no candidate is left
+to try in that round, or after :data:`MAX_ROUNDS`.
+
+**Marginal part.** A feature whose dependence is additive and even (a
+quadratic term) is not kept in the projection, whose single isotropic kernel
+it would blur; it still carries dependence. Its held-out marginal HSIC,
+:math:`m_j = \mathrm{Tr}(\Gamma_B K_j)` for a one-dimensional Gaussian
+:math:`K_j` on feature j (median bandwidth), less its expectation under
+independence, measures that. Since HSIC is linear in the kernel, the
+importance of feature j,
+
+.. math:: \mathrm{imp}_j \propto \max(0,\; \ell_j + m_j),
+
+is the held-out HSIC lost when j is removed from the conic kernel
+:math:`K_{XW} + \sum_i K_i`, the first part to first order, summed over both
+halves, normalised to sum 1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ..gamma import Gamma, supervised_gamma
+
+__all__ = ["HeldOutRows", "Selection", "select_support", "heldout_losses", "heldout_importances",
+           "filled", "FOLD_GTOL", "FOLD_ROWS", "MAX_ROUNDS",
+           "ALL_FEATURES", "marginal_dependence"]
+
+#: rows of each half at most (a larger X is subsampled, seeded)
+FOLD_ROWS = 2000
+#: selection rounds at most
+MAX_ROUNDS = 4
+#: where the screen keeps no feature, the fit starts from all of them up to this many
+#: (the ones with the highest raw screen scores above it)
+ALL_FEATURES = 64
+#: a feature in use leaves when its summed held-out loss is below -SUPPORT_MARGIN
+#: times the summed held-out objective; a candidate enters above +SUPPORT_MARGIN
+SUPPORT_MARGIN = 1e-3
+#: relative gradient at which a half's fit stops (it only ranks features)
+FOLD_GTOL = 1e-4
+#: bins of the one-dimensional kernels of the marginal part
+BINS = 64
+
+
+class HeldOutRows:
+    """The two halves of the selection rows: fit on one, measure on the other.
+
+    ``X`` (n x d, float64, in memory) and ``y`` are the selection rows (all
+    rows, or a seeded sample of ``2 * FOLD_ROWS``); class labels are split
+    stratified, a continuous target at random.
+    """
+
+    def __init__(self, X, y, target, random_state=None):
+        self.X, self.y, self.target = X, y, target
+        rng = check_random_state(random_state)
+        n = X.shape[0]
+        if target == "labels":
+            halves = ([], [])
+            for c in np.unique(y):
+                rows = rng.permutation(np.flatnonzero(y == c))
+                # odd class sizes alternate their extra row between the halves
+                cut = (rows.size + len(halves[0]) - len(halves[1])) // 2
+                halves[0].extend(rows[:cut])
+                halves[1].extend(rows[cut:])
+            first, second = (np.sort(np.asarray(h, dtype=np.intp)) for h in halves)
+        else:
+            order = rng.permutation(n)
+            first, second = np.sort(order[:n // 2]), np.sort(order[n // 2:])
+        self.folds = ((first, second), (second, first))
+        self._gammas = {}
+
+    def test_gamma(self, fold):
+        """:math:`\\Gamma` of the held-out half of ``fold`` (0 or 1)."""
+        if fold not in self._gammas:
+            test = self.folds[fold][1]
+            self._gammas[fold] = supervised_gamma(self.y[test], target=self.target)[0]
+        return self._gammas[fold]
+
+
+@dataclass
+class Selection:
+    """The outcome of :func:`select_support`.
+
+    Attributes
+    ----------
+    support : ndarray of int
+        The features the projection uses, increasing.
+    losses : ndarray (d,)
+        Summed held-out losses :math:`\\ell_j` (module docstring) of the last
+        round's fits, 0 outside their features.
+    tried : ndarray of int
+        Every feature a round fitted.
+    rounds : list of dict
+        Per round: ``features`` fitted, ``kept``, ``heldout_objective``.
+    """
+
+    support: np.ndarray
+    losses: np.ndarray
+    tried: np.ndarray
+    rounds: list = field(default_factory=list)
+
+
+def heldout_losses(rows, features, W, kernel, fold_fit):
+    """Summed held-out losses of ``features`` (module docstring) and the summed
+    held-out objective. Each half's W is ``fold_fit(X_train, y_train, kernel,
+    W0)`` started from ``W`` (the fit on every row, rows of ``features``; zero
+    rows for features it did not use) and run to a maximum of that half alone."""
+    X = rows.X[:, features]
+    losses = np.zeros(features.size)
+    objective = 0.0
+    for fold, (train, test) in enumerate(rows.folds):
+        W_half = fold_fit(X[train], rows.y[train], kernel, W)
+        PW, f = kernel.phi_product(X[test], W_half, rows.test_gamma(fold), W_half)
+        losses += 2.0 * np.einsum("jk,jk->j", W_half, PW)
+        objective += f
+    return losses, objective
+
+
+def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit: Callable,
+                   fold_fit: Callable, minimum: int):
+    """The features whose held-out loss is positive (module docstring).
+
+    ``start``: the features the first fit uses; ``order``: every feature, the
+    candidates' order; ``fit(features, W0)`` -> (W on those features, fitted
+    kernel, result): the fit on every row, warm-started from W0 where given;
+    ``fold_fit``: see :func:`heldout_losses`; ``minimum``: the fewest features
+    the support may have (q: where fewer carry held-out dependence, the next
+    best by held-out loss, then by ``order``, fill it up).
+
+    Each round tests the current features and a batch of untried candidates on
+    the two halves, warm-started from the current fit; the fit on every row is
+    made again only when the features change. Returns (:class:`Selection`, the
+    result of the fit on ``support``).
+    """
+    d = rows.X.shape[1]
+    current = filled(np.sort(start), order, minimum)
+    W, kernel, result = fit(current, None)
+    tried = set(current.tolist())
+    batch_size = max(4, current.size // 2)
+    rounds: list = []
+    losses = np.zeros(d)
+    for _ in range(MAX_ROUNDS):
+        batch = np.array([j for j in order if j not in tried][:batch_size], dtype=np.intp)
+        tried.update(batch.tolist())
+        features = np.sort(np.concatenate([current, batch]))
+        W_all = np.zeros((d, W.shape[1]))
+        W_all[current] = W
+        loss, objective = heldout_losses(rows, features, W_all[features], kernel, fold_fit)
+        losses = np.zeros(d)
+        losses[features] = loss
+        # hysteresis: a feature in use stays unless its loss is clearly negative, a
+        # candidate enters only when clearly positive (a loss within rounding and
+        # sampling noise of zero must not flip the support between near-equal fits)
+        margin = SUPPORT_MARGIN * abs(objective)
+        in_use = np.isin(features, current)
+        keep = np.where(in_use, loss > -margin, loss > margin)
+        new = filled(features[keep], _by_loss(losses, order, features), minimum)
+        rounds.append({"features": features, "kept": new, "heldout_objective": objective})
+        if np.array_equal(new, current):
+            break
+        # the features changed: the fit on every row again, from the last one's
+        # directions where they still fit
+        W0 = W_all[new] if new.size >= W.shape[1] else None
+        current = new
+        W, kernel, result = fit(current, W0)
+    return Selection(support=current, losses=losses,
+                     tried=np.array(sorted(tried), dtype=np.intp), rounds=rounds), result
+
+
+def _by_loss(losses, order, features):
+    """Features ranked by held-out loss (the fitted ones) then by raw score."""
+    fitted = features[np.argsort(-losses[features], kind="stable")]
+    rest = [j for j in order if j not in set(features.tolist())]
+    return np.concatenate([fitted, np.asarray(rest, dtype=np.intp)])
+
+
+def filled(features, ranking, minimum):
+    """``features`` with the first of ``ranking`` added until there are ``minimum``."""
+    features = list(features)
+    for j in ranking:
+        if len(features) >= minimum:
+            break
+        if j not in features:
+            features.append(j)
+    return np.sort(np.asarray(features, dtype=np.intp))
+
+
+def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.ndarray:
+    r"""Each feature's HSIC with the target on its own:
+    :math:`\mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \bar k_j)`, ``K_j`` a
+    Gaussian on feature j at the median distance of its values, :math:`\bar k_j`
+    the mean of its off-diagonal entries (the expectation under independence is
+    then about 0: a centred Gamma's entries sum to 0).
+
+    Each feature's values are put in ``bins`` equal bins and the kernel taken
+    at the bin centres: :math:`O(n r + \mathrm{bins}^2 r)` per feature for a
+    Gamma of rank r, never n x n. The medians come from a fixed sample of
+    pairs of rows.
+    """
+    n, d = X.shape
+    factor = gamma.factor if gamma.is_factored else np.linalg.cholesky(
+        gamma.toarray() + 1e-12 * np.eye(n))
+    scale = gamma.scale if gamma.is_factored and gamma.scale is not None else \
+        np.ones(factor.shape[1])
+    trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    varies = hi > lo
+    width = np.where(varies, (hi - lo) / bins, 1.0)
+    index = np.minimum(((X - lo) / width).astype(np.intp), bins - 1)       # n x d
+    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, 4000)))
+    pairs = pairs[:, pairs[0] != pairs[1]]
+    sigma = np.median(np.abs(X[pairs[0]] - X[pairs[1]]), axis=0)
+    varies &= sigma > 0
+    # K_j depends on the bin gap only: exp(-(gap * width_j)^2 / (2 sigma_j^2))
+    gap = np.arange(bins)
+    ratio = np.where(varies, width / np.where(sigma > 0, sigma, 1.0), 0.0)
+    toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, :]) ** 2)        # bins x d
+    K = toeplitz[np.abs(gap[:, None] - gap[None, :])]                      # bins x bins x d
+    sums = np.zeros((bins * d, factor.shape[1]))
+    np.add.at(sums, (index * d + np.arange(d)).ravel(), np.repeat(factor, d, axis=0))
+    sums = sums.reshape(bins, d, -1) * np.sqrt(np.abs(scale))
+    signs = np.sign(scale)
+    total = np.einsum("bjr,bcj,cjr,r->j", sums, K, sums, signs)
+    counts = np.zeros((bins, d))
+    np.add.at(counts, (index, np.arange(d)[None, :].repeat(n, 0)), 1.0)
+    mean_offdiagonal = (np.einsum("bj,bcj,cj->j", counts, K, counts) - n) / (n * (n - 1))
+    return np.where(varies, total - trace * (1.0 - mean_offdiagonal), 0.0)
+
+
+def heldout_importances(losses: np.ndarray, rows: HeldOutRows) -> np.ndarray:
+    r"""``feature_importances_``: :math:`\max(0, \ell_j + m_j)` normalised to sum 1
+    (module docstring); ``losses`` are the :math:`\ell_j` summed over both halves,
+    the marginal part :math:`m_j` is measured here on both held-out halves. All
+    zeros when no feature carries held-out dependence."""
+    marginal = sum(marginal_dependence(rows.X[test], rows.test_gamma(fold))
+                   for fold, (_, test) in enumerate(rows.folds))
+    total = np.maximum(np.asarray(losses, dtype=np.float64) + marginal, 0.0)
+    norm = total.sum()
+    return total / norm if norm > 0 else total
