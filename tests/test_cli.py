@@ -27,6 +27,28 @@ def test_reduce_bundled_dataset(tmp_path):
     assert summary["n_components"] == 3 and summary["hsic"] > 0 and summary["n_iter"] >= 1
 
 
+@pytest.mark.parametrize("sigma", [None, "auto", "median", "2.5"])
+def test_reduce_gives_the_libraries_fit(tmp_path, sigma):
+    """The command line's defaults are the library's: the same W and HSIC on the
+    same data and seed (the command standardises, as the example pipeline does)."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    import ikdr
+
+    out = tmp_path / "wine"
+    extra = [] if sigma is None else ["--sigma", sigma]
+    r = run("reduce", "wine", "--seed", "3", "--out", str(out), "--quiet", *extra)
+    assert r.returncode == 0, r.stderr
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    value = "auto" if sigma is None else (float(sigma) if sigma[0].isdigit() else sigma)
+    model = ikdr.ISM(sigma=value, random_state=3).fit(X, y)
+    np.testing.assert_array_equal(np.load(out / "W.npy"), model.components_)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["hsic"] == model.hsic_
+
+
 def test_reduce_csv_with_header_and_label_column(tmp_path):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 4))

@@ -130,13 +130,18 @@ def _dense_data(args):
     return X, y
 
 
-def _sigma(text):
-    if text is None or text == "median":
-        return "median"
+def _sigma(text, rules=("median",)):
+    """--sigma: a positive number or one of the estimator's bandwidth ``rules``
+    (the first is the default)."""
+    if text is None:
+        return rules[0]
+    if text in rules:
+        return text
     try:
         value = float(text)
     except ValueError:
-        raise UsageError(f"--sigma must be a positive number or 'median', got {text!r}") from None
+        names = " or ".join(f"'{r}'" for r in rules)
+        raise UsageError(f"--sigma must be a positive number or {names}, got {text!r}") from None
     if not value > 0:
         raise UsageError(f"--sigma must be positive, got {value}")
     return value
@@ -170,13 +175,30 @@ def _nmi_if_known(y, labels):
         return {}
 
 
+def _ism_kernel(args):
+    """(kernel, sigma) as :class:`ikdr.ISM` takes them, so that the command and the
+    library give the same fit: a plain kernel name stays a name, its bandwidth
+    --sigma's rule ("auto" by default, as the library's); a composite
+    specification is parsed into a kernel (its Gaussian members at the median
+    rule unless --sigma gives a number)."""
+    from ..kernels.names import KERNEL_NAMES
+    from ..kernels.syntax import parse_kernel
+
+    sigma = _sigma(args.sigma, rules=("auto", "median", "separation"))
+    if args.kernel.strip().lower() in KERNEL_NAMES:
+        return args.kernel.strip().lower(), sigma
+    return parse_kernel(args.kernel, sigma=sigma if not isinstance(sigma, str) else "median"), \
+        sigma
+
+
 def cmd_reduce(args):
     from ..reduction.ism import ISM
     from ..kernels.syntax import parse_kernel
 
     X, y_col = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
-    kernel = parse_kernel(args.kernel, sigma=_sigma(args.sigma))
+    if args.clusters is not None:
+        kernel = parse_kernel(args.kernel, sigma=_sigma(args.sigma))
     out = _out_dir(args.out)
     t0 = time.perf_counter()
     if args.clusters is not None:
@@ -197,9 +219,10 @@ def cmd_reduce(args):
         else:
             raise UsageError("reduce needs --labels (or --label-column / a bundled dataset), "
                              "or --clusters for unsupervised ISM")
+        kernel, sigma = _ism_kernel(args)
         with _fitting(args) as verbose:
-            model = ISM(n_components=args.components, kernel=kernel, random_state=args.seed,
-                        verbose=verbose)
+            model = ISM(n_components=args.components, kernel=kernel, sigma=sigma,
+                        random_state=args.seed, verbose=verbose)
             model.fit(X, y)
         extra = {"hsic": model.hsic_, "converged": model.converged_}
     elapsed = time.perf_counter() - t0
@@ -378,7 +401,10 @@ def build_parser():
     p.add_argument("--clusters", type=int, help="unsupervised ISM with this many clusters")
     p.add_argument("--kernel", default="gaussian", help=kernel_help)
     p.add_argument("--components", "-k", type=int, default=None, help="q (default: eigengap)")
-    p.add_argument("--sigma", default=None, help="Gaussian bandwidth or 'median' (default)")
+    p.add_argument("--sigma", default=None,
+                   help="Gaussian bandwidth, or a rule: 'auto' (default, as ikdr.ISM: the median "
+                        "distance of the projected start), 'median' or 'separation'; with "
+                        "--clusters a number or 'median' (default)")
     _outputs(p)
     _common(p)
     p.set_defaults(func=cmd_reduce)

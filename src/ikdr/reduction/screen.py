@@ -88,8 +88,10 @@ def moment_screen(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     kept : ndarray (d,) float
         The significant part of each feature's deviations (0: not significant).
     raw : ndarray (d,) float
-        All of each feature's squared z-scores, weighted by class size: a
-        ranking of the features the screen drops.
+        Each feature's squared class-mean z-score plus its largest squared
+        second-moment z-score (variance or covariance with any feature),
+        weighted by class size: the order in which the features the screen
+        drops are tried (:mod:`ikdr.reduction.support`).
     """
     n, d = X.shape
     codes = _classes(y)
@@ -118,7 +120,9 @@ def moment_screen(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     m = (mean_c - mean) / std * np.sqrt(nc)
     D = (second_c - S) / se
     weight = nc[:, 0] / n
-    raw = weight @ (m * m + np.sum(D * D, axis=2) / d)
+    # each feature's strongest deviation: a mean over its d second moments would
+    # bury one strong covariance (an interaction) among d - 1 noise ones
+    raw = weight @ (m * m + np.max(D * D, axis=2))
     m = m * (np.abs(m) > z1) / np.sqrt(nc)
     D = D * (np.abs(D) > threshold) * se
     kept = weight @ (m * m + np.sum(D * D, axis=2))

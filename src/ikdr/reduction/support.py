@@ -139,12 +139,18 @@ def heldout_losses(rows, features, W, kernel, fold_fit):
     W0)`` started from ``W`` (the fit on every row, rows of ``features``; zero
     rows for features it did not use) and run to a maximum of that half alone."""
     X = rows.X[:, features]
+    # fewer features than directions: the leading directions (W's columns come
+    # in the order of their eigenvalues)
+    W = W[:, :min(W.shape[1], features.size)]
     losses = np.zeros(features.size)
     objective = 0.0
     for fold, (train, test) in enumerate(rows.folds):
         W_half = fold_fit(X[train], rows.y[train], kernel, W)
         PW, f = kernel.phi_product(X[test], W_half, rows.test_gamma(fold), W_half)
-        losses += 2.0 * np.einsum("jk,jk->j", W_half, PW)
+        shares = 2.0 * W_half * PW
+        # a direction whose held-out value is negative carries no dependence (the
+        # floor on q can force one): the features are judged on the others
+        losses += shares[:, shares.sum(axis=0) > 0].sum(axis=1)
         objective += f
     return losses, objective
 
@@ -161,13 +167,17 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
     best by held-out loss, then by ``order``, fill it up).
 
     Each round tests the current features and a batch of untried candidates on
-    the two halves, warm-started from the current fit; the fit on every row is
-    made again only when the features change. Returns (:class:`Selection`, the
+    the two halves, warm-started from the first fit on every row (zero rows for
+    the features it did not use); the fit on every row is made once more, warm,
+    at the end, when the features changed. Returns (:class:`Selection`, the
     result of the fit on ``support``).
     """
     d = rows.X.shape[1]
     current = filled(np.sort(start), order, minimum)
     W, kernel, result = fit(current, None)
+    fitted = current
+    W_all = np.zeros((d, W.shape[1]))
+    W_all[current] = W
     tried = set(current.tolist())
     batch_size = max(4, current.size // 2)
     rounds: list = []
@@ -176,8 +186,6 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
         batch = np.array([j for j in order if j not in tried][:batch_size], dtype=np.intp)
         tried.update(batch.tolist())
         features = np.sort(np.concatenate([current, batch]))
-        W_all = np.zeros((d, W.shape[1]))
-        W_all[current] = W
         loss, objective = heldout_losses(rows, features, W_all[features], kernel, fold_fit)
         losses = np.zeros(d)
         losses[features] = loss
@@ -185,17 +193,19 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
         # candidate enters only when clearly positive (a loss within rounding and
         # sampling noise of zero must not flip the support between near-equal fits)
         margin = SUPPORT_MARGIN * abs(objective)
-        in_use = np.isin(features, current)
-        keep = np.where(in_use, loss > -margin, loss > margin)
+        keep = np.where(np.isin(features, current), loss > -margin, loss > margin)
         new = filled(features[keep], _by_loss(losses, order, features), minimum)
         rounds.append({"features": features, "kept": new, "heldout_objective": objective})
-        if np.array_equal(new, current):
-            break
-        # the features changed: the fit on every row again, from the last one's
-        # directions where they still fit
-        W0 = W_all[new] if new.size >= W.shape[1] else None
+        changed = not np.array_equal(new, current)
         current = new
-        W, kernel, result = fit(current, W0)
+        if not changed:
+            break
+    if not np.array_equal(current, fitted):
+        # the fit on every row of the chosen features, from the first fit's
+        # directions where they still span q dimensions
+        W0 = W_all[current]
+        ok = current.size >= W0.shape[1] and np.linalg.matrix_rank(W0) == W0.shape[1]
+        _, _, result = fit(current, W0 if ok else None)
     return Selection(support=current, losses=losses,
                      tried=np.array(sorted(tried), dtype=np.intp), rounds=rounds), result
 

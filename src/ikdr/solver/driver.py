@@ -233,7 +233,8 @@ def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", 
     while True:
         run.iterate()
         certificate, ascent = run.finish(certify)
-        if ascent is None or run.criterion != "gradient" or not run.can_escape():
+        # a saddle is a critical point: only a run the gradient rule stopped escapes
+        if ascent is None or run.stopping_rule != "gradient" or not run.can_escape():
             break
         if not run.escape(ascent):
             break
@@ -458,7 +459,7 @@ class _Run:
     def result(self, fields, ascent, warn, stacklevel):
         """The ISMResult, with ``converged`` True only where the certificate holds."""
         problem, point = self.problem, self.point
-        saddle = ascent is not None
+        saddle = ascent is not None and bool(fields["first_order"])
         certified = bool(fields["first_order"] and fields["second_order"] is not False
                          and not saddle)
         if not problem.depends_on_w:
