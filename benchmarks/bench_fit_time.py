@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/bench_fit_time.py      # one line: time, HSIC, iterations per case
 
-The fits use sigma="median" and every feature (screen=None where the version has it),
+The fits use sigma="median" and every feature (support="all", or screen=None, where the version has it),
 random_state=0, the core's default threads; equal HSIC says the two trees compute the
 same thing, the times say at what cost. Run it alone on a quiet machine.
 """
@@ -20,11 +20,15 @@ for n, d, k in cases:
     X = means[y] + rng.standard_normal((n, d))
     X = (X - X.mean(0)) / X.std(0)
     kw = dict(n_components=k - 1, sigma="median", random_state=0)
-    try:
-        ikdr.ISM(**kw, screen=None)
-        kw["screen"] = None
-    except TypeError:
-        pass
+    # every feature: support="all" (0.2), screen=None (its development versions), or
+    # nothing to set (0.1, whose ISM had neither)
+    for option in ({"support": "all"}, {"screen": None}):
+        try:
+            ikdr.ISM(**kw, **option)
+        except TypeError:
+            continue
+        kw.update(option)
+        break
     best = np.inf
     for _ in range(5):
         t = time.perf_counter(); m = ikdr.ISM(**kw).fit(X, y); best = min(best, time.perf_counter() - t)

@@ -126,9 +126,9 @@ def test_eigenvalue_rule_does_not_stop_inside_a_swing():
     needs W to have settled."""
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    papers = dict(n_components=2, sigma="median", screen=None)
+    papers = dict(n_components=2, sigma="median", support="all", criterion="eigenvalues")
     model = ikdr.ISM(**papers).fit(X, y)
-    best = ikdr.ISM(**papers, criterion="gradient", gtol=1e-10).fit(X, y)
+    best = ikdr.ISM(**{**papers, "criterion": "gradient"}, gtol=1e-10).fit(X, y)
     assert np.sin(principal_angle(model.components_, best.components_)) < 1e-3
     assert model.convergence_.relative_gradient_norm < 1e-6
     angles = [h["angle"] for h in model.history_ if h["step"] == "plain"]
@@ -498,7 +498,7 @@ def test_the_warning_names_a_swinging_w_when_the_eigenvalues_settled():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 40)
     X = rng.standard_normal((2, 80))[y] * 1.5 + rng.standard_normal((40, 80)) * 3.0
-    papers = dict(n_components=4, sigma=ikdr.median_sigma(X), tol=1e-6, screen=None,
+    papers = dict(n_components=4, sigma=ikdr.median_sigma(X), tol=1e-6, support="all",
                   max_iter=30, criterion="eigenvalues")
     with pytest.warns(ConvergenceWarning, match=r"turned W by .* eigenvalue is degenerate"):
         model = ikdr.ISM(**papers, gtol=1e-15).fit(X, y)

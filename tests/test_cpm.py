@@ -136,8 +136,8 @@ def test_the_ism_estimator_takes_eigen_solver_cpm():
 
     X, y = load_wine(return_X_y=True)
     X = StandardScaler().fit_transform(X)
-    ref = ikdr.ISM(n_components=2, sigma="median", screen=None).fit(X, y)
-    cpm = ikdr.ISM(n_components=2, sigma="median", screen=None, eigen_solver="cpm").fit(X, y)
+    ref = ikdr.ISM(n_components=2, sigma="median", support="all").fit(X, y)
+    cpm = ikdr.ISM(n_components=2, sigma="median", support="all", eigen_solver="cpm").fit(X, y)
     assert ikdr.principal_angle(ref.components_, cpm.components_) < 1e-6
     assert cpm.hsic_ == pytest.approx(ref.hsic_, rel=1e-10)
     with pytest.raises(ValueError, match="eigen_solver"):

@@ -82,7 +82,7 @@ def test_any_chunking_gives_the_same_answer_and_repeats_bit_for_bit(client, data
     # bit for bit on the papers' configuration (all columns of the persisted data). With
     # the screen's column subset a dense Phi pass was seen to differ in its last bit
     # between runs on a two-process cluster (docs/distributed.md, known limitation)
-    papers = dict(n_components=2, random_state=0, sigma="median", screen=None)
+    papers = dict(n_components=2, random_state=0, sigma="median", support="all")
     first = ikdr.ISM(**papers).fit(Xd, y_dask)
     second = ikdr.ISM(**papers).fit(Xd, y_dask)
     assert np.array_equal(first.components_, second.components_)
@@ -210,7 +210,7 @@ def test_grid_search_runs_every_estimator_on_the_dask_joblib_backend(client):
     def score(est, X, y):
         return float(np.linalg.norm(est.transform(X)))
 
-    grids = [(ikdr.ISM(kernel="linear"), {"n_components": [1, 2]}),
+    grids = [(ikdr.ISM(kernel="linear", random_state=0), {"n_components": [1, 2]}),
              (ikdr.ISMClustering(n_clusters=2, max_iter=2), {"n_components": [1, 2]}),
              (ikdr.KDAC(n_clusters=2, max_iter=2), {"n_components": [1, 2]}),
              (ikdr.SemiSupervisedISM(n_clusters=2, max_iter=2, n_components=1), {"mu": [0.5, 1.0]}),
@@ -316,7 +316,7 @@ def test_landmark_ism_on_dask_gives_the_in_memory_answer(client, approximation):
     # screened dimensions at the projected bandwidth, K_mm's condition number
     # amplifies the chunks' regrouped rounding to 1e-4..1e-3 in the subspace
     options = dict(n_components=2, approximation=approximation, n_landmarks=64,
-                   sigma="median", screen=None, random_state=0)
+                   sigma="median", support="all", random_state=0)
     ref = ikdr.ISM(**options).fit(X, y)
     got = ikdr.ISM(**options).fit(da.from_array(X, chunks=(150, 8)), y)
     assert ikdr.principal_angle(ref.components_, got.components_) < 1e-5

@@ -15,8 +15,9 @@ Y = np.repeat([0, 1], 20)
 X = _rng.standard_normal((40, 4)) + np.outer(Y, [3.0, 0, 0, 0])
 
 FITS = {
-    "ISM": lambda X: ikdr.ISM(n_components=1).fit(X, Y).components_,
-    "ISM linear": lambda X: ikdr.ISM(n_components=1, kernel="linear").fit(X, Y).components_,
+    "ISM": lambda X: ikdr.ISM(n_components=1, random_state=0).fit(X, Y).components_,
+    "ISM linear": lambda X: ikdr.ISM(n_components=1, kernel="linear",
+                                     random_state=0).fit(X, Y).components_,
     "ISMClustering": lambda X: ikdr.ISMClustering(n_clusters=2, n_components=1, max_iter=3,
                                                   random_state=0).fit(X).components_,
     "KDAC": lambda X: ikdr.KDAC(n_clusters=2, n_components=1, max_iter=3, random_state=0)
@@ -79,7 +80,7 @@ def test_tiny_sigma_warns_and_stays_finite(name, sigma):
     builders = {
         # every feature (the screen keeps the one that separates the classes, where
         # a 1-D kernel is not the identity at these sigmas)
-        "ISM": lambda: ikdr.ISM(n_components=1, sigma=sigma, screen=None).fit(X, Y).components_,
+        "ISM": lambda: ikdr.ISM(n_components=1, sigma=sigma, support="all").fit(X, Y).components_,
         "ISMClustering": lambda: ikdr.ISMClustering(n_clusters=2, n_components=1, sigma=sigma,
                                                     max_iter=3).fit(X).components_,
         "KDAC": lambda: ikdr.KDAC(n_clusters=2, n_components=1, sigma=sigma, max_iter=3)
@@ -144,7 +145,8 @@ def test_tied_eigenvalues_give_a_valid_subspace():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: ikdr.ISM(n_components=2, tol=1e-14, max_iter=1),
+    lambda: ikdr.ISM(n_components=2, tol=1e-14, max_iter=1, support="all",
+                     criterion="eigenvalues"),
     lambda: ikdr.ISMClustering(n_clusters=2, n_components=2, tol=1e-14, max_iter=1),
 ])
 def test_fit_warns_convergence_at_max_iter(make):

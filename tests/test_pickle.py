@@ -139,12 +139,12 @@ def test_estimators_pickled_by_ikdr_0_1_load_and_transform_alike():
         assert type(model).__module__.startswith("ikdr."), name
         np.testing.assert_array_equal(model.transform(X), expected, err_msg=name)
         # the parameters added since load with 0.1's behaviour: get_params and
-        # clone work, and ISM's screen stays off as it was
+        # clone work, and ISM keeps every feature as it did
         params = model.get_params()
         assert set(params) == set(type(model)._get_param_names()), name
         from sklearn.base import clone
         clone(model)
-    assert stored["models"]["ISM"][0].screen is None
+    assert stored["models"]["ISM"][0].support == "all"
 
 
 def test_an_unknown_name_of_ikdr_0_1_fails_naming_the_version():

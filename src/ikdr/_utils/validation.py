@@ -166,7 +166,7 @@ class TargetRequiredMixin:
 class NewParametersOnLoad:
     """Estimators pickled by an earlier ikdr lack the parameters added since. On
     load each gets the value in ``_earlier_parameters`` (the one that does what
-    the earlier version did, e.g. ISM's ``screen=None``), so that
+    the earlier version did, e.g. ISM's ``support="all"``), so that
     ``get_params``, ``clone`` and a refit work, and the fitted attributes added
     since get ``_fitted_defaults(state)``."""
 

@@ -378,7 +378,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
             support = _filled(np.sort(start), order, q_user or minimum)
             W, kernel, result = fit_rows(support, None)
             losses = np.zeros(d)
-            losses[support] = heldout_losses(heldout, support, W, kernel, self._fold_fit)[0]
+            losses[support] = heldout_losses(heldout, support, W, kernel,
+                                             self._fold_fit)[0].sum(axis=0)
         self._set_fitted(*result, support, d, X.shape[0], scores, classes)
         self.feature_importances_ = heldout_importances(losses, heldout)
         return self

@@ -67,8 +67,13 @@ MAX_ROUNDS = 4
 #: (the ones with the highest raw screen scores above it)
 ALL_FEATURES = 64
 #: a feature in use leaves when its summed held-out loss is below -SUPPORT_MARGIN
-#: times the summed held-out objective; a candidate enters above +SUPPORT_MARGIN
+#: times the summed held-out objective (a loss within rounding and sampling noise
+#: of zero must not flip the support between near-equal fits) ...
 SUPPORT_MARGIN = 1e-3
+#: ... and a candidate enters above +CANDIDATE_MARGIN times it: the held-out loss of a
+#: noise feature that a half's fit took in reaches 1-1.5% (ring or XOR among 50
+#: noise features, 1,000 rows), a weak real one several percent
+CANDIDATE_MARGIN = 2e-2
 #: relative gradient at which a half's fit stops (it only ranks features)
 FOLD_GTOL = 1e-4
 #: bins of the one-dimensional kernels of the marginal part
@@ -134,15 +139,15 @@ class Selection:
 
 
 def heldout_losses(rows, features, W, kernel, fold_fit):
-    """Summed held-out losses of ``features`` (module docstring) and the summed
-    held-out objective. Each half's W is ``fold_fit(X_train, y_train, kernel,
+    """Held-out losses of ``features`` (module docstring), one row per half, and the
+    summed held-out objective. Each half's W is ``fold_fit(X_train, y_train, kernel,
     W0)`` started from ``W`` (the fit on every row, rows of ``features``; zero
     rows for features it did not use) and run to a maximum of that half alone."""
     X = rows.X[:, features]
     # fewer features than directions: the leading directions (W's columns come
     # in the order of their eigenvalues)
     W = W[:, :min(W.shape[1], features.size)]
-    losses = np.zeros(features.size)
+    losses = np.zeros((len(rows.folds), features.size))
     objective = 0.0
     for fold, (train, test) in enumerate(rows.folds):
         W_half = fold_fit(X[train], rows.y[train], kernel, W)
@@ -150,7 +155,7 @@ def heldout_losses(rows, features, W, kernel, fold_fit):
         shares = 2.0 * W_half * PW
         # a direction whose held-out value is negative carries no dependence (the
         # floor on q can force one): the features are judged on the others
-        losses += shares[:, shares.sum(axis=0) > 0].sum(axis=1)
+        losses[fold] = shares[:, shares.sum(axis=0) > 0].sum(axis=1)
         objective += f
     return losses, objective
 
@@ -186,14 +191,14 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
         batch = np.array([j for j in order if j not in tried][:batch_size], dtype=np.intp)
         tried.update(batch.tolist())
         features = np.sort(np.concatenate([current, batch]))
-        loss, objective = heldout_losses(rows, features, W_all[features], kernel, fold_fit)
+        halves, objective = heldout_losses(rows, features, W_all[features], kernel, fold_fit)
+        loss = halves.sum(axis=0)
         losses = np.zeros(d)
         losses[features] = loss
         # hysteresis: a feature in use stays unless its loss is clearly negative, a
-        # candidate enters only when clearly positive (a loss within rounding and
-        # sampling noise of zero must not flip the support between near-equal fits)
-        margin = SUPPORT_MARGIN * abs(objective)
-        keep = np.where(np.isin(features, current), loss > -margin, loss > margin)
+        # candidate enters only when clearly positive, on each half
+        keep = np.where(np.isin(features, current), loss > -SUPPORT_MARGIN * abs(objective),
+                        (loss > CANDIDATE_MARGIN * abs(objective)) & (halves.min(axis=0) > 0))
         new = filled(features[keep], _by_loss(losses, order, features), minimum)
         rounds.append({"features": features, "kept": new, "heldout_objective": objective})
         changed = not np.array_equal(new, current)
@@ -241,10 +246,13 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
     pairs of rows.
     """
     n, d = X.shape
-    factor = gamma.factor if gamma.is_factored else np.linalg.cholesky(
-        gamma.toarray() + 1e-12 * np.eye(n))
-    scale = gamma.scale if gamma.is_factored and gamma.scale is not None else \
-        np.ones(factor.shape[1])
+    factor: np.ndarray
+    if gamma.factor is not None:
+        factor = gamma.factor
+        scale = np.ones(factor.shape[1]) if gamma.scale is None else gamma.scale
+    else:       # a dense (positive semi-definite) Gamma: its Cholesky factor
+        factor = np.linalg.cholesky(gamma.toarray() + 1e-12 * np.eye(n))
+        scale = np.ones(n)
     trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
