@@ -11,6 +11,11 @@ output folder per input under ``--out`` plus ``summary.csv`` / ``summary.json``
 with one row per file (see :mod:`ikdr.cli.batch`); a bad file is recorded and the
 others go on.
 
+Options are checked once, before any file is read or any batch worker starts
+(each command's ``check_*`` function): a bad option value, or a command
+that needs labels and has no source of them, is one usage error, not one per
+file.
+
 Exit codes: 0 success; 2 usage or input error (one-line message, no
 traceback): a bad option, a missing or malformed file, or data and parameters
 that ikdr's or scikit-learn's validation rejects; 1 unexpected failure inside
@@ -34,8 +39,8 @@ import numpy as np
 
 from .._config import num_threads, show_config
 from .._utils.progress import progress_bars
-from .batch import is_batch, run_batch
-from .io import InputError, load_data, load_labels, save_array
+from .batch import expand_inputs, is_batch, run_batch
+from .io import BUNDLED, InputError, load_data, load_labels, save_array
 
 log = logging.getLogger("ikdr")
 
@@ -148,15 +153,123 @@ def _positive(name, value, *, strict=True):
     return value
 
 
+def _inputs(args):
+    """The input files of a run, a batch's patterns expanded."""
+    return expand_inputs(args.data) if isinstance(args.data, list) else [args.data]
+
+
+def _carries_labels(spec):
+    """A bundled dataset or an .npz archive (arrays X and y) may hold its own labels;
+    a CSV or .npy file holds them only in a column named by --label-column."""
+    return spec in BUNDLED or spec.lower().endswith(".npz")
+
+
+def _require_labels(args, what):
+    """Without a label option, every input must be able to carry its own labels."""
+    if args.label_column is not None:
+        return
+    unlabelled = [spec for spec in _inputs(args) if not _carries_labels(spec)]
+    if unlabelled:
+        many = f" (and {len(unlabelled) - 1} more)" if len(unlabelled) > 1 else ""
+        raise UsageError(f"{what}; {unlabelled[0]}{many} has no labels of its own")
+
+
+def _checked(model):
+    """The estimator a command will fit, its parameters validated by its own constraints."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    try:
+        model._validate_params()
+    except InvalidParameterError as exc:
+        raise UsageError(_first_line(exc)) from None
+    return model
+
+
+def _kernel(args):
+    from ..kernels.syntax import parse_kernel
+
+    sigma = _sigma(args.sigma)
+    try:
+        return parse_kernel(args.kernel, sigma=sigma)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(_first_line(exc)) from None
+
+
+def _reduce_model(args):
+    if args.clusters is not None:
+        from ..cluster.ism_clustering import ISMClustering
+
+        return ISMClustering(n_clusters=args.clusters, n_components=args.components,
+                             kernel=_kernel(args), random_state=args.seed,
+                             verbose=int(args.verbose))
+    from ..reduction.ism import ISM
+
+    return ISM(n_components=args.components, kernel=_kernel(args), random_state=args.seed,
+               verbose=int(args.verbose))
+
+
+def check_reduce(args):
+    """The options of ``reduce``, before any file is read."""
+    _checked(_reduce_model(args))
+    if args.clusters is None and args.labels is None:
+        _require_labels(args, "reduce needs --labels FILE, --label-column NAME|INDEX or "
+                              "--clusters K")
+
+
+def _altcluster_model(args):
+    from ..cluster.kdac import KDAC
+
+    _positive("--lam", args.lam, strict=False)
+    return KDAC(n_clusters=args.clusters, n_components=args.components, kernel=_kernel(args),
+                lam=args.lam, max_iter=args.max_iter, random_state=args.seed,
+                verbose=int(args.verbose))
+
+
+def check_altcluster(args):
+    """The options of ``altcluster``, before any file is read."""
+    _checked(_altcluster_model(args))
+    if not args.existing:
+        _require_labels(args, "altcluster needs --existing LABELS or --label-column "
+                              "NAME|INDEX (the existing clustering)")
+
+
+def check_ksvd(args):
+    """The options of ``ksvd``, before any file is read."""
+    _positive("--components", args.components)
+    _positive("--gamma", args.gamma)
+    _positive("--tol", args.tol)
+    if _landmarks(args.landmarks) is not None and args.solver != "nystrom":
+        raise UsageError("--landmarks needs --solver nystrom")
+
+
+def _knet_model(args):
+    from ..cluster.knet import KNetClustering
+
+    _positive("--learning-rate", args.learning_rate)
+    _positive("--lam", args.lam, strict=False)
+    return KNetClustering(n_clusters=args.clusters, hidden_layer_sizes=_hidden(args.hidden),
+                          update=args.update,
+                          sigma="auto" if args.sigma is None else _sigma(args.sigma),
+                          embedding_sigma=_sigma(args.embedding_sigma), lam=args.lam,
+                          max_iter=args.max_iter, learning_rate=args.learning_rate,
+                          batch_size=args.batch_size, random_state=args.seed,
+                          verbose=int(args.verbose))
+
+
+def check_knet(args):
+    """The options of ``knet``, before any file is read."""
+    _checked(_knet_model(args))
+
+
 @contextlib.contextmanager
 def _fitting(args):
     """Around a fit: with --verbose the estimator's per-iteration lines go to
     stderr (stdout carries the JSON summary)."""
     if args.verbose:
         with contextlib.redirect_stdout(sys.stderr):
-            yield 1
+            yield
     else:
-        yield 0
+        yield
 
 
 def _nmi_if_known(y, labels):
@@ -171,20 +284,13 @@ def _nmi_if_known(y, labels):
 
 
 def cmd_reduce(args):
-    from ..reduction.ism import ISM
-    from ..kernels.syntax import parse_kernel
-
     X, y_col = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
-    kernel = parse_kernel(args.kernel, sigma=_sigma(args.sigma))
+    model = _reduce_model(args)
     out = _out_dir(args.out)
     t0 = time.perf_counter()
     if args.clusters is not None:
-        from ..cluster.ism_clustering import ISMClustering
-
-        with _fitting(args) as verbose:
-            model = ISMClustering(n_clusters=args.clusters, n_components=args.components,
-                                  kernel=kernel, random_state=args.seed, verbose=verbose)
+        with _fitting(args):
             model.fit(X)
         _save(args, "labels", model.labels_)
         extra = {"n_clusters": args.clusters, "quality": model.quality_,
@@ -195,11 +301,9 @@ def cmd_reduce(args):
         elif y_col is not None:
             y = y_col
         else:
-            raise UsageError("reduce needs --labels (or --label-column / a bundled dataset), "
-                             "or --clusters for unsupervised ISM")
-        with _fitting(args) as verbose:
-            model = ISM(n_components=args.components, kernel=kernel, random_state=args.seed,
-                        verbose=verbose)
+            raise UsageError(f"{args.data} holds no labels: reduce needs --labels FILE, "
+                             "--label-column NAME|INDEX or --clusters K")
+        with _fitting(args):
             model.fit(X, y)
         extra = {"hsic": model.hsic_, "converged": model.converged_}
     elapsed = time.perf_counter() - t0
@@ -220,25 +324,18 @@ def _existing_labels(args, n_samples, y_col):
         return [load_labels(path, n_samples) for path in args.existing]
     if y_col is not None:
         return [y_col]
-    raise UsageError("altcluster needs --existing LABELS (or --label-column / a bundled "
-                     "dataset, whose labels are then the existing clustering)")
+    raise UsageError(f"{args.data} holds no labels: altcluster needs --existing LABELS or "
+                     "--label-column NAME|INDEX (the existing clustering)")
 
 
 def cmd_altcluster(args):
-    from ..cluster.kdac import KDAC
-    from ..kernels.syntax import parse_kernel
-
     X, y_col = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
     existing = _existing_labels(args, X.shape[0], y_col)
-    kernel = parse_kernel(args.kernel, sigma=_sigma(args.sigma))
-    _positive("--lam", args.lam, strict=False)
+    model = _altcluster_model(args)
     out = _out_dir(args.out)
     t0 = time.perf_counter()
-    with _fitting(args) as verbose:
-        model = KDAC(n_clusters=args.clusters, n_components=args.components, kernel=kernel,
-                     lam=args.lam, max_iter=args.max_iter, random_state=args.seed,
-                     verbose=verbose)
+    with _fitting(args):
         model.fit(X, existing if len(existing) > 1 else existing[0])
     elapsed = time.perf_counter() - t0
     _save(args, "labels", model.labels_)
@@ -279,11 +376,7 @@ def cmd_ksvd(args):
     if args.columns is not None:
         Z, _, _ = load_data(args.columns)
         log.info("loaded %s: %d x %d", args.columns, Z.shape[0], Z.shape[1])
-    _positive("--gamma", args.gamma)
-    _positive("--tol", args.tol)
     landmarks = _landmarks(args.landmarks)
-    if landmarks is not None and args.solver != "nystrom":
-        raise UsageError("--landmarks needs --solver nystrom")
     out = _out_dir(args.out)
     t0 = time.perf_counter()
     sigma = "median" if args.gamma is None else args.gamma / np.sqrt(2.0)
@@ -329,23 +422,12 @@ def _hidden(text):
 
 
 def cmd_knet(args):
-    from ..cluster.knet import KNetClustering
-
     X, y_col = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
-    hidden = _hidden(args.hidden)
-    _positive("--learning-rate", args.learning_rate)
-    _positive("--lam", args.lam, strict=False)
+    model = _knet_model(args)
     out = _out_dir(args.out)
     t0 = time.perf_counter()
-    with _fitting(args) as verbose:
-        model = KNetClustering(n_clusters=args.clusters, hidden_layer_sizes=hidden,
-                               update=args.update,
-                               sigma="auto" if args.sigma is None else _sigma(args.sigma),
-                               embedding_sigma=_sigma(args.embedding_sigma), lam=args.lam,
-                               max_iter=args.max_iter, learning_rate=args.learning_rate,
-                               batch_size=args.batch_size, random_state=args.seed,
-                               verbose=verbose)
+    with _fitting(args):
         model.fit(X)
     elapsed = time.perf_counter() - t0
     _save(args, "labels", model.labels_)
@@ -381,7 +463,7 @@ def build_parser():
     p.add_argument("--sigma", default=None, help="Gaussian bandwidth or 'median' (default)")
     _outputs(p)
     _common(p)
-    p.set_defaults(func=cmd_reduce)
+    p.set_defaults(func=cmd_reduce, check=check_reduce)
 
     p = sub.add_parser("altcluster", help="alternative clustering (KDAC) to existing labels")
     _data(p)
@@ -396,7 +478,7 @@ def build_parser():
     p.add_argument("--max-iter", type=int, default=20, help="outer U/W iterations (default 20)")
     _outputs(p)
     _common(p)
-    p.set_defaults(func=cmd_altcluster)
+    p.set_defaults(func=cmd_altcluster, check=check_altcluster)
 
     p = sub.add_parser("ksvd", help="asymmetric kernel SVD (dense data or a sparse .npz graph)")
     p.add_argument("data", nargs="+",
@@ -415,7 +497,7 @@ def build_parser():
     p.add_argument("--tol", type=float, default=None, help="ARPACK tol / Nystrom target eta")
     _outputs(p)
     _common(p)
-    p.set_defaults(func=cmd_ksvd)
+    p.set_defaults(func=cmd_ksvd, check=check_ksvd)
 
     p = sub.add_parser("knet", help="KNet deep kernel clustering")
     _data(p)
@@ -434,7 +516,7 @@ def build_parser():
     p.add_argument("--batch-size", type=int, default=None, help="default min(n, 200)")
     _outputs(p)
     _common(p)
-    p.set_defaults(func=cmd_knet)
+    p.set_defaults(func=cmd_knet, check=check_knet)
 
     p = sub.add_parser("info", help="version, build and thread configuration")
     p.set_defaults(func=cmd_info, threads=None, verbose=False, quiet=False, seed=0)
@@ -514,6 +596,13 @@ def main(argv=None):
     if args.threads is not None and args.threads < 1:
         print(f"ikdr {args.command}: error: --threads must be >= 1", file=sys.stderr)
         return 2
+    check = getattr(args, "check", None)
+    if check is not None:
+        try:    # once, before any file is read or any batch worker starts
+            check(args)
+        except UsageError as exc:
+            print(f"ikdr {args.command}: error: {_first_line(exc)}", file=sys.stderr)
+            return 2
     if isinstance(getattr(args, "data", None), list):
         if is_batch(args.data):
             return _main_batch(args, run_batch)
