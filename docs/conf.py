@@ -49,7 +49,8 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "_generated", "gallery/*.md", "Thumbs.db", ".DS_Store"]
 templates_path = ["_templates"]
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["ikdr.css"]      # tables: a smaller font, wide ones scroll within the column
 
 html_theme = "furo"
 html_title = f"ikdr {release}"

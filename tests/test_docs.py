@@ -105,6 +105,57 @@ def test_readme_python_runs(tmp_path):
         assert r.returncode == 0, r.stderr[-2000:]
 
 
+def public_classes():
+    """Every public class of the API reference, once."""
+    import inspect
+
+    seen, classes = set(), []
+    for module in (ikdr, ikdr.kernels, ikdr.gamma, ikdr.metrics, ikdr.datasets):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) and id(obj) not in seen:
+                seen.add(id(obj))
+                classes.append(obj)
+    return classes
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numpydoc") is None, reason=SKIP_REASON)
+def test_every_attribute_is_described():
+    """Each entry of an Attributes section (fitted attributes, result fields, properties)
+    says what it is: the API reference shows the text, not only a name and a type."""
+    from numpydoc.docscrape import ClassDoc
+
+    bare = [f"{cls.__module__}.{cls.__name__}.{entry.name}"
+            for cls in public_classes() for entry in ClassDoc(cls)["Attributes"]
+            if not "".join(entry.desc).strip()]
+    assert not bare, "attributes without a description:\n" + "\n".join(bare)
+
+
+RESULTS = ROOT / "benchmarks" / "results"
+FLOOR_SENTENCE = re.compile(r"Every (?:other )?floor in this table is met|Below (?:its|the) floor")
+
+
+@pytest.mark.skipif(not RESULTS.is_dir(), reason="reads benchmarks/results/ of a source "
+                    "checkout: run the tests from the checkout")
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.md")) if RESULTS.is_dir() else [],
+                         ids=lambda path: path.name)
+def test_results_file_says_machine_date_and_command(path):
+    """Each results page opens with its title, then the machine, the date and the command
+    on lines of their own; a table with a target column says in a sentence whether the
+    floors were met."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines and lines[0].startswith("# "), f"{path.name}: no title on the first line"
+    head = lines[:lines.index("", 2) if "" in lines[2:] else len(lines)]
+    for field in ("machine", "date", "command"):
+        assert sum(line.startswith(f"- {field}: ") for line in head) == 1, (
+            f"{path.name}: no '- {field}: ...' line of its own under the title")
+    headers = [line for line in lines if line.startswith("|") and re.search(
+        r"\|\s*target\s*\|", line, re.IGNORECASE)]
+    if headers:
+        assert FLOOR_SENTENCE.search("\n".join(lines)), (
+            f"{path.name}: a table with targets and no sentence saying which floors are met")
+
+
 def untracked_files():
     """Files in the source tree that git neither tracks nor ignores (None: not a checkout)."""
     try:

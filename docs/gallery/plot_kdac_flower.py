@@ -21,14 +21,16 @@ from sklearn.preprocessing import StandardScaler
 import ikdr
 from ikdr.datasets import load_image_colors, segmentation_image
 
-STEP = 25                                              # colour rounding, per channel
-photo = load_sample_image("flower.jpg")[::4, ::4]      # 107 x 160 pixels
+STEP = 25                                           # colour rounding
+photo = load_sample_image("flower.jpg")[::4, ::4]   # 107 x 160 pixels
 image = (photo // STEP * STEP + STEP // 2).astype("uint8")
-colors, index = load_image_colors(image)               # distinct colours, each pixel's colour
-X = StandardScaler().fit_transform(colors)
+colors, index = load_image_colors(image)   # the distinct colours, and
+X = StandardScaler().fit_transform(colors)  # each pixel's row of them
 
-original = ikdr.ISMClustering(n_clusters=2, n_components=2, random_state=0).fit_predict(X)
-kdac = ikdr.KDAC(n_clusters=2, n_components=2, sigma=2.0, lam=10.0, random_state=0)
+ism = ikdr.ISMClustering(n_clusters=2, n_components=2, random_state=0)
+original = ism.fit_predict(X)
+kdac = ikdr.KDAC(n_clusters=2, n_components=2, sigma=2.0, lam=10.0,
+                 random_state=0)
 kdac.fit(X, original)
 print(f"{len(colors)} distinct colours; novelty (NMI to the original) "
       f"{kdac.novelty_:.3f}, clustering quality {kdac.quality_:.3f}")
@@ -36,11 +38,16 @@ print(f"{len(colors)} distinct colours; novelty (NMI to the original) "
 # %%
 # The first segmentation separates the orange flower from the green and blue
 # leaves. The alternative one cuts across that split (its NMI to the first is
-# about 0): each of its segments holds colours of both the flower and the leaves.
+# about 0): each of its segments holds colours of both the flower and the
+# leaves.
 
-panels = [("photograph (rounded colours)", image),
-          ("original segmentation\n(ISM clustering)", segmentation_image(original, index)),
-          ("alternative segmentation\n(KDAC)", segmentation_image(kdac.labels_, index))]
+panels = [
+    ("photograph (rounded colours)", image),
+    ("original segmentation\n(ISM clustering)",
+     segmentation_image(original, index)),
+    ("alternative segmentation\n(KDAC)",
+     segmentation_image(kdac.labels_, index)),
+]
 fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
 for ax, (title, picture) in zip(axes, panels):
     ax.imshow(picture)
