@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import linecache
 import logging
 import os
 import sys
@@ -40,13 +39,10 @@ import numpy as np
 from .._config import num_threads, show_config
 from .._utils.progress import progress_bars
 from .batch import expand_inputs, is_batch, run_batch
+from .errors import UsageError, first_line, is_input_error
 from .io import BUNDLED, InputError, load_data, load_labels, save_array
 
 log = logging.getLogger("ikdr")
-
-
-class UsageError(ValueError):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -181,7 +177,7 @@ def _checked(model):
     try:
         model._validate_params()
     except InvalidParameterError as exc:
-        raise UsageError(_first_line(exc)) from None
+        raise UsageError(first_line(exc)) from None
     return model
 
 
@@ -192,7 +188,7 @@ def _kernel(args):
     try:
         return parse_kernel(args.kernel, sigma=sigma)
     except (TypeError, ValueError) as exc:
-        raise UsageError(_first_line(exc)) from None
+        raise UsageError(first_line(exc)) from None
 
 
 def _reduce_model(args):
@@ -523,48 +519,6 @@ def build_parser():
     return parser
 
 
-# Where a deliberate ``raise ValueError/TypeError/MemoryError`` is a check of the caller's
-# input: ikdr itself (its validation of data, parameters and the memory budget) and
-# scikit-learn's parameter and array validation.
-_CHECKING_CODE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_SKLEARN_CHECKS = ("validation.py", "_param_validation.py")
-
-
-def is_input_error(exc):
-    """True when ``exc`` reports bad input or usage, False for an unexpected failure.
-
-    Input errors are the command line's own (:class:`UsageError`, unreadable or
-    malformed files) and the ``ValueError``, ``TypeError`` or ``MemoryError`` (the
-    memory budget) that ikdr or scikit-learn's validation raises on purpose with a
-    ``raise`` statement. The same types raised elsewhere, such as by NumPy, SciPy,
-    LAPACK or the C++ core below ikdr's own checks, or any other exception type,
-    are failures of the library (exit 1).
-    """
-    if isinstance(exc, (InputError, UsageError, FileNotFoundError, PermissionError,
-                        IsADirectoryError)):
-        return True
-    if not isinstance(exc, (ValueError, TypeError, MemoryError)):
-        return False
-    tb = exc.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
-    ours = filename.startswith(_CHECKING_CODE)
-    sklearn_check = (os.sep + "sklearn" + os.sep in filename
-                     and os.path.basename(filename) in _SKLEARN_CHECKS)
-    if not (ours or sklearn_check):
-        return False
-    # a raise statement, not a call into compiled code that failed on that line
-    return linecache.getline(filename, tb.tb_lineno).lstrip().startswith("raise")
-
-
-def _first_line(exc):
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):
     print(f"ikdr: warning: {str(message).strip().splitlines()[0]}", file=file or sys.stderr)
 
@@ -601,7 +555,7 @@ def main(argv=None):
         try:    # once, before any file is read or any batch worker starts
             check(args)
         except UsageError as exc:
-            print(f"ikdr {args.command}: error: {_first_line(exc)}", file=sys.stderr)
+            print(f"ikdr {args.command}: error: {first_line(exc)}", file=sys.stderr)
             return 2
     if isinstance(getattr(args, "data", None), list):
         if is_batch(args.data):
@@ -621,10 +575,10 @@ def main(argv=None):
         return 130
     except Exception as exc:  # noqa: BLE001 - sorted below: input error (2) or failure (1)
         if is_input_error(exc):
-            print(f"ikdr {args.command}: error: {_first_line(exc)}", file=sys.stderr)
+            print(f"ikdr {args.command}: error: {first_line(exc)}", file=sys.stderr)
             return 2
         print(f"ikdr {args.command}: unexpected failure: {type(exc).__name__}: "
-              f"{_first_line(exc)}" + ("" if args.verbose else " (--verbose shows the traceback)"),
+              f"{first_line(exc)}" + ("" if args.verbose else " (--verbose shows the traceback)"),
               file=sys.stderr)
         if args.verbose:
             traceback.print_exc()
