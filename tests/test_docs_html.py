@@ -322,6 +322,31 @@ def test_no_branch_or_commit_talk(site, bs4):
     assert not found, "workshop talk in the pages:\n" + "\n".join(found[:40])
 
 
+#: a page of this site named by its source file instead of linked
+SOURCE_OF_A_PAGE = re.compile(r"(?<![\w/.-])(?:docs|benchmarks/results)/[\w/]+\.md\b")
+
+
+def test_pages_are_linked_not_named_by_their_files(site, bs4):
+    """Prose and the API reference link another page of the site; they do not cite its
+    file in the repository (``docs/cpm.md``), which a reader of the site cannot open.
+    Commands that write a results file keep its path."""
+    found = []
+    for page in reader_pages(site):
+        article = parse(bs4, page).select_one("article")
+        if article is None:
+            continue
+        for node in article.select("pre, .highlight"):
+            node.decompose()
+        for code in article.select("code"):
+            if re.search(r"\bpython\b|--\w", visible_text(code)):    # a command line
+                code.decompose()
+        text = visible_text(article)
+        for match in SOURCE_OF_A_PAGE.finditer(text):
+            found.append(f"{page.relative_to(site)}: ..."
+                         f"{text[max(0, match.start() - 50):match.end() + 20]}...")
+    assert not found, "pages named by their files instead of linked:\n" + "\n".join(found[:40])
+
+
 def test_every_gallery_page_shows_its_output(site, bs4):
     """Each gallery example ran when the site was built: it has its figure, and its
     printed output does not say it skipped itself."""
