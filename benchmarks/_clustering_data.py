@@ -1,4 +1,4 @@
-"""Data sets of the clustering-quality benchmark and tests (issue 15).
+"""Data sets of the clustering-quality benchmark and tests.
 
 Every set is standardised (zero mean, unit variance per column), as a new
 user following the docs would do. The shared paper data are read from
@@ -107,7 +107,7 @@ def few_informative(kind, seed=0):
 
 
 def all_sets(seeds=(0, 1, 2), n=900, spiral_n=1200):
-    """(name, X, y) for every data set of the issue; shared ones only when present."""
+    """(name, X, y) for every data set of the benchmark; shared ones only when present."""
     out = []
     for name in ("circles", "moons", "blobs", "anisotropic", "varied"):
         for s in seeds:

@@ -337,20 +337,42 @@ def run_conditions(script, argv):
             "machine": machine_summary(), "load_average": load}
 
 
+def head_lines(title, conditions, details=()):
+    """The first lines of every results file: the title, then the machine, the date and the
+    command, each on a line of its own, the load at the start, then ``details`` (sizes,
+    repeats: one line each). The documentation's benchmark pages show them as they are."""
+    load = conditions["load_average"]
+    return [f"# {title}", "",
+            f"- machine: {conditions['machine']}",
+            f"- date: {conditions['date']}",
+            f"- command: `{conditions['command']}`",
+            f"- load average at the start: {', '.join(map(str, load)) if load else 'n/a'}",
+            *[f"- {line}" for line in details], ""]
+
+
+def results_head(title, script, argv=None, details=()):
+    """:func:`head_lines` for a run of ``benchmarks/<script>`` with ``argv`` (default: this
+    process's arguments), measured now."""
+    return head_lines(title, run_conditions(script, argv), details)
+
+
+def floors_missed(missed):
+    """A plain sentence for the floors a run did not reach (``missed``: one phrase each,
+    such as "10,000 x 64: 6.04x against a floor of 8x"), or that it reached them all."""
+    if not missed:
+        return "Every floor in this table is met."
+    return "Below its floor: " + "; ".join(missed) + ". Every other floor in this table is met."
+
+
 def write_results(stem, title, conditions, body, records=None, out_dir=None):
-    """Write ``results/<stem>.md`` (title, command, date, machine, then ``body`` lines)
-    and, with ``records``, ``results/<stem>.json`` (the conditions and the records), the
-    file other scripts read. Returns the markdown path."""
+    """Write ``results/<stem>.md`` (:func:`head_lines`, then ``body`` lines) and, with
+    ``records``, ``results/<stem>.json`` (the conditions and the records), the file other
+    scripts read. Returns the markdown path."""
     import json
 
     out_dir = Path(out_dir or RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
-    load = conditions["load_average"]
-    head = [f"# {title}", "",
-            f"- command: `{conditions['command']}`",
-            f"- date: {conditions['date']}",
-            f"- machine: {conditions['machine']}",
-            f"- load average at the start: {', '.join(map(str, load)) if load else 'n/a'}", ""]
+    head = head_lines(title, conditions)
     md = out_dir / f"{stem}.md"
     md.write_text("\n".join(head + list(body)) + "\n", encoding="utf-8")
     if records is not None:

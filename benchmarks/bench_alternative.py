@@ -1,4 +1,4 @@
-"""Alternative clustering benchmark (issue 34): KDAC beside ClustPy's NR-Kmeans and Orth.
+"""Alternative clustering benchmark: KDAC beside ClustPy's NR-Kmeans and Orth.
 
 Each case gives an existing clustering (one labelling, or a list of them) and
 one or more other labellings of the same data. Reported per method:
@@ -30,7 +30,6 @@ import argparse
 import sys
 import time
 import warnings
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ikdr  # noqa: E402
 from _clustering_data import SHARED, standardise  # noqa: E402
-from _peers import clustpy_alternative, machine_summary  # noqa: E402
+from _peers import clustpy_alternative, results_head  # noqa: E402
 from ikdr.metrics import nmi  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alternative_clustering.md"
@@ -171,10 +170,8 @@ def main(argv=None):
     sets = cases(args.quick)
     rows = run(sets, peers=not (args.quick or args.no_peers))
     text, held = table(rows)
-    command = "python benchmarks/bench_alternative.py " + " ".join(argv or sys.argv[1:])
-    doc = (f"# Alternative clustering (issue 34)\n\n"
-           f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_summary()}\n\n"
-           f"`{command.strip()}`\n\n"
+    doc = ("\n".join(results_head("Alternative clustering: KDAC against NR-Kmeans and Orth",
+                                   "bench_alternative.py", argv)) + "\n"
            "Standardised data; KDAC with its defaults (n_clusters, random_state=0). "
            "alt NMI: the largest NMI to a labelling not given; novelty: NMI to the given one. "
            "Peers: ClustPy's NR-Kmeans and Orth with n_clusters = the given and the sought "

@@ -19,7 +19,6 @@ the loop's. Reported: wall time, files per second, speed-up over the loop.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import shlex
@@ -52,7 +51,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--out", help="write the table (markdown) here")
     args = parser.parse_args()
-    from _peers import emit, machine_summary
+    from _peers import emit, results_head
 
     options = ["--label-column", "-1", "-k", "2", "--quiet"]
     ikdr = [sys.executable, "-m", "ikdr"]
@@ -91,12 +90,10 @@ def main() -> None:
                      f"({summary['jobs']} workers x {summary['threads_per_job']} threads)")
             results.append((label, elapsed))
 
-    lines = ["# Batch throughput: one `ikdr reduce` over many files vs a shell loop", "",
-             f"{datetime.date.today()}; {machine_summary()}",
-             f"{args.files} files of {args.rows} x {args.cols} (+ label column); options "
-             f"`{' '.join(options)}`",
-             f"command: `python benchmarks/bench_batch.py --files {args.files} --rows {args.rows} "
-             f"--cols {args.cols} --jobs {' '.join(map(str, args.jobs))}`", "",
+    lines = [*results_head("Batch throughput: one `ikdr reduce` over many files vs a shell loop",
+                           "bench_batch.py", details=[
+                               f"{args.files} files of {args.rows} x {args.cols} (+ label "
+                               f"column); options `{' '.join(options)}`"]),
              "| run | wall s | files/s | vs loop |", "|---|---|---|---|"]
     for label, seconds in results:
         lines.append(f"| {label} | {seconds:.2f} | {args.files / seconds:.2f} | "

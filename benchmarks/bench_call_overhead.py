@@ -28,7 +28,6 @@ Run it alone on a quiet machine: the numbers are meaningless under load.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 
@@ -49,7 +48,7 @@ def main():
     args = parser.parse_args()
 
     import ikdr
-    from _peers import best_times, emit, machine_summary, mixture
+    from _peers import best_times, emit, mixture, results_head
     from ikdr.kernels import Gaussian
 
     n, d, q, T = args.n, args.d, args.q, args.threads
@@ -85,12 +84,8 @@ def main():
                     f"{1e6 * (many - one / T):.0f} |")
         print(rows[-1], flush=True)
     text = "\n".join([
-        f"# Per-call cost of the core's threads at n = {n}",
-        "",
-        machine_summary(),
-        f"{datetime.date.today().isoformat()}; n = {n}, d = {d}, q = {q}, best of {args.repeat}; "
-        f"command: `python benchmarks/bench_call_overhead.py {' '.join(sys.argv[1:])}`",
-        "",
+        *results_head(f"Per-call cost of the core's threads at n = {n}", "bench_call_overhead.py",
+                      details=[f"n = {n}, d = {d}, q = {q}, best of {args.repeat}"]),
         f"| call | 1 thread s | {T} threads s | speed-up | overhead bound us |",
         "|---|---|---|---|---|",
         *rows,

@@ -1,4 +1,4 @@
-"""Timing of KDAC and ISMClustering (issue 3), with a dense numpy peer in the same run.
+"""Timing of KDAC and ISMClustering, with a dense numpy peer in the same run.
 
 Cases:
   * KDAC on Moon 400x4 (sigma 0.1, lambda 1, q 3) and Face 624x20 (sigma 3.1,

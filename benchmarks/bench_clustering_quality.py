@@ -1,6 +1,6 @@
-"""Clustering quality with the defaults (issue 15): NMI and fit time of every ikdr
+"""Clustering quality with the defaults: NMI and fit time of every ikdr
 clustering estimator beside k-means and scikit-learn's SpectralClustering
-(affinity="nearest_neighbors"), on every data set of the issue.
+(affinity="nearest_neighbors"), on every data set of the benchmark.
 
 Every estimator gets only ``n_clusters`` (and ``random_state``), on standardised
 data, as a new user would run it. The two estimators that need a second input
@@ -12,7 +12,7 @@ the structure themselves:
 * ``SemiSupervisedISM``: ``scores`` = the first principal component of X
   (an expert score any user has; it carries no label information).
 
-Floor (issue 34): every estimator's NMI >= (best baseline) - 0.02. The table
+Floor: every estimator's NMI >= (best baseline) - 0.02. The table
 marks rows below the floor with ``*``.
 
     PYTHONPATH=src python benchmarks/bench_clustering_quality.py            # full table
@@ -28,7 +28,6 @@ import argparse
 import sys
 import time
 import warnings
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ikdr  # noqa: E402
 from _clustering_data import all_sets  # noqa: E402
-from _peers import machine_summary  # noqa: E402
+from _peers import results_head  # noqa: E402
 from ikdr.metrics import nmi  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "clustering_quality.md"
@@ -130,10 +129,8 @@ def main(argv=None):
         sets = [s for s in sets if any(s[0].startswith(p) for p in args.only)]
     rows = run(sets, args.methods)
     text, summary = table(rows)
-    command = "python benchmarks/bench_clustering_quality.py " + " ".join(argv or sys.argv[1:])
-    doc = (f"# Clustering quality with the defaults (issues 15, 34)\n\n"
-           f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_summary()}\n\n"
-           f"`{command.strip()}`\n\n"
+    doc = ("\n".join(results_head("Clustering quality with the defaults",
+                                   "bench_clustering_quality.py", argv)) + "\n"
            "Standardised data; every estimator gets only n_clusters and random_state=0 "
            "(KDAC: a random 2-way partition as the existing clustering; SemiSupervisedISM: "
            "the first principal component as the scores). `*`: NMI below (best of k-means "

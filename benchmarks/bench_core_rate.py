@@ -65,7 +65,7 @@ def main():
     from threadpoolctl import threadpool_limits
 
     import ikdr
-    from _peers import best_time, machine_summary, mixture
+    from _peers import best_time, emit, mixture, results_head
     from ikdr.kernels import Gaussian, sne_matrix
 
     n, q, t = args.n, args.q, args.threads
@@ -124,14 +124,10 @@ def main():
                     f"P Q^T alone {t_dots:.3f} | {t_np / sec:.1f}x numpy, "
                     f"{t_dots / sec:.2f} of the GEMM rate (max diff {err:.1e}) |")
         print(rows[-1], flush=True)
-    text = "\n".join([machine_summary(), f"n = {n}, q = {q}, {t} threads, "
-                      "Gaussian kernel, factored supervised Gamma (10 classes)", "", header, *rows])
-    print("\n" + text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write("# Native passes against GEMM\n\n"
-                     "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python "
-                     f"benchmarks/bench_core_rate.py {' '.join(sys.argv[1:])}`\n\n{text}\n")
+    text = "\n".join([*results_head("Native passes against GEMM", "bench_core_rate.py", details=[
+        f"n = {n}, q = {q}, {t} threads, Gaussian kernel, factored supervised Gamma "
+        "(10 classes)"]), header, *rows]) + "\n"
+    emit(text, args.out)
 
 
 if __name__ == "__main__":

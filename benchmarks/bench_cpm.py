@@ -30,7 +30,6 @@ meaningless under load. The table records the load average at the start.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 import time
@@ -93,10 +92,9 @@ def main():
     args = parser.parse_args()
 
     import ikdr
-    from _peers import best_time, emit, machine_summary
+    from _peers import best_time, emit, results_head
     from ikdr.kernels import Gaussian
 
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     dims = []
     d = args.min_d
     while d <= args.max_d:
@@ -139,13 +137,9 @@ def main():
 
     blas_limit.restore_original_limits()
     lines = [
-        "# Thesis Fig. 3.4 with ikdr's eigen-solvers: time against d",
-        "",
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_summary()}",
-        f"load average at start: {load:.2f}; n = {args.n}, q = {args.q}, best of {args.repeat}; "
-        "the BLAS at one thread (as in ikdr.ism); the solvers are single-threaded",
-        "command: python benchmarks/bench_cpm.py " + " ".join(sys.argv[1:]),
-        "",
+        *results_head("Thesis Fig. 3.4 with ikdr's eigen-solvers: time against d", "bench_cpm.py",
+                      details=[f"n = {args.n}, q = {args.q}, best of {args.repeat}; the BLAS at "
+                               "one thread (as in ikdr.ism); the solvers are single-threaded"]),
         "| d | matrix | " + " | ".join(SOLVERS) + " | fastest converged (auto's choice) |",
         "|---|---|" + "---|" * len(SOLVERS) + "---|",
         *rows,

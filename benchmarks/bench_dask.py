@@ -1,4 +1,4 @@
-"""ikdr on a Dask cluster against the in-memory fit (issue 17).
+"""ikdr on a Dask cluster against the in-memory fit.
 
 For each d: supervised Gaussian ISM (``ikdr.ism`` on Gamma = H Y Y^T H, a fixed
 number of plain steps, no certificate, so every mode does the same passes)
@@ -25,7 +25,6 @@ Writes benchmarks/results/dask.md (machine, date and command in the file).
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 import time
@@ -69,7 +68,7 @@ def main():
     from distributed import Client, LocalCluster, get_task_stream
 
     import ikdr
-    from _peers import machine_summary, mixture, peak_rss_mb, reset_peak_rss
+    from _peers import mixture, peak_rss_mb, reset_peak_rss, results_head
 
     warnings.simplefilter("ignore")
     W = args.workers
@@ -77,9 +76,8 @@ def main():
                            dashboard_address=None, memory_limit=0)
     client = Client(cluster)
     client.run(ikdr.set_num_threads, 1)
-    lines = [f"# ikdr on Dask: {W}-worker LocalCluster against the in-memory fit", "",
-             f"{datetime.date.today()}; `python benchmarks/bench_dask.py " + " ".join(sys.argv[1:]) + "`",
-             "", machine_summary(), "",
+    lines = [*results_head(f"ikdr on Dask: {W}-worker LocalCluster against the in-memory fit",
+                           "bench_dask.py"),
              f"n = {args.n}, chunks of {args.chunk} rows ({-(-args.n // args.chunk)} blocks, "
              f"{(-(-args.n // args.chunk)) ** 2} pair tasks per pass), q = {args.q}, "
              f"{args.steps} plain ISM steps (no certificate); KSVD: m = {args.m}, "

@@ -380,14 +380,13 @@ def main(argv=None):
     print(table)
     if a.out:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from _peers import machine_summary
+        from _peers import results_head
 
         with open(a.out, "w") as fh:
-            fh.write("# Which features matter: recall at k against a random forest, permutation "
-                     "importance, NCA and mutual information\n\n"
-                     f"`python benchmarks/bench_feature_discovery.py {' '.join(argv or sys.argv[1:])}`, "
-                     f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine_summary()}.\n\n"
-                     f"Recall at k (k = the number of informative features), mean over seeds "
+            fh.write("\n".join(results_head(
+                "Which features matter: recall at k against a random forest, permutation "
+                "importance, NCA and mutual information", "bench_feature_discovery.py", argv))
+                     + f"\nRecall at k (k = the number of informative features), mean over seeds "
                      f"{seeds}; time per fit on one thread in parentheses. `ISM()` is the "
                      "library's defaults; the other ISM columns emulate bandwidth rules through "
                      "`sigma=<float>` (module docstring of the script).\n\n" + table + "\n")

@@ -14,7 +14,6 @@ warm-up fit per setting so that the loky workers are already started.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 import time
@@ -38,7 +37,7 @@ def main() -> None:
     from sklearn.pipeline import make_pipeline
 
     import ikdr
-    from _peers import emit, machine_summary, mixture
+    from _peers import emit, mixture, results_head
 
     X, y = mixture(args.n, args.d, n_classes=5, seed=0)
     grid = {"ism__n_components": [2, 4], "ism__sigma": ["median", 1.0, 2.0]}
@@ -57,11 +56,10 @@ def main() -> None:
         rows.append((n_jobs, min(times), search.best_params_))
     base = rows[0][1]
     cores = joblib.cpu_count()
-    lines = ["# GridSearchCV(ISM + k-NN pipeline) with n_jobs workers", "",
-             f"{datetime.date.today()}; {machine_summary()}",
-             f"n={args.n}, d={args.d}, 5 classes; grid {grid}, cv=3; best of {args.repeat}",
-             f"command: `python benchmarks/bench_gridsearch_jobs.py --n {args.n} --d {args.d} "
-             f"--n-jobs {' '.join(map(str, args.n_jobs))} --repeat {args.repeat}`", "",
+    lines = [*results_head("GridSearchCV(ISM + k-NN pipeline) with n_jobs workers",
+                           "bench_gridsearch_jobs.py", details=[
+                               f"n={args.n}, d={args.d}, 5 classes; grid {grid}, cv=3; "
+                               f"best of {args.repeat}"]),
              "| n_jobs | ikdr threads per worker | seconds | vs first row |", "|---|---|---|---|"]
     for n_jobs, seconds, _ in rows:
         per_worker = ikdr.get_num_threads() if n_jobs == 1 else max(cores // n_jobs, 1)

@@ -13,7 +13,6 @@ first access, also timed (``from ikdr import ISM``).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -22,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _peers import emit  # noqa: E402
+from _peers import emit, results_head  # noqa: E402
 
 PROBE = """
 import json, time
@@ -70,12 +69,9 @@ def main() -> None:
     runs = measure(args.repeat)
     ikdr_s = [r["ikdr"] for r in runs]
     lines = [
-        "# import ikdr: cost beyond import sklearn.base",
-        "",
-        f"{datetime.date.today()}, {platform.node()}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} logical CPUs; ikdr {runs[0]['version']} from {runs[0]['file']}",
-        f"command: `python benchmarks/bench_import.py --repeat {args.repeat}`",
-        "",
+        *results_head("import ikdr: cost beyond import sklearn.base", "bench_import.py",
+                      details=[f"Python {platform.python_version()}, ikdr {runs[0]['version']}, "
+                               f"median and minimum over {args.repeat} fresh interpreters"]),
         "| step | median s | min s |",
         "|---|---|---|",
     ]

@@ -62,7 +62,6 @@ Writes benchmarks/results/ksvd.md (machine, date, command, tables).
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import sys
 import time
@@ -80,7 +79,7 @@ from ikdr.graph import (directed_sbm, node_embeddings, node_features, paper_gamm
 from ikdr.metrics import svd_accuracy
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _peers import machine_summary  # noqa: E402
+from _peers import results_head  # noqa: E402
 
 R = 20
 EPS = (1e-1, 1e-2)
@@ -474,12 +473,10 @@ def main():
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     names = [args.only] if args.only else (["cora", "citeseer", "pubmed"] if args.full else ["cora"])
-    say("# KSVD benchmarks (benchmarks/bench_ksvd.py)\n")
-    say(f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}")
-    say(f"- command: python {' '.join(sys.argv)}")
     with ikdr.num_threads(args.threads):
-        say(f"- machine: {machine_summary()}")
-        say(f"- threads: {args.threads} for ikdr and the BLAS, every method alike")
+        say("\n".join(results_head("KSVD: accuracy, speed and graph embeddings", "bench_ksvd.py",
+                                   details=[f"threads: {args.threads} for ikdr and the BLAS, "
+                                            "every method alike"])))
         if not args.skip_table4:
             say("\n## Table 4: SNE kernel, r = 20, time to a per-component accuracy")
             for name in ([None] if args.nodes else names):

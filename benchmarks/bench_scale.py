@@ -1,4 +1,4 @@
-"""The issue-6 scale targets of the clustering paradigms, one fit per case:
+"""Scale targets of the clustering paradigms, one fit per case:
 
 * ISMClustering, 10 clusters, q = 10, on the generated 10-class mixture
   (``_peers.mixture``, standardised, d = 784; target: n = 10,000 under 2 min);

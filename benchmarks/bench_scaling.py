@@ -1,4 +1,4 @@
-"""How ikdr's supervised ISM time grows with n (issue 6, target 6; the ISM paper's Figure 1b).
+"""How ikdr's supervised ISM time grows with n (the ISM paper's Figure 1b).
 
 Times ``ikdr.ISM(n_components=q)`` (Gaussian kernel, median-heuristic sigma)
 on a generated, standardised 10-class mixture for each n, each fit in its own

@@ -18,7 +18,7 @@ kernels, maximise Tr(Gamma K_XW) over W^T W = I with
   started at pymanopt's default random point (the paper: "all competing
   algorithms use their default initialization"; ``--start phi0`` gives them
   ISM's start instead), stopped at gradient norm ``gtol * |f_ISM|`` or after
-  --max-time seconds (the issue's cap: 600).
+  --max-time seconds (600 for the published table).
 
 For every pymanopt run: the time until an evaluated point first reached ISM's
 objective (within 1e-6 relative; "-" = never within the cap), the best

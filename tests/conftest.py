@@ -4,16 +4,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+#: The papers' data sets (Cancer 683 x 9, Face, Moon, Spiral, the Flower image): the folder
+#: named by IKDR_SHARED_DATA, else ``shared/data`` beside the checkout. Tests that need them
+#: skip when they are absent; "Reproducing the papers" in the user guide lists the files.
 SHARED_DATA = Path(os.environ.get("IKDR_SHARED_DATA",
                                   Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+_WHERE = ("the folder IKDR_SHARED_DATA names" if os.environ.get("IKDR_SHARED_DATA")
+          else "../shared/data beside the checkout (IKDR_SHARED_DATA unset)")
+
+
+def shared_path(name):
+    """The path of one of the papers' data files; skip the test when it is absent."""
+    path = SHARED_DATA / name
+    if not path.exists():
+        pytest.skip(f"needs the papers' data file {name}, not found in {_WHERE}: put the "
+                    "papers' data sets in a folder (the user guide's 'Reproducing the papers' "
+                    "page lists them) and set IKDR_SHARED_DATA to it")
+    return path
 
 
 def shared_csv(name):
-    """Load ../shared/data/NAME (skip the test when the folder is absent)."""
-    path = SHARED_DATA / name
-    if not path.exists():
-        pytest.skip(f"{path} not available")
-    return np.loadtxt(path, delimiter=",")
+    """One of the papers' CSV data files as an array (skips the test when it is absent)."""
+    return np.loadtxt(shared_path(name), delimiter=",")
 
 
 @pytest.fixture
@@ -25,7 +37,8 @@ def pytest_collection_modifyitems(config, items):
     """Skip tests marked ``slow`` unless IKDR_SLOW=1."""
     if os.environ.get("IKDR_SLOW") == "1":
         return
-    skip = pytest.mark.skip(reason="slow reproduction test; set IKDR_SLOW=1 to run")
+    skip = pytest.mark.skip(reason="a slow reproduction of a paper's table: run it with "
+                                   "IKDR_SLOW=1 in the environment")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)

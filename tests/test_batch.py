@@ -164,3 +164,35 @@ def test_interrupted_batch_keeps_what_was_written(folder, monkeypatch):
     assert (folder / "res" / "good1" / "W.npy").exists()
     listed = json.loads((folder / "res" / "summary.json").read_text())
     assert listed["files"][2]["status"] == "not run"
+
+
+@pytest.mark.parametrize("options, message", [
+    ([], "reduce needs --labels FILE, --label-column NAME|INDEX or --clusters K"),
+    (["--labels", "labels/{stem}.csv", "--kernel", "laplace"], "unknown kernel"),
+    (["--labels", "labels/{stem}.csv", "--sigma", "-1"], "--sigma must be positive"),
+    (["--clusters", "1"], "'n_clusters' parameter of ISMClustering"),
+])
+def test_usage_error_once_before_any_worker(folder, options, message):
+    """A bad option is one error line and exit 2, before a file is read or a worker starts."""
+    r = run("reduce", "good*.csv", "-k", "1", "--jobs", "2", "--out", "res", *options,
+            cwd=folder)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("ikdr reduce: error:") and message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (folder / "res").exists()      # no worker ran, no summary was started
+
+
+def test_label_column_batch_as_in_the_readme(tmp_path):
+    """CSV files whose last column is the label, as the README makes them."""
+    rng = np.random.default_rng(2)
+    (tmp_path / "runs").mkdir()
+    for i in range(3):
+        y = rng.integers(0, 2, 60)
+        _write(tmp_path / "runs" / f"{i}.csv", rng.standard_normal((60, 5)) + y[:, None], y)
+    r = run("reduce", "runs/*.csv", "--label-column", "-1", "--components", "2", "--jobs", "2",
+            "--out", "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = _rows(tmp_path / "out" / "summary.csv")
+    assert set(rows) == {"0.csv", "1.csv", "2.csv"}
+    assert {row["status"] for row in rows.values()} == {"ok"}
+    assert {row["shape"] for row in rows.values()} == {"60x5"}

@@ -232,8 +232,8 @@ def test_semi_supervised_bad_input(rng):
         ikdr.SemiSupervisedISM(2).fit(X, np.ones(20))
 
 
-_N_CLUSTERS_1 = ("sets n_clusters=1; the issue asks n_clusters < 2 to raise ValueError "
-                 "(one cluster has no spectral embedding to learn W from)")
+_N_CLUSTERS_1 = ("the check sets n_clusters=1, which these estimators refuse with a "
+                 "ValueError by design: one cluster has no spectral embedding to learn W from")
 
 
 def _expected_failures(estimator):
@@ -243,7 +243,7 @@ def _expected_failures(estimator):
     if not isinstance(estimator, ikdr.ISMClustering):
         second = "y_existing" if isinstance(estimator, ikdr.KDAC) else "scores"
         failures["check_fit_score_takes_y"] = (
-            f"fit's second argument is named {second!r} as the issue specifies, not y")
+            f"fit's second argument is named {second!r} by design (it is not a target y)")
         failures["check_clustering"] = (
             f"calls fit(X) without {second!r}, which this estimator needs")
     return failures

@@ -69,13 +69,15 @@ CASES = ([(e, s, seed) for e in ("ISMClustering", "KNetClustering") for s in SET
          + [(e, s, 0) for e in ("KDAC", "SemiSupervisedISM") for s in ("circles", "moons", "varied")])
 
 
-#: Cases below the floor at the time of writing (issue 15, not solved):
-#: ISMClustering on blobs seed 0 is 0.04 under k-means. Not strict: it passes when
-#: fixed. (KNet on varied and anisotropic passes since its rounding is judged by the
+#: Cases below the floor: ISMClustering on blobs seed 0 is 0.04 under k-means. (KNet on varied and anisotropic passes since its rounding is judged by the
 #: local-scaling HSIC; on the moons at n = 300 since its rounds learn, update="fixed".)
 KNOWN_BELOW = {("ISMClustering", "blobs", 0)}
-CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (measured, "
-                                                  "docs/clustering_defaults.md)", strict=True)) if c in KNOWN_BELOW else c
+BELOW_THE_FLOOR = ("known to score below the floor (the best of k-means and kNN spectral "
+                   "clustering, minus the margin) on this data set, as "
+                   "docs/clustering_defaults.md explains; the mark is strict, so a fix makes "
+                   "this an error: then remove the case from {}")
+CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason=BELOW_THE_FLOOR.format("KNOWN_BELOW"),
+                                                  strict=True)) if c in KNOWN_BELOW else c
          for c in CASES]
 
 
@@ -95,9 +97,8 @@ KNOWN_BELOW_REAL = {("ISMClustering", "breast_cancer"),
 REAL_CASES = [(e, "wine") for e in ("ISMClustering", "SemiSupervisedISM", "KDAC",
                                     "KNetClustering")] + \
     [(e, "breast_cancer") for e in ("ISMClustering", "SemiSupervisedISM", "KNetClustering")]
-REAL_CASES = [pytest.param(*c, marks=pytest.mark.xfail(reason="below the floor (measured, "
-                                                       "docs/clustering_defaults.md)",
-                                                       strict=True))
+REAL_CASES = [pytest.param(*c, marks=pytest.mark.xfail(
+                  reason=BELOW_THE_FLOOR.format("KNOWN_BELOW_REAL"), strict=True))
               if c in KNOWN_BELOW_REAL else c for c in REAL_CASES]
 
 
@@ -151,7 +152,7 @@ def _face():
 
 @pytest.mark.parametrize("estimator", ["ISMClustering", "KNetClustering"])
 def test_face_beats_both_baselines(estimator):
-    # the issue's goal: on the face data (624 x 20, 20 identities) ISMClustering
+    # on the face data (624 x 20, 20 identities) ISMClustering
     # and KNet beat k-means (0.840) and kNN spectral clustering (0.830) outright
     X, y = _face()
     assert nmi(y, fit_labels(estimator, X, 20)) > baseline(X, y) + 0.03

@@ -35,7 +35,7 @@ def face():
 
 
 def test_face_case_converges_to_certified_maximum(face):
-    """The issue's case: the plain fixed point cycles (2060, 2083, 2057, 2082, ...);
+    """The face data at q = 10: the plain fixed point cycles (2060, 2083, 2057, 2082, ...);
     pymanopt's CG and trust regions reach 2097.17."""
     X, y = face
     with warnings.catch_warnings():

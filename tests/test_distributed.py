@@ -6,8 +6,9 @@ import sys
 import numpy as np
 import pytest
 
-da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
+NEEDS_DASK = "dask is not installed: pip install '.[dask]' (the test extra includes it)"
+da = pytest.importorskip("dask.array", reason=NEEDS_DASK)
+distributed = pytest.importorskip("distributed", reason=NEEDS_DASK)
 
 import ikdr  # noqa: E402
 from ikdr import principal_angle  # noqa: E402

@@ -2,29 +2,35 @@
 
 A build that passes ``sphinx -W`` can still show a reader a theme's error box
 (furo paints one over a ``contents`` list with CSS, so no warning fires), a
-summary cut at an abbreviation, a tracker number, a page no menu leads to, or
-formulas left as ``\\(XW\\)`` when MathJax cannot be fetched. Each check below
-reads the site built once by ``tests/test_docs.py`` (``build_site``).
+summary cut at an abbreviation, a tracker number, a page no menu leads to,
+formulas left as ``\\(XW\\)`` when MathJax cannot be fetched, a path of the
+machine that built or measured it, talk of branches and commits, a gallery
+example without its output, or a table cut off at the edge of the text. Each
+check below reads the site built once by ``tests/test_docs.py`` (``build_site``).
 
-Runs when the docs extra is installed (``pip install "ikdr[docs]"``), skipped
+Runs when the docs extra is installed (``pip install ".[docs]"``), skipped
 otherwise. The browser checks need Chromium (``apt-get install chromium``, or
 ``IKDR_CHROMIUM=/path/to/chrome``) and are skipped without it: screenshots of the
 index, the API reference and a gallery page must not be blank and the rendered
 page must carry the expected title; MathJax must typeset the formulas with the
-network switched off. The screenshots are kept in ``DIR/screenshots`` when
+network switched off; at a 1280-pixel wide window every table fits its column
+or scrolls inside it. The screenshots are kept in ``DIR/screenshots`` when
 ``IKDR_DOCS_OUT=DIR`` is set.
 """
+import html
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from .test_docs import DOCS_UNAVAILABLE, SKIP_REASON, build_site
+from .test_docs import DOCS_UNAVAILABLE, ROOT, SKIP_REASON, build_site
 
 pytestmark = pytest.mark.skipif(DOCS_UNAVAILABLE, reason=SKIP_REASON)
 
@@ -55,7 +61,8 @@ def site():
 
 @pytest.fixture(scope="module")
 def bs4():
-    return pytest.importorskip("bs4")
+    return pytest.importorskip("bs4", reason="beautifulsoup4 is not installed: "
+                                             "pip install '.[docs]'")
 
 
 def html_pages(site):
@@ -252,6 +259,115 @@ def test_wine_example_shows_feature_importances(site, bs4):
     assert "np.linalg.norm(W" not in text, "the example computes its own weights again"
 
 
+def _machine_paths():
+    """Absolute paths that belong to one machine: this checkout, the home folder, the
+    Python installation, and the usual roots of user and work folders."""
+    own = {str(ROOT), str(ROOT.parent), str(Path.home()), sys.prefix, sys.base_prefix}
+    own = sorted((p for p in own if p.count(os.sep) >= 2), key=len, reverse=True)
+    generic = (r"(?<![\w.~-])/(?:home|Users|root|work|mnt|srv|scratch)/[^\s\"'<>]+"
+               r"|(?<!\w)[A-Za-z]:\\(?:Users|home)\\[^\s\"'<>]+"
+               r"|[^\s\"'<>]*site-packages[/\\][^\s\"'<>]*")
+    return re.compile("|".join([re.escape(p) + r"[^\s\"'<>]*" for p in own] + [generic]))
+
+
+def test_no_absolute_machine_paths(site, bs4):
+    """No page shows where it was built or measured: no path of a checkout, a home folder
+    or a Python installation, in the text, the links, or the downloadable examples."""
+    pattern, found = _machine_paths(), []
+    for page in reader_pages(site):
+        soup = parse(bs4, page)
+        name = page.relative_to(site).as_posix()
+        for tag in soup.find_all(href=True) + soup.find_all(src=True):
+            for attr in ("href", "src"):
+                if tag.get(attr) and pattern.search(tag[attr]):
+                    found.append(f"{name}: <{tag.name} {attr}={tag[attr]!r}>")
+        for match in pattern.finditer(visible_text(soup)):
+            found.append(f"{name}: {match.group(0)!r}")
+    downloads = site / "_downloads"
+    for path in sorted(downloads.rglob("*")) if downloads.is_dir() else []:
+        if path.suffix in (".py", ".ipynb"):
+            for match in pattern.finditer(path.read_text(encoding="utf-8")):
+                found.append(f"{path.relative_to(site)}: {match.group(0)!r}")
+    assert not found, "machine paths in the site:\n" + "\n".join(sorted(set(found))[:40])
+
+
+#: talk of how and where a page was written: branches, commits, work sessions. Hex words
+#: of 7 to 40 characters with a digit and a letter are commit hashes.
+WORKSHOP_TALK = re.compile(
+    r"\b(?:on|in|from|of) (?:the |a |this )?(?:git )?branch(?:es)?\b"
+    r"|\bbranch(?:es)? [\w./-]*\d"
+    r"|\bcommits? (?:hash(?:es)? )?`?[0-9a-f]{7,40}\b"
+    r"|(?<![\w.-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}(?![\w-])"
+    r"|\b(?:from|on) main\b(?! \w)"
+    r"|\b(?:built|compiled|cross-compiled|tested|measured|run|ran|written) here\b"
+    r"|\b(?:for|by|to) the lead\b|\bthe lead's\b"
+    r"|\b(?:this|other|another|earlier|later) (?:work )?sessions?\b"
+    r"|\bthe machine (?:where|on which) (?:this|it) was\b"
+    r"|\blocal (?:package )?lists?\b",
+    re.IGNORECASE)
+
+
+def test_no_branch_or_commit_talk(site, bs4):
+    """Pages describe the product and how to reproduce a figure, never the branch, the
+    commit, the session or the machine where they were written."""
+    found = []
+    for page in reader_pages(site):
+        article = parse(bs4, page).select_one("article")
+        if article is None:
+            continue
+        text = visible_text(article)
+        for match in WORKSHOP_TALK.finditer(text):
+            context = text[max(0, match.start() - 60):match.end() + 40]
+            found.append(f"{page.relative_to(site)}: ...{context}...")
+    assert not found, "workshop talk in the pages:\n" + "\n".join(found[:40])
+
+
+#: a page of this site named by its source file instead of linked
+SOURCE_OF_A_PAGE = re.compile(r"(?<![\w/.-])(?:docs|benchmarks/results)/[\w/]+\.md\b")
+
+
+def test_pages_are_linked_not_named_by_their_files(site, bs4):
+    """Prose and the API reference link another page of the site; they do not cite its
+    file in the repository (``docs/cpm.md``), which a reader of the site cannot open.
+    Commands that write a results file keep its path."""
+    found = []
+    for page in reader_pages(site):
+        article = parse(bs4, page).select_one("article")
+        if article is None:
+            continue
+        for node in article.select("pre, .highlight"):
+            node.decompose()
+        for code in article.select("code"):
+            if re.search(r"\bpython\b|--\w", visible_text(code)):    # a command line
+                code.decompose()
+        text = visible_text(article)
+        for match in SOURCE_OF_A_PAGE.finditer(text):
+            found.append(f"{page.relative_to(site)}: ..."
+                         f"{text[max(0, match.start() - 50):match.end() + 20]}...")
+    assert not found, "pages named by their files instead of linked:\n" + "\n".join(found[:40])
+
+
+def test_every_gallery_page_shows_its_output(site, bs4):
+    """Each gallery example ran when the site was built: it has its figure, and its
+    printed output does not say it skipped itself."""
+    scripts = sorted((ROOT / "docs" / "gallery").glob("plot_*.py"))
+    assert scripts, "no gallery scripts"
+    empty = []
+    for script in scripts:
+        page = site / "auto_examples" / f"{script.stem}.html"
+        if not page.is_file():
+            empty.append(f"{script.name}: no page")
+            continue
+        article = parse(bs4, page).select_one("article")
+        figures = article.select("img.sphx-glr-single-img, img.sphx-glr-multi-img")
+        printed = " ".join(visible_text(out) for out in article.select(".sphx-glr-script-out"))
+        if not figures:
+            empty.append(f"{script.name}: no figure")
+        if re.search(r"\bskipp(?:ed|ing)\b|\bnot found\b|\bnot available\b", printed, re.I):
+            empty.append(f"{script.name}: its output says {printed[:120]!r}")
+    assert not empty, "gallery pages without their output:\n" + "\n".join(empty)
+
+
 # -- in a browser ----------------------------------------------------------------------------
 
 # page, text its <title> and <h1> must contain, whether it shows formulas
@@ -269,7 +385,8 @@ def chromium():
         path = shutil.which(name)
         if path:
             return path
-    pytest.skip("no Chromium (apt-get install chromium, or set IKDR_CHROMIUM)")
+    pytest.skip("no Chromium: install it (apt-get install chromium) or set IKDR_CHROMIUM to "
+                "a Chrome or Chromium binary to run the browser checks")
 
 
 def _run_chromium(chromium, profile, url, *args):
@@ -294,7 +411,8 @@ def _is_blank(png):
 
 @pytest.mark.parametrize("page, title, has_math", BROWSER_PAGES)
 def test_page_renders_in_chromium(site, bs4, chromium, page, title, has_math):
-    pytest.importorskip("PIL")
+    pytest.importorskip("PIL", reason="Pillow is not installed (matplotlib installs it): "
+                                      "pip install '.[docs]'")
     keep = os.environ.get("IKDR_DOCS_OUT")
     shots = Path(keep) / "screenshots" if keep else site.parent / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
@@ -317,3 +435,79 @@ def test_page_renders_in_chromium(site, bs4, chromium, page, title, has_math):
         raw = [m.get_text()[:60] for m in soup.select(".math")
                if m.find("mjx-container") is None]
         assert not raw, f"{page}: formulas left as source: {raw[:5]}"
+
+
+#: Injected into a copy of a page: once the page has loaded (MathJax included), the width
+#: of every table in the article against the text column, and the box that scrolls it.
+_MEASURE_TABLES = """
+<script>
+window.addEventListener("load", function () { setTimeout(function () {
+  var article = document.querySelector("article");
+  var style = getComputedStyle(article);
+  var column = article.clientWidth - parseFloat(style.paddingLeft)
+               - parseFloat(style.paddingRight);
+  var left = article.getBoundingClientRect().left + parseFloat(style.paddingLeft);
+  var tables = [];
+  article.querySelectorAll("table").forEach(function (table, i) {
+    var box = table.getBoundingClientRect(), scroller = null;
+    for (var e = table.parentElement; e && e !== article; e = e.parentElement) {
+      if (getComputedStyle(e).overflowX !== "visible") { scroller = e; break; }
+    }
+    var s = scroller && scroller.getBoundingClientRect();
+    tables.push({index: i, width: box.width,
+                 head: (table.querySelector("tr") || table).textContent
+                       .replace(/\\s+/g, " ").trim().slice(0, 60),
+                 scroller: scroller && {overflow: getComputedStyle(scroller).overflowX,
+                                        left: s.left - left, width: s.width}});
+  });
+  var out = document.createElement("pre");
+  out.id = "ikdr-table-widths";
+  out.textContent = JSON.stringify({column: column, tables: tables,
+      page_width: document.documentElement.scrollWidth, window: window.innerWidth});
+  document.body.appendChild(out);
+}, 200); });
+</script>
+"""
+
+
+def _table_widths(chromium, profile, page):
+    """The measurements of ``_MEASURE_TABLES`` for one page, at a 1280-pixel window."""
+    copy = page.with_name("_measure_" + page.name)     # beside it: the same relative links
+    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE_TABLES
+                                                             + "</body>"), encoding="utf-8")
+    try:
+        dom = _run_chromium(chromium, profile, copy.resolve().as_uri(), "--dump-dom")
+    finally:
+        copy.unlink()
+    match = re.search(r'<pre id="ikdr-table-widths">(.*?)</pre>', dom.stdout, re.DOTALL)
+    assert match, f"{page.name}: the measuring script did not run: {dom.stderr[-1000:]}"
+    return json.loads(html.unescape(match.group(1)))
+
+
+def test_tables_fit_their_column(site, bs4, chromium):
+    """At a 1280-pixel wide window no table is wider than the text column unless it
+    scrolls inside a box that fits the column (wide benchmark tables scroll, with a
+    shadow at the edge that hides columns); no page is wider than the window."""
+    pages = [page for page in reader_pages(site)
+             if (article := parse(bs4, page).select_one("article")) and article.find("table")]
+    assert len(pages) >= 10, f"only {len(pages)} pages with tables"
+    cut = []
+    with tempfile.TemporaryDirectory(prefix="ikdr-chromium-") as profile:
+        for page in pages:
+            name = page.relative_to(site).as_posix()
+            m = _table_widths(chromium, profile, page)
+            if m["page_width"] > m["window"]:
+                cut.append(f"{name}: the page is {m['page_width']} px wide in a "
+                           f"{m['window']} px window")
+            for t in m["tables"]:
+                box = t["scroller"]
+                if t["width"] <= m["column"] + 1:
+                    continue
+                if (box and box["overflow"] in ("auto", "scroll") and box["left"] >= -1
+                        and box["left"] + box["width"] <= m["column"] + 1):
+                    continue
+                where = (f"its {box['overflow']} box spans {box['left']:.0f}.."
+                         f"{box['left'] + box['width']:.0f} px" if box else "nothing scrolls it")
+                cut.append(f"{name}: table {t['index']} ({t['head']!r}) is {t['width']:.0f} px "
+                           f"wide in a {m['column']:.0f} px column and {where}")
+    assert not cut, "tables cut off or spilling out of the text column:\n" + "\n".join(cut)

@@ -23,7 +23,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
+hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is not installed: "
+                                                    "pip install '.[test]'")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402

@@ -11,7 +11,7 @@ from ikdr.gamma import alternative_gamma, one_hot
 from ikdr.kernels import Gaussian, Polynomial
 from ikdr.metrics import nmi
 
-from .conftest import SHARED_DATA, shared_csv
+from .conftest import shared_csv, shared_path
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_face_thesis_row_with_the_defaults(face):
 
 def test_auto_sigma_stays_local_against_an_unrelated_clustering():
     # a random existing partition is not visible in X: sigma="auto" keeps local
-    # scaling (the rings need it; issue 15's table)
+    # scaling (the rings need it; docs/clustering_defaults.md)
     from sklearn.datasets import make_circles
     X, y = make_circles(400, factor=0.45, noise=0.06, random_state=0)
     X = StandardScaler().fit_transform(X)
@@ -137,9 +137,7 @@ def test_gaussian_views(kind):
 
 
 def test_flower_segmentation(tmp_path):
-    path = SHARED_DATA / "flower.png"
-    if not path.exists():
-        pytest.skip("flower.png not available")
+    path = shared_path("flower.png")
     colors, index = load_image_colors(path)
     assert colors.shape == (256, 3) and index.shape == (256, 350)
     np.testing.assert_array_equal(colors[index].astype(np.uint8), read_png(path))

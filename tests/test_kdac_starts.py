@@ -1,4 +1,4 @@
-"""KDAC's feature start (issue 34): grids of blobs with noise features, the
+"""KDAC's feature start: grids of blobs with noise features, the
 spectral gap that picks the start, and bad existing clusterings."""
 import warnings
 from unittest import mock

@@ -1,4 +1,4 @@
-"""The core's landmark sweeps (issue 33): the numpy formulas, any thread count, memmaps, bad input."""
+"""The core's landmark sweeps: the numpy formulas, any thread count, memmaps, bad input."""
 import numpy as np
 import pytest
 

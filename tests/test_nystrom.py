@@ -1,4 +1,4 @@
-"""Landmark (Nystrom) and random-feature ISM (issue 20)."""
+"""Landmark (Nystrom) and random-feature ISM."""
 import warnings
 
 import numpy as np
@@ -116,7 +116,7 @@ def test_estimator_polish_reaches_the_exact_maximum(scale):
 
 def test_coarse_approximation_warns_instead_of_answering_silently(wine):
     """Random features at a tenth of the median bandwidth cannot locate the maximum
-    (issue 20's table: another subspace); the fit says so. A good approximation
+    (another subspace, docs/nystrom.md); the fit says so. A good approximation
     stays silent."""
     X, y = wine
     sigma = ikdr.median_sigma(X)

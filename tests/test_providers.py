@@ -20,7 +20,8 @@ from ikdr.passes import resolve, resolve_clustering
 from ikdr.passes.landmark_clustering import ClusteringLandmarks
 from ikdr.passes.landmarks import Approximation
 
-da = pytest.importorskip("dask.array")
+da = pytest.importorskip("dask.array", reason="dask is not installed: pip install '.[dask]' "
+                                             "(the test extra includes it)")
 
 N, D, Q = 120, 6, 2
 ROWS = ["memory", "memmap", "landmarks", "dask"]

@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "reproduce.py"
 HAVE_SHARED = (SHARED_DATA / "face_624x20.csv").exists()
 if not SCRIPT.exists():  # pragma: no cover - tests run from a checkout
-    pytest.skip("benchmarks/reproduce.py is not in this tree", allow_module_level=True)
+    pytest.skip("runs benchmarks/reproduce.py, which a source checkout has and an "
+                "installed package does not: run the tests from the checkout",
+                allow_module_level=True)
 
 
 def _load_script():
@@ -190,7 +192,8 @@ def test_without_matplotlib_report_says_figures_skipped(tmp_path, monkeypatch):
 
 
 def test_with_matplotlib_figure_is_written(tmp_path, monkeypatch):
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed: "
+                                             "pip install '.[test]'")
     monkeypatch.setitem(_reproduce.EXPERIMENTS, "tiny",
                         _reproduce.Experiment("tiny", "test", "none", _tiny_experiment))
     summary = _reproduce.run(["tiny"], tmp_path)

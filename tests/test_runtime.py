@@ -33,7 +33,9 @@ LONG_JOB = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.skipif(sys.platform == "win32",
+                    reason="sends SIGINT to a child process, which needs POSIX signals "
+                           "(not Windows)")
 def test_ctrl_c_interrupts_long_loop_promptly():
     proc = subprocess.Popen([sys.executable, "-c", LONG_JOB], stdout=subprocess.PIPE, text=True)
     try:

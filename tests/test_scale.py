@@ -1,4 +1,4 @@
-"""The fast paths of issue 6 give the dense path's answer on small problems:
+"""The fast paths give the dense path's answer on small problems:
 the matrix-free Phi step of ISM, its certificate, and the float32 mode."""
 import warnings
 
@@ -90,7 +90,7 @@ def test_matrix_free_warm_start(supervised):
 
 
 def test_matrix_free_hands_over_to_the_trust_region():
-    # the face-like cycling case of issue 9 is slow to build; force a refusal by
+    # the face data's cycling case is slow to build; force a refusal by
     # a start far from the plain iteration's basin on a tiny problem
     X, y = mixture(300, 12, 3, seed=3)
     gamma, _ = ikdr.supervised_gamma(y)

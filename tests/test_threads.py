@@ -71,7 +71,9 @@ def test_set_num_threads_reaches_every_core_call(core_threads, default_threads):
     assert ikdr.get_num_threads() == default
 
 
-needs_openmp = pytest.mark.skipif(not _native.OPENMP, reason="the core was built without OpenMP")
+needs_openmp = pytest.mark.skipif(
+    not _native.OPENMP, reason="the compiled core was built without OpenMP (ikdr info says "
+                               "so): rebuild with a compiler that has OpenMP to run it")
 
 
 @needs_openmp
@@ -129,7 +131,8 @@ def test_bad_thread_variables_are_ignored_with_a_warning(variable, value):
 
 
 @pytest.mark.skipif("gomp" not in os.path.basename(_native.build_info().get("openmp_library") or ""),
-                    reason="the idle spin setting is libgomp's (GOMP_SPINCOUNT)")
+                    reason="checks libgomp's idle spin (GOMP_SPINCOUNT); this core uses "
+                           "another OpenMP runtime")
 @pytest.mark.parametrize("user, expected", [({}, _native.IDLE_SPIN_COUNT),
                                             ({"GOMP_SPINCOUNT": "77"}, "77")])
 def test_idle_workers_spin_briefly_unless_the_user_says_otherwise(user, expected):
@@ -151,7 +154,9 @@ def _our_openmp(threadpoolctl):
 
 @needs_openmp
 def test_threadpoolctl_sees_and_limits_ikdrs_openmp_runtime(core_threads, default_threads):
-    threadpoolctl = pytest.importorskip("threadpoolctl", minversion="3.5")
+    threadpoolctl = pytest.importorskip("threadpoolctl", minversion="3.5",
+                                        reason="needs threadpoolctl >= 3.5, an ikdr "
+                                               "dependency: reinstall ikdr")
     info = _our_openmp(threadpoolctl)
     assert len(info) == 1, threadpoolctl.threadpool_info()
     assert info[0]["num_threads"] == ikdr.get_num_threads()
@@ -234,7 +239,8 @@ class ThreadProbeISM(ikdr.ISM):
 def test_grid_search_workers_do_not_oversubscribe(monkeypatch):
     # joblib's loky workers get OMP_NUM_THREADS = cores // n_jobs (unless the
     # parent sets it); ikdr follows it, so n_jobs workers x threads <= cores.
-    joblib = pytest.importorskip("joblib")
+    joblib = pytest.importorskip("joblib", reason="needs joblib, which scikit-learn "
+                                                  "installs: reinstall scikit-learn")
     from sklearn.model_selection import GridSearchCV
 
     monkeypatch.delenv("IKDR_NUM_THREADS", raising=False)
@@ -328,7 +334,8 @@ FORK_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
-                    reason="the fork start method (POSIX; Linux's default before Python 3.14)")
+                    reason="needs os.fork of a threaded process, which only Linux and "
+                           "other POSIX systems but macOS support")
 def test_fork_after_use_fits_correctly_and_never_hangs():
     # Run in a subprocess of its own session so that a hang (a thread pool
     # that did not survive fork) is a timeout here and every child is killed.
@@ -353,7 +360,8 @@ def test_fork_after_use_fits_correctly_and_never_hangs():
 
 
 def test_core_calls_hold_the_blas_at_one_thread_and_restore_it():
-    threadpoolctl = pytest.importorskip("threadpoolctl")
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="needs threadpoolctl, an "
+                                                                "ikdr dependency: reinstall ikdr")
     from ikdr._config import single_threaded_blas
 
     def blas_threads():
@@ -379,8 +387,10 @@ def test_core_calls_hold_the_blas_at_one_thread_and_restore_it():
         assert blas_threads() == outer
 
 
-@pytest.mark.skipif(not _native.OPENMP_PAUSE, reason="the OpenMP runtime has no pause "
-                    "(forked children then run single-threaded)")
+@pytest.mark.skipif(not _native.OPENMP_PAUSE,
+                    reason="this OpenMP runtime cannot release its threads (no "
+                           "omp_pause_resource_all, OpenMP 5.0): forked children run "
+                           "single-threaded and there is nothing to test")
 def test_a_pass_after_the_runtime_released_its_threads():
     # what the fork handler does before every fork, in this process
     from ikdr import _core

@@ -47,7 +47,7 @@ def test_every_public_signature_is_annotated():
 @pytest.mark.skipif(shutil.which("mypy") is None and
                     subprocess.run([sys.executable, "-c", "import mypy"],
                                    capture_output=True).returncode != 0,
-                    reason="mypy is not installed (pip install ikdr[typing])")
+                    reason="mypy is not installed: pip install '.[typing]'")
 def test_mypy_clean():
     repo = Path(__file__).resolve().parents[1]
     source = repo / "src" / "ikdr"

@@ -63,14 +63,17 @@ class Gamma:
 
     @property
     def n(self):
+        """Number of samples: Gamma is n x n."""
         return self.factor.shape[0] if self.factor is not None else self.dense.shape[0]
 
     @property
     def is_factored(self):
+        r"""Whether Gamma is kept as :math:`G\,\mathrm{diag}(s)\,G^T` (True) or dense."""
         return self.factor is not None
 
     @property
     def rank(self):
+        """Columns of the factor G (n when Gamma is dense)."""
         return self.factor.shape[1] if self.factor is not None else self.n
 
     def _s(self):
@@ -91,9 +94,9 @@ class Gamma:
         return Gamma(dense=self.dense * np.outer(w, w))
 
     def rows(self, index):
-        """The factored Gamma's rows ``index`` (a slice or index array): the factor
+        r"""The factored Gamma's rows ``index`` (a slice or index array): the factor
         restricted to those samples, the same scale. Block pairs of a distributed
-        pass use ``G_I diag(s) G_J^T`` (see :meth:`ikdr.kernels.Kernel.pair_product`)."""
+        pass use :math:`G_I\,\mathrm{diag}(s)\,G_J^T` (see :meth:`ikdr.kernels.Kernel.pair_product`)."""
         if self.factor is None:
             raise ValueError("only a factored Gamma can be restricted to a block of rows")
         return Gamma(self.factor[index], self.scale)
@@ -242,7 +245,7 @@ def target_factor(y: ArrayLike, *, kernel: KernelLike = "auto", sigma: SigmaLike
                   ) -> tuple[np.ndarray, np.ndarray | None]:
     """Factor F with K_Y = F F^T for a target y, and what kind of target it was.
 
-    Class labels (binary/multiclass) give the one-hot matrix (K_Y = Y Y^T);
+    Class labels (binary/multiclass) give the one-hot matrix (:math:`K_Y = YY^T`);
     continuous targets a pivoted-Cholesky factor of a Gaussian kernel on y
     (``sigma="median"``: median heuristic on y).
     Returns ``(F, classes_or_None)``.
@@ -270,14 +273,16 @@ def supervised_gamma(y: ArrayLike, *, target: KernelLike = "auto", sigma_y: Sigm
                      ) -> tuple[Gamma, np.ndarray | None]:
     r"""Supervised Gamma :math:`H K_Y H` in factored form :math:`G G^T`, :math:`G = H F`.
 
-    ``K_Y = Y Y^T`` with one-hot Y for class labels; a Gaussian kernel on y
+    :math:`K_Y = YY^T` with one-hot Y for class labels; a Gaussian kernel on y
     (factored by pivoted Cholesky to 1e-12 relative trace) for continuous
     targets.
 
     Returns
     -------
     gamma : Gamma
+        :math:`H K_Y H`, factored.
     classes : ndarray or None
+        The sorted class labels, or None for a continuous target.
     """
     F, classes = target_factor(y, kernel=target, sigma=sigma_y)
     return Gamma(centered(F)), classes

@@ -156,7 +156,7 @@ def node_embeddings(A: Any, n_components: int = 8, *, kernel: str = "sne",
     paper's rule for the adjacency features is
     ``features="adjacency", gamma=paper_gamma(A)`` (:func:`paper_gamma`).
 
-    Measured (``benchmarks/bench_ksvd.py``, graph table; logistic regression
+    Measured (:doc:`/benchmarks/ksvd`, graph table; logistic regression
     on the standardised embeddings, stratified 5-fold; reconstruction
     precision), r = 16, accuracy / precision:
     ``directed_sbm("cora", random_state=0)``: the defaults 0.81 / 0.105,
@@ -218,7 +218,7 @@ def paper_gamma(A: Any, k: float = 1.0) -> float:
     binary adjacency (7.4e-4) but close to that of the row-normalised one
     (1.7e-4 on the Cora preset, gamma 0.68): a plausible reading, not
     confirmed. Neither scale makes the adjacency features recover the
-    communities (:func:`node_embeddings` Notes; docs/ksvd.md): use it with
+    communities (:func:`node_embeddings` Notes; :doc:`/ksvd`): use it with
     ``node_embeddings(A, features="adjacency", center=False, gamma=paper_gamma(A))``
     to reproduce the paper's setting.
 
@@ -238,7 +238,7 @@ def paper_gamma(A: Any, k: float = 1.0) -> float:
 
 def reconstruction_score(A: Any, embedding: ArrayLike, *, batch_size: int = 2048
                          ) -> dict[str, float]:
-    """Graph reconstruction from embeddings (paper appendix C.1).
+    r"""Graph reconstruction from embeddings (paper appendix C.1).
 
     Each node v with out-degree k_v is linked to its k_v nearest other nodes
     in the embedding (Euclidean); the reconstruction R is compared with A.
@@ -252,7 +252,7 @@ def reconstruction_score(A: Any, embedding: ArrayLike, *, batch_size: int = 2048
     Returns
     -------
     scores : dict
-        ``"l1"`` = ``sum |A - R|``, ``"l2"`` = ``||A - R||_F`` (the paper's norms, lower
+        ``"l1"`` = :math:`\sum_{ij} |A - R|_{ij}`, ``"l2"`` = :math:`\|A - R\|_F` (the paper's norms, lower
         is better), ``"precision"`` = fraction of reconstructed edges that are
         edges of A (higher is better).
 

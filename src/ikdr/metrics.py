@@ -111,19 +111,21 @@ def hsic(X: ArrayLike, Y: ArrayLike, kernel_x: KernelLike = "gaussian", kernel_y
     Parameters
     ----------
     X : array-like (n, d)
+        The samples.
     Y : array-like (n,) or (n, t)
+        Labels, or a continuous target of t columns.
     kernel_x : str or Kernel, default="gaussian"
         Any ISM-family kernel (similarity form); ``"gaussian"`` uses the
         median heuristic on X.
     kernel_y : "auto", "labels" or str or Kernel
-        ``"auto"``: class labels use ``K_Y = Y Y^T`` on the one-hot matrix (as
+        ``"auto"``: class labels use :math:`K_Y = YY^T` on the one-hot matrix (as
         supervised ISM does), continuous targets a Gaussian kernel with the
         median heuristic.
 
     Notes
     -----
-    ``K_Y`` is factored (one-hot, linear features, or pivoted Cholesky), so
-    ``H K_Y H`` is a factored :class:`ikdr.gamma.Gamma` and the trace is one
+    :math:`K_Y` is factored (one-hot, linear features, or pivoted Cholesky), so
+    :math:`H K_Y H` is a factored :class:`ikdr.gamma.Gamma` and the trace is one
     fused C++ pass over X: O(n^2 d) time, O(n d) memory.
 
     Examples

@@ -12,9 +12,12 @@ the batch writes
   interrupted batch keeps the rows of the files already done;
 * ``OUT/summary.json``: the same rows in input order plus the totals.
 
-A bad file (missing, unreadable, ragged or non-numeric CSV, wrong number of
-labels, a label column it does not have, fewer features than components)
-gets ``status=failed`` and its error in its row; the other files go on. The
+The options are checked once before any worker starts (a bad option value, or
+no source of labels for a command that needs them, is one usage error and exit
+code 2). A bad file (missing, unreadable, ragged or non-numeric CSV, wrong
+number of labels, a label column it does not have, fewer features than
+components) gets ``status=failed`` and its error in its row; the other files go
+on. The
 exit code is 1 when any file failed. Option values containing ``{stem}``,
 ``{name}`` or ``{dir}`` (e.g. ``--labels``, ``--existing``) are filled in per
 input file.

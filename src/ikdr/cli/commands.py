@@ -11,6 +11,11 @@ output folder per input under ``--out`` plus ``summary.csv`` / ``summary.json``
 with one row per file (see :mod:`ikdr.cli.batch`); a bad file is recorded and the
 others go on.
 
+Options are checked once, before any file is read or any batch worker starts
+(each command's ``check_*`` function): a bad option value, or a command
+that needs labels and has no source of them, is one usage error, not one per
+file.
+
 Exit codes: 0 success; 2 usage or input error (one-line message, no
 traceback): a bad option, a missing or malformed file, or data and parameters
 that ikdr's or scikit-learn's validation rejects; 1 unexpected failure inside
@@ -22,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import linecache
 import logging
 import os
 import sys
@@ -34,14 +38,13 @@ import numpy as np
 
 from .._config import num_threads, show_config
 from .._utils.progress import progress_bars
-from .batch import is_batch, run_batch
-from .io import InputError, load_data, load_labels, save_array
+from .batch import expand_inputs, is_batch, run_batch
+from .errors import UsageError, first_line, is_input_error
+from .options import (hidden_option, ism_kernel_option, kernel_option, landmarks_option,
+                      positive_option, sigma_option)
+from .io import BUNDLED, InputError, load_data, load_labels, save_array
 
 log = logging.getLogger("ikdr")
-
-
-class UsageError(ValueError):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -130,27 +133,103 @@ def _dense_data(args):
     return X, y
 
 
-def _sigma(text, rules=("median",)):
-    """--sigma: a positive number or one of the estimator's bandwidth ``rules``
-    (the first is the default)."""
-    if text is None:
-        return rules[0]
-    if text in rules:
-        return text
+def _inputs(args):
+    """The input files of a run, a batch's patterns expanded."""
+    return expand_inputs(args.data) if isinstance(args.data, list) else [args.data]
+
+
+def _carries_labels(spec):
+    """A bundled dataset or an .npz archive (arrays X and y) may hold its own labels;
+    a CSV or .npy file holds them only in a column named by --label-column."""
+    return spec in BUNDLED or spec.lower().endswith(".npz")
+
+
+def _require_labels(args, what):
+    """Without a label option, every input must be able to carry its own labels."""
+    if args.label_column is not None:
+        return
+    unlabelled = [spec for spec in _inputs(args) if not _carries_labels(spec)]
+    if unlabelled:
+        many = f" (and {len(unlabelled) - 1} more)" if len(unlabelled) > 1 else ""
+        raise UsageError(f"{what}; {unlabelled[0]}{many} has no labels of its own")
+
+
+def _checked(model):
+    """The estimator a command will fit, its parameters validated by its own constraints."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
     try:
-        value = float(text)
-    except ValueError:
-        names = " or ".join(f"'{r}'" for r in rules)
-        raise UsageError(f"--sigma must be a positive number or {names}, got {text!r}") from None
-    if not value > 0:
-        raise UsageError(f"--sigma must be positive, got {value}")
-    return value
+        model._validate_params()
+    except InvalidParameterError as exc:
+        raise UsageError(first_line(exc)) from None
+    return model
 
 
-def _positive(name, value, *, strict=True):
-    if value is not None and not (value > 0 if strict else value >= 0):
-        raise UsageError(f"{name} must be {'positive' if strict else 'non-negative'}, got {value}")
-    return value
+def _reduce_model(args):
+    if args.clusters is not None:
+        from ..cluster.ism_clustering import ISMClustering
+
+        return ISMClustering(n_clusters=args.clusters, n_components=args.components,
+                             kernel=kernel_option(args), random_state=args.seed,
+                             verbose=int(args.verbose))
+    from ..reduction.ism import ISM
+
+    kernel, sigma = ism_kernel_option(args)
+    return ISM(n_components=args.components, kernel=kernel, sigma=sigma, random_state=args.seed,
+               verbose=int(args.verbose))
+
+
+def check_reduce(args):
+    """The options of ``reduce``, before any file is read."""
+    _checked(_reduce_model(args))
+    if args.clusters is None and args.labels is None:
+        _require_labels(args, "reduce needs --labels FILE, --label-column NAME|INDEX or "
+                              "--clusters K")
+
+
+def _altcluster_model(args):
+    from ..cluster.kdac import KDAC
+
+    positive_option("--lam", args.lam, strict=False)
+    return KDAC(n_clusters=args.clusters, n_components=args.components, kernel=kernel_option(args),
+                lam=args.lam, max_iter=args.max_iter, random_state=args.seed,
+                verbose=int(args.verbose))
+
+
+def check_altcluster(args):
+    """The options of ``altcluster``, before any file is read."""
+    _checked(_altcluster_model(args))
+    if not args.existing:
+        _require_labels(args, "altcluster needs --existing LABELS or --label-column "
+                              "NAME|INDEX (the existing clustering)")
+
+
+def check_ksvd(args):
+    """The options of ``ksvd``, before any file is read."""
+    positive_option("--components", args.components)
+    positive_option("--gamma", args.gamma)
+    positive_option("--tol", args.tol)
+    if landmarks_option(args.landmarks) is not None and args.solver != "nystrom":
+        raise UsageError("--landmarks needs --solver nystrom")
+
+
+def _knet_model(args):
+    from ..cluster.knet import KNetClustering
+
+    positive_option("--learning-rate", args.learning_rate)
+    positive_option("--lam", args.lam, strict=False)
+    return KNetClustering(n_clusters=args.clusters, hidden_layer_sizes=hidden_option(args.hidden),
+                          update=args.update,
+                          sigma="auto" if args.sigma is None else sigma_option(args.sigma),
+                          embedding_sigma=sigma_option(args.embedding_sigma), lam=args.lam,
+                          max_iter=args.max_iter, learning_rate=args.learning_rate,
+                          batch_size=args.batch_size, random_state=args.seed,
+                          verbose=int(args.verbose))
+
+
+def check_knet(args):
+    """The options of ``knet``, before any file is read."""
+    _checked(_knet_model(args))
 
 
 @contextlib.contextmanager
@@ -159,9 +238,9 @@ def _fitting(args):
     stderr (stdout carries the JSON summary)."""
     if args.verbose:
         with contextlib.redirect_stdout(sys.stderr):
-            yield 1
+            yield
     else:
-        yield 0
+        yield
 
 
 def _nmi_if_known(y, labels):
@@ -175,38 +254,14 @@ def _nmi_if_known(y, labels):
         return {}
 
 
-def _ism_kernel(args):
-    """(kernel, sigma) as :class:`ikdr.ISM` takes them, so that the command and the
-    library give the same fit: a plain kernel name stays a name, its bandwidth
-    --sigma's rule ("auto" by default, as the library's); a composite
-    specification is parsed into a kernel (its Gaussian members at the median
-    rule unless --sigma gives a number)."""
-    from ..kernels.names import KERNEL_NAMES
-    from ..kernels.syntax import parse_kernel
-
-    sigma = _sigma(args.sigma, rules=("auto", "median", "separation"))
-    if args.kernel.strip().lower() in KERNEL_NAMES:
-        return args.kernel.strip().lower(), sigma
-    return parse_kernel(args.kernel, sigma=sigma if not isinstance(sigma, str) else "median"), \
-        sigma
-
-
 def cmd_reduce(args):
-    from ..reduction.ism import ISM
-    from ..kernels.syntax import parse_kernel
-
     X, y_col = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
-    if args.clusters is not None:
-        kernel = parse_kernel(args.kernel, sigma=_sigma(args.sigma))
+    model = _reduce_model(args)
     out = _out_dir(args.out)
     t0 = time.perf_counter()
     if args.clusters is not None:
-        from ..cluster.ism_clustering import ISMClustering
-
-        with _fitting(args) as verbose:
-            model = ISMClustering(n_clusters=args.clusters, n_components=args.components,
-                                  kernel=kernel, random_state=args.seed, verbose=verbose)
+        with _fitting(args):
             model.fit(X)
         _save(args, "labels", model.labels_)
         extra = {"n_clusters": args.clusters, "quality": model.quality_,
@@ -217,12 +272,9 @@ def cmd_reduce(args):
         elif y_col is not None:
             y = y_col
         else:
-            raise UsageError("reduce needs --labels (or --label-column / a bundled dataset), "
-                             "or --clusters for unsupervised ISM")
-        kernel, sigma = _ism_kernel(args)
-        with _fitting(args) as verbose:
-            model = ISM(n_components=args.components, kernel=kernel, sigma=sigma,
-                        random_state=args.seed, verbose=verbose)
+            raise UsageError(f"{args.data} holds no labels: reduce needs --labels FILE, "
+                             "--label-column NAME|INDEX or --clusters K")
+        with _fitting(args):
             model.fit(X, y)
         extra = {"hsic": model.hsic_, "converged": model.converged_}
     elapsed = time.perf_counter() - t0
@@ -243,25 +295,18 @@ def _existing_labels(args, n_samples, y_col):
         return [load_labels(path, n_samples) for path in args.existing]
     if y_col is not None:
         return [y_col]
-    raise UsageError("altcluster needs --existing LABELS (or --label-column / a bundled "
-                     "dataset, whose labels are then the existing clustering)")
+    raise UsageError(f"{args.data} holds no labels: altcluster needs --existing LABELS or "
+                     "--label-column NAME|INDEX (the existing clustering)")
 
 
 def cmd_altcluster(args):
-    from ..cluster.kdac import KDAC
-    from ..kernels.syntax import parse_kernel
-
     X, y_col = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
     existing = _existing_labels(args, X.shape[0], y_col)
-    kernel = parse_kernel(args.kernel, sigma=_sigma(args.sigma))
-    _positive("--lam", args.lam, strict=False)
+    model = _altcluster_model(args)
     out = _out_dir(args.out)
     t0 = time.perf_counter()
-    with _fitting(args) as verbose:
-        model = KDAC(n_clusters=args.clusters, n_components=args.components, kernel=kernel,
-                     lam=args.lam, max_iter=args.max_iter, random_state=args.seed,
-                     verbose=verbose)
+    with _fitting(args):
         model.fit(X, existing if len(existing) > 1 else existing[0])
     elapsed = time.perf_counter() - t0
     _save(args, "labels", model.labels_)
@@ -280,18 +325,6 @@ def cmd_altcluster(args):
     return summary
 
 
-def _landmarks(text):
-    if text is None or text == "auto":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"--landmarks must be a positive int or 'auto', got {text!r}") from None
-    if value < 1:
-        raise UsageError(f"--landmarks must be positive, got {value}")
-    return value
-
-
 def cmd_ksvd(args):
     from ..ksvd.estimator import KernelSVD
 
@@ -302,11 +335,7 @@ def cmd_ksvd(args):
     if args.columns is not None:
         Z, _, _ = load_data(args.columns)
         log.info("loaded %s: %d x %d", args.columns, Z.shape[0], Z.shape[1])
-    _positive("--gamma", args.gamma)
-    _positive("--tol", args.tol)
-    landmarks = _landmarks(args.landmarks)
-    if landmarks is not None and args.solver != "nystrom":
-        raise UsageError("--landmarks needs --solver nystrom")
+    landmarks = landmarks_option(args.landmarks)
     out = _out_dir(args.out)
     t0 = time.perf_counter()
     sigma = "median" if args.gamma is None else args.gamma / np.sqrt(2.0)
@@ -338,37 +367,13 @@ def cmd_ksvd(args):
     return summary
 
 
-def _hidden(text):
-    if text is None:
-        return None
-    try:
-        sizes = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise UsageError(f"--hidden must be comma-separated ints such as 20,20, got {text!r}") \
-            from None
-    if not sizes or min(sizes) < 1:
-        raise UsageError(f"--hidden sizes must be positive, got {text!r}")
-    return sizes
-
-
 def cmd_knet(args):
-    from ..cluster.knet import KNetClustering
-
     X, y_col = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
-    hidden = _hidden(args.hidden)
-    _positive("--learning-rate", args.learning_rate)
-    _positive("--lam", args.lam, strict=False)
+    model = _knet_model(args)
     out = _out_dir(args.out)
     t0 = time.perf_counter()
-    with _fitting(args) as verbose:
-        model = KNetClustering(n_clusters=args.clusters, hidden_layer_sizes=hidden,
-                               update=args.update,
-                               sigma="auto" if args.sigma is None else _sigma(args.sigma),
-                               embedding_sigma=_sigma(args.embedding_sigma), lam=args.lam,
-                               max_iter=args.max_iter, learning_rate=args.learning_rate,
-                               batch_size=args.batch_size, random_state=args.seed,
-                               verbose=verbose)
+    with _fitting(args):
         model.fit(X)
     elapsed = time.perf_counter() - t0
     _save(args, "labels", model.labels_)
@@ -407,7 +412,7 @@ def build_parser():
                         "--clusters a number or 'median' (default)")
     _outputs(p)
     _common(p)
-    p.set_defaults(func=cmd_reduce)
+    p.set_defaults(func=cmd_reduce, check=check_reduce)
 
     p = sub.add_parser("altcluster", help="alternative clustering (KDAC) to existing labels")
     _data(p)
@@ -422,7 +427,7 @@ def build_parser():
     p.add_argument("--max-iter", type=int, default=20, help="outer U/W iterations (default 20)")
     _outputs(p)
     _common(p)
-    p.set_defaults(func=cmd_altcluster)
+    p.set_defaults(func=cmd_altcluster, check=check_altcluster)
 
     p = sub.add_parser("ksvd", help="asymmetric kernel SVD (dense data or a sparse .npz graph)")
     p.add_argument("data", nargs="+",
@@ -441,7 +446,7 @@ def build_parser():
     p.add_argument("--tol", type=float, default=None, help="ARPACK tol / Nystrom target eta")
     _outputs(p)
     _common(p)
-    p.set_defaults(func=cmd_ksvd)
+    p.set_defaults(func=cmd_ksvd, check=check_ksvd)
 
     p = sub.add_parser("knet", help="KNet deep kernel clustering")
     _data(p)
@@ -460,53 +465,11 @@ def build_parser():
     p.add_argument("--batch-size", type=int, default=None, help="default min(n, 200)")
     _outputs(p)
     _common(p)
-    p.set_defaults(func=cmd_knet)
+    p.set_defaults(func=cmd_knet, check=check_knet)
 
     p = sub.add_parser("info", help="version, build and thread configuration")
     p.set_defaults(func=cmd_info, threads=None, verbose=False, quiet=False, seed=0)
     return parser
-
-
-# Where a deliberate ``raise ValueError/TypeError/MemoryError`` is a check of the caller's
-# input: ikdr itself (its validation of data, parameters and the memory budget) and
-# scikit-learn's parameter and array validation.
-_CHECKING_CODE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_SKLEARN_CHECKS = ("validation.py", "_param_validation.py")
-
-
-def is_input_error(exc):
-    """True when ``exc`` reports bad input or usage, False for an unexpected failure.
-
-    Input errors are the command line's own (:class:`UsageError`, unreadable or
-    malformed files) and the ``ValueError``, ``TypeError`` or ``MemoryError`` (the
-    memory budget) that ikdr or scikit-learn's validation raises on purpose with a
-    ``raise`` statement. The same types raised elsewhere, such as by NumPy, SciPy,
-    LAPACK or the C++ core below ikdr's own checks, or any other exception type,
-    are failures of the library (exit 1).
-    """
-    if isinstance(exc, (InputError, UsageError, FileNotFoundError, PermissionError,
-                        IsADirectoryError)):
-        return True
-    if not isinstance(exc, (ValueError, TypeError, MemoryError)):
-        return False
-    tb = exc.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
-    ours = filename.startswith(_CHECKING_CODE)
-    sklearn_check = (os.sep + "sklearn" + os.sep in filename
-                     and os.path.basename(filename) in _SKLEARN_CHECKS)
-    if not (ours or sklearn_check):
-        return False
-    # a raise statement, not a call into compiled code that failed on that line
-    return linecache.getline(filename, tb.tb_lineno).lstrip().startswith("raise")
-
-
-def _first_line(exc):
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):
@@ -540,6 +503,13 @@ def main(argv=None):
     if args.threads is not None and args.threads < 1:
         print(f"ikdr {args.command}: error: --threads must be >= 1", file=sys.stderr)
         return 2
+    check = getattr(args, "check", None)
+    if check is not None:
+        try:    # once, before any file is read or any batch worker starts
+            check(args)
+        except UsageError as exc:
+            print(f"ikdr {args.command}: error: {first_line(exc)}", file=sys.stderr)
+            return 2
     if isinstance(getattr(args, "data", None), list):
         if is_batch(args.data):
             return _main_batch(args, run_batch)
@@ -558,10 +528,10 @@ def main(argv=None):
         return 130
     except Exception as exc:  # noqa: BLE001 - sorted below: input error (2) or failure (1)
         if is_input_error(exc):
-            print(f"ikdr {args.command}: error: {_first_line(exc)}", file=sys.stderr)
+            print(f"ikdr {args.command}: error: {first_line(exc)}", file=sys.stderr)
             return 2
         print(f"ikdr {args.command}: unexpected failure: {type(exc).__name__}: "
-              f"{_first_line(exc)}" + ("" if args.verbose else " (--verbose shows the traceback)"),
+              f"{first_line(exc)}" + ("" if args.verbose else " (--verbose shows the traceback)"),
               file=sys.stderr)
         if args.verbose:
             traceback.print_exc()

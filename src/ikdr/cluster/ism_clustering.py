@@ -286,7 +286,7 @@ COMMON_PARAMS = r"""
         Gaussian of ``sigma`` ("auto": local scaling, :func:`ikdr.spectral.auto_kernel`):
         such a global kernel finds the subspace in the W-step but cannot
         cluster XW by itself (unsupervised wine, q = 3: polynomial 0.70 -> 0.86,
-        linear 0.84 -> 0.90; docs/clustering_defaults.md). ISM keeps ``kernel``
+        linear 0.84 -> 0.90; :doc:`/clustering_defaults`). ISM keeps ``kernel``
         in the W-step and D comes from the affinity in both steps. A Gaussian
         given by name uses ``sigma`` ("auto": local scaling; else the median
         distance of X). Pass the kernel itself (e.g. ``affinity="linear"``)
@@ -325,7 +325,7 @@ COMMON_PARAMS = r"""
     eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
         How each W-step finds the top-q eigenvectors of a dense :math:`\Phi`
         (as :class:`ikdr.ISM`'s); "cpm" is the coordinate-wise power method
-        (Lei, Zhong and Dhillon 2016; docs/cpm.md).
+        (Lei, Zhong and Dhillon 2016; :doc:`/cpm`).
 """
 
 COMMON_ATTRS = r"""
@@ -351,6 +351,7 @@ COMMON_ATTRS = r"""
         the highest objective (D is held fixed in the W-step, so the true
         objective need not rise monotonically).
     converged_ : bool
+        Whether the U and W changes both fell below ``tol`` before ``max_iter``.
     history_ : list of dict
         Per outer iteration: ``objective`` (the paradigm's objective, maximised),
         ``cost`` (its negative, the thesis' convention), ``quality``,
@@ -361,6 +362,8 @@ COMMON_ATTRS = r"""
     affinity_ : Kernel
         The U-step kernel (``kernel_`` unless ``affinity`` was given).
     sigma_ : float or None
+        Bandwidth of the W-step kernel when it is a plain Gaussian; None for
+        other kernels (a local-scaling Gaussian has one bandwidth per point).
     normalize_ : bool
         Whether D was the degree matrix (True) or the identity.
     feature_importances_ : ndarray (n_features,)
@@ -376,7 +379,7 @@ COMMON_ATTRS = r"""
     support_ : ndarray of int
         The features W may use: all, unless :func:`ikdr.spectral.screen_features`
         took a few (4 blobs in 3 of 50 features: ISMClustering 0.26 -> 0.90;
-        docs/alternative_clustering.md); ``components_`` is zero elsewhere.
+        :doc:`/alternative_clustering`); ``components_`` is zero elsewhere.
     start_ : int
         Which of the runs was kept (KDAC's feature start is 1, see its Notes;
         0 when there was one run).
@@ -385,6 +388,7 @@ COMMON_ATTRS = r"""
         U-step (:func:`ikdr.spectral.spectral_gap`); a run other than the
         first is kept only when its gap is larger by at least 0.05.
     n_features_in_ : int
+        Number of features seen during ``fit``.
 """
 
 
@@ -474,7 +478,7 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
     principal component as scores: NMI 0.62 against 0.86-0.88 balanced). The
     default ``mu="auto"`` weighs both terms equally at the start (W = I):
     :math:`\mu = \mathrm{CQ}(U_0) / \mathrm{Tr}(K_X H K_{\hat Y} H)`, two
-    kernel passes (docs/clustering_defaults.md); the weight used is
+    kernel passes (:doc:`/clustering_defaults`); the weight used is
     ``mu_``. Both terms are in ``history_`` (``quality`` and ``score_term``).
 
     Parameters

@@ -189,7 +189,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
     Moon 400x4 (0.1, 1, 3), Flower (2, 10, 2), Face (3.1, 1, 17). Table 3.1's
     Face row (NMI 0.57, novelty 0.004) takes the 4 poses as the existing
     clustering and scores 4 alternative clusters against the 20 identities,
-    as the authors' code does (ikdr: 0.566, 0.004; docs/clustering_defaults.md).
+    as the authors' code does (ikdr: 0.566, 0.004; :doc:`/clustering_defaults`).
     :func:`ikdr.select_sigma_lambda` runs the thesis' grid search.
 
     Parameters
@@ -212,7 +212,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         the 7th nearest neighbour) in the W-step kernel and the U-step
         affinity: the per-point scales are set by the neighbours in the
         existing view (face pose -> identity NMI 0.49 -> 0.57, moon 400 x 4
-        0.76 -> 0.87; docs/clustering_defaults.md).
+        0.76 -> 0.87; :doc:`/clustering_defaults`).
     novelty_ : float
         NMI between ``labels_`` and the existing clustering (the largest one
         when several are given); 0 is fully novel.
@@ -341,7 +341,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
     def _global_scale(self, kernel, affinity):
         """sigma="auto" against an existing clustering visible in X: the local-scaling
         kernels of the default become one global Gaussian at their median scale
-        (:func:`ikdr.spectral.median_scale_gaussian`; docs/clustering_defaults.md)."""
+        (:func:`ikdr.spectral.median_scale_gaussian`; :doc:`/clustering_defaults`)."""
         if not (isinstance(self.sigma, str) and self.sigma == "auto"):
             return kernel, affinity
         default = {"kernel": isinstance(self.kernel, str) and self.kernel.lower() == "gaussian",

@@ -171,6 +171,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     Attributes
     ----------
     labels_ : ndarray (n_samples,)
+        Cluster of each training sample: k-means of the final spectral embedding.
     embedding_ : ndarray (n_samples, n_features)
         :math:`\psi_\theta(X)` of the training data.
     cluster_centers_ : ndarray (n_clusters, n_features)
@@ -210,7 +211,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         The features the network reads: all, unless at ``sigma="auto"``
         :func:`ikdr.spectral.screen_features` took a few (iris 0.63 -> 0.85,
         4 blobs in 3 of 50 features 0.30 -> 0.91;
-        docs/alternative_clustering.md). ``transform`` and ``predict`` read
+        :doc:`/alternative_clustering`). ``transform`` and ``predict`` read
         the same columns of their X.
     feature_scores_ : ndarray (n_features,) or None
         Each feature's 2-group gap (:func:`ikdr.spectral.feature_gaps`) at

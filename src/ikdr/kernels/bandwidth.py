@@ -33,7 +33,7 @@ from .._config import require_memory
 from .._native import KernelTerm, TermKind
 from .._utils.labels import one_hot
 from .._utils.sampling import sample_index, sample_rows
-from .._utils.validation import check_matrix
+from .._utils.validation import check_bandwidth, check_matrix
 from .._utils.typing import ArrayLike, RandomStateLike
 
 __all__ = ["MEDIAN_SUBSAMPLE", "median_sigma", "separation_sigma", "separation",
@@ -142,8 +142,63 @@ def warn_if_kernel_vanishes(X, sigma, max_rows=200):
 
 
 
-def separation(X: np.ndarray, Y: np.ndarray, sigma: float) -> float:
-    """J(sigma) of the module docstring for the points X (n x d) and one-hot Y (n x c)."""
+def separation(X: ArrayLike, Y: ArrayLike, sigma: float) -> float:
+    r"""Mean within-class minus mean between-class Gaussian kernel value, :math:`J(\sigma)`.
+
+    The objective that :func:`separation_sigma` maximises (dissertation, Appendix
+    D.11). With :math:`K_{ij} = \exp(-\|x_i - x_j\|^2 / (2\sigma^2))`, the
+    indicator vector :math:`1_c` of class c and :math:`n_c` its size,
+
+    .. math::
+       J(\sigma) = \frac{\sum_c 1_c^T K 1_c - n}{\sum_c n_c^2 - n}
+                 - \frac{1^T K 1 - \sum_c 1_c^T K 1_c}{n^2 - \sum_c n_c^2}:
+
+    the mean kernel value over the pairs of distinct points of one class, minus
+    the mean over the pairs of points of different classes (the diagonal,
+    :math:`K_{ii} = 1`, is left out). It costs one fused kernel pass
+    :math:`(K Y, K 1)` over the points; nothing n x n is stored.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The points (standardised, as the estimators expect).
+    Y : array-like of shape (n_samples, n_classes)
+        One-hot class indicators: 0 or 1, exactly one 1 per row.
+    sigma : float
+        The Gaussian bandwidth, positive.
+
+    Returns
+    -------
+    J : float
+        Between -1 and 1; large when the classes are tight at this bandwidth
+        and far from each other. A term without pairs (a single class, or
+        classes of one point each) counts as 0.
+
+    See Also
+    --------
+    separation_sigma : the bandwidth that maximises it.
+
+    References
+    ----------
+    Wu, dissertation (2020), Appendix D.11.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ikdr.kernels import separation
+    >>> X = np.array([[0.0], [0.1], [5.0], [5.1]])
+    >>> Y = np.array([[1, 0], [1, 0], [0, 1], [0, 1]])
+    >>> round(separation(X, Y, sigma=1.0), 3)
+    0.995
+    """
+    X = check_matrix(X, "X")
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        raise ValueError(f"Y must be one-hot of shape (n_samples, n_classes) with n_samples = "
+                         f"{X.shape[0]}, got shape {Y.shape}")
+    if not (np.all((Y == 0) | (Y == 1)) and np.all(Y.sum(axis=1) == 1)):
+        raise ValueError("Y must be one-hot: 0 or 1, with exactly one 1 per row")
+    sigma = check_bandwidth(sigma)
     n = X.shape[0]
     # the Gaussian's fused pass (KY, K1); nothing n x n is stored
     gaussian = [KernelTerm(TermKind.gaussian, 1.0, sigma=float(sigma))]

@@ -42,6 +42,26 @@ class LowRankPart:
     A Nystrom factor's matrix is also given as the core's kernel ``terms``
     (``negative_reciprocal``: the matrix is -1 over theirs), which the native
     landmark sweeps (:mod:`ikdr.kernels.lowrank`) evaluate block by block.
+
+    Attributes
+    ----------
+    uses : tuple of (str, float)
+        What the factor stands for: ``(role, weight)`` pairs, role one of
+        ``"value"``, ``"laplacian"``, ``"inner"``.
+    matrix : callable or None
+        ``matrix(A, B, n_threads)``: the member's matrix between two point sets,
+        for a Nystrom factor.
+    random_features_scale : float or None
+        The Gaussian bandwidth whose random Fourier features may replace the
+        Nystrom factor; None when they may not.
+    rows : callable or None
+        ``rows(Z_b)``: the rows of an exact finite-rank factor for a block of points.
+    core : callable or None
+        ``core(q)``: the core S of an exact finite-rank factor.
+    terms : tuple or None
+        The Nystrom factor's matrix as the compiled core's kernel terms.
+    negative_reciprocal : bool
+        Whether the matrix is -1 over the terms' matrix.
     """
 
     uses: tuple
@@ -105,7 +125,7 @@ class Kernel:
                         f"{self!r}")
 
     def feature_map(self, Y):
-        """Explicit features F with ``K(Y, Y) = F F^T`` when the kernel has a finite
+        """Explicit features F with :math:`K(Y, Y) = FF^T` when the kernel has a finite
         exact one (the linear kernel: Y itself), else None."""
         return None
 
@@ -188,7 +208,7 @@ class Kernel:
         return [k._term(w, rows, cols) for w, k in self.members() if w > 0]
 
     def matrix(self, A, B=None, *, n_threads=None):
-        """Kernel matrix ``K_ij = k(a_i, b_j)`` (similarity form), shape (n_a, n_b)."""
+        """Kernel matrix :math:`K_{ij} = k(a_i, b_j)` (similarity form), shape (n_a, n_b)."""
         A = check_matrix(A, "A", min_samples=1, dtype=FLOATS)
         kernel = self if self.is_resolved else self.fit(A)
         if B is None:
@@ -306,7 +326,7 @@ class Kernel:
         return out, objective
 
     def phi(self, X, W, gamma, *, n_threads=None):
-        r"""The ISM surrogate :math:`\Phi(W)` (d x d) for the objective ``Tr(Gamma K_XW)``.
+        r"""The ISM surrogate :math:`\Phi(W)` (d x d) for the objective :math:`\mathrm{Tr}(\Gamma K_{XW})`.
 
         :math:`\nabla_W \mathrm{Tr}(\Gamma K_{XW}) = 2 \Phi(W) W` (ISM paper,
         Eq. 6-7 with the constants kept). Computed by the fused C++ product:
@@ -351,7 +371,7 @@ class Kernel:
         return inner, laplacian
 
     def objective(self, X, W, gamma, *, n_threads=None):
-        r"""``Tr(Gamma K_XW)`` (ISM paper, Eq. 1), without forming K (W=None: K of X itself)."""
+        r""":math:`\mathrm{Tr}(\Gamma K_{XW})` (ISM paper, Eq. 1), without forming K (W=None: K of X itself)."""
         X = np.ascontiguousarray(X)
         Z = X if W is None else np.ascontiguousarray(X @ np.asarray(W, dtype=X.dtype))
         _, row_sums = self.product(Z, None, gamma, n_threads=n_threads)
@@ -463,6 +483,7 @@ class ConicKernel(Kernel):
 
     @property
     def depends_on_w(self):
+        """Whether Phi depends on W: when any member with a positive weight does."""
         return any(k.depends_on_w for w, k in self.members() if w > 0)
 
     def fit(self, X: ArrayLike, random_state: RandomStateLike = None) -> Kernel:

@@ -96,6 +96,7 @@ class Polynomial(Kernel):
 
     @property
     def depends_on_w(self):
+        """Whether Phi depends on W: for every degree above 1 (degree 1 is linear)."""
         return int(self.degree) > 1
 
     @property

@@ -82,7 +82,7 @@ class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
         Polynomial degree p.
     gamma : float or None, default=None
         Deprecated alias of the bandwidth in the paper's parametrisation,
-        ``gamma = sqrt(2) * sigma`` (a ``FutureWarning`` when given; it
+        :math:`\gamma = \sqrt 2\,\sigma` (a ``FutureWarning`` when given; it
         overrides ``sigma``). It is neither scikit-learn's ``gamma`` nor the
         ISM paradigm matrix Gamma; use ``sigma``.
     center : bool, default=False
@@ -167,8 +167,11 @@ class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     singular_values_ : ndarray of shape (r,)
+        The r largest singular values :math:`\Lambda` of G, descending.
     left_vectors_ : ndarray of shape (n, r)
+        U, the left singular vectors of G (one row per row of the data).
     right_vectors_ : ndarray of shape (m, r)
+        V, the right singular vectors of G (one row per column point).
     row_embedding_ : ndarray of shape (n, r)
         :math:`U\Lambda` (equals :math:`GV` for the exact solvers).
     column_embedding_ : ndarray of shape (m, r)
@@ -192,6 +195,7 @@ class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
     solver_ : str
         The solver that ran (what ``"auto"`` chose).
     n_features_in_ : int
+        Number of features seen during ``fit``.
 
     Notes
     -----
@@ -424,7 +428,7 @@ class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
         X may be a row-chunked ``dask.array.Array`` with ``fit(X, Z)``,
         ``solver="nystrom"`` and an int ``n_landmarks``: the landmark columns
         ``G[:, J] v`` are then mapped over X's row blocks as Dask tasks and Z is
-        shipped once to each worker (:mod:`ikdr.distributed`, docs/distributed.md).
+        shipped once to each worker (:mod:`ikdr.distributed`, :doc:`/distributed`).
         """
         self._check_params()
         rng = check_random_state(self.random_state)

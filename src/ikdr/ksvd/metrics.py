@@ -83,9 +83,10 @@ CLUSTER_RTOL = 1e-2
 
 
 def singular_value_clusters(s: ArrayLike, rtol: float = CLUSTER_RTOL) -> list[np.ndarray]:
-    """Index blocks of consecutive (descending) singular values within ``rtol`` of each other.
+    r"""Index blocks of consecutive (descending) singular values within ``rtol`` of each other.
 
-    ``s_i`` and ``s_{i+1}`` share a cluster when ``s_i - s_{i+1} <= rtol * s_i``;
+    :math:`s_i` and :math:`s_{i+1}` share a cluster when
+    :math:`s_i - s_{i+1} \le \mathrm{rtol}\, s_i`;
     the vectors inside a cluster are not determined individually (any rotation
     of them is as good), only their span is.
     """

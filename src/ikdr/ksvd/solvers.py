@@ -98,15 +98,15 @@ def _nystrom_from_blocks(C, R, I, J, r, N, M):
 def asymmetric_nystrom(G_blocks: Any, n_components: int, n_landmarks: int | tuple[int, int], *,
                        random_state: RandomStateLike = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Asymmetric Nystrom approximation of the rank-r SVD of G (paper equation 9).
+    r"""Asymmetric Nystrom approximation of the rank-r SVD of G (paper equation 9).
 
     Samples n rows I and m columns J uniformly without replacement (for a
     square G and n = m the same indices, J = I, so that a symmetric G gets the
     standard Nystrom approximation of Williams and Seeger), takes the
-    rank-r SVD ``G[I, J] = u diag(lambda) v^T`` and extends it:
-    ``U~ = G[:, J] v / lambda``, ``V~ = G[I, :]^T u / lambda`` (columns then
-    scaled to unit length; they are not re-orthogonalised),
-    ``lambda~ = sqrt(N M / (n m)) lambda``. A zero ``lambda`` (the landmarks
+    rank-r SVD :math:`G_{IJ} = u\,\mathrm{diag}(\lambda)\,v^T` and extends it:
+    :math:`\tilde U = G_{:J}\,v / \lambda`, :math:`\tilde V = G_{I:}^T\,u / \lambda` (columns
+    then scaled to unit length; they are not re-orthogonalised),
+    :math:`\tilde\lambda = \sqrt{NM / (nm)}\,\lambda`. A zero :math:`\lambda` (the landmarks
     do not resolve that component) leaves a zero singular value and zero
     vectors. Needs only the blocks G[:, J] and G[I, :]: O((N m + n M))
     kernel entries. With all rows and columns as landmarks it is the exact

@@ -111,7 +111,7 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
     eigen_solver : {"auto", "lapack", "power", "cpm"}
         How the top-q eigenvectors of a dense Phi are found
         (:func:`ikdr._utils.eig.top_eigenvectors`): "cpm" is the coordinate-wise
-        power method (Lei, Zhong and Dhillon 2016; docs/cpm.md), with a LAPACK
+        power method (Lei, Zhong and Dhillon 2016; :doc:`/cpm`), with a LAPACK
         fallback when it does not converge or eigenvalues q and q + 1 tie.
     n_threads : int, optional
         Threads of the C++ core (default :func:`ikdr.get_num_threads`).
@@ -196,7 +196,7 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         A row-chunked ``dask.array.Array`` X gets the Dask provider
         (:class:`ikdr.distributed.DaskPasses`): every pass runs as Dask tasks on
         block pairs (:class:`ikdr.distributed.DaskProblem`) while W, the
-        eigenproblems and the trust region stay here (docs/distributed.md).
+        eigenproblems and the trust region stay here (:doc:`/distributed`).
         The provider is picked once, by :func:`ikdr.passes.resolve`.
 
     Notes

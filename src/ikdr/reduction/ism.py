@@ -78,7 +78,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     (ISM paper, Eq. 1), by the fixed point :math:`W \leftarrow V_{\max}(\Phi(W))`
     started at :math:`\Phi_0` (Algorithm 1), accelerated by Pulay mixing once W
     settles and safeguarded by a Riemannian trust region where a plain step
-    would lower the objective (see :func:`ikdr.ism`). ``K_Y = Y Y^T`` with one-hot Y for
+    would lower the objective (see :func:`ikdr.ism`). :math:`K_Y = YY^T` with one-hot Y for
     class labels, a Gaussian kernel on y for continuous targets.
 
     Data should be standardised first (e.g. ``make_pipeline(StandardScaler(), ISM())``),
@@ -103,7 +103,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         X, :func:`ikdr.median_sigma`) is then about :math:`\sqrt{d/q}` times too
         wide, nearly flat on XW, and sees little beyond class means (a ring or
         an XOR among noise features is lost: recall 0.00-0.12 against 1.00 with
-        "auto" in ``benchmarks/results/feature_discovery.md``; on wine, breast
+        "auto" in :doc:`/benchmarks/feature_discovery`; on wine, breast
         cancer and digits 5-fold accuracy within 0.01 of "median"). "separation"
         maximises the mean within-class minus the mean between-class kernel
         value (dissertation Appendix D.11, the authors' library's default;
@@ -115,6 +115,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         a step also turns W by less than 0.1 rad (the safeguarded phase, when
         needed, stops at the relative Riemannian gradient norm ``gtol``).
     max_iter : int, default=100
+        Maximum number of iterations, plain and safeguarded together.
     criterion : {"gradient", "eigenvalues", "angle"}, default="gradient"
         Stopping rule. ``"gradient"``: run until the relative Riemannian
         gradient norm is at most ``gtol``, then check the Hessian (the
@@ -147,7 +148,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
         How the top-q eigenvectors of a dense :math:`\Phi` are found (see
         :func:`ikdr.ism`); "cpm" is the coordinate-wise power method (Lei,
-        Zhong and Dhillon 2016; docs/cpm.md).
+        Zhong and Dhillon 2016; :doc:`/cpm`).
     gtol : float, default=1e-6
         Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
         fit stops (``criterion="gradient"``) and below which the certificate's
@@ -189,7 +190,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         with linear and squared members; the linear and squared kernels alone
         need no approximation (ValueError). "rff": random Fourier features of
         the Gaussian kernel (the authors' library's default; less accurate at
-        small sigma, see ``benchmarks/results/nystrom_ism.md``).
+        small sigma, see :doc:`/benchmarks/nystrom_ism`).
     n_landmarks : "auto" or int, default="auto"
         m, the number of landmarks (Nystrom) or features (rff). "auto" starts
         at 64 landmarks (500 features) and doubles m, warm-starting each fit
@@ -213,6 +214,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     eigenvalues_ : ndarray of shape (n_components,)
         Eigenvalues of :math:`\Phi(W)` at the solution.
     n_iter_ : int
+        Iterations run after the start, plain and safeguarded together.
     sigma_ : float or None
         Gaussian bandwidth used (None for kernels without one).
     kernel_ : Kernel
@@ -263,6 +265,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         and of the landmark fits), the landmarks given, or "approximation=None".
         Printed with ``verbose >= 1``.
     n_features_in_ : int
+        Number of features seen during ``fit``.
 
     See Also
     --------
@@ -344,7 +347,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
 
         X may be a row-chunked ``dask.array.Array`` (and y a dask array): every
         pass then runs as Dask tasks on the active client's workers
-        (:mod:`ikdr.distributed`, docs/distributed.md).
+        (:mod:`ikdr.distributed`, :doc:`/distributed`).
         """
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma,

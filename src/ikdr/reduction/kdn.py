@@ -101,9 +101,14 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         Per layer: ``W`` (input width x q), ``sigma``, ``omega``, ``phase``
         (the Fourier map), ``hsic`` (normalised HSIC of its output), ``ism_iter``.
     hsic_per_layer_ : list of float
+        Normalised HSIC between each layer's output and the labels, in order.
     classes_ : ndarray
+        The class labels, sorted.
     class_centers_ : ndarray (n_classes, n_fourier)
+        Mean of the last layer's output over each class; ``predict`` returns
+        the class of the nearest centre.
     n_layers_ : int
+        Number of layers built.
 
     References
     ----------

@@ -5,8 +5,8 @@ ISM's start :math:`\Phi_0` (ISM paper, Theorem 3) sees only the class means
 moves no class mean, and among many noise features the fit then drifts to
 noise: at 2,000 x 784 with 4 informative features, 0.004-0.017 of W's mass
 lands on them, from every start tried, because the objective's own maximum
-over all features is a noise subspace that fits the sample
-(``benchmarks/results/feature_discovery_research.md``). The screen keeps the
+over all features is a noise subspace that fits the sample (the documentation's
+"How ISM's defaults were chosen" gives the measurements). The screen keeps the
 features whose first or second class moments differ beyond noise, and the fit
 runs on those:
 

@@ -62,6 +62,7 @@ class ISMConvergence:
         problem's trust-region step gained less than its ``objective_floor``)
         or ``"max_iter"`` / ``"stalled"``.
     objective : float
+        :math:`f(W) = \mathrm{Tr}(\Gamma K_{XW})` at the returned W.
     gradient_norm : float
         :math:`\|2(I - WW^T)\Phi(W)W\|_F`, the Riemannian gradient norm.
     relative_gradient_norm : float

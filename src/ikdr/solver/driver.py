@@ -80,8 +80,9 @@ class ISMResult:
     n_iter : int
         Iterations (plain and safeguarded) after the start.
     converged : bool
+        Whether the stopping rule was met before ``max_iter``.
     objective : float
-        ``Tr(Gamma K_XW)`` at the returned W.
+        :math:`\\mathrm{Tr}(\\Gamma K_{XW})` at the returned W.
     history : list of dict
         One entry per iterate (iteration 0 is the start): ``objective``,
         ``eigenvalues``, ``eigenvalue_change``, ``angle`` (largest principal
@@ -106,7 +107,7 @@ class ISMResult:
 
 
 def choose_n_components(eigenvalues: ArrayLike, *, minimum: int = 1) -> int:
-    """q by the largest eigengap ``lambda_q - lambda_{q+1}`` of a descending
+    r"""q by the largest eigengap :math:`\lambda_q - \lambda_{q+1}` of a descending
     spectrum, with q >= ``minimum`` (dissertation equation 3.11)."""
     vals = np.sort(check_vector(eigenvalues, "eigenvalues"))[::-1]
     d = vals.shape[0]
