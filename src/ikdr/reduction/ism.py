@@ -25,7 +25,7 @@ from ..passes.landmarks import Approximation
 from ..solver.approximate import approximate_ism
 from ..solver.driver import choose_n_components
 from .function import ism
-from .screen import moment_screen, screen_bytes
+from .screen import SCREEN_ROWS, moment_screen, screen_bytes
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
 
@@ -419,7 +419,11 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         starts, in the order of its marginal held-out dependence."""
         d = X.shape[1]
         if self.support != "all" and fits_memory(screen_bytes(d, y)):
-            kept, scores = moment_screen(X, y)
+            # the screen only proposes (the held-out halves decide): its moments on a
+            # seeded sample of rows, so that its cost does not grow with n
+            index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
+            kept, scores = moment_screen(X if index is None else rows_at(X, index),
+                                         y if index is None else y[index])
             return np.flatnonzero(kept > 0), np.argsort(-scores, kind="stable"), scores
         marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
         everything = np.arange(d) if self.support == "all" else np.empty(0, np.intp)

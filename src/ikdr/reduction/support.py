@@ -4,8 +4,12 @@ rows the projection was not fitted on (cross-fitting).
 The fit maximises the training HSIC over every feature it is given; among many
 noise features that maximum is partly a noise subspace fitted to the sample,
 so the training objective cannot say which features to keep. Here every
-decision is taken on held-out rows: the selection rows are split in two
-halves, W is fitted on one and measured on the other, and the other way round.
+decision is taken on held-out rows: the selection rows (all rows, or a seeded
+sample of :data:`FOLD_ROWS` per half) are split in two halves (stratified by
+class), W is fitted on one and measured on the other, and the other way round.
+Each half's fit starts from the fit on every row and climbs to a maximum of
+that half alone (relative gradient :data:`FOLD_GTOL`): started cold, a half
+would often miss the structure the full fit found, and a start is no data.
 
 **Held-out loss of a feature.** Scaling feature j of X by s is scaling row j
 of W by s, so with :math:`\nabla_W f = 2\Phi(W)W` the rate at which the
@@ -13,23 +17,31 @@ held-out objective :math:`f_B(W_A) = \mathrm{Tr}(\Gamma_B K_{X_B W_A})` falls as
 feature j is removed is
 
 .. math:: \ell_j = \left.\frac{\partial f_B}{\partial s_j}\right|_{s=1}
-    = 2 \sum_k (W_A)_{jk}\,[\Phi_B(W_A) W_A]_{jk},
+    = \sum_k \ell_{jk}, \qquad \ell_{jk} = 2 (W_A)_{jk}\,[\Phi_B(W_A) W_A]_{jk},
 
 one thin pass on the held-out half for every feature at once (a cross-fitted
 first-order form of the held-out HSIC lost without the feature). On the
 training half at its maximum, :math:`\Phi_A W_A = W_A\Lambda`, this is
 :math:`2\sum_k \lambda_k W_{jk}^2`, the eigenvalue-weighted loadings; on the
 held-out half a noise feature scores below zero on average (it shrinks every
-kernel value alike) and a feature that carries dependence above it.
+kernel value alike) and a feature that carries dependence above it. A
+direction k whose held-out value :math:`\sum_j \ell_{jk}` is negative carries
+no dependence (the floor on q, at least 2 directions, can force such a one on
+a linear problem) and is left out of the sum, so that a feature is not
+blamed for the wasted direction it happens to load.
 
 **Selection.** The class-moment screen (:mod:`ikdr.reduction.screen`) proposes:
 the fit starts from the features it keeps (all of them, up to
 :data:`ALL_FEATURES`, where it keeps none: a parity moves no class moment),
 and the others are candidates in the order of their raw screen scores. Each
-round fits both halves on the current features plus a batch of untried
-candidates and keeps the features whose summed held-out loss is positive;
-the rounds end when a round keeps what it was given and no candidate is left
-to try in that round, or after :data:`MAX_ROUNDS`.
+round measures the current features and a batch of untried candidates on
+both halves. A feature in use stays unless its summed loss is below
+:math:`-` :data:`SUPPORT_MARGIN` times the summed held-out objective (a loss
+within noise of zero must not flip the support between near-equal fits); a
+candidate enters when its summed loss is above :data:`CANDIDATE_MARGIN` times
+it and positive on each half. The rounds end when one changes nothing, or
+after :data:`MAX_ROUNDS`; where the features changed, the fit on every row is
+made once more on them, warm-started.
 
 **Marginal part.** A feature whose dependence is additive and even (a
 quadratic term) is not kept in the projection, whose single isotropic kernel
