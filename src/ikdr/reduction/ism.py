@@ -363,7 +363,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         minimum = min(d, max(2, classes.shape[0] - 1 if classes is not None else 1))
         heldout = HeldOutRows(*self._selection_rows(X, y), target, self.random_state)
         start, order, scores = self._candidates(X, y, heldout)
-        if start.size == 0:
+        evidence = start.size > 0
+        if not evidence:
             # no class moment differs (a parity): Phi_0 holds no signal, and its
             # eigengap no q; the fewest directions, all features up to ALL_FEATURES
             start, q_user = order[:min(d, ALL_FEATURES)], q_user or minimum
@@ -371,15 +372,15 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         def fit_rows(features, W0):
             fitted = self._fit_features(X, y, rows, gamma, target, features, q_user,
                                         min(minimum, features.size), W0)
-            return fitted[0].components, fitted[0].kernel, fitted
+            return fitted[0].components, fitted[0].kernel, fitted[0].eigenvalues, fitted
 
         if self.support == "heldout":
             selection, result = select_support(heldout, start, order, fit_rows,
-                                               self._fold_fit, q_user or minimum)
+                                               self._fold_fit, q_user or minimum, evidence)
             support, losses = selection.support, selection.losses
         else:
             support = _filled(np.sort(start), order, q_user or minimum)
-            W, kernel, result = fit_rows(support, None)
+            W, kernel, _, result = fit_rows(support, None)
             losses = np.zeros(d)
             losses[support] = heldout_losses(heldout, support, W, kernel,
                                              self._fold_fit)[0].sum(axis=0)
