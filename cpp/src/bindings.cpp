@@ -190,19 +190,20 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
 // task fail_at (if >= 0) throwing; returns how many tasks each worker ran.
 std::vector<Index> parallel_check(Index n_tasks, int n_threads, Index fail_at) {
   RunConfig cfg = make_config(n_threads);
-  std::vector<std::atomic<Index>> counts(static_cast<std::size_t>(std::max(1, cfg.n_threads)));
+  // one counter per possible worker; each worker's slot is its own counter
+  std::vector<Index> counts(static_cast<std::size_t>(std::max(1, cfg.n_threads)), 0);
   without_gil([&] {
-    parallel_for(n_tasks, cfg, [&](Index t, int worker) {
-      if (t == fail_at) throw std::runtime_error("task " + std::to_string(t) + " failed");
-      counts[static_cast<std::size_t>(worker)].fetch_add(1);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-      while (std::chrono::steady_clock::now() < until) {
-      }
-    });
+    parallel_for(
+        n_tasks, cfg, [&counts](int worker) { return &counts[static_cast<std::size_t>(worker)]; },
+        [&](Index t, Index* count) {
+          if (t == fail_at) throw std::runtime_error("task " + std::to_string(t) + " failed");
+          ++*count;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        });
   });
-  std::vector<Index> out;
-  for (auto& c : counts) out.push_back(c.load());
-  return out;
+  return counts;
 }
 
 py::dict build_info() {
