@@ -206,6 +206,26 @@ std::vector<Index> parallel_check(Index n_tasks, int n_threads, Index fail_at) {
   return counts;
 }
 
+// For the tests of blas.hpp's size check: the sizes gemm_row_major hands the
+// BLAS for a row-major product of these dimensions (each at least 1), in the
+// BLAS's order (m, n, k, lda, ldb, ldc of the column-major call). The BLAS is
+// a stand-in that writes them into its output argument and reads nothing.
+std::vector<Index> gemm_sizes(Index m, Index n, Index k, Index lda, Index ldb, Index ldc) {
+  if (m < 1 || n < 1 || k < 1 || lda < 1 || ldb < 1 || ldc < 1)
+    throw py::value_error("every size must be at least 1");
+  Blas recorder;
+  recorder.dgemm = [](const char*, const char*, const int* mm, const int* nn, const int* kk,
+                      const double*, const double*, const int* la, const double*, const int* lb,
+                      const double*, double* c, const int* lc) {
+    const int sizes[] = {*mm, *nn, *kk, *la, *lb, *lc};
+    for (int i = 0; i < 6; ++i) c[i] = sizes[i];
+  };
+  double out[6] = {};
+  gemm_row_major<double>(recorder, false, false, m, n, k, 1.0, nullptr, lda, nullptr, ldb, 0.0,
+                         out, ldc);
+  return std::vector<Index>(out, out + 6);
+}
+
 py::dict build_info() {
   py::dict info;
 #ifdef IKDR_VERSION
@@ -245,6 +265,9 @@ PYBIND11_MODULE(_core, m) {
         "start-up, or what omp_set_num_threads (threadpoolctl) set since");
   m.def("_parallel_check", &parallel_check, py::arg("n_tasks"), py::arg("n_threads"),
         py::arg("fail_at") = -1, "Test hook of the threading layer: tasks run per worker");
+  m.def("_gemm_sizes", &gemm_sizes, py::arg("m"), py::arg("n"), py::arg("k"), py::arg("lda"),
+        py::arg("ldb"), py::arg("ldc"),
+        "Test hook of the BLAS size check: the 32-bit sizes a row-major GEMM passes on");
   m.def("openmp_pause", &openmp_pause_threads,
         "Release the OpenMP runtime's idle threads (omp_pause_resource_all(omp_pause_hard)), "
         "e.g. before fork: 0 on success, -1 if refused or unavailable, 1 without OpenMP");

@@ -1,8 +1,11 @@
-// The two BLAS calls of the core (blas.hpp) and the
+// The two BLAS calls of the core (blas.hpp), with their sizes checked, and the
 // chunked GEMM on the call's threads.
 #include "ikdr/blas.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "ikdr/parallel.hpp"
 
@@ -23,6 +26,16 @@ struct BlasTraits<float> {
   static SyrkFn<float> syrk(const Blas& b) { return b.ssyrk; }
 };
 
+// A size as the BLAS's 32-bit int, or std::overflow_error saying which.
+int blas_int(Index value, const char* what) {
+  if (value > Index(std::numeric_limits<int>::max()))
+    throw std::overflow_error(std::string("a BLAS call would need ") + what + " = " +
+                              std::to_string(value) +
+                              ", above the 32-bit limit of the BLAS (2^31 - 1 = 2147483647); "
+                              "use fewer rows or columns per call");
+  return static_cast<int>(value);
+}
+
 }  // namespace
 
 template <class T>
@@ -36,7 +49,9 @@ void gemm_row_major(const Blas& blas, bool trans_a, bool trans_b, Index m, Index
     return;
   }
   const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
-  const int mm = int(n), nn = int(m), kk = int(k), la = int(ldb), lb = int(lda), lc = int(ldc);
+  const int mm = blas_int(n, "a column count"), nn = blas_int(m, "a row count"),
+            kk = blas_int(k, "an inner dimension"), la = blas_int(ldb, "a leading dimension"),
+            lb = blas_int(lda, "a leading dimension"), lc = blas_int(ldc, "a leading dimension");
   BlasTraits<T>::gemm(blas)(&ta, &tb, &mm, &nn, &kk, &alpha, b, &la, a, &lb, &beta, c, &lc);
 }
 
@@ -50,7 +65,8 @@ void syrk_upper_row_major(const Blas& blas, Index n, Index k, T alpha, const T* 
     return;
   }
   const char uplo = 'L', trans = 'N';
-  const int nn = int(n), kk = int(k), la = int(lda), lc = int(ldc);
+  const int nn = blas_int(n, "an order"), kk = blas_int(k, "an inner dimension"),
+            la = blas_int(lda, "a leading dimension"), lc = blas_int(ldc, "a leading dimension");
   BlasTraits<T>::syrk(blas)(&uplo, &trans, &nn, &kk, &alpha, a, &la, &beta, c, &lc);
 }
 

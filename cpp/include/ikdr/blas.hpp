@@ -21,6 +21,10 @@ struct Blas {
   SyrkFn<float> ssyrk = nullptr;
 };
 
+// The BLAS takes 32-bit sizes. Each size and leading dimension passed on is
+// checked: one above 2^31 - 1 throws std::overflow_error naming it (Python
+// sees OverflowError), never a silently wrapped int.
+//
 // Both functions are defined out of line, once (blas.cpp, baseline code): the
 // per-instruction-set tile kernels call them, and an inline copy compiled for
 // AVX-512 must not exist to be picked by the linker (tile_kernels.hpp).
