@@ -32,6 +32,15 @@ namespace py = pybind11;
 using namespace ikdr;
 using namespace ikdr::bindings;
 
+namespace ikdr {
+namespace bindings {
+std::atomic<int>& active_passes() {
+  static std::atomic<int> count{0};
+  return count;
+}
+}  // namespace bindings
+}  // namespace ikdr
+
 namespace {
 
 template <class T>
@@ -226,6 +235,22 @@ std::vector<Index> gemm_sizes(Index m, Index n, Index k, Index lda, Index ldb, I
   return std::vector<Index>(out, out + 6);
 }
 
+// Before a fork (the Python fork handler): releases the OpenMP runtime's idle
+// threads so that the child can start its own (openmp_pause_threads), unless
+// a call of another thread is inside the core: pausing the runtime under a
+// running parallel region is not allowed (LLVM's libomp shuts itself down
+// and the region would crash). Returns openmp_pause_threads()'s code (0:
+// released), or 2 when calls were running and nothing was done; the child
+// then runs single-threaded (ikdr._native).
+int openmp_pause_before_fork() {
+  if (active_passes().load() > 0) return 2;
+  return openmp_pause_threads();
+}
+
+// In a forked child: the calls counted as running belong to threads that
+// the child does not have.
+void forget_active_passes() { active_passes().store(0); }
+
 py::dict build_info() {
   py::dict info;
 #ifdef IKDR_VERSION
@@ -268,6 +293,13 @@ PYBIND11_MODULE(_core, m) {
   m.def("_gemm_sizes", &gemm_sizes, py::arg("m"), py::arg("n"), py::arg("k"), py::arg("lda"),
         py::arg("ldb"), py::arg("ldc"),
         "Test hook of the BLAS size check: the 32-bit sizes a row-major GEMM passes on");
+  m.def("openmp_pause_before_fork", &openmp_pause_before_fork,
+        "Before a fork: openmp_pause() unless a call of another thread is inside the core "
+        "(then 2, and nothing is done)");
+  m.def("active_passes", [] { return active_passes().load(); },
+        "How many calls (of any thread) are inside the core's passes now");
+  m.def("_forget_active_passes", &forget_active_passes,
+        "In a forked child: no call of the parent's other threads is running here");
   m.def("openmp_pause", &openmp_pause_threads,
         "Release the OpenMP runtime's idle threads (omp_pause_resource_all(omp_pause_hard)), "
         "e.g. before fork: 0 on success, -1 if refused or unavailable, 1 without OpenMP");

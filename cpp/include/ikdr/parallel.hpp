@@ -18,7 +18,8 @@
 //
 // Fork: a child forked while the runtime keeps idle threads would hang in its
 // first parallel region (libgomp). The Python layer releases them before every
-// fork (os.register_at_fork -> openmp_pause_threads()).
+// fork (os.register_at_fork -> openmp_pause_threads()) unless a call of
+// another thread is inside the core (the bindings count them).
 //
 // Built without OpenMP (IKDR_OPENMP undefined), the same functions run the
 // tasks in order on the calling thread.
