@@ -11,7 +11,7 @@ distributed = pytest.importorskip("distributed")
 
 import ikdr  # noqa: E402
 from ikdr import principal_angle  # noqa: E402
-from ikdr.kernels import Gaussian, Linear, Multiquadratic, Polynomial, Squared  # noqa: E402
+from ikdr.kernels import Gaussian, Linear, Multiquadric, Polynomial, Squared  # noqa: E402
 
 MEMORY_LIMIT = "1GiB"
 
@@ -48,7 +48,7 @@ KERNELS = {
     "polynomial": Polynomial(2),
     "linear": Linear(),
     "squared": Squared(),
-    "multiquadratic": Multiquadratic(),
+    "multiquadric": Multiquadric(),
     "conic": 0.5 * Gaussian() + Polynomial(2),
 }
 

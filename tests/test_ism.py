@@ -16,7 +16,7 @@ from ikdr.kernels import Gaussian, Polynomial
 
 from .conftest import shared_csv
 
-WINE_KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadratic", "G+P"]
+WINE_KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadric", "G+P"]
 
 
 def _kernel(name):

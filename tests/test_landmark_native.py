@@ -4,7 +4,7 @@ import pytest
 
 import ikdr
 from ikdr import Gamma, supervised_gamma
-from ikdr.kernels import Gaussian, Multiquadratic, Polynomial
+from ikdr.kernels import Gaussian, Multiquadric, Polynomial
 from ikdr.kernels.lowrank import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
 from ikdr.passes.landmark_sweeps import native_first_sweep, native_rhs, native_second_sweep
 from ikdr.passes.landmarks import Approximation, LandmarkProblem
@@ -12,7 +12,7 @@ from ikdr.passes.rows import check_rows
 
 #: well-conditioned landmark kernels K_mm (a wide Gaussian at m = 40 has cond(S) near 1e8,
 #: which alone moves the products by 1e-8 between two orders of summation)
-KERNELS = [Gaussian(1.0), Multiquadratic(1.0), Polynomial(3, 1.0)]
+KERNELS = [Gaussian(1.0), Multiquadric(1.0), Polynomial(3, 1.0)]
 
 
 def _data(rng, n=700, d=17, classes=4):
