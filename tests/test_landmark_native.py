@@ -5,7 +5,7 @@ import pytest
 import ikdr
 from ikdr import Gamma, supervised_gamma
 from ikdr.kernels import Gaussian, Multiquadric, Polynomial
-from ikdr.kernels.lowrank import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
+from ikdr._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
 from ikdr.passes.landmark_sweeps import native_first_sweep, native_rhs, native_second_sweep
 from ikdr.passes.landmarks import Approximation, LandmarkProblem
 from ikdr.passes.rows import check_rows

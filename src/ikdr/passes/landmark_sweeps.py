@@ -38,7 +38,7 @@ import copy
 
 import numpy as np
 
-from ..kernels.lowrank import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
+from .._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
 
 __all__ = ["GammaStructure", "numpy_first_sweep", "numpy_second_sweep", "native_first_sweep",
            "native_second_sweep", "native_rhs", "pass_flops", "native_block_rows", "NATIVE_BLOCK_BYTES"]
