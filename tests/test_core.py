@@ -36,7 +36,7 @@ def dense_value(kind, A, B, sigma=1.3, c=0.7, degree=3, s_a=None, s_b=None):
 
 
 def dense_phi(kind, X, Z, gamma, sigma=1.3, c=0.7, degree=3, s=None):
-    """Phi from DESIGN.md section 2, written out densely."""
+    """Phi of docs/maths.md section 2, written out densely."""
     dot, dist = Z @ Z.T, sqdist(Z, Z)
     lap = lambda M: np.diag(M.sum(1)) - M  # noqa: E731
     if kind == LIN:

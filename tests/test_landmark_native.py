@@ -55,7 +55,7 @@ def _reference_first(X, st, W, V, factors):
 
 
 def _reference_second(X, st, W, V, factors, lap):
-    r"""With Gamma = G diag(s) G^T (DESIGN.md, "Passes with landmarks"):
+    r"""With Gamma = G diag(s) G^T (docs/maths.md, section 5):
     :math:`(\Gamma\circ CSC^T)R = \sum_r s_r g_r\circ(CS(C^T(g_r\circ R)))`, the degrees
     the same with R = 1; deg = sum_f lap_f (Gamma o M_f) 1, Phi V = X^T (deg o R +
     sum_f coef_f (Gamma o M_f) R) and the degree term X^T diag(deg) X."""

@@ -252,7 +252,7 @@ def fused_product(points, terms: Sequence[KernelTerm], *, gamma: GammaArrays = G
     weights of the inner-product members (linear, polynomial) and B those of
     the distance members (Gaussian, squared, multiquadric),
     ``product = (Gamma o A) rhs + 2 L(Gamma o B) rhs``, :math:`L(M) = \mathrm{diag}(M1) - M`,
-    so that :math:`\Phi(W) = X^T G(XW) X` (DESIGN.md section 2). Both modes
+    so that :math:`\Phi(W) = X^T G(XW) X` (docs/maths.md, section 2). Both modes
     also return the row sums of ``Gamma o K``. Nothing n x n is stored.
 
     Between two point sets (``columns``, m x k: a block pair of a distributed

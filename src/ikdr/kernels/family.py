@@ -1,7 +1,7 @@
 r"""The ISM family of kernels and their conic combinations.
 
 A kernel belongs to the ISM family when :math:`k(x_i, x_j) = f(\beta)` with
-:math:`\beta = a^T W W^T b` (ISM paper, Definition 1; DESIGN.md section 2):
+:math:`\beta = a^T W W^T b` (ISM paper, Definition 1; docs/maths.md, section 2):
 
 ================  =====================================  ====================
 kernel            similarity :math:`k` used by ikdr      :math:`a, b`

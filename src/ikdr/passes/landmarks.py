@@ -2,8 +2,8 @@ r"""Landmark (Nystrom) and random-feature passes: ISM at millions of samples.
 
 Every exact ISM pass forms the n x n weights :math:`\Psi = \Gamma \circ f'(K_{XW})`
 tile by tile: :math:`O(n^2 d)` flops. Here the kernel matrices of the pass are
-replaced by low-rank forms :math:`K \approx C S C^T` (DESIGN.md, "Passes with
-landmarks"):
+replaced by low-rank forms :math:`K \approx C S C^T` (docs/maths.md, section 5;
+costs in docs/nystrom.md):
 
 * **Nystrom** (``approximation="nystrom"``): m landmark samples, with
   :math:`Z = XW` and :math:`Z_L` their projected rows, :math:`C = K(Z, Z_L)`
