@@ -672,6 +672,8 @@ def ksvd_nystrom(ctx):
         exact = _quiet(KernelSVD(KSVD_RANK, kernel="sne", gamma=gamma, solver="arpack",
                                  random_state=ctx.seed).fit, A)
         U0, s0, V0 = exact.left_vectors_, exact.singular_values_, exact.right_vectors_
+        # internal: the estimator's own kernel matrix (KernelSVD keeps no public copy),
+        # so the peers factor exactly the matrix ikdr did
         G = exact._blocks.block()
 
         def etas(U, V):
