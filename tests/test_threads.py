@@ -329,22 +329,27 @@ FORK_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
                     reason="the fork start method (POSIX; Linux's default before Python 3.14)")
-def test_fork_after_use_fits_correctly_and_never_hangs():
-    # Run in a subprocess of its own session so that a hang (a thread pool
-    # that did not survive fork) is a timeout here and every child is killed.
+def _forking_script(script, hang):
+    """Run a script that forks in a subprocess of its own session, so that a hang (a
+    thread pool that did not survive fork) is a timeout here and every child is killed;
+    the script gets TIMEOUT (half the test's). Returns the JSON its last line prints."""
     timeout = 240
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    script = f"TIMEOUT = {timeout / 2}\n" + FORK_SCRIPT
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-c", f"TIMEOUT = {timeout / 2}\n" + script],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        pytest.fail(f"a forked child hung (no answer within {timeout} s)")
+        pytest.fail(f"{hang} (no answer within {timeout} s)")
     assert proc.returncode == 0, err[-3000:]
-    timings = json.loads(out.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_fork_after_use_fits_correctly_and_never_hangs():
+    timings = _forking_script(FORK_SCRIPT, "a forked child hung")
     print("fork timings:", timings)
 
 
@@ -402,19 +407,7 @@ FORK_DURING_PASS_SCRIPT = textwrap.dedent("""
 def test_fork_while_another_thread_runs_a_pass():
     """The fork handler leaves the runtime alone while another thread's pass runs in it
     (pausing it then is not allowed), and the child runs single-threaded instead."""
-    timeout = 240
-    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    script = f"TIMEOUT = {timeout / 2}\n" + FORK_DURING_PASS_SCRIPT
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"a fork during a pass hung (no answer within {timeout} s)")
-    assert proc.returncode == 0, err[-3000:]
-    report = json.loads(out.strip().splitlines()[-1])
+    report = _forking_script(FORK_DURING_PASS_SCRIPT, "a fork during a pass hung")
     # 0: the child saw the pause skipped, no pass of its own counted, and the right answer
     assert report == {"child": 0, "passes_after": 0, "parent_ok": True}, report
 
