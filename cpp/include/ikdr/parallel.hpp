@@ -121,6 +121,7 @@ void parallel_rounds(Index n_rounds, TasksIn&& tasks_in, const RunConfig& cfg,
   if (n_rounds <= 0) return;
   Index most = 0;
   for (Index r = 0; r < n_rounds; ++r) most = std::max<Index>(most, tasks_in(r));
+  (void)most;  // the team size (unused single-threaded)
   using Slot = std::decay_t<decltype(make_slot(0))>;
   detail::TeamState state(cfg);
 #if defined(IKDR_OPENMP)
