@@ -1,6 +1,6 @@
 from common import *
 from sklearn.metrics import normalized_mutual_info_score as nmi
-D = "/work/shared/data"
+D = os.environ.get("IKDR_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data"))
 L = lambda f: np.loadtxt(f"{D}/{f}", delimiter=",")
 sets = {"moon400x4": (L("moon_400x4.csv"), L("moon_400x4_original_label.csv").astype(int), L("moon_400x4_alt_label.csv").astype(int)),
         "face(identity->pose)": (L("face_624x20.csv"), L("face_624x20_identity_label.csv").astype(int), L("face_624x20_pose_label.csv").astype(int))}
