@@ -68,8 +68,9 @@ Usage::
 
 Everything runs on one thread (ikdr, the BLAS, the peers' n_jobs). Every method is fitted once,
 untimed, on a small problem before the timed fits (first-call costs). ``--json PATH`` writes
-every per-seed record (for diffing two runs); ``--out DIR`` writes ``DIR/feature_discovery.md``
-and ``.json`` in the format of the other results files.
+every per-seed record; ``--out DIR`` writes ``DIR/feature_discovery.md`` and ``.json`` in the
+format of the other results files; ``--compare BEFORE.json AFTER.json`` runs nothing and prints
+the two runs' means side by side (e.g. a run of the old defaults against one of the new).
 """
 from __future__ import annotations
 
@@ -580,6 +581,45 @@ def report(results, seeds, legend):
                  *papers_table(results["papers"], results["papers_configs"]), ""]
     return body
 
+
+def _load_records(path):
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return data.get("records", data)          # --out nests the records, --json does not
+
+
+def _means(records, keys, metrics):
+    """{keys tuple: {metric: mean over seeds}} of the records without an error."""
+    groups = {}
+    for r in _ok(records):
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return {g: {m: float(np.mean([r[m] for r in rs])) for m in metrics} for g, rs in groups.items()}
+
+
+def compare(before, after):
+    """Markdown tables of two runs (JSON files of ``--json`` or ``--out``) side by side: the
+    mean over each run's seeds per task and method; "-" where a run lacks the row."""
+    runs = [_load_records(before), _load_records(after)]
+    sections = [("recall", ("task", "method"), ("recall", "seconds")),
+                ("heldout", ("task", "config"), ("heldout_hsic", "heldout_svm", "recall",
+                                                 "n_support", "seconds")),
+                ("papers", ("data", "config"), ("accuracy",))]
+    lines = [f"before: {before}; after: {after}", ""]
+    for section, keys, metrics in sections:
+        means = [_means(run.get(section, []), keys, metrics) for run in runs]
+        rows = list(dict.fromkeys([*means[0], *means[1]]))
+        if not rows:
+            continue
+        lines += [f"## {section}", "",
+                  "| " + " | ".join(keys) + " | " + " | ".join(f"{m} before | after"
+                                                             for m in metrics) + " |",
+                  "|---" * (len(keys) + 2 * len(metrics)) + "|"]
+        for row in rows:
+            cells = [f"{means[i][row][m]:.4g}" if row in means[i] else "-"
+                     for m in metrics for i in (0, 1)]
+            lines.append("| " + " | ".join(map(str, row)) + " | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
 # ------------------------------------------------------------------------------ main
 
 
@@ -601,6 +641,8 @@ def parse_args(argv):
     p.add_argument("--json", help="write every record to this JSON file")
     p.add_argument("--out", help="write feature_discovery.md and .json to this directory")
     p.add_argument("--list", action="store_true", help="print the tasks and configurations")
+    p.add_argument("--compare", nargs=2, metavar=("BEFORE.json", "AFTER.json"),
+                   help="run nothing: print the means of two runs' records side by side")
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
@@ -632,6 +674,9 @@ def main(argv=None):
             print(f"{t.name:45s} k={t.k:<3d} tier={t.tier:8s}{' held-out' if t.heldout else ''}")
         for name in ISM_CONFIGS:
             print(f"ISM configuration {name!r}: {describe(name)}")
+        return None
+    if args.compare:
+        print("\n".join(compare(*args.compare)))
         return None
     warnings.filterwarnings("ignore")
     from threadpoolctl import threadpool_limits
