@@ -30,6 +30,10 @@ from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
 
 
+#: relative gradient at which a fit that only proposes features stops its trust region
+LOOSE_GTOL = 1e-3
+
+
 def _target(y):
     """(y, its kind: "labels" or "continuous", Gamma, classes or None)."""
     y = np.asarray(y)
@@ -369,9 +373,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
             # eigengap no q; the fewest directions, all features up to ALL_FEATURES
             start, q_user = order[:min(d, ALL_FEATURES)], q_user or minimum
 
-        def fit_rows(features, W0):
+        def fit_rows(features, W0, loose=False):
             fitted = self._fit_features(X, y, rows, gamma, target, features, q_user,
-                                        min(minimum, features.size), W0)
+                                        min(minimum, features.size), W0, loose)
             return fitted[0].components, fitted[0].kernel, fitted[0].eigenvalues, fitted
 
         if self.support == "heldout":
@@ -430,9 +434,10 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         everything = np.arange(d) if self.support == "all" else np.empty(0, np.intp)
         return everything, np.argsort(-marginal, kind="stable"), None
 
-    def _fit_features(self, X, y, rows, gamma, target, features, q, minimum, W0):
+    def _fit_features(self, X, y, rows, gamma, target, features, q, minimum, W0, loose):
         """The fit on every row of the columns ``features``: the bandwidth rule,
-        then the solver; returns :meth:`_solve`'s pair."""
+        then the solver (``loose``: the papers' rule, no certificate); returns
+        :meth:`_solve`'s pair."""
         X = take_columns(X, features)
         # the bandwidths are fitted on a seeded sample of rows unless X is in memory
         index = None if rows == MEMORY else sample_index(X.shape[0], MEDIAN_SUBSAMPLE,
@@ -441,7 +446,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
                                        y if index is None else y[index], target, q, minimum)
         if W0 is not None and q is not None and W0.shape[1] != q:
             W0 = None
-        return self._solve(X, gamma, kernel, q, minimum, W0)
+        return self._solve(X, gamma, kernel, q, minimum, W0, loose)
 
     def _fold_fit(self, X, y, kernel, W0):
         """W of one half of the selection rows: from the fit on every row (``W0``,
@@ -469,14 +474,19 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
                                           q, minimum)
         return kernel.fit(sample, random_state=self.random_state), q
 
-    def _solve(self, X, gamma, kernel, q, minimum, W0=None):
+    def _solve(self, X, gamma, kernel, q, minimum, W0=None, loose=False):
         """The fit on every row: (ISMResult, (landmarks used, approximation used,
-        why))."""
+        why)); ``loose``: stopped by the papers' rule at tol 0.01 (a trust region,
+        where the plain steps descend, at a relative gradient of 1e-3), not
+        certified."""
         approx = self.approximation
         solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
                           "criterion": self.criterion, "certify": self.certify,
                           "gtol": self.gtol, "eigen_solver": self.eigen_solver,
                           "acceleration": self.acceleration}
+        if loose:
+            solver_options.update(criterion="eigenvalues", tol=0.01, certify=False,
+                                  gtol=LOOSE_GTOL)
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
             callback = report.ism_step if report.active else None
             if approx is None:

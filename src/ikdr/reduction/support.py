@@ -184,9 +184,10 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
     ``start``: the features the first fit uses (``evidence=False``: without the
     screen's evidence, as every feature where it kept none; the first fit's
     leading loadings then propose, see below); ``order``: every feature, the
-    candidates' order; ``fit(features, W0)`` -> (W on those features, fitted
-    kernel, eigenvalues, result): the fit on every row, warm-started from W0
-    where given;
+    candidates' order; ``fit(features, W0, loose)`` -> (W on those features,
+    fitted kernel, eigenvalues, result): the fit on every row, warm-started from
+    W0 where given, stopped by the papers' loose rule where ``loose`` (a fit
+    that only proposes features, not the answer);
     ``fold_fit``: see :func:`heldout_losses`; ``minimum``: the fewest features
     the support may have (q: where fewer carry held-out dependence, the next
     best by held-out loss, then by ``order``, fill it up).
@@ -199,7 +200,7 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
     """
     d = rows.X.shape[1]
     current = filled(np.sort(start), order, minimum)
-    W, kernel, eigenvalues, result = fit(current, None)
+    W, kernel, eigenvalues, result = fit(current, None, not evidence)
     fitted = current
     W_all = np.zeros((d, W.shape[1]))
     W_all[current] = W
@@ -233,12 +234,12 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
         current = new
         if not changed:
             break
-    if not np.array_equal(current, fitted):
+    if not evidence or not np.array_equal(current, fitted):
         # the fit on every row of the chosen features, from the first fit's
         # directions where they still span q dimensions
         W0 = W_all[current]
         ok = current.size >= W0.shape[1] and np.linalg.matrix_rank(W0) == W0.shape[1]
-        result = fit(current, W0 if ok else None)[-1]
+        result = fit(current, W0 if ok else None, False)[-1]
     return Selection(support=current, losses=losses,
                      tried=np.array(sorted(tried), dtype=np.intp), rounds=rounds), result
 
@@ -288,7 +289,13 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
     index = np.minimum(((X - lo) / width).astype(np.intp), bins - 1)       # n x d
     pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, 4000)))
     pairs = pairs[:, pairs[0] != pairs[1]]
-    sigma = np.median(np.abs(X[pairs[0]] - X[pairs[1]]), axis=0)
+    gaps = np.abs(X[pairs[0]] - X[pairs[1]])
+    sigma = np.median(gaps, axis=0)
+    # more than half the pairs tied (an ordinal feature with a dominant level): the
+    # median of the distinct pairs' distances, as the median rule does
+    for j in np.flatnonzero(varies & ~(sigma > 0)):
+        distinct = gaps[:, j][gaps[:, j] > 0]
+        sigma[j] = np.median(distinct) if distinct.size else 0.0
     varies &= sigma > 0
     # K_j depends on the bin gap only: exp(-(gap * width_j)^2 / (2 sigma_j^2))
     gap = np.arange(bins)

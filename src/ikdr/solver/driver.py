@@ -107,15 +107,26 @@ class ISMResult:
 
 
 def choose_n_components(eigenvalues: ArrayLike, *, minimum: int = 1) -> int:
-    r"""q by the largest eigengap :math:`\lambda_q - \lambda_{q+1}` of a descending
-    spectrum, with q >= ``minimum`` (dissertation equation 3.11)."""
+    """q by the largest eigengap ``lambda_q - lambda_{q+1}`` of a descending
+    spectrum, with q >= ``minimum`` (dissertation equation 3.11).
+
+    Eigenvalues within rounding of zero (``1e-9`` of the largest magnitude) count
+    as zero: a spectrum of rank r below ``minimum`` (a supervised Phi_0 of c
+    classes has rank c - 1) has no gap left beyond its rounding, and q is then
+    ``minimum``, not the position of the largest rounding difference."""
     vals = np.sort(check_vector(eigenvalues, "eigenvalues"))[::-1]
     d = vals.shape[0]
     minimum = max(1, min(int(minimum), d))
     if minimum >= d:
         return d
+    scale = float(np.abs(vals).max())
+    vals = np.where(np.abs(vals) <= _ROUNDING_GAP * scale, 0.0, vals)
     gaps = vals[minimum - 1:d - 1] - vals[minimum:d]
     return int(minimum + np.argmax(gaps))
+
+
+#: relative size below which an eigenvalue of Phi_0 is rounding (choose_n_components)
+_ROUNDING_GAP = 1e-9
 
 
 _EIGENVALUE_RULE_MAX_ANGLE = 0.1
