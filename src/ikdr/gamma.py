@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
+
 from ._config import require_memory
 from ._utils.labels import one_hot, target_type
 from ._utils.validation import check_matrix
@@ -117,6 +119,11 @@ class Gamma:
     def quadratic(self, X, weights=None):
         r""":math:`X^T D_w \Gamma D_w X` (w = 1 when not given)."""
         g = self if weights is None else self.row_scaled(weights)
+        if sp.issparse(X):      # sparse X: products from its side, X never densified
+            gx = np.asarray(X.T @ (g.factor if g.factor is not None else g.dense)).T
+            if g.factor is None:        # gx = Gamma X (Gamma symmetric)
+                return np.asarray(X.T @ gx)
+            return gx.T @ (g._s()[:, None] * gx)
         if g.factor is not None:
             gx = g.factor.T @ X
             return gx.T @ (g._s()[:, None] * gx)
@@ -143,6 +150,8 @@ class Gamma:
         deg[np.abs(deg) <= g.row_sums_rounding()] = 0.0
         if not deg.any():
             return -g.quadratic(X)
+        if sp.issparse(X):
+            return (X.T @ X.multiply(deg[:, None]).tocsr()).toarray() - g.quadratic(X)
         return X.T @ (deg[:, None] * X) - g.quadratic(X)
 
     def __add__(self, other):

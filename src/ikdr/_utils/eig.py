@@ -1,8 +1,9 @@
-"""Top eigenvectors of the symmetric d x d Phi."""
+"""Top eigenvectors of the symmetric d x d Phi, dense or given by products."""
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
+from scipy.sparse.linalg import LinearOperator
 
 from .. import _native
 from .._config import single_threaded_blas
@@ -87,16 +88,22 @@ def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
     so that no top-q subspace is determined, LAPACK answers instead
     (``info["method"] == "cpm->lapack"``).
 
+    A :class:`SymmetricOperator` (Phi_0 of sparse wide data, never formed)
+    answers for itself (``method`` is then unused).
+
     Returns
     -------
     values : ndarray (q,)
     vectors : ndarray (d, q)
-    info : dict with ``method`` ("lapack", "power", "power->lapack", "cpm" or
-        "cpm->lapack") and ``iterations``
+    info : dict with ``method`` ("lapack", "power", "power->lapack", "cpm",
+        "cpm->lapack", "low rank" or "lobpcg") and ``iterations``
     """
     if method not in EIGEN_SOLVERS:
         raise ValueError(f"eigen_solver must be one of {', '.join(map(repr, EIGEN_SOLVERS))}; "
                          f"got {method!r}")
+    if isinstance(A, SymmetricOperator):
+        vals, vecs, info = A.top_eigenpairs(q)
+        return vals, fix_signs(vecs), info
     A = np.ascontiguousarray(A, dtype=np.float64)
     d = A.shape[0]
     info = {"method": "lapack", "iterations": 0}
@@ -252,3 +259,95 @@ def grams(blocks):
     products of the class-moment screen's small classes)."""
     with single_threaded_blas():
         return [X.T @ X for X in (np.asarray(b, dtype=np.float64) for b in blocks)]
+
+
+#: eigenvalues of a :class:`SymmetricOperator` computed beyond ``minimum`` for the
+#: eigengap choice of q (:func:`gap_spectrum`): the gap is sought among these
+SPECTRUM_WINDOW = 16
+#: relative residual and iterations of the block eigensolver on a :class:`SymmetricOperator`
+OPERATOR_TOL = 1e-10
+OPERATOR_MAX_ITER = 300
+
+
+class SymmetricOperator(LinearOperator):
+    r"""A symmetric d x d matrix :math:`A S A^T + E` given by its parts, never formed.
+
+    ``factor`` A (d x r) and ``core`` S (r x r, symmetric) make the low-rank
+    part; ``extra(V)`` (d x k -> d x k, optional) the rest, a product only.
+    Phi_0 of sparse data with many features is one (:mod:`ikdr.passes.sparse`):
+    :math:`X^T\Gamma X` has the rank of Gamma and :math:`X^T\mathrm{diag}(w)X`
+    costs O(nnz k) per product.
+
+    :meth:`top_eigenpairs`: without ``extra``, exactly from a thin QR of A
+    (:math:`A = QR`, the eigenpairs of :math:`RSR^T` rotated by Q; eigenvalue 0
+    beyond the rank, with vectors orthogonal to A drawn from a fixed seed);
+    with it, by the block eigensolver :func:`block_top_eigenvectors` on products.
+    """
+
+    def __init__(self, d, factor=None, core=None, extra=None):
+        super().__init__(np.float64, (int(d), int(d)))
+        self.factor = None if factor is None else np.asarray(factor, dtype=np.float64)
+        self.core = None if core is None else np.asarray(core, dtype=np.float64)
+        self.extra = extra
+
+    def _matmat(self, V):
+        V = np.asarray(V, dtype=np.float64)
+        out = np.zeros((self.shape[0], V.shape[1]))
+        if self.factor is not None:
+            out += self.factor @ (self.core @ (self.factor.T @ V))
+        if self.extra is not None:
+            out += self.extra(V)
+        return out
+
+    def _matvec(self, v):
+        return self._matmat(np.reshape(v, (-1, 1))).ravel()
+
+    def _adjoint(self):
+        return self
+
+    def top_eigenpairs(self, k):
+        """The k largest eigenpairs, eigenvalues descending: ``(values, vectors, info)``."""
+        d = self.shape[0]
+        k = int(min(k, d))
+        if self.extra is None:
+            return self._low_rank_top(k)
+        rng = np.random.default_rng(0)
+        V0, _ = np.linalg.qr(rng.standard_normal((d, k)))
+        vals, vecs, info = block_top_eigenvectors(self.matmat, V0, self.matmat(V0), k,
+                                                  tol=OPERATOR_TOL, max_iter=OPERATOR_MAX_ITER)
+        return vals, vecs, {"method": "lobpcg", "iterations": info["iterations"],
+                            "converged": info["converged"]}
+
+    def _low_rank_top(self, k):
+        d = self.shape[0]
+        if self.factor is None or self.factor.shape[1] == 0:
+            vals, Q = np.zeros(0), np.zeros((d, 0))
+        else:
+            Q, R = np.linalg.qr(self.factor)
+            small = R @ self.core @ R.T
+            vals, vecs = np.linalg.eigh(0.5 * (small + small.T))
+            Q = Q @ vecs
+        # descending: the positive eigenvalues of the span, the complement's zeros, the rest
+        order = np.argsort(-vals, kind="stable")
+        positive, rest = order[vals[order] > 0], order[vals[order] <= 0]
+        nulls = max(0, min(d - vals.shape[0], k - positive.shape[0]))
+        values = np.concatenate([vals[positive], np.zeros(nulls), vals[rest]])[:k]
+        vectors = np.hstack([Q[:, positive], _complement_vectors(Q, nulls), Q[:, rest]])[:, :k]
+        return values, np.ascontiguousarray(vectors), {"method": "low rank", "iterations": 0}
+
+
+def _complement_vectors(Q, count):
+    """``count`` orthonormal vectors orthogonal to the orthonormal Q, from a fixed seed."""
+    if count == 0:
+        return np.zeros((Q.shape[0], 0))
+    S = np.random.default_rng(0).standard_normal((Q.shape[0], count))
+    return orthonormal_complement(S, Q)[:, :count]
+
+
+def gap_spectrum(A, minimum=1):
+    """The eigenvalues :func:`ikdr.solver.driver.choose_n_components` searches for the
+    largest gap: all of them for a dense A, the largest ``minimum +``
+    :data:`SPECTRUM_WINDOW` for a :class:`SymmetricOperator`."""
+    if isinstance(A, SymmetricOperator):
+        return A.top_eigenpairs(int(minimum) + SPECTRUM_WINDOW)[0]
+    return np.linalg.eigvalsh(A)

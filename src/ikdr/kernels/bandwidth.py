@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 from scipy.spatial.distance import pdist
 from sklearn.utils import check_random_state
@@ -77,7 +78,11 @@ def median_sigma(X: ArrayLike, Z: ArrayLike | None = None, *,
     2.5
     """
     rng = check_random_state(random_state)
-    if Z is None:
+    if Z is None and sp.issparse(X):
+        # sparse rows (checked by the caller's one entry check): the distances of the
+        # sample among itself, the same pairs pdist takes
+        dist = _pair_distances(sample_rows(X, max_samples, rng))
+    elif Z is None:
         X = check_matrix(X, min_samples=2)
         dist = pdist(sample_rows(X, max_samples, rng))
     else:
@@ -100,8 +105,6 @@ def median_sigma(X: ArrayLike, Z: ArrayLike | None = None, *,
 
 def cross_squared_distances(X, Z):
     """Dense ||x_i - z_j||^2 (clamped at 0) between the rows of X and Z, dense or sparse."""
-    import scipy.sparse as sp
-
     if sp.issparse(X) or sp.issparse(Z):
         X, Z = sp.csr_matrix(X), sp.csr_matrix(Z)
         r = np.asarray(X.multiply(X).sum(axis=1)).ravel()
@@ -114,15 +117,27 @@ def cross_squared_distances(X, Z):
                                              squared), 0.0)
 
 
+def _pair_distances(rows):
+    """The distances ||x_i - x_j||, i < j, of sparse rows (pdist's order)."""
+    d2 = cross_squared_distances(rows, rows)
+    return np.sqrt(d2[np.triu_indices(d2.shape[0], 1)])
+
+
 def warn_if_kernel_vanishes(X, sigma, max_rows=200):
     """Warn when sigma is so small against the data that every off-diagonal
     Gaussian entry underflows to 0 (K = I: the objective no longer depends on W)."""
-    X = np.asarray(X, dtype=np.float64)
+    X = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] < 2:
         return
     rows = X[np.linspace(0, X.shape[0] - 1, min(X.shape[0], max_rows)).astype(int)]
     # exp(-t) is 0 in float64 for t > 745
     limit = 745.0 * 2.0 * sigma * sigma
+    if sp.issparse(rows):
+        rows = _pair_distances(rows) ** 2
+        rows = rows[rows > 0]
+        if rows.size and float(np.min(rows)) > limit:
+            _warn_vanishing(sigma, float(np.sqrt(np.min(rows))))
+        return
     # Any pair of distinct rows within the limit has a nonzero kernel entry: the
     # neighbouring rows of the sample decide almost every fit in O(rows d), and
     # only a sample whose neighbours are all too far apart takes every pair
@@ -133,11 +148,15 @@ def warn_if_kernel_vanishes(X, sigma, max_rows=200):
     d2 = pdist(rows, "sqeuclidean")
     d2 = d2[d2 > 0]
     if d2.size and float(np.min(d2)) > limit:
-        warnings.warn(f"Gaussian sigma={sigma:.3g} is tiny against the data (nearest distinct "
-                      f"points {np.sqrt(np.min(d2)):.3g} apart): every off-diagonal kernel entry "
-                      "is 0 in float64, so the kernel matrix is the identity and the result "
-                      "carries no information; use a larger sigma or sigma='median'",
-                      RuntimeWarning, stacklevel=3)
+        _warn_vanishing(sigma, float(np.sqrt(np.min(d2))))
+
+
+def _warn_vanishing(sigma, nearest):
+    warnings.warn(f"Gaussian sigma={sigma:.3g} is tiny against the data (nearest distinct "
+                  f"points {nearest:.3g} apart): every off-diagonal kernel entry "
+                  "is 0 in float64, so the kernel matrix is the identity and the result "
+                  "carries no information; use a larger sigma or sigma='median'",
+                  RuntimeWarning, stacklevel=4)
 
 
 

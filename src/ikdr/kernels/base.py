@@ -340,18 +340,24 @@ class Kernel:
 
     def phi0(self, X, gamma):
         r""":math:`\Phi_0 = \Phi(W=0)`, the W-free start (ISM paper, Theorem 3)."""
-        self._check_fitted()
         d = X.shape[1]
         out = np.zeros((d, d), dtype=np.float64)
-        for w, k in self.members():
-            if w <= 0:
-                continue
-            inner, lap, row_weights = k._phi0_parts(w, X)
+        for inner, lap, row_weights in self.phi0_terms(X):
             if inner:
                 out += inner * gamma.quadratic(X)
             if lap:
                 out += lap * gamma.laplacian_quadratic(X, row_weights)
         return check_finite_result(0.5 * (out + out.T), lambda: f"Phi_0 of the kernel {self!r}")
+
+    def phi0_terms(self, X):
+        r""":math:`\Phi_0` term by term: ``[(a, b, w)]``, one per member of positive weight,
+        with :math:`\Phi_0 = \sum a X^T\Gamma X + b X^T L(D_w\Gamma D_w) X`,
+        :math:`D_w = \mathrm{diag}(w)` (w None: the identity). X, the training
+        rows, is read only by members with per-point bandwidths; passes that never
+        form the d x d :math:`\Phi_0` (sparse data with many features) build it
+        from these terms."""
+        self._check_fitted()
+        return [k._phi0_parts(w, X) for w, k in self.members() if w > 0]
 
     def phi0_coefficients(self):
         r"""``(a, b)`` with :math:`\Phi_0 = a X^T\Gamma X + b X^T L(\Gamma) X`.

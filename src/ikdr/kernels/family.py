@@ -35,6 +35,7 @@ import warnings
 from typing import TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._native import KernelTerm, TermKind
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
@@ -233,7 +234,8 @@ class RelativeGaussian(Kernel):
         """Distance of each row to its ``n_neighbors``-th nearest other row."""
         from sklearn.neighbors import NearestNeighbors
 
-        X = np.asarray(X, dtype=np.float64)
+        # sparse rows stay sparse (the neighbour search takes them as they are)
+        X = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
         k = min(int(n_neighbors), X.shape[0] - 1)
         if k < 1:
             raise ValueError("RelativeGaussian needs at least 2 samples")

@@ -10,6 +10,8 @@ spectral step receive the provider and never look at X's type themselves.
 rows                  ``approximation``        provider (W-step / clustering side)
 ====================  =======================  ======================================
 ndarray               None                     ExactPasses / ExactClustering
+scipy.sparse          None                     SparsePasses / SparseClustering
+scipy.sparse          an ``Approximation``     Approximation / SparseClusteringLandmarks
 ndarray or memmap     an ``Approximation``     Approximation / ClusteringLandmarks
 Dask array            None                     DaskPasses / ClusteringPasses
 Dask array            an ``Approximation``     Approximation (W-step only)
@@ -28,6 +30,9 @@ from .dask_data import validate_data as validate_dask_data
 from .exact import ExactClustering, ExactPasses
 from .landmark_clustering import ClusteringLandmarks
 from .landmarks import check_landmark_options, landmark_data
+from .sparse import (SparseClustering, SparseClusteringLandmarks, SparsePasses, sparse_data,
+                     sparse_project)
+from .sparse_rows import is_sparse
 
 __all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS", "CLUSTER"]
 
@@ -50,8 +55,14 @@ def fit_data(estimator, X, y=None, *, approximation=None, kernel=None, y_require
     things (2-D, at least 2 rows, finite, squares that do not overflow, y of
     the same length) and sets ``n_features_in_``. A dask y with a numpy X is
     gathered. ``check_options`` go to scikit-learn's ``validate_data``
-    (in memory only).
+    (in memory only). A ``scipy.sparse`` X stays sparse, CSR
+    (:func:`ikdr.passes.sparse.sparse_data`): :data:`MEMORY`, or
+    :data:`BLOCKS` with an approximation.
     """
+    if is_sparse(X):
+        X, y = sparse_data(estimator, X, y, y_required=y_required, multi_output=multi_output,
+                           approximation=approximation, kernel=kernel, **check_options)
+        return X, y, (MEMORY if approximation is None else BLOCKS)
     if is_distributed(X):
         if approximation is not None:
             # the landmark passes map over the chunks; their arguments are checked here
@@ -78,6 +89,8 @@ def project_data(estimator, X, W):
     blocks of a dask X, else X checked against the fit (features, finite)."""
     if is_dask_array(X):
         return project_dask(X, W)
+    if is_sparse(X):
+        return sparse_project(estimator, X, W)
     X = validate_data(estimator, X, reset=False, dtype=np.float64)
     return X @ W
 
@@ -91,13 +104,19 @@ def resolve(X, approximation=None, *, dtype=None):
         return approximation       # landmark passes: over row blocks or a cluster's chunks
     if is_distributed(X):
         return DaskPasses(dtype)
+    if is_sparse(X):
+        return SparsePasses(dtype)
     return ExactPasses(dtype)
 
 
-def resolve_clustering(X, landmarks=None, *, dtype=None):
+def resolve_clustering(X, landmarks=None, *, dtype=None, random_state=None):
     """The clustering alternation's side for X: ``landmarks`` (a
-    :class:`~ikdr.passes.landmark_clustering.ClusteringLandmarks`), the Dask side for a
-    row-chunked dask X, else the exact side."""
+    :class:`~ikdr.passes.landmark_clustering.ClusteringLandmarks`; its sparse twin for
+    sparse X), the Dask side for a row-chunked dask X, the sparse side for sparse X
+    (``random_state`` seeds its start basis), else the exact side."""
+    if isinstance(landmarks, ClusteringLandmarks) and is_sparse(X) and \
+            not isinstance(landmarks, SparseClusteringLandmarks):
+        return SparseClusteringLandmarks.like(landmarks)
     if isinstance(landmarks, (ClusteringLandmarks, ClusteringPasses, ExactClustering)):
         if is_distributed(X) and isinstance(landmarks, ClusteringLandmarks):
             raise ValueError("Nystrom landmarks of a dask X are not supported; pass "
@@ -108,4 +127,6 @@ def resolve_clustering(X, landmarks=None, *, dtype=None):
                         f"{type(landmarks).__name__}")
     if is_distributed(X):
         return ClusteringPasses()
+    if is_sparse(X):
+        return SparseClustering(dtype, random_state)
     return ExactClustering(dtype)

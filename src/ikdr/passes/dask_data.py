@@ -17,6 +17,7 @@ import numpy as np
 from .._utils.validation import check_scale
 from ..gamma import Gamma
 from .rows import MemoryRows, sum_parts
+from .sparse_rows import SparseRows, is_sparse
 
 __all__ = ["is_dask_array", "is_distributed", "require_dask", "DaskData", "as_data", "check_row_chunked",
            "task_bytes", "max_chunk_rows", "check_memory", "check_target", "validate_data",
@@ -436,6 +437,9 @@ class DaskRows:
     The chunk partials are summed by a binary tree in chunk order (identical
     bits on every run) and only they come back to the client."""
 
+    #: the compiled sweeps read the workers' dense chunks
+    native_sweeps = True
+
     def __init__(self, data):
         self.data = data
         self.shape = data.shape
@@ -480,6 +484,8 @@ def row_source(X, block_rows=None):
     :class:`DaskRows` for data on a cluster, else :class:`ikdr.passes.rows.MemoryRows`."""
     if isinstance(X, DaskData):
         return DaskRows(X)
+    if is_sparse(X):
+        return SparseRows(X, block_rows)
     return MemoryRows(X, block_rows)
 
 
@@ -495,6 +501,8 @@ def take_columns(X, index):
     index = np.asarray(index)
     if isinstance(X, DaskData):
         return X.columns(index)
+    if is_sparse(X):            # CSR columns, O(nnz); X never densified
+        return X if np.array_equal(index, np.arange(X.shape[1])) else X[:, index]
     if index.size == X.shape[1] and np.array_equal(index, np.arange(X.shape[1])):
         return X
     out = np.empty((X.shape[0], index.size), dtype=X.dtype)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
 
@@ -208,14 +209,20 @@ def _gamma_m_r(st, C, S, Q):
     return out
 
 
+def _rows(X_b, dtype):
+    """A block of rows in ``dtype``: dense, or sparse (CSR rows stay sparse: every
+    product below is then O(nnz) times the dense factor's columns)."""
+    return X_b.astype(dtype) if sp.issparse(X_b) else np.asarray(X_b, dtype=dtype)
+
+
 def numpy_first_sweep(X_b, st, W, V, factors, dense, dtype):
     """One row block's first-sweep terms, per factor ``(P, A, Q)``: the C^T columns of
     Gamma's structure, the X^T Gamma C products (dense Phi) and the C^T Gamma R
     products (Phi V). A pass sums them over the blocks."""
-    Xb = np.asarray(X_b, dtype=dtype)
-    Zb = Xb @ W.astype(dtype)
+    Xb = _rows(X_b, dtype)
+    Zb = np.asarray(Xb @ W.astype(dtype))
     E = st.columns(_ALL).astype(dtype)
-    Rb = None if V is None else Xb @ V.astype(dtype)
+    Rb = None if V is None else np.asarray(Xb @ V.astype(dtype))
     out = []
     for f in factors:
         C = np.asarray(f.rows(Zb))
@@ -231,9 +238,9 @@ def numpy_first_sweep(X_b, st, W, V, factors, dense, dtype):
 def numpy_second_sweep(X_b, st, W, V, factors, Q_sums, SPs, lap_weight, dense, dtype):
     """One row block's share of the terms that need the degrees: ``[X_b^T diag(deg) X_b
     (dense Phi), X_b^T (Gamma o M) R_b (Phi V)]``, None where not asked."""
-    Xb = np.asarray(X_b, dtype=dtype)
-    Zb = Xb @ W.astype(dtype)
-    Rb = None if V is None else Xb @ V.astype(dtype)
+    Xb = _rows(X_b, dtype)
+    Zb = np.asarray(Xb @ W.astype(dtype))
+    Rb = None if V is None else np.asarray(Xb @ V.astype(dtype))
     deg = None
     ob = None if V is None else np.zeros(Rb.shape, dtype=np.float64)
     for i, f in enumerate(factors):
@@ -250,7 +257,11 @@ def numpy_second_sweep(X_b, st, W, V, factors, Q_sums, SPs, lap_weight, dense, d
                 ob += (coef if kind == "inner" else -coef) * MR
     phi_part = None
     if deg is not None and dense:
-        phi_part = np.asarray(Xb.T @ (deg.astype(dtype)[:, None] * Xb), dtype=np.float64)
+        weighted = Xb.multiply(deg.astype(dtype)[:, None]).tocsr() if sp.issparse(Xb) else \
+            deg.astype(dtype)[:, None] * Xb
+        phi_part = Xb.T @ weighted
+        phi_part = np.asarray(phi_part.toarray() if sp.issparse(phi_part) else phi_part,
+                              dtype=np.float64)
     pv_part = None
     if V is not None:
         if deg is not None:

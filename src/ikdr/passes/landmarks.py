@@ -76,6 +76,7 @@ from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sw
 from .problem import KernelProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
+from .sparse_rows import check_sparse, forms_dense_phi, is_sparse, sparse_phi0
 
 __all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS", "Approximation",
            "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
@@ -135,6 +136,8 @@ class LandmarkProblem(KernelProblem):
         self.dtype = approximation.compute_dtype(X)
         self.structure = GammaStructure(gamma)
         self.rows = row_source(X, approximation.block_rows)
+        # sparse rows with many features: products only, never the d x d Phi
+        self.supports_dense_phi = not is_sparse(X) or forms_dense_phi(X.shape[1])
         self.index = approximation.index
         self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
@@ -178,7 +181,7 @@ class LandmarkProblem(KernelProblem):
         big = min(n, rows_per_block(d, self.approx.block_rows, m)) * d * m > THREADED_BLOCK_FLOPS
         with blas_threads(False):       # m x m algebra: K_mm and its pseudo-inverse
             factors = self._factors(W)
-        native = all(f.native is not None for f in factors)
+        native = self.rows.native_sweeps and all(f.native is not None for f in factors)
         with blas_threads(big and not native):
             return self._pass_blocks(W, V, dense, factors, native)
 
@@ -286,6 +289,9 @@ class LandmarkProblem(KernelProblem):
 
     def phi0(self):
         d = self.X.shape[1]
+        if not self.supports_dense_phi:
+            # at W = 0 every kernel value is f(0): the exact Phi_0, as an operator
+            return sparse_phi0(self.kernel, self.X, self.gamma, dense=False)
         return self._pass_in(False, np.zeros((d, 1)), dense=True)[1]
 
     def objective(self, W, native=False):
@@ -382,6 +388,8 @@ class Approximation:
         cluster (a row-chunked dask array: the passes map over its chunks)."""
         if is_distributed(X):
             return as_data(X)
+        if is_sparse(X):
+            return check_sparse(X)
         return check_rows(X, block_rows=self.block_rows)
 
     def fit_kernel(self, kernel, X, random_state=None):

@@ -13,6 +13,7 @@ subclasses :class:`KernelProblem` and replaces ``product``, ``objective`` and
                                            whether :math:`\Phi` depends on W
 ``phi0()``                                 :math:`\Phi_0` (d x d), no n^2 pass when Gamma is factored
 ``phi(W, native)``                         (dense :math:`\Phi(W)`, f(W)): one pass, d columns
+                                           (only where ``supports_dense_phi``)
 ``coarse_phi(W)``                          the same in float32 for a float64 problem
                                            (``supports_coarse``; plain steps far from
                                            the maximum), ``release_coarse()``
@@ -71,6 +72,10 @@ class KernelProblem:
     #: whether :meth:`coarse_phi` exists (a problem whose passes are not the
     #: kernel layer's, landmarks or a cluster, sets this to False)
     supports_coarse = True
+    #: whether the d x d Phi may be formed (``phi``, the dense plain steps and the
+    #: trust region's preconditioner); a problem on sparse rows with many
+    #: features sets this to False and the driver then works from products only
+    supports_dense_phi = True
     #: relative objective gain below which a trust-region step ends the fit
     #: ("objective"): 0 for exact passes; an approximate problem sets its own
     #: floor, where its approximation error dominates any further gain

@@ -109,6 +109,9 @@ class MemoryRows:
     over the blocks, each read once.
     """
 
+    #: whether the compiled sweeps may read the rows (dense rows in memory)
+    native_sweeps = True
+
     def __init__(self, X, block_rows=None):
         self.X = X
         self.block_rows = block_rows

@@ -51,7 +51,7 @@ from .certificate import ISMConvergence
 from .certificate import certify as certify_point
 from .._config import single_threaded_blas
 from .._utils.subspace import principal_angle
-from .._utils.eig import fix_signs, top_eigenvectors
+from .._utils.eig import fix_signs, gap_spectrum, top_eigenvectors
 from .mixing import ACCELERATIONS
 from .trust_region import TrustRegion, escape_saddle
 from .steps import (COARSE_STOP_TOL, MF_TOL, PlainStep, Point, SLOW_CONTRACTION, check_orthonormal_start, dense64, pass_costs, phi_mode)
@@ -299,8 +299,9 @@ class _Run:
             raise ValueError(f"W0 must be 2-D (d x q), got shape {np.shape(W0)}")
         phi0 = problem.phi0() if W0 is None else None
         if n_components is None:
+            minimum = min(int(min_components), d)
             q = np.shape(W0)[1] if W0 is not None else \
-                choose_n_components(np.linalg.eigvalsh(phi0), minimum=min(int(min_components), d))
+                choose_n_components(gap_spectrum(phi0, minimum), minimum=minimum)
         else:
             q = int(n_components)
         self.q = q
@@ -329,8 +330,12 @@ class _Run:
             phi0, _ = problem.phi(W)
             lam, W, info = top_eigenvectors(phi0, q, W, method=eigen_solver)
         if not problem.depends_on_w:   # Phi is W-free: phi0 is Phi(W) exactly and W the answer
-            point = Point(W, problem.objective(W), phi=phi0 if phi0 is not None
-                          else problem.phi0())
+            if problem.supports_dense_phi:
+                point = Point(W, problem.objective(W), phi=phi0 if phi0 is not None
+                              else problem.phi0())
+            else:                      # Phi_0 is an operator: the point carries Phi W
+                PW, f = problem.phi_product(W, W)
+                point = Point(W, f, PW=PW)
             self.stopped, self.stopping_rule = True, "exact"
         self.point, self.lam = point, lam
         self.record(point, lam, np.nan, np.nan, info["method"], "start")
@@ -407,8 +412,8 @@ class _Run:
         if gnorm <= self.gtol * abs(point.objective):
             self.stopped, self.stopping_rule = True, "gradient"
             return
-        W_new, f_new, accepted, self.stalled = self.trust_region.iterate(point.W, point.phi,
-                                                                         point.objective)
+        W_new, f_new, accepted, self.stalled = self.trust_region.iterate(
+            point.W, point.phi, point.objective, PW=point.PW)
         self.n_iter += 1
         self.tr_steps += 1
         nan = np.full(self.q, np.nan)
@@ -434,9 +439,12 @@ class _Run:
         if self.phase != "plain" and problem.depends_on_w:
             point = dense64(problem, self.point)
             # Rotate W to the Ritz vectors of Phi(W): eigen-like columns, descending.
-            vals, vecs = np.linalg.eigh(point.W.T @ point.phi @ point.W)
-            self.point = Point(fix_signs(point.W @ vecs[:, ::-1]), point.objective,
-                               phi=point.phi)
+            ritz = point.W.T @ point.pw
+            vals, vecs = np.linalg.eigh(0.5 * (ritz + ritz.T))
+            rotated = fix_signs(point.W @ vecs[:, ::-1])
+            self.point = Point(rotated, point.objective, phi=point.phi,
+                               PW=None if point.phi is not None else point.pw @ (
+                                   rotated.T @ point.W).T)
             self.lam = vals[::-1].copy()
             self.history[-1]["eigenvalues"] = self.lam.copy()
         if certify and not step.thin_certificate:

@@ -143,10 +143,19 @@ def plain_step_flops(n, d, q, costs=None):
 def phi_mode(phi_solver, kernel, n, d, q, costs=None):
     """The plain steps' way to Phi's eigenvectors: ``"dense"``, ``"hybrid"`` or
     ``"matrix_free"`` (``phi_solver="auto"`` by the flop counts above, or by
-    ``costs``, a :class:`_PassCosts` of the problem's own passes)."""
+    ``costs``, a :class:`_PassCosts` of the problem's own passes; always
+    ``"matrix_free"`` for a problem that does not form the dense Phi).
+    ``kernel``: the problem (its ``depends_on_w`` and ``supports_dense_phi``)."""
     if phi_solver not in PHI_SOLVERS:
         raise ValueError(f"phi_solver must be one of {', '.join(map(repr, PHI_SOLVERS))}, "
                          f"got {phi_solver!r}")
+    if not kernel.supports_dense_phi:
+        # sparse rows with many features: the d x d Phi is never formed
+        if phi_solver in ("dense", "hybrid"):
+            raise ValueError(f"phi_solver={phi_solver!r} forms the dense {d} x {d} Phi, which "
+                             "this problem does not (sparse X with many features); use "
+                             "'matrix_free' or 'auto'")
+        return "matrix_free"
     if not kernel.depends_on_w:
         return "dense"
     if phi_solver != "auto":
@@ -210,9 +219,15 @@ class Point:
 
 
 def dense64(problem, point):
-    """The point with its dense Phi in float64 (one pass unless already known)."""
+    """The point with its dense Phi in float64 (one pass unless already known); for a
+    problem that does not form the dense Phi, with Phi W in float64 instead."""
     if point.exact_phi is not None:
         return point
+    if not problem.supports_dense_phi:
+        if point.exact and point.PW is not None:
+            return point
+        PW, f = problem.phi_product(point.W, point.W)
+        return Point(point.W, point.objective if point.exact else f, PW=PW)
     phi, f = problem.phi(point.W)
     # an exact objective is kept: the two passes may differ in the last bit,
     # and the history's objectives must not decrease by rounding

@@ -61,6 +61,27 @@ class Surrogate:
         return self.from_coords(C)
 
 
+class TangentProjection:
+    r"""The trust region's preconditioner where the dense :math:`\Phi` is not formed
+    (sparse X with many features): the identity on the tangent space, with the
+    interface of :class:`Surrogate` (coordinates are the tangent vectors
+    themselves). The truncated CG is then unpreconditioned; every step still
+    costs one thin pass per Hessian product and nothing d x d."""
+
+    def __init__(self, W):
+        self.W = W
+        self.precond = 1.0
+
+    def to_coords(self, Z):
+        return Z
+
+    def from_coords(self, C):
+        return C
+
+    def precondition(self, Z):
+        return Z - self.W @ (self.W.T @ Z)
+
+
 def exp_map(W, Z):
     """Grassmann geodesic (exponential map) from W along the tangent Z."""
     U, s, Vt = np.linalg.svd(Z, full_matrices=False)
@@ -149,16 +170,18 @@ class TrustRegion:
         self.problem = problem
         self.radius = self.radius_max = None
 
-    def iterate(self, W, phi, objective):
+    def iterate(self, W, phi, objective, PW=None):
         r"""One trust-region iteration from W (float64 ``phi`` = :math:`\Phi(W)`, f(W)).
 
         Returns ``(W_new, objective_new, accepted, stalled)``; W_new is W when
         the candidate is rejected. The candidate's f is one objective pass;
-        each truncated-CG iteration one Hessian product.
+        each truncated-CG iteration one Hessian product. Without the dense
+        ``phi`` (None; ``PW`` = :math:`\Phi(W)W` in float64 is then given) the
+        CG runs unpreconditioned (:class:`TangentProjection`).
         """
-        PW = phi @ W
+        PW = phi @ W if phi is not None else PW
         grad = riemannian_gradient(PW, W)
-        surrogate = Surrogate(phi, W)
+        surrogate = Surrogate(phi, W) if phi is not None else TangentProjection(W)
         if self.radius is None:
             # Start with the length (in the preconditioner's norm) of the linearised ISM step.
             self.radius = np.sqrt(float(np.vdot(grad, surrogate.precondition(grad))))
