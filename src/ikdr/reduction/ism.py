@@ -9,10 +9,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import fits_memory
-from .._utils.eig import EIGEN_SOLVERS
+from .._utils.eig import EIGEN_SOLVERS, gap_spectrum, top_eigenvectors
 from .._utils.labels import target_type
 from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import rows_at, sample_index
+from .._utils.sparse import column_counts
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
 from .._utils.validation import NewParametersOnLoad, check_positive, keep_state_on_error
@@ -22,10 +23,11 @@ from ..kernels import (MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kern
 from ..passes import MEMORY, fit_data, project_data, resolve
 from ..passes.dask_data import take_columns
 from ..passes.landmarks import Approximation
+from ..passes.sparse_rows import is_sparse, sparse_phi0
 from ..solver.approximate import approximate_ism
 from ..solver.driver import choose_n_components
 from .function import ism
-from .screen import SCREEN_ROWS, moment_screen, screen_bytes
+from .screen import SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
 
@@ -366,6 +368,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         # direction cannot hold a ring or an XOR)
         minimum = min(d, max(2, classes.shape[0] - 1 if classes is not None else 1))
         heldout = HeldOutRows(*self._selection_rows(X, y), target, self.random_state)
+        self.empty_features_ = np.empty(0, dtype=np.intp)     # sparse X: set by the screen
         start, order, scores = self._candidates(X, y, heldout)
         evidence = start.size > 0
         if not evidence:
@@ -423,6 +426,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         per-class d x d moments would exceed the memory budget) every feature
         starts, in the order of its marginal held-out dependence."""
         d = X.shape[1]
+        if is_sparse(X):
+            return self._sparse_candidates(X, y, heldout)
         if self.support != "all" and fits_memory(screen_bytes(d, y)):
             # the screen only proposes (the held-out halves decide): its moments on a
             # seeded sample of rows, so that its cost does not grow with n
@@ -433,6 +438,22 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
         everything = np.arange(d) if self.support == "all" else np.empty(0, np.intp)
         return everything, np.argsort(-marginal, kind="stable"), None
+
+    def _sparse_candidates(self, X, y, heldout):
+        """:meth:`_candidates` for sparse X: the screen without d x d moments
+        (:func:`ikdr.reduction.screen.sparse_moment_screen`, covariances among the
+        most frequent features), or the marginal order; columns without a stored
+        value are never candidates (``empty_features_``)."""
+        empty = column_counts(X) == 0
+        self.empty_features_ = np.flatnonzero(empty)
+        if self.support == "all":
+            marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
+            order = np.argsort(-marginal, kind="stable")
+            return np.flatnonzero(~empty), order[~empty[order]], None
+        index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
+        kept, scores = sparse_moment_screen(rows_at(X, index), y if index is None else y[index])
+        order = np.argsort(-scores, kind="stable")
+        return np.flatnonzero((kept > 0) & ~empty), order[~empty[order]], scores
 
     def _fit_features(self, X, y, rows, gamma, target, features, q, minimum, W0, loose):
         """The fit on every row of the columns ``features``: the bandwidth rule,
@@ -470,7 +491,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
             kernel = make_kernel(self.kernel, sigma=separation_sigma(
                 sample, labels, random_state=self.random_state))
         elif self.sigma == "auto" and by_name and kernel.bandwidth_rule is not None:
-            kernel, q = self._auto_kernel(np.asarray(sample, dtype=np.float64), labels, target,
+            kernel, q = self._auto_kernel(sample if is_sparse(sample) else
+                                          np.asarray(sample, dtype=np.float64), labels, target,
                                           q, minimum)
         return kernel.fit(sample, random_state=self.random_state), q
 
@@ -520,13 +542,20 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         L(\Gamma) X`). Both are taken on the rows the bandwidth rules sample (all
         of them up to 3,000), in memory: the same numbers wherever the rows live."""
         gamma = supervised_gamma(labels, target=target)[0]
-        vals, vecs = np.linalg.eigh(Gaussian(1.0).phi0(sample, gamma))
-        if q is None:
-            q = choose_n_components(vals, minimum=minimum)
-        W0 = vecs[:, ::-1][:, :q]
-        # einsum, not BLAS: a BLAS product's last bits can depend on the array's
-        # alignment, and a gathered sample is a new array
-        projected = np.einsum("ij,jk->ik", sample, W0)
+        if is_sparse(sample):
+            # no d x d moments: Phi_0 by products, of low rank (ikdr.passes.sparse_rows)
+            phi0 = sparse_phi0(Gaussian(1.0), sample, gamma)
+            if q is None:
+                q = choose_n_components(gap_spectrum(phi0, minimum), minimum=minimum)
+            projected = np.asarray(sample @ top_eigenvectors(phi0, q, method="lapack")[1])
+        else:
+            vals, vecs = np.linalg.eigh(Gaussian(1.0).phi0(sample, gamma))
+            if q is None:
+                q = choose_n_components(vals, minimum=minimum)
+            W0 = vecs[:, ::-1][:, :q]
+            # einsum, not BLAS: a BLAS product's last bits can depend on the array's
+            # alignment, and a gathered sample is a new array
+            projected = np.einsum("ij,jk->ik", sample, W0)
         try:
             sigma = median_sigma(projected, random_state=self.random_state)
         except ValueError:

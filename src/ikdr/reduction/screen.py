@@ -28,12 +28,14 @@ class, :math:`O(n d^2)`. A continuous target is cut into 10 quantile slices.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._utils.eig import grams as class_grams
 from .._utils.typing import ArrayLike
 from ..passes.dask_data import row_source
 
-__all__ = ["moment_screen", "screen_bytes", "SLICES", "SCREEN_ROWS"]
+__all__ = ["moment_screen", "sparse_moment_screen", "screen_bytes", "SLICES", "SCREEN_ROWS",
+           "SPARSE_PAIR_FEATURES"]
 
 #: quantile slices of a continuous target for the screen
 SLICES = 10
@@ -41,6 +43,8 @@ SLICES = 10
 #: its moments cost n d^2, and 20,000 rows resolve a class moment's deviation to
 #: 1/sqrt(n_c), far below the thresholds
 SCREEN_ROWS = 20_000
+#: features of sparse X whose pairwise covariances the screen tests (the most frequent)
+SPARSE_PAIR_FEATURES = 1024
 
 
 def _classes(y):
@@ -102,8 +106,69 @@ def moment_screen(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     n_classes = int(codes.max()) + 1
     counts, sums, grams = row_source(X).map_reduce(_class_sums, lambda sl: codes[sl],
                                                    (n_classes,))
+    return _scores(n, counts, sums, grams, np.sqrt(2.0 * np.log(max(d, 2))),
+                   np.sqrt(2.0 * np.log(max(d * d, 2))))
+
+
+def sparse_moment_screen(X, y, max_pairs_features=SPARSE_PAIR_FEATURES):
+    """:func:`moment_screen` of a sparse X (CSR) without d x d moments.
+
+    Every feature's class means and variances are tested (O(nnz)); covariances
+    only among the ``max_pairs_features`` features with the most stored
+    entries (the most frequent terms or genes: a pair of rarer ones has too
+    few co-occurrences for its covariance to pass the threshold), from their
+    per-class Gram matrices (sparse products, O(sum of squared row counts)).
+    The thresholds count the tests made: :math:`\sqrt{2\log d}` for the d
+    means and variances, :math:`\sqrt{2\log k^2}` for the k^2 pairs.
+    Returns ``(kept, raw)`` as :func:`moment_screen` does.
+    """
+    n, d = X.shape
+    codes = _classes(y)
+    n_classes = int(codes.max()) + 1
+    counts = np.bincount(codes, minlength=n_classes).astype(np.float64)
+    member = sp.csr_matrix((np.ones(n), (codes, np.arange(n))), shape=(n_classes, n))
+    sums = np.asarray((member @ X).toarray())                       # classes x d
+    squares = np.asarray((member @ X.multiply(X).tocsr()).toarray())
     z1 = np.sqrt(2.0 * np.log(max(d, 2)))
-    z2 = np.sqrt(2.0 * np.log(max(d * d, 2)))
+    kept, raw = _diagonal_scores(n, counts, sums, squares, z1)
+    stored = np.bincount(X.indices, minlength=d)
+    pairs = np.sort(np.argsort(-stored, kind="stable")[:min(max_pairs_features, d)])
+    pairs = pairs[stored[pairs] > 0]
+    if pairs.size >= 2:
+        Xp = X[:, pairs]
+        grams = np.stack([(Xp[codes == c].T @ Xp[codes == c]).toarray()
+                          for c in range(n_classes)])
+        kept[pairs], raw[pairs] = _scores(n, counts, sums[:, pairs], grams, z1,
+                                          np.sqrt(2.0 * np.log(pairs.size ** 2)))
+    return kept, raw
+
+
+def _diagonal_scores(n, counts, sums, squares, z1):
+    """The scores of :func:`_scores` from the class means and variances alone (no
+    covariance: a d x d moment is never formed)."""
+    mean = sums.sum(axis=0) / n
+    var = squares.sum(axis=0) / n - mean * mean
+    std = np.sqrt(np.maximum(var, 0.0))
+    std[~(std > 0)] = np.inf
+    classes = counts >= 2
+    nc = counts[classes][:, None]
+    mean_c = sums[classes] / nc
+    second_c = (squares[classes] / nc - 2.0 * mean_c * mean + mean * mean) / (std * std)
+    se = np.sqrt(2.0 / nc)
+    m = (mean_c - mean) / std * np.sqrt(nc)
+    D = (second_c - 1.0) / se
+    weight = nc[:, 0] / n
+    raw = weight @ (m * m + D * D)
+    m = m * (np.abs(m) > z1) / np.sqrt(nc)
+    D = D * (np.abs(D) > z1) * se
+    return weight @ (m * m + D * D), raw
+
+
+def _scores(n, counts, sums, grams, z1, z2):
+    """(kept, raw) of :func:`moment_screen` from the per-class counts, column sums and
+    Gram matrices; ``z1`` and ``z2`` are the thresholds of means and variances and
+    of covariances."""
+    d = sums.shape[1]
     threshold = np.full((d, d), z2)
     np.fill_diagonal(threshold, z1)
     # the moments of the standardised features (the scores do not depend on X's

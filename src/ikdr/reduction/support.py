@@ -66,9 +66,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ..gamma import Gamma, supervised_gamma
+from ..passes import resolve
+from .sparse_support import sparse_marginal_dependence
 
 __all__ = ["HeldOutRows", "Selection", "select_support", "heldout_losses", "heldout_importances",
            "filled", "FOLD_GTOL", "FOLD_ROWS", "MAX_ROUNDS",
@@ -168,7 +171,9 @@ def heldout_losses(rows, features, W, kernel, fold_fit):
     objective = 0.0
     for fold, (train, test) in enumerate(rows.folds):
         W_half = fold_fit(X[train], rows.y[train], kernel, W)
-        PW, f = kernel.phi_product(X[test], W_half, rows.test_gamma(fold), W_half)
+        passes = resolve(X[test])          # in memory, dense or sparse
+        held = passes.check_data(X[test])
+        PW, f = passes.problem(held, rows.test_gamma(fold), kernel, None).product(W_half, W_half)
         shares = 2.0 * W_half * PW
         # a direction whose held-out value is negative carries no dependence (the
         # floor on q can force one): the features are judged on the others
@@ -283,6 +288,8 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
         factor = np.linalg.cholesky(gamma.toarray() + 1e-12 * np.eye(n))
         scale = np.ones(n)
     trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
+    if sp.issparse(X):
+        return sparse_marginal_dependence(X, factor, scale, trace, bins)
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
     width = np.where(varies, (hi - lo) / bins, 1.0)
