@@ -16,6 +16,7 @@ from sklearn.utils.extmath import randomized_svd
 from .validation import FLOAT_DTYPES, check_magnitude
 
 __all__ = ["canonical_csr", "check_sparse", "column_counts", "column_moments", "start_basis",
+           "stored_columns",
            "START_COMPONENTS"]
 
 #: columns of the start basis (:func:`start_basis`): the first U-step of the clustering
@@ -63,6 +64,16 @@ def check_sparse(X, name="X", *, min_samples=2):
 def column_counts(X):
     """Stored (non-zero) entries per column of a CSR X, O(nnz)."""
     return np.bincount(X.indices, minlength=X.shape[1])
+
+
+def stored_columns(X):
+    """The columns of a sparse X with a stored value, or None when every column has
+    one (dense X: None). An all-zero column carries nothing; the clustering and
+    supervised estimators leave it out of W's support from the start."""
+    if not sp.issparse(X):
+        return None
+    counts = column_counts(X)
+    return np.flatnonzero(counts) if counts.min() == 0 else None
 
 
 def column_moments(X):

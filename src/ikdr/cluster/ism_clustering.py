@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._utils.eig import EIGEN_SOLVERS
 from .._utils.progress import IterationReport
 from .._utils.sampling import sample_rows
+from .._utils.sparse import START_COMPONENTS, stored_columns
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
 from .._utils.validation import NewParametersOnLoad, keep_state_on_error
@@ -28,6 +29,7 @@ from ..kernels import MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kerne
 from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
+from ..passes.sparse_rows import is_sparse
 from ..solver.importances import feature_importances
 from ..spectral import auto_kernel, njw_labels, screen_features, spectral_gap
 from .alternation import alternate_on
@@ -98,7 +100,14 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
             dtype = np.float32 if X.dtype == np.float32 or self._dtype == np.float32 else None
             landmarks = ClusteringLandmarks(self.n_landmarks, dtype=dtype,
                                             random_state=self.random_state)
-        return X, y, resolve_clustering(X, landmarks, dtype=self._dtype)
+        return X, y, resolve_clustering(X, landmarks, dtype=self._dtype,
+                                        random_state=self.random_state)
+
+    @staticmethod
+    def _points0(X, side):
+        """X's rows as points at W = I: X, or for sparse X its projection on the side's
+        start basis (X itself, every distance kept, up to 20 features)."""
+        return side.points(X, None) if is_sparse(X) else X
 
     def _landmark_kernel(self):
         """The W-step kernel of the landmark path: local scaling has per-point
@@ -123,6 +132,7 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         # local scaling needs every row at hand; elsewhere (a memmap read in
         # blocks, a cluster) the bandwidths are fitted on a sample of rows
         auto = sigma_auto and side.rows_in_memory
+        X = self._points0(X, side)
         fit_on = X if side.rows_in_memory else sample_rows(X, MEDIAN_SUBSAMPLE, self.random_state)
         if auto and isinstance(self.kernel, str) and self.kernel.lower() == "gaussian":
             kernel = auto_kernel(X, k)
@@ -161,11 +171,15 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         fitted on them; W is zero elsewhere). Sets ``feature_scores_``.
         ``measure_with(affinity)``: the paradigm's measure."""
         columns, self.feature_scores_ = None, None
-        if self._auto_gaussian() and side.rows_in_memory and X.shape[1] > 2:
+        # sparse X: screened where its start points are X itself, all-zero columns left out
+        screen = not is_sparse(X) or X.shape[1] <= START_COMPONENTS
+        if self._auto_gaussian() and side.rows_in_memory and X.shape[1] > 2 and screen:
             columns, self.feature_scores_, _ = screen_features(
-                X, k, random_state=self.random_state)
-        if columns is not None:
-            kernel = affinity = auto_kernel(np.asarray(X)[:, columns], k)
+                self._points0(X, side), k, random_state=self.random_state)
+        if columns is None:
+            columns = stored_columns(X)
+        else:
+            kernel = affinity = auto_kernel(np.asarray(self._points0(X, side))[:, columns], k)
             q = None if q is None else min(q, columns.size)
         measure = None if measure_with is None else measure_with(affinity)
         return [(kernel, affinity, measure, None, q, columns)]
@@ -188,8 +202,12 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         for kern, aff, meas, start, n_components, columns in starts:
             run_side, run_work = side, work
             if columns is not None:
-                run_work = np.ascontiguousarray(work[:, columns])
-                run_side = resolve_clustering(run_work, None, dtype=self._dtype)
+                run_work = work[:, columns] if is_sparse(work) else \
+                    np.ascontiguousarray(work[:, columns])
+                run_side = resolve_clustering(run_work, None, dtype=self._dtype,
+                                              random_state=self.random_state)
+            if start is None and is_sparse(run_work):      # the first U-step's points
+                start = run_side.basis_for(run_work)
             with IterationReport(type(self).__name__, self.verbose,
                                  total=self._max_iter) as report:
                 out = alternate_on(run_side, run_work, kern, k, build_gamma,

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval
 
 from .._utils.labels import one_hot
 from .._utils.sampling import sample_index
+from .._utils.sparse import stored_columns
 from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_matrix, check_positive
 from .._utils.validation import keep_state_on_error
@@ -294,7 +295,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         # hold rings or moons (docs/clustering_defaults.md)
         # on at most 1,000 sampled rows, gathered from wherever X lives: the same
         # value in memory, from a memmap and on a cluster
-        self.existing_dependence_ = existing_dependence(X, affinity, Y, normalize=normalize,
+        points = self._points0(X, side)     # X, or sparse X's start points
+        self.existing_dependence_ = existing_dependence(points, affinity, Y, normalize=normalize,
                                                         random_state=self.random_state)
         alternative = self.existing_dependence_ >= DEPENDENCE_THRESHOLD
         if alternative:
@@ -310,10 +312,12 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 return {"alternativeness": alt, "objective": quality - lam * alt}
             return measure
 
-        starts = [(kernel, affinity, measure_with(affinity), None, q, None)]
+        # sparse X: its all-zero columns are left out of W
+        starts = [(kernel, affinity, measure_with(affinity), None, q, stored_columns(X))]
         self.feature_scores_ = None
+        # the feature start needs X's own columns (sparse X: its points are X itself)
         if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and self._auto_gaussian() \
-                and side.rows_in_memory:
+                and side.rows_in_memory and points.shape[1] == X.shape[1]:
             # a second start from the feature that best clusters what the existing
             # view leaves, with the bandwidth of that projection; the run whose
             # final U-step separates its k clusters best is kept (the HSIC
@@ -321,7 +325,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
             # bandwidth noise directions score as high as the alternative:
             # docs/alternative_clustering.md)
             start, sigma0, self.feature_scores_ = feature_start(
-                X, Y, k, random_state=self.random_state)
+                points, Y, k, random_state=self.random_state)
             if sigma0 > 0 and self.feature_scores_.max() >= FEATURE_START_MIN_GAP:
                 # W on the features that hold k clusters besides the existing view
                 # (otherwise the objective tilts W towards noise features that lower
@@ -329,7 +333,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 # q = 1 unless given: the start is one feature (the eigengap of
                 # Phi_0 keeps q = d - 1 here, every noise feature included)
                 columns = np.flatnonzero(self.feature_scores_ >= FEATURE_START_MIN_GAP)
-                g = Gaussian(sigma0).fit(X[:, columns])
+                g = Gaussian(sigma0).fit(points[:, columns])
                 starts.append((g, g, measure_with(g), start[columns],
                                1 if q is None else min(q, columns.size), columns))
         out = self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,

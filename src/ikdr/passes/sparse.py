@@ -166,11 +166,14 @@ class _StartPoints:
 
     basis = None
 
+    def basis_for(self, X):
+        """The start basis of X (d x r, :func:`ikdr._utils.sparse.start_basis`), made once."""
+        if self.basis is None or self.basis.shape[0] != X.shape[1]:
+            self.basis = start_basis(X, START_COMPONENTS, self.random_state)
+        return self.basis
+
     def points(self, X, W):
-        if W is None:
-            if self.basis is None or self.basis.shape[0] != X.shape[1]:
-                self.basis = start_basis(X, START_COMPONENTS, self.random_state)
-            W = self.basis
+        W = self.basis_for(X) if W is None else W
         return np.ascontiguousarray(X @ np.asarray(W, dtype=np.float64), dtype=X.dtype)
 
     @staticmethod
