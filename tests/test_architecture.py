@@ -32,7 +32,8 @@ LAYERS = [
 #: the modules that compute passes one way or another (the providers and their rows)
 PROVIDERS = ("ikdr.passes.exact", "ikdr.passes.landmarks", "ikdr.passes.landmark_clustering",
              "ikdr.passes.factors", "ikdr.passes.rows", "ikdr.passes.dask",
-             "ikdr.passes.dask_data", "ikdr.passes.choice")
+             "ikdr.passes.dask_data", "ikdr.passes.choice", "ikdr.passes.sparse",
+             "ikdr.passes.sparse_rows")
 #: the algorithms that receive a provider and must not choose or import one
 PROVIDER_FREE = ("ikdr.solver.driver", "ikdr.solver.steps", "ikdr.solver.trust_region",
                  "ikdr.solver.certificate", "ikdr.cluster.alternation", "ikdr.spectral")

@@ -54,16 +54,17 @@ class Spec:
 
 
 SPECS = [
-    Spec("ISM", lambda **p: ikdr.ISM(**{"n_components": 1, "max_iter": 10, **p}), "labels"),
+    Spec("ISM", lambda **p: ikdr.ISM(**{"n_components": 1, "max_iter": 10, **p}), "labels",
+         sparse=True),
     Spec("ISMClustering", lambda **p: ikdr.ISMClustering(
         **{"n_clusters": 2, "n_components": 1, "max_iter": 3, "random_state": 0, **p}),
-        clusters=True),
+        clusters=True, sparse=True),
     Spec("SemiSupervisedISM", lambda **p: ikdr.SemiSupervisedISM(
         **{"n_clusters": 2, "n_components": 1, "max_iter": 3, "random_state": 0, **p}),
-        "scores", clusters=True),
+        "scores", clusters=True, sparse=True),
     Spec("KDAC", lambda **p: ikdr.KDAC(
         **{"n_clusters": 2, "n_components": 1, "max_iter": 3, "random_state": 0, **p}),
-        "existing", clusters=True),
+        "existing", clusters=True, sparse=True),
     Spec("KNetClustering", lambda **p: ikdr.KNetClustering(
         **{"n_clusters": 2, "hidden_layer_sizes": (6,), "max_iter": 2, "random_state": 0, **p}),
         clusters=True, n_components=False),
@@ -468,7 +469,6 @@ FUNCTION_CASES = {
     "ism q>d": (lambda: ikdr.ism(X0, _gamma(), "gaussian", D + 1), ValueError, ["n_components"]),
     "ism gamma size": (lambda: ikdr.ism(X0[:-1], _gamma(), "gaussian", 1), ValueError, ["Gamma", "rows"]),
     "ism gamma type": (lambda: ikdr.ism(X0, np.ones(N), "gaussian", 1), TypeError, ["gamma"]),
-    "ism sparse X": (lambda: ikdr.ism(sp.csr_matrix(X0), _gamma(), "gaussian", 1), TypeError, ["sparse"]),
     "ism W0 nan": (lambda: ikdr.ism(X0, _gamma(), "gaussian", 1, W0=np.full((D, 1), np.nan)),
                    ValueError, ["W0", "nan"]),
     "Gamma nan": (lambda: ikdr.Gamma(np.full((N, 2), np.nan)), ValueError, ["Gamma", "nan"]),

@@ -32,6 +32,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils.eig import gap_spectrum
 from .._utils.progress import IterationReport
 from .._utils.subspace import subspace_change
 from .._utils.typing import ArrayLike, RandomStateLike
@@ -242,8 +243,9 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
     passes = side.ism_passes(X.shape[0])
     if n_components is None:
         phi0 = side.phi0(X, gamma, kernel)
-        q = default_n_components(np.linalg.eigvalsh(phi0), n_clusters, d, alternative=alternative,
-                                 guided=guided)
+        # Phi_0 of sparse X with many features is an operator: its leading eigenvalues
+        q = default_n_components(gap_spectrum(phi0, n_clusters), n_clusters, d,
+                                 alternative=alternative, guided=guided)
     else:
         q = int(n_components)
     W = None

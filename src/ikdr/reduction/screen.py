@@ -106,12 +106,12 @@ def moment_screen(X: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     n_classes = int(codes.max()) + 1
     counts, sums, grams = row_source(X).map_reduce(_class_sums, lambda sl: codes[sl],
                                                    (n_classes,))
-    return _scores(n, counts, sums, grams, np.sqrt(2.0 * np.log(max(d, 2))),
-                   np.sqrt(2.0 * np.log(max(d * d, 2))))
+    return _scores(n, counts, sums, lambda c: grams[c], grams.sum(axis=0),
+                   np.sqrt(2.0 * np.log(max(d, 2))), np.sqrt(2.0 * np.log(max(d * d, 2))))
 
 
 def sparse_moment_screen(X, y, max_pairs_features=SPARSE_PAIR_FEATURES):
-    """:func:`moment_screen` of a sparse X (CSR) without d x d moments.
+    r""":func:`moment_screen` of a sparse X (CSR) without d x d moments.
 
     Every feature's class means and variances are tested (O(nnz)); covariances
     only among the ``max_pairs_features`` features with the most stored
@@ -120,6 +120,17 @@ def sparse_moment_screen(X, y, max_pairs_features=SPARSE_PAIR_FEATURES):
     per-class Gram matrices (sparse products, O(sum of squared row counts)).
     The thresholds count the tests made: :math:`\sqrt{2\log d}` for the d
     means and variances, :math:`\sqrt{2\log k^2}` for the k^2 pairs.
+
+    Up to ``max_pairs_features`` features every pair is tested and the scores
+    are :func:`moment_screen`'s to rounding. Wider, most features are rare
+    (a term in a handful of documents) and far from normal: one co-occurrence
+    of two rare terms, or two occurrences of one in a class, is a huge
+    standardised moment, and the normal theory's standard errors
+    :math:`\sqrt{(1 + S_{jk}^2)/n_c}` would keep thousands of them. There the
+    second moments' standard errors are the data's own,
+    :math:`\sqrt{(E[z_j^2 z_k^2] - S_{jk}^2)/n_c}`, from the fourth moments of
+    the standardised features (equal to the normal theory's for normal
+    features), made from sparse products as well.
     Returns ``(kept, raw)`` as :func:`moment_screen` does.
     """
     n, d = X.shape
@@ -127,25 +138,62 @@ def sparse_moment_screen(X, y, max_pairs_features=SPARSE_PAIR_FEATURES):
     n_classes = int(codes.max()) + 1
     counts = np.bincount(codes, minlength=n_classes).astype(np.float64)
     member = sp.csr_matrix((np.ones(n), (codes, np.arange(n))), shape=(n_classes, n))
+    X2 = X.multiply(X).tocsr()
     sums = np.asarray((member @ X).toarray())                       # classes x d
-    squares = np.asarray((member @ X.multiply(X).tocsr()).toarray())
+    squares = np.asarray((member @ X2).toarray())
+    power = [np.asarray(X.power(k).sum(axis=0), dtype=np.float64).ravel() for k in (1, 2, 3, 4)]
+    mean = power[0] / n
+    var = power[1] / n - mean * mean
+    central4 = (power[3] - 4 * mean * power[2] + 6 * mean ** 2 * power[1]
+                - 4 * mean ** 3 * power[0]) / n + mean ** 4
+    # the data's own standard errors where not every pair is tested (docstring)
+    robust = d > max_pairs_features
+    kurtosis = central4 / np.where(var > 0, var * var, 1.0) if robust else np.full(d, 3.0)
     z1 = np.sqrt(2.0 * np.log(max(d, 2)))
-    kept, raw = _diagonal_scores(n, counts, sums, squares, z1)
+    kept, raw = _diagonal_scores(n, counts, sums, squares, z1, kurtosis)
     stored = np.bincount(X.indices, minlength=d)
     pairs = np.sort(np.argsort(-stored, kind="stable")[:min(max_pairs_features, d)])
     pairs = pairs[stored[pairs] > 0]
     if pairs.size >= 2:
-        Xp = X[:, pairs]
-        grams = np.stack([(Xp[codes == c].T @ Xp[codes == c]).toarray()
-                          for c in range(n_classes)])
-        kept[pairs], raw[pairs] = _scores(n, counts, sums[:, pairs], grams, z1,
-                                          np.sqrt(2.0 * np.log(pairs.size ** 2)))
+        Xp, Xp2 = X[:, pairs], X2[:, pairs]
+
+        def gram_of(c):
+            rows = Xp[codes == c]
+            return (rows.T @ rows).toarray()
+
+        total = (Xp.T @ Xp).toarray()
+        fourth = _fourth_moments(Xp, Xp2, total, mean[pairs], power[0][pairs],
+                                 power[1][pairs], var[pairs]) if robust else None
+        kept[pairs], raw[pairs] = _scores(n, counts, sums[:, pairs], gram_of, total, z1,
+                                          np.sqrt(2.0 * np.log(pairs.size ** 2)), fourth)
     return kept, raw
 
 
-def _diagonal_scores(n, counts, sums, squares, z1):
+def _fourth_moments(Xp, Xp2, total, mu, s1, s2, var):
+    r""":math:`E[z_j^2 z_k^2]` of the standardised columns of sparse Xp (Xp2 its squares,
+    ``total`` its Gram matrix, ``s1``, ``s2`` its column sums and sums of squares):
+    :math:`(x_j - \mu_j)^2 (x_k - \mu_k)^2` expanded into sparse products."""
+    n = Xp.shape[0]
+    # accumulated in place: a few k x k arrays at a time
+    fourth = (Xp2.T @ Xp2).toarray()
+    cross = (Xp2.T @ Xp).toarray()                               # sum x_j^2 x_k
+    cross *= -2.0 * mu[None, :]
+    fourth += cross
+    fourth += cross.T
+    del cross
+    fourth += 4.0 * np.outer(mu, mu) * total
+    m2 = mu ** 2
+    fourth += np.outer(s2 - 2.0 * mu * s1 + 0.5 * n * m2, m2)
+    fourth += np.outer(m2, s2 - 2.0 * mu * s1 + 0.5 * n * m2)
+    std2 = np.where(var > 0, var, np.inf)
+    fourth /= n * np.outer(std2, std2)
+    return fourth
+
+
+def _diagonal_scores(n, counts, sums, squares, z1, kurtosis):
     """The scores of :func:`_scores` from the class means and variances alone (no
-    covariance: a d x d moment is never formed)."""
+    covariance: a d x d moment is never formed); ``kurtosis`` gives the variances'
+    standard errors."""
     mean = sums.sum(axis=0) / n
     var = squares.sum(axis=0) / n - mean * mean
     std = np.sqrt(np.maximum(var, 0.0))
@@ -154,7 +202,7 @@ def _diagonal_scores(n, counts, sums, squares, z1):
     nc = counts[classes][:, None]
     mean_c = sums[classes] / nc
     second_c = (squares[classes] / nc - 2.0 * mean_c * mean + mean * mean) / (std * std)
-    se = np.sqrt(2.0 / nc)
+    se = np.sqrt(np.maximum(kurtosis - 1.0, _TINY) / nc)
     m = (mean_c - mean) / std * np.sqrt(nc)
     D = (second_c - 1.0) / se
     weight = nc[:, 0] / n
@@ -164,35 +212,59 @@ def _diagonal_scores(n, counts, sums, squares, z1):
     return weight @ (m * m + D * D), raw
 
 
-def _scores(n, counts, sums, grams, z1, z2):
+#: floor of a second moment's variance (a feature whose standardised square is constant)
+_TINY = 1e-12
+
+
+def _scores(n, counts, sums, gram_of, total, z1, z2, fourth=None):
     """(kept, raw) of :func:`moment_screen` from the per-class counts, column sums and
-    Gram matrices; ``z1`` and ``z2`` are the thresholds of means and variances and
-    of covariances."""
+    Gram matrices (``gram_of(c)``, their sum ``total``); ``z1`` and ``z2`` are the
+    thresholds of means and variances and of covariances; ``fourth``, when given,
+    the standardised fourth moments :math:`E[z_j^2 z_k^2]` whose excess over
+    :math:`S_{jk}^2` is the second moments' variance (else the normal theory's
+    :math:`1 + S_{jk}^2`). The d x d deviations
+    are made a block of rows at a time (memory: a few d x d arrays, not one per
+    class)."""
     d = sums.shape[1]
-    threshold = np.full((d, d), z2)
-    np.fill_diagonal(threshold, z1)
     # the moments of the standardised features (the scores do not depend on X's
     # scale or offset; a constant feature has none and is never kept)
     mean = sums.sum(axis=0) / n
-    cov = grams.sum(axis=0) / n - np.outer(mean, mean)
+    cov = total / n - np.outer(mean, mean)
     std = np.sqrt(np.maximum(np.diag(cov), 0.0))
     std[~(std > 0)] = np.inf
-    scale = np.outer(std, std)
-    S = cov / scale
-    # every class at once (classes x d x d); a class of fewer than 2 rows scores nothing
-    classes = counts >= 2
-    nc = counts[classes][:, None]
-    mean_c = sums[classes] / nc
-    second_c = (grams[classes] / nc[:, :, None] - mean_c[:, :, None] * mean[None, None, :]
-                - mean[None, :, None] * mean_c[:, None, :] + np.outer(mean, mean)) / scale
-    se = np.sqrt((1.0 + S * S)[None] / nc[:, :, None])
+    S = cov / np.outer(std, std)
+    del cov
+    # a class of fewer than 2 rows scores nothing
+    present = np.flatnonzero(counts >= 2)
+    nc = counts[present][:, None]
+    mean_c = sums[present] / nc
     m = (mean_c - mean) / std * np.sqrt(nc)
-    D = (second_c - S) / se
-    weight = nc[:, 0] / n
     # each feature's strongest deviation: a mean over its d second moments would
     # bury one strong covariance (an interaction) among d - 1 noise ones
-    raw = weight @ (m * m + np.max(D * D, axis=2))
+    strongest = np.zeros((present.size, d))
+    significant = np.zeros((present.size, d))
+    for i, c in enumerate(present):
+        gram = gram_of(c)
+        for start in range(0, d, _SCORE_ROWS):
+            J = slice(start, min(d, start + _SCORE_ROWS))
+            scale = np.outer(std[J], std)
+            second = (gram[J] / nc[i] - mean_c[i, J, None] * mean[None, :]
+                      - mean[J, None] * mean_c[i, None, :] + np.outer(mean[J], mean)) / scale
+            spread = 1.0 + S[J] * S[J] if fourth is None else \
+                np.maximum(fourth[J] - S[J] * S[J], _TINY)
+            se = np.sqrt(spread / nc[i])
+            D = (second - S[J]) / se
+            strongest[i, J] = np.max(D * D, axis=1)
+            threshold = np.full(D.shape, z2)
+            threshold[np.arange(D.shape[0]), np.arange(J.start, J.stop)] = z1
+            D = D * (np.abs(D) > threshold) * se
+            significant[i, J] = np.sum(D * D, axis=1)
+    weight = nc[:, 0] / n
+    raw = weight @ (m * m + strongest)
     m = m * (np.abs(m) > z1) / np.sqrt(nc)
-    D = D * (np.abs(D) > threshold) * se
-    kept = weight @ (m * m + np.sum(D * D, axis=2))
+    kept = weight @ (m * m + significant)
     return kept, raw
+
+
+#: rows of the d x d deviations made at once by :func:`_scores`
+_SCORE_ROWS = 256

@@ -18,7 +18,7 @@ __all__ = ["sparse_marginal_dependence", "PAIR_SAMPLES"]
 #: pairs of rows whose distances give each feature's median bandwidth (at most)
 PAIR_SAMPLES = 4000
 #: columns whose bins x bins kernel is held at once
-_CHUNK = 512
+_CHUNK = 256
 
 
 def _column_medians(D, m):
@@ -48,9 +48,27 @@ def _column_medians(D, m):
 
 def sparse_marginal_dependence(X, factor, scale, trace, bins):
     """:func:`ikdr.reduction.support.marginal_dependence` of a sparse X (module
-    docstring); ``factor`` and ``scale`` are Gamma's, ``trace`` its trace."""
+    docstring); ``factor`` and ``scale`` are Gamma's, ``trace`` its trace. Made
+    :data:`_CHUNK` columns at a time (memory O(nnz + n r + bins^2 chunk))."""
     X = sp.csc_matrix(X, dtype=np.float64)
     X.eliminate_zeros()
+    n, d = X.shape
+    # the bandwidths: the median distance over the dense computation's pairs of rows
+    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, PAIR_SAMPLES)))
+    pairs = pairs[:, pairs[0] != pairs[1]]
+    rows = X.tocsr()
+    gaps = abs(rows[pairs[0]] - rows[pairs[1]]).tocsc()
+    gaps.eliminate_zeros()
+    out = np.zeros(d)
+    for c in range(0, d, _CHUNK):
+        cols = slice(c, min(d, c + _CHUNK))
+        out[cols] = _columns(X[:, cols], gaps[:, cols], pairs.shape[1], factor, scale, trace,
+                             bins)
+    return out
+
+
+def _columns(X, gaps, m, factor, scale, trace, bins):
+    """:func:`sparse_marginal_dependence` of a block of columns (CSC)."""
     n, d = X.shape
     stored = np.diff(X.indptr)
     has_zero = stored < n
@@ -66,36 +84,36 @@ def sparse_marginal_dependence(X, factor, scale, trace, bins):
     width = np.where(varies, (hi - lo) / bins, 1.0)
     index = np.minimum(((X.data - lo[columns]) / width[columns]).astype(np.intp), bins - 1)
     zero_bin = np.minimum(((0.0 - lo) / width).astype(np.intp), bins - 1)
-    # the bandwidths: the median distance over the dense computation's pairs of rows
-    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, PAIR_SAMPLES)))
-    pairs = pairs[:, pairs[0] != pairs[1]]
-    gaps = abs(X.tocsr()[pairs[0]] - X.tocsr()[pairs[1]]).tocsc()
-    gaps.eliminate_zeros()
-    sigma, distinct = _column_medians(gaps, pairs.shape[1])
+    sigma, distinct = _column_medians(gaps, m)
     sigma = np.where(varies & ~(sigma > 0), distinct, sigma)
     varies &= sigma > 0
     # per-bin sums of Gamma's factor and counts: the stored entries, then the zeros
     r = factor.shape[1]
-    rows = X.indices
     sums = np.zeros((bins * d, r))
-    np.add.at(sums, index * d + columns, factor[rows])
+    np.add.at(sums, index * d + columns, factor[X.indices])
     stored_sums = np.zeros((d, r))
-    np.add.at(stored_sums, columns, factor[rows])
+    np.add.at(stored_sums, columns, factor[X.indices])
     sums[zero_bin * d + np.arange(d)] += factor.sum(axis=0)[None, :] - stored_sums
     sums = sums.reshape(bins, d, r) * np.sqrt(np.abs(scale))
     counts = np.zeros((bins, d))
     np.add.at(counts, (index, columns), 1.0)
     counts[zero_bin, np.arange(d)] += n - stored
-    signs = np.sign(scale)
     gap = np.arange(bins)
     ratio = np.where(varies, width / np.where(sigma > 0, sigma, 1.0), 0.0)
-    total = np.zeros(d)
-    mean_offdiagonal = np.zeros(d)
-    for c in range(0, d, _CHUNK):
-        cols = slice(c, min(d, c + _CHUNK))
-        toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, cols]) ** 2)
-        K = toeplitz[np.abs(gap[:, None] - gap[None, :])]
-        total[cols] = np.einsum("bjr,bcj,cjr,r->j", sums[:, cols], K, sums[:, cols], signs)
-        mean_offdiagonal[cols] = (np.einsum("bj,bcj,cj->j", counts[:, cols], K, counts[:, cols])
-                                  - n) / (n * (n - 1))
+    toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, :]) ** 2)        # bins x d
+    # sum over the pairs of occupied bins of each column (a sparse column fills few)
+    column, bin_ = np.nonzero(counts.T > 0)                              # by column
+    size = np.bincount(column, minlength=d)
+    first = np.cumsum(size) - size
+    left = np.repeat(np.arange(column.size), size[column])
+    right = np.repeat(first[column], size[column]) + (
+        np.arange(left.size) - np.repeat(np.cumsum(size[column]) - size[column], size[column]))
+    j = column[left]
+    kernel = toeplitz[np.abs(bin_[left] - bin_[right]), j]
+    occupied = sums[bin_, column]                                        # entries x r
+    dots = np.einsum("pr,pr,r->p", occupied[left], occupied[right], np.sign(scale))
+    total = np.bincount(j, weights=kernel * dots, minlength=d)
+    tallies = counts[bin_, column]
+    pairs = np.bincount(j, weights=kernel * tallies[left] * tallies[right], minlength=d)
+    mean_offdiagonal = (pairs - n) / (n * (n - 1))
     return np.where(varies, total - trace * (1.0 - mean_offdiagonal), 0.0)

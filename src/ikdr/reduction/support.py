@@ -252,7 +252,7 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
 def _by_loss(losses, order, features):
     """Features ranked by held-out loss (the fitted ones) then by raw score."""
     fitted = features[np.argsort(-losses[features], kind="stable")]
-    rest = [j for j in order if j not in set(features.tolist())]
+    rest = order[~np.isin(order, features)]
     return np.concatenate([fitted, np.asarray(rest, dtype=np.intp)])
 
 
