@@ -66,14 +66,19 @@ def column_counts(X):
     return np.bincount(X.indices, minlength=X.shape[1])
 
 
-def stored_columns(X):
-    """The columns of a sparse X with a stored value, or None when every column has
-    one (dense X: None). An all-zero column carries nothing; the clustering and
-    supervised estimators leave it out of W's support from the start."""
+def stored_columns(X, limit=None):
+    """The columns of a sparse X that W may use: those with a stored value, and of
+    them at most ``limit``, the ones of largest variance (``column_moments``; ties
+    by index); None when that is every column (dense X: None). An all-zero column
+    carries nothing; the estimators leave it out of W's support from the start."""
     if not sp.issparse(X):
         return None
     counts = column_counts(X)
-    return np.flatnonzero(counts) if counts.min() == 0 else None
+    columns = np.flatnonzero(counts)
+    if limit is not None and columns.size > limit:
+        variance = column_moments(X)[1][columns]
+        columns = np.sort(columns[np.argsort(-variance, kind="stable")[:limit]])
+    return columns if columns.size < X.shape[1] else None
 
 
 def column_moments(X):

@@ -29,7 +29,7 @@ from ..kernels import MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kerne
 from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
-from ..passes.sparse_rows import is_sparse
+from ..passes.sparse_rows import DENSE_PHI_MAX_FEATURES, is_sparse
 from ..solver.importances import feature_importances
 from ..spectral import auto_kernel, njw_labels, screen_features, spectral_gap
 from .alternation import alternate_on
@@ -176,8 +176,8 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         if self._auto_gaussian() and side.rows_in_memory and X.shape[1] > 2 and screen:
             columns, self.feature_scores_, _ = screen_features(
                 self._points0(X, side), k, random_state=self.random_state)
-        if columns is None:
-            columns = stored_columns(X)
+        if columns is None:     # sparse X: at most the features whose dense Phi is formed
+            columns = stored_columns(X, DENSE_PHI_MAX_FEATURES)
         else:
             kernel = affinity = auto_kernel(np.asarray(self._points0(X, side))[:, columns], k)
             q = None if q is None else min(q, columns.size)
@@ -204,8 +204,9 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
             if columns is not None:
                 run_work = work[:, columns] if is_sparse(work) else \
                     np.ascontiguousarray(work[:, columns])
-                run_side = resolve_clustering(run_work, None, dtype=self._dtype,
-                                              random_state=self.random_state)
+                # the same kind of side on the columns (landmarks stay landmarks)
+                run_side = resolve_clustering(run_work, None if side.rows_in_memory else side,
+                                              dtype=self._dtype, random_state=self.random_state)
             if start is None and is_sparse(run_work):      # the first U-step's points
                 start = run_side.basis_for(run_work)
             with IterationReport(type(self).__name__, self.verbose,

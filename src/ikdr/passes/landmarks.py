@@ -141,6 +141,7 @@ class LandmarkProblem(KernelProblem):
         self.index = approximation.index
         self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
+        self._factor_cache = None   # (W's bytes and dtype, the factors of the last pass)
 
     # -- landmarks ------------------------------------------------------------
     def _ensure_landmarks(self, W):
@@ -180,7 +181,11 @@ class LandmarkProblem(KernelProblem):
         m = self.approx.m if isinstance(self.approx.m, int) else 1
         big = min(n, rows_per_block(d, self.approx.block_rows, m)) * d * m > THREADED_BLOCK_FLOPS
         with blas_threads(False):       # m x m algebra: K_mm and its pseudo-inverse
-            factors = self._factors(W)
+            # the products of one eigensolve share W: its factors are made once
+            key = (np.asarray(W).tobytes(), str(self.dtype))
+            if self._factor_cache is None or self._factor_cache[0] != key:
+                self._factor_cache = (key, self._factors(W))
+            factors = self._factor_cache[1]
         native = self.rows.native_sweeps and all(f.native is not None for f in factors)
         with blas_threads(big and not native):
             return self._pass_blocks(W, V, dense, factors, native)

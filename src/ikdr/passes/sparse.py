@@ -32,11 +32,19 @@ from .problem import KernelProblem
 from .sparse_rows import forms_dense_phi, sparse_phi0
 
 __all__ = ["SparsePasses", "SparseProblem", "SparseClustering", "SparseClusteringLandmarks",
-           "sparse_data", "sparse_project", "PHI_BLOCK_BYTES"]
+           "sparse_data", "sparse_project", "PHI_BLOCK_BYTES", "PANEL_FLOPS",
+           "SPARSE_PRODUCT_COST"]
 
 #: a dense Phi pass multiplies the kernel weights by column blocks of X made dense,
 #: n x b with at most this many bytes (a few hundred columns at n = 20,000)
 PHI_BLOCK_BYTES = 1 << 25
+#: flops to form one entry of the kernel panel in a fused pass (the solver's cost model,
+#: ``ikdr.solver.steps.PANEL_FLOPS``, measured by benchmarks/bench_core_rate.py)
+PANEL_FLOPS = 60
+#: flops charged per stored value and dense column of a sparse product (XW, X^T R):
+#: SciPy's products run on one thread, about 8 times slower per multiply-add than
+#: the core's GEMM-backed passes on two
+SPARSE_PRODUCT_COST = 16
 
 
 def sparse_data(estimator, X, y=None, *, y_required=True, multi_output=True,
@@ -123,6 +131,18 @@ class SparseProblem(KernelProblem):
         out = 0.5 * (out + out.T)
         check_finite_result(out, lambda: f"Phi(W) of the kernel {self.kernel!r}")
         return out, objective
+
+    def step_costs(self, q, k):
+        """(flops of a dense Phi pass, of a pass with k columns) for the solver's choice
+        of steps (:func:`ikdr.solver.steps.phi_mode`): the n x n panel once per column
+        block of X (about :data:`PANEL_FLOPS` per entry) times its columns, the
+        sparse products at :data:`SPARSE_PRODUCT_COST` flops per stored value and
+        column, and the dense Phi's eigendecomposition (about 4 d^3)."""
+        n, d = self.n, self.d
+        blocks = -(-d // max(1, PHI_BLOCK_BYTES // (8 * n)))
+        sparse = SPARSE_PRODUCT_COST * self.X.nnz
+        dense = n * n * (PANEL_FLOPS * blocks + 2.0 * d) + sparse * (q + d) + 4.0 * d ** 3
+        return dense, n * n * (PANEL_FLOPS + 2.0 * k) + sparse * (q + 2 * k)
 
     def objective(self, W, native=False):
         self.n_objective += 1
