@@ -396,6 +396,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         return self
 
     def _set_fitted(self, result, passes_used, support, d, n, scores, classes):
+        """The fitted attributes from the fit on the rows of ``support``."""
         # W is zero on the features the support leaves out (transform stays X @ W)
         W = np.zeros((d, result.components.shape[1]))
         W[support] = result.components
@@ -422,11 +423,14 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
 
     def _candidates(self, X, y, heldout):
         """(the screen's features, every feature in the candidates' order, raw
-        screen scores or None). Without the screen (``support="all"``, or its
-        per-class d x d moments would exceed the memory budget) every feature
-        starts, in the order of its marginal held-out dependence."""
+        screen scores or None). ``support="all"``: every feature, in order.
+        Where the screen's per-class d x d moments would exceed the memory
+        budget it does not run: no feature has its evidence, and the candidates
+        come in the order of their marginal held-out dependence."""
         d = X.shape[1]
-        if self.support != "all" and fits_memory(screen_bytes(d, y)):
+        if self.support == "all":
+            return np.arange(d), np.arange(d), None
+        if fits_memory(screen_bytes(d, y)):
             # the screen only proposes (the held-out halves decide): its moments on a
             # seeded sample of rows, so that its cost does not grow with n
             index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
@@ -434,8 +438,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
                                          y if index is None else y[index])
             return np.flatnonzero(kept > 0), np.argsort(-scores, kind="stable"), scores
         marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
-        everything = np.arange(d) if self.support == "all" else np.empty(0, np.intp)
-        return everything, np.argsort(-marginal, kind="stable"), None
+        return np.empty(0, np.intp), np.argsort(-marginal, kind="stable"), None
 
     def _fit_features(self, X, y, rows, gamma, target, features, q, minimum, W0, loose):
         """The fit on every row of the columns ``features``: the bandwidth rule,
@@ -455,7 +458,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         """W of one half of the selection rows: from the fit on every row (``W0``,
         ``kernel``) to a maximum of that half alone (relative gradient 1e-4: the
         halves only rank features; the fit on every row is certified)."""
-        gamma = supervised_gamma(y, target=_target(y)[1])[0]
+        gamma = _target(y)[2]
         result = ism(X, gamma, kernel, W0.shape[1], W0=W0, gtol=FOLD_GTOL, max_iter=30,
                      certify=False, warn=False)
         return result.components
