@@ -301,15 +301,21 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
     gap = np.arange(bins)
     ratio = np.where(varies, width / np.where(sigma > 0, sigma, 1.0), 0.0)
     toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, :]) ** 2)        # bins x d
-    K = toeplitz[np.abs(gap[:, None] - gap[None, :])]                      # bins x bins x d
-    sums = np.zeros((bins * d, factor.shape[1]))
-    np.add.at(sums, (index * d + np.arange(d)).ravel(), np.repeat(factor, d, axis=0))
-    sums = sums.reshape(bins, d, -1) * np.sqrt(np.abs(scale))
-    signs = np.sign(scale)
-    total = np.einsum("bjr,bcj,cjr,r->j", sums, K, sums, signs)
-    counts = np.zeros((bins, d))
-    np.add.at(counts, (index, np.arange(d)[None, :].repeat(n, 0)), 1.0)
-    mean_offdiagonal = (np.einsum("bj,bcj,cj->j", counts, K, counts) - n) / (n * (n - 1))
+    K = np.moveaxis(toeplitz[np.abs(gap[:, None] - gap[None, :])], 2, 0)  # d x bins x bins
+    # per feature and bin: the rows' factor sums and counts (one bincount a column:
+    # the cell of row i, feature j is bin * d + j)
+    cells = (index * d + np.arange(d)).ravel()
+    r = factor.shape[1]
+    sums = np.empty((r, bins, d))
+    for k in range(r):
+        sums[k] = np.bincount(cells, weights=np.repeat(factor[:, k], d),
+                              minlength=bins * d).reshape(bins, d)
+    sums = np.moveaxis(sums, 2, 0)                                         # d x r x bins
+    counts = np.bincount(cells, minlength=bins * d).reshape(bins, d).T.astype(np.float64)
+    # sum_r s_r S_jr^T K_j S_jr, and 1^T K_j 1 over the rows, by batched products
+    total = np.einsum("jrb,jrb,r->j", sums, sums @ K, scale)
+    mean_offdiagonal = (np.einsum("jb,jb->j", counts, (counts[:, None, :] @ K)[:, 0])
+                        - n) / (n * (n - 1))
     return np.where(varies, total - trace * (1.0 - mean_offdiagonal), 0.0)
 
 
