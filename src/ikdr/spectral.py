@@ -14,9 +14,15 @@ the fused C++ kernel product, so memory stays O(n k).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.cluster import KMeans
+from sklearn.manifold import spectral_embedding as laplacian_eigenmaps
+from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
@@ -25,9 +31,11 @@ from ._utils.eig import lapack_top
 from ._utils.sampling import sample_index
 from .kernels import Gaussian, Kernel, RelativeGaussian
 
-__all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian", "kernel_degrees", "row_normalised", "spectral_embedding", "spectral_gap",
-           "feature_gaps", "median_pairwise_distance_1d", "screen_features",
-           "njw_labels", "AUTO_NEIGHBORS"]
+__all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian",
+           "kernel_degrees", "row_normalised", "spectral_embedding", "affinity_embedding",
+           "spectral_gap", "feature_gaps", "median_pairwise_distance_1d", "screen_features",
+           "njw_labels", "AUTO_NEIGHBORS", "GRAPH_NEIGHBORS", "neighbour_graph",
+           "graph_embedding"]
 
 #: up to this many samples the U-step builds the dense n x n matrix
 DENSE_MAX_N = 3000
@@ -209,83 +217,110 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     k = int(n_clusters)
     if not 1 <= k < n:
         raise ValueError(f"n_clusters={k} must be between 1 and n_samples - 1 = {n - 1}")
-    dense_bytes = dense_step_bytes(n)
+    if U0 is not None and np.shape(U0) != (n, k):
+        U0 = None                       # not a warm start for this problem
+    method = _embedding_method(method, n, on_cluster)
+    if method == "dense":
+        require_memory(dense_step_bytes(n), f"the dense spectral step (n = {n})")
+        K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
+        return affinity_embedding(K, k, normalize=normalize, U0=U0)
+    op, deg = _normalised_operator(Z, kernel, normalize, n_threads, on_cluster)
+    vals = None
+    if U0 is not None:
+        vals, U = _warm_lobpcg(op, np.asarray(U0, dtype=np.float64))
+    if vals is None:
+        rng = check_random_state(random_state)
+        v0 = rng.uniform(-1, 1, n)
+        vals, U = eigsh(op, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
+    order = np.argsort(vals)[::-1]
+    return np.ascontiguousarray(U[:, order]), vals[order], deg
+
+
+def _embedding_method(method, n, on_cluster):
+    """The U-step's path: "dense" or "lanczos" (see :func:`spectral_embedding`)."""
     if method == "auto":
         # the matrix-free path also when the dense one would exceed the memory budget
         # (and always for points on a cluster: the dense step needs the n x n K)
-        method = "dense" if n <= DENSE_MAX_N and fits_memory(dense_bytes) and not on_cluster \
-            else "lanczos"
+        return "dense" if n <= DENSE_MAX_N and fits_memory(dense_step_bytes(n)) \
+            and not on_cluster else "lanczos"
+    if method not in ("dense", "lanczos"):
+        raise ValueError(f"method must be 'auto', 'dense' or 'lanczos', got {method!r}")
     if method == "dense" and on_cluster:
         raise ValueError("the dense spectral step needs the n x n kernel matrix; points on a "
                          "Dask cluster use method='lanczos'")
-    if method == "dense":
-        require_memory(dense_bytes, f"the dense spectral step (n = {n})")
-        K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
-        if normalize:
-            deg = _check_degrees(K.sum(axis=1))
-            s = 1.0 / np.sqrt(deg)
-            M = s[:, None] * K * s[None, :]
-        else:
-            deg = np.ones(n)
-            M = K
-        M -= M.mean(axis=0, keepdims=True)
-        M -= M.mean(axis=1, keepdims=True)
-        # One BLAS thread: OpenBLAS's threaded dsyevr collapses when the cores are
-        # busy (here 0.7 s instead of 14 ms at n = 400, 3.3 s instead of 0.55 s at
-        # n = 2,000 on 2 shared cores), and its gain on an idle machine is small.
-        with single_threaded_blas():
-            vals = None
-            if U0 is not None and np.shape(U0) == (n, k) and n >= DENSE_WARM_MIN_N:
-                # a warm start inside an alternation: LOBPCG's block products with the
-                # dense M cost O(n^2 k) each against dsyevr's O(n^3)
-                vals, U = _warm_lobpcg(M, np.asarray(U0, dtype=np.float64))
-            if vals is None:
-                vals, U = lapack_top(M, k)
-    elif method == "lanczos":
-        K = None
-        if not on_cluster and Z.shape[1] > STORED_KERNEL_MIN_D and \
-                fits_memory(Z.dtype.itemsize * n * n):
-            # Wide points (the first U-step of a clustering runs on X itself): every
-            # fused product would recompute O(n^2 d) distances, and the eigensolver
-            # needs tens to hundreds of products. Forming K once (one such pass) makes
-            # each product a plain O(n^2 k) GEMM.
-            K = kernel.matrix(Z, n_threads=n_threads)
-        if not normalize:
-            deg = np.ones(n)
-        elif K is not None:
-            deg = _check_degrees(K.sum(axis=1, dtype=np.float64))
-        else:
-            deg = _check_degrees(Z.degrees(kernel) if on_cluster else
-                                 kernel.degrees(Z, n_threads=n_threads))
-        s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
+    return method
 
-        def matmat(V):
-            V = np.asarray(V, dtype=np.float64).reshape(n, -1)
-            V = V - V.mean(axis=0, keepdims=True)
-            R = np.ascontiguousarray(s[:, None] * V, dtype=Z.dtype)
-            if K is not None:
-                Y = K @ R
-            elif on_cluster:
-                Y = Z.product(kernel, R)
-            else:
-                Y, _ = kernel.product(Z, R, n_threads=n_threads)
-            Y = s[:, None] * Y.astype(np.float64)
-            return Y - Y.mean(axis=0, keepdims=True)
 
-        op = LinearOperator((n, n), matvec=lambda v: matmat(v)[:, 0], matmat=matmat,
-                            dtype=np.float64)
-        vals = None
-        if U0 is not None and np.shape(U0) == (n, k):
-            vals, U = _warm_lobpcg(op, np.asarray(U0, dtype=np.float64))
-        if vals is None:
-            rng = check_random_state(random_state)
-            v0 = rng.uniform(-1, 1, n)
-            vals, U = eigsh(op, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
-        order = np.argsort(vals)[::-1]
-        vals, U = vals[order], U[:, order]
+def affinity_embedding(K, n_clusters, *, normalize=True, U0=None):
+    r"""The dense U-step of a formed affinity matrix K (n x n, float64, overwritten).
+
+    Top ``n_clusters`` eigenpairs of :math:`H D^{-1/2} K D^{-1/2} H`,
+    :math:`D = \mathrm{diag}(K1)` (the identity when ``normalize`` is False),
+    by LAPACK, or by LOBPCG from ``U0`` from :data:`DENSE_WARM_MIN_N` rows on.
+    Returns ``(U, eigenvalues, degrees)`` as :func:`spectral_embedding`.
+    """
+    n = K.shape[0]
+    k = int(n_clusters)
+    if normalize:
+        deg = _check_degrees(K.sum(axis=1))
+        s = 1.0 / np.sqrt(deg)
+        K *= s[:, None]
+        K *= s[None, :]
     else:
-        raise ValueError(f"method must be 'auto', 'dense' or 'lanczos', got {method!r}")
+        deg = np.ones(n)
+    K -= K.mean(axis=0, keepdims=True)
+    K -= K.mean(axis=1, keepdims=True)
+    # One BLAS thread: OpenBLAS's threaded dsyevr collapses when the cores are
+    # busy (here 0.7 s instead of 14 ms at n = 400, 3.3 s instead of 0.55 s at
+    # n = 2,000 on 2 shared cores), and its gain on an idle machine is small.
+    with single_threaded_blas():
+        vals = None
+        if U0 is not None and np.shape(U0) == (n, k) and n >= DENSE_WARM_MIN_N:
+            # a warm start inside an alternation: LOBPCG's block products with the
+            # dense matrix cost O(n^2 k) each against dsyevr's O(n^3)
+            vals, U = _warm_lobpcg(K, np.asarray(U0, dtype=np.float64))
+        if vals is None:
+            vals, U = lapack_top(K, k)
     return np.ascontiguousarray(U), vals, deg
+
+
+def _normalised_operator(Z, kernel, normalize, n_threads, on_cluster):
+    r""":math:`H D^{-1/2} K D^{-1/2} H` as a ``LinearOperator`` (never formed as a
+    matrix unless K is stored for wide points), and the degrees."""
+    n = Z.shape[0]
+    K = None
+    if not on_cluster and Z.shape[1] > STORED_KERNEL_MIN_D and \
+            fits_memory(Z.dtype.itemsize * n * n):
+        # Wide points (the first U-step of a clustering runs on X itself): every
+        # fused product would recompute O(n^2 d) distances, and the eigensolver
+        # needs tens to hundreds of products. Forming K once (one such pass) makes
+        # each product a plain O(n^2 k) GEMM.
+        K = kernel.matrix(Z, n_threads=n_threads)
+    if not normalize:
+        deg = np.ones(n)
+    elif K is not None:
+        deg = _check_degrees(K.sum(axis=1, dtype=np.float64))
+    else:
+        deg = _check_degrees(Z.degrees(kernel) if on_cluster else
+                             kernel.degrees(Z, n_threads=n_threads))
+    s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
+
+    def matmat(V):
+        V = np.asarray(V, dtype=np.float64).reshape(n, -1)
+        V = V - V.mean(axis=0, keepdims=True)
+        R = np.ascontiguousarray(s[:, None] * V, dtype=Z.dtype)
+        if K is not None:
+            Y = K @ R
+        elif on_cluster:
+            Y = Z.product(kernel, R)
+        else:
+            Y, _ = kernel.product(Z, R, n_threads=n_threads)
+        Y = s[:, None] * Y.astype(np.float64)
+        return Y - Y.mean(axis=0, keepdims=True)
+
+    op = LinearOperator((n, n), matvec=lambda v: matmat(v)[:, 0], matmat=matmat,
+                        dtype=np.float64)
+    return op, deg
 
 
 #: LOBPCG residual tolerance of the warm-started U-step (sin of the angle to
@@ -445,3 +480,66 @@ def njw_labels(U, n_clusters, *, random_state=None, n_init=10):
     # contention on busy cores (47 ms instead of ~1 ms per run at n = 400).
     with threadpool_limits(limits=1):
         return km.fit_predict(row_normalised(U))
+
+
+#: neighbours of the graph U-step: scikit-learn's ``SpectralClustering`` default
+GRAPH_NEIGHBORS = 10
+
+
+def nearest_neighbours(Z, n_neighbors):
+    """Distances and indices of each row's ``n_neighbors`` nearest rows of Z, the row
+    itself first (one query; at most n rows)."""
+    Z = np.asarray(Z)
+    m = min(int(n_neighbors), Z.shape[0])
+    return NearestNeighbors(n_neighbors=m).fit(Z).kneighbors(Z)
+
+
+def neighbour_graph(indices, n_neighbors=GRAPH_NEIGHBORS):
+    r"""The symmetric k-NN connectivity graph :math:`(A + A^T)/2` (sparse, n x n).
+
+    ``indices``: each row's nearest rows, itself first (the second output of
+    :func:`nearest_neighbours`), at least ``n_neighbors`` columns.
+    :math:`A_{ij} = 1` when j is among the ``n_neighbors`` nearest rows of i,
+    i itself included: the graph of scikit-learn's
+    ``kneighbors_graph(include_self=True)`` that
+    ``SpectralClustering(affinity="nearest_neighbors")`` clusters.
+    """
+    n = indices.shape[0]
+    m = min(int(n_neighbors), indices.shape[1])
+    A = sp.csr_matrix((np.ones(n * m), np.ascontiguousarray(indices[:, :m]).ravel(),
+                       np.arange(0, n * m + 1, m)), shape=(n, n))
+    return (0.5 * (A + A.T)).tocsr()
+
+
+def graph_embedding(A, n_clusters, *, random_state=None):
+    r"""The U-step of a graph: spectral clustering of the affinity A as scikit-learn does it.
+
+    The ``n_clusters`` leading eigenvectors of :math:`D^{-1/2} A D^{-1/2}`
+    (:math:`D = \mathrm{diag}(A1)`) scaled by :math:`D^{-1/2}` (scikit-learn's
+    ``spectral_embedding``, the random-walk embedding of Shi and Malik), then
+    k-means with 10 starts, both seeded by one ``RandomState`` in that order:
+    the labels of ``SpectralClustering(affinity="precomputed")`` on A for the
+    same ``random_state``.
+
+    Returns
+    -------
+    labels : ndarray (n,)
+    eigenvalues : ndarray (n_clusters,)
+        The Rayleigh quotients of the eigenvectors in
+        :math:`D^{-1/2} A D^{-1/2}`, descending (the first is 1).
+    """
+    rng = check_random_state(random_state)
+    with warnings.catch_warnings():
+        # a graph of several components is clustered all the same (scikit-learn warns)
+        warnings.simplefilter("ignore", UserWarning)
+        maps = laplacian_eigenmaps(A, n_components=int(n_clusters), random_state=rng,
+                                   drop_first=False)
+    with threadpool_limits(limits=1):
+        labels = KMeans(n_clusters=int(n_clusters), n_init=10,
+                        random_state=rng).fit_predict(maps)
+    root = np.sqrt(np.asarray(A.sum(axis=1)).ravel())
+    V = maps * root[:, None]
+    V /= np.linalg.norm(V, axis=0, keepdims=True)
+    S = V / root[:, None]
+    vals = np.sum(S * (A @ S), axis=0)
+    return labels, np.sort(vals)[::-1]
