@@ -310,10 +310,25 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 return {"alternativeness": alt, "objective": quality - lam * alt}
             return measure
 
+        if self.existing_dependence_ < FEATURE_START_DEPENDENCE and self._selects(side):
+            # nothing to leave out: the default fit of ISMClustering with KDAC's Gamma
+            self._select(X, kernel, k, q, build, measure_with, guided=True)
+        else:
+            self._alternative_runs(X, side, (kernel, affinity), k, q, normalize, Y, build,
+                                   measure_with, alternative)
+        self.alternativeness_ = self.history_[self.best_iteration_ - 1]["alternativeness"]
+        self.novelty_ = max(nmi(y, self.labels_) for y in existing)
+        return self
+
+    def _alternative_runs(self, X, side, kernels, k, q, normalize, Y, build, measure_with,
+                          alternative):
+        """The alternation against an existing clustering (one-hot Y), with the
+        feature start (see the Notes) when the clustering is visible in X."""
+        kernel, affinity = kernels
         starts = [(kernel, affinity, measure_with(affinity), None, q, None)]
         self.feature_scores_ = None
-        if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and self._auto_gaussian() \
-                and side.rows_in_memory:
+        if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and side.rows_in_memory \
+                and all(self._local_scaling().values()):
             # a second start from the feature that best clusters what the existing
             # view leaves, with the bandwidth of that projection; the run whose
             # final U-step separates its k clusters best is kept (the HSIC
@@ -332,21 +347,14 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 g = Gaussian(sigma0).fit(X[:, columns])
                 starts.append((g, g, measure_with(g), start[columns],
                                1 if q is None else min(q, columns.size), columns))
-        out = self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,
-                              alternative=alternative, guided=True, starts=starts)
-        self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
-        self.novelty_ = max(nmi(y, self.labels_) for y in existing)
-        return self
+        self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,
+                        alternative=alternative, guided=True, starts=starts)
 
     def _global_scale(self, kernel, affinity):
         """sigma="auto" against an existing clustering visible in X: the local-scaling
         kernels of the default become one global Gaussian at their median scale
         (:func:`ikdr.spectral.median_scale_gaussian`; docs/clustering_defaults.md)."""
-        if not (isinstance(self.sigma, str) and self.sigma == "auto"):
-            return kernel, affinity
-        default = {"kernel": isinstance(self.kernel, str) and self.kernel.lower() == "gaussian",
-                   "affinity": self.affinity is None or (isinstance(self.affinity, str) and
-                                                         self.affinity.lower() == "gaussian")}
+        default = self._local_scaling()
         swap = {}
         for role, K in (("kernel", kernel), ("affinity", affinity)):
             # the default's local-scaling kernel (its bandwidths need all rows)
