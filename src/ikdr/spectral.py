@@ -2,12 +2,12 @@
 
 Functions: :func:`spectral_embedding` (the U-step), :func:`njw_labels` (the
 Ng-Jordan-Weiss rounding), :func:`kernel_degrees`, :func:`auto_kernel`
-(the data-driven default affinity behind ``sigma="auto"``) and
-:func:`median_scale_gaussian` (its global counterpart for KDAC).
-
+(the data-driven default affinity behind ``sigma="auto"``),
+:func:`median_scale_gaussian` (its global counterpart for KDAC) and the
+feature screen (:func:`feature_gaps`, :func:`screen_features`).
 
 U = top-k eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`, :math:`D = \\mathrm{diag}(K 1)`
-(DESIGN.md section 1; dissertation Eq. 3.4). Below ``DENSE_MAX_N`` samples the
+(dissertation Eq. 3.4). Below ``DENSE_MAX_N`` samples the
 n x n matrix is formed and LAPACK solves it; above, a matrix-free Lanczos
 (``scipy.sparse.linalg.eigsh``) runs on a ``LinearOperator`` whose matvec is
 the fused C++ kernel product, so memory stays O(n k).
@@ -34,14 +34,15 @@ from .kernels import Gaussian, Kernel, RelativeGaussian
 __all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian",
            "kernel_degrees", "row_normalised", "spectral_embedding", "affinity_embedding",
            "spectral_gap", "feature_gaps", "median_pairwise_distance_1d", "screen_features",
-           "njw_labels", "AUTO_NEIGHBORS", "GRAPH_NEIGHBORS", "neighbour_graph",
-           "graph_embedding"]
+           "njw_labels", "AUTO_NEIGHBORS", "screen_candidates", "screen_taken"]
 
 #: up to this many samples the U-step builds the dense n x n matrix
 DENSE_MAX_N = 3000
 #: from this many samples a warm-started dense U-step (``U0`` given) runs LOBPCG
 #: on the formed matrix before LAPACK's O(n^3) eigensolver
 DENSE_WARM_MIN_N = 1000
+#: above this many samples the dense U-step finds its few eigenpairs by Lanczos
+DENSE_LANCZOS_MIN_N = 500
 #: Above this many columns the matrix-free U-step stores K once (when it fits
 #: the memory budget) instead of recomputing it in every product.
 STORED_KERNEL_MIN_D = 64
@@ -222,7 +223,7 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     method = _embedding_method(method, n, on_cluster)
     if method == "dense":
         require_memory(dense_step_bytes(n), f"the dense spectral step (n = {n})")
-        K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
+        K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64, copy=False)
         return affinity_embedding(K, k, normalize=normalize, U0=U0)
     op, deg = _normalised_operator(Z, kernel, normalize, n_threads, on_cluster)
     vals = None
@@ -251,12 +252,19 @@ def _embedding_method(method, n, on_cluster):
     return method
 
 
-def affinity_embedding(K, n_clusters, *, normalize=True, U0=None):
+def affinity_embedding(K, n_clusters, *, normalize=True, U0=None, random_state=None,
+                       tol=1e-10, lanczos=False):
     r"""The dense U-step of a formed affinity matrix K (n x n, float64, overwritten).
 
     Top ``n_clusters`` eigenpairs of :math:`H D^{-1/2} K D^{-1/2} H`,
-    :math:`D = \mathrm{diag}(K1)` (the identity when ``normalize`` is False),
-    by LAPACK, or by LOBPCG from ``U0`` from :data:`DENSE_WARM_MIN_N` rows on.
+    :math:`D = \mathrm{diag}(K1)` (the identity when ``normalize`` is False):
+    by LOBPCG from ``U0`` from :data:`DENSE_WARM_MIN_N` rows on, else by
+    LAPACK; with ``lanczos`` by Lanczos (ARPACK, seeded by ``random_state``)
+    above :data:`DENSE_LANCZOS_MIN_N` rows, where LAPACK's O(n^3) reduction
+    costs 4-5 times more for a few eigenpairs (n = 1,797, k = 10: 0.40 s
+    against 0.11 s on one core, the same eigenvalues to 1e-15). Where the
+    leading eigenvalues are (nearly) tied the two span the same subspace but
+    may return different bases of it.
     Returns ``(U, eigenvalues, degrees)`` as :func:`spectral_embedding`.
     """
     n = K.shape[0]
@@ -279,7 +287,12 @@ def affinity_embedding(K, n_clusters, *, normalize=True, U0=None):
             # a warm start inside an alternation: LOBPCG's block products with the
             # dense matrix cost O(n^2 k) each against dsyevr's O(n^3)
             vals, U = _warm_lobpcg(K, np.asarray(U0, dtype=np.float64))
-        if vals is None:
+        if vals is None and lanczos and n > DENSE_LANCZOS_MIN_N and k < n // 10:
+            v0 = check_random_state(random_state).uniform(-1, 1, n)
+            vals, U = eigsh(K, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
+            order = np.argsort(vals)[::-1]
+            vals, U = vals[order], U[:, order]
+        elif vals is None:
             vals, U = lapack_top(K, k)
     return np.ascontiguousarray(U), vals, deg
 
@@ -371,14 +384,96 @@ FEATURE_GAP_MAX_SAMPLES = 500
 
 
 def median_pairwise_distance_1d(z):
-    """Median of :math:`|z_i - z_j|` over the pairs i < j of a 1-D sample (O(m^2))."""
-    z = np.asarray(z, dtype=np.float64).ravel()
-    if z.shape[0] < 2:
+    """Median of :math:`|z_i - z_j|` over the pairs i < j of a 1-D sample, exactly, without
+    the m^2 pairs: a bisection on the value whose every step counts the pairs below
+    it by one sorted search (O(m log m)), or the distinct values' pairs when few."""
+    x = np.sort(np.asarray(z, dtype=np.float64).ravel())
+    m = x.shape[0]
+    if m < 2:
         return 0.0
-    # every pair twice off the diagonal: the same median as the pairs', without
-    # building their index
-    D = np.abs(np.subtract.outer(z, z))
-    return float(np.median(D[~np.eye(z.shape[0], dtype=bool)]))
+    pairs = m * (m - 1) // 2
+    ranks = ((pairs - 1) // 2, pairs // 2)
+    values, counts = np.unique(x, return_counts=True)
+    if values.shape[0] <= FEW_VALUES:
+        return 0.5 * sum(_kth_difference_of_values(values, counts, r) for r in ranks)
+    return 0.5 * sum(_kth_difference(x, r) for r in ranks)
+
+
+#: a sample with at most this many distinct values (pixel intensities, counts) takes
+#: the median of its pair differences from the values' pairs, weighted by their counts
+FEW_VALUES = 256
+
+
+def _kth_difference_of_values(values, counts, k):
+    """The k-th smallest (0-based) pair difference of a sample given as sorted distinct
+    values with their counts: each pair of values a < b stands for c_a c_b pairs,
+    each value for c(c-1)/2 pairs at difference 0."""
+    a, b = np.triu_indices(values.shape[0], 1)
+    diffs = np.concatenate([[0.0], values[b] - values[a]])
+    weights = np.concatenate([[np.sum(counts * (counts - 1) / 2)], counts[a] * counts[b]])
+    order = np.argsort(diffs, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    return float(diffs[order][np.searchsorted(cumulative, k, side="right")])
+
+
+def _kth_difference(x, k):
+    """The k-th smallest (0-based) of :math:`x_j - x_i`, i < j, for sorted x."""
+    m = x.shape[0]
+    rows = np.arange(m)
+
+    def at_most(t):                 # pairs whose difference is <= t (t >= 0)
+        return int(np.sum(np.searchsorted(x, x + t, side="right") - rows - 1))
+
+    if at_most(0.0) > k:
+        return 0.0
+    lo, hi = 0.0, 2.0 * (x[-1] - x[0]) + 1.0   # at_most(lo) <= k < at_most(hi)
+    while True:
+        below, mid = at_most(lo), 0.5 * (lo + hi)
+        if not lo < mid < hi:       # (lo, hi] holds one value: the smallest above lo
+            first = np.searchsorted(x, x + lo, side="right")
+            inside = first < m
+            return float(np.min(x[first[inside]] - x[inside]))
+        if at_most(hi) - below <= 4 * m:   # few pairs left: list them
+            start = np.searchsorted(x, x + lo, side="right")
+            lengths = np.searchsorted(x, x + hi, side="right") - start
+            offsets = np.repeat(start - np.cumsum(lengths) + lengths, lengths)
+            columns = offsets + np.arange(lengths.sum())
+            values = np.sort(x[columns] - x[np.repeat(rows, lengths)])
+            return float(values[k - below])
+        if at_most(mid) > k:
+            hi = mid
+        else:
+            lo = mid
+
+
+def _binned_gap(z, bandwidth, n_groups, bins):
+    r"""The ``n_groups`` spectral gap of a 1-D sample's Gaussian U-step, each value moved
+    to the mean of its bin (width range / bins): the eigenvalues of the bins' matrix
+    :math:`H_c C^{1/2} D_b^{-1/2} K_b D_b^{-1/2} C^{1/2} H_c` (C: the bin counts,
+    :math:`D_b = \mathrm{diag}(K_b c)`, :math:`H_c = I - \sqrt c\sqrt c^T / n`),
+    at most ``bins`` rows instead of the sample's."""
+    lo, hi = float(z.min()), float(z.max())
+    if not hi > lo:
+        return 0.0
+    index = np.minimum(((z - lo) / (hi - lo) * bins).astype(np.intp), bins - 1)
+    counts = np.bincount(index, minlength=bins).astype(np.float64)
+    filled = counts > 0
+    counts = counts[filled]
+    centres = np.bincount(index, weights=z, minlength=bins)[filled] / counts
+    K = np.exp(-np.subtract.outer(centres, centres) ** 2 / (2.0 * bandwidth ** 2))
+    r = np.sqrt(counts / (K @ counts))
+    M = r[:, None] * K * r[None, :]
+    v = np.sqrt(counts / counts.sum())      # the constant vector, in the bins' weights
+    Mv = M @ v
+    M += (v @ Mv) * np.outer(v, v) - np.outer(v, Mv) - np.outer(Mv, v)
+    vals = np.linalg.eigvalsh(M)[::-1]
+    k = min(int(n_groups), vals.shape[0])
+    return spectral_gap(vals[:k])
+
+
+#: bins of the 1-D U-steps of :func:`feature_gaps` (their gaps agree with those of
+#: the unbinned 500-row samples to 3e-4 on the benchmark's data sets)
+FEATURE_GAP_BINS = 128
 
 
 def feature_gaps(X, n_groups, *, max_samples=FEATURE_GAP_MAX_SAMPLES, random_state=None):
@@ -386,14 +481,16 @@ def feature_gaps(X, n_groups, *, max_samples=FEATURE_GAP_MAX_SAMPLES, random_sta
 
     For every column j: the :func:`spectral_gap` of the ``n_groups``-cluster
     U-step of :math:`X_{:,j}` alone, with a Gaussian at
-    :data:`FEATURE_GAP_SCALE` x its median pairwise distance. A feature
-    holding that many separated groups scores near 1, a unimodal one (noise)
-    low: 1-D standard-normal noise scored at most 0.21 on 300-600 rows, the
-    informative features of a grid of blobs 0.65-0.91 (``n_groups`` = k, KDAC)
-    and of make_blobs / make_classification with 3 informative features among
-    30-50 0.27-0.50 (``n_groups`` = 2, ISMClustering;
-    docs/alternative_clustering.md). On a seeded subsample of at most
-    ``max_samples`` rows; d dense eigenproblems of that size.
+    :data:`FEATURE_GAP_SCALE` x its median pairwise distance, each value
+    moved to the mean of its bin among :data:`FEATURE_GAP_BINS` equal bins
+    (:func:`_binned_gap`: the same eigenvalues as the binned sample's, from
+    a matrix of at most 128 rows). A feature holding that many separated
+    groups scores near 1, a unimodal one (noise) low: 1-D standard-normal
+    noise scored at most 0.21 on 300-600 rows, the informative features of a
+    grid of blobs 0.65-0.91 (``n_groups`` = k, KDAC) and of make_blobs /
+    make_classification with 3 informative features among 30-50 0.27-0.50
+    (``n_groups`` = 2, ISMClustering; docs/alternative_clustering.md). On a
+    seeded subsample of at most ``max_samples`` rows.
     """
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
@@ -401,12 +498,10 @@ def feature_gaps(X, n_groups, *, max_samples=FEATURE_GAP_MAX_SAMPLES, random_sta
     rows = np.arange(n) if rows is None else np.sort(rows)
     scores = np.zeros(d)
     for j in range(d):
-        z = np.ascontiguousarray(X[rows, j:j + 1])
+        z = X[rows, j]
         s = FEATURE_GAP_SCALE * median_pairwise_distance_1d(z)
         if s > 0:
-            _, vals, _ = spectral_embedding(z, Gaussian(s).fit(z), n_groups,
-                                            random_state=random_state)
-            scores[j] = spectral_gap(vals)
+            scores[j] = _binned_gap(z, s, n_groups, FEATURE_GAP_BINS)
     return scores
 
 
@@ -450,9 +545,8 @@ def screen_features(X, n_clusters, *, random_state=None):
     """
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
-    scores = feature_gaps(X, 2, random_state=random_state)
-    columns = np.flatnonzero(scores >= SCREEN_MIN_GAP)
-    if columns.size == 0 or columns.size == d:
+    columns, scores = screen_candidates(X, random_state=random_state)
+    if columns is None:
         return None, scores, None
     rows = sample_index(n, SCREEN_MAX_SAMPLES, random_state)
     Xs = X if rows is None else X[np.sort(rows)]
@@ -462,8 +556,25 @@ def screen_features(X, n_clusters, *, random_state=None):
         _, vals, _ = spectral_embedding(Z, auto_kernel(Z, n_clusters), n_clusters,
                                         random_state=random_state)
         gaps.append(spectral_gap(vals))
-    taken = gaps[1] >= gaps[0] + SCREEN_GAP_MARGIN
-    return (columns if taken else None), scores, tuple(gaps)
+    return (columns if screen_taken(*gaps) else None), scores, tuple(gaps)
+
+
+def screen_candidates(X, *, random_state=None):
+    """Step 1 of :func:`screen_features`: the features whose 2-group gap reaches
+    :data:`SCREEN_MIN_GAP` (None unless a proper, non-empty subset) and every
+    feature's gap (:func:`feature_gaps`)."""
+    scores = feature_gaps(X, 2, random_state=random_state)
+    columns = np.flatnonzero(scores >= SCREEN_MIN_GAP)
+    if columns.size == 0 or columns.size == scores.shape[0]:
+        return None, scores
+    return columns, scores
+
+
+def screen_taken(gap_all, gap_screened):
+    """Step 2 of :func:`screen_features`: whether the local-scaling U-step of the
+    candidates separates the clusters more clearly than that of every feature
+    (:func:`spectral_gap` larger by :data:`SCREEN_GAP_MARGIN`)."""
+    return gap_screened >= gap_all + SCREEN_GAP_MARGIN
 
 
 def row_normalised(U):
@@ -481,65 +592,3 @@ def njw_labels(U, n_clusters, *, random_state=None, n_init=10):
     with threadpool_limits(limits=1):
         return km.fit_predict(row_normalised(U))
 
-
-#: neighbours of the graph U-step: scikit-learn's ``SpectralClustering`` default
-GRAPH_NEIGHBORS = 10
-
-
-def nearest_neighbours(Z, n_neighbors):
-    """Distances and indices of each row's ``n_neighbors`` nearest rows of Z, the row
-    itself first (one query; at most n rows)."""
-    Z = np.asarray(Z)
-    m = min(int(n_neighbors), Z.shape[0])
-    return NearestNeighbors(n_neighbors=m).fit(Z).kneighbors(Z)
-
-
-def neighbour_graph(indices, n_neighbors=GRAPH_NEIGHBORS):
-    r"""The symmetric k-NN connectivity graph :math:`(A + A^T)/2` (sparse, n x n).
-
-    ``indices``: each row's nearest rows, itself first (the second output of
-    :func:`nearest_neighbours`), at least ``n_neighbors`` columns.
-    :math:`A_{ij} = 1` when j is among the ``n_neighbors`` nearest rows of i,
-    i itself included: the graph of scikit-learn's
-    ``kneighbors_graph(include_self=True)`` that
-    ``SpectralClustering(affinity="nearest_neighbors")`` clusters.
-    """
-    n = indices.shape[0]
-    m = min(int(n_neighbors), indices.shape[1])
-    A = sp.csr_matrix((np.ones(n * m), np.ascontiguousarray(indices[:, :m]).ravel(),
-                       np.arange(0, n * m + 1, m)), shape=(n, n))
-    return (0.5 * (A + A.T)).tocsr()
-
-
-def graph_embedding(A, n_clusters, *, random_state=None):
-    r"""The U-step of a graph: spectral clustering of the affinity A as scikit-learn does it.
-
-    The ``n_clusters`` leading eigenvectors of :math:`D^{-1/2} A D^{-1/2}`
-    (:math:`D = \mathrm{diag}(A1)`) scaled by :math:`D^{-1/2}` (scikit-learn's
-    ``spectral_embedding``, the random-walk embedding of Shi and Malik), then
-    k-means with 10 starts, both seeded by one ``RandomState`` in that order:
-    the labels of ``SpectralClustering(affinity="precomputed")`` on A for the
-    same ``random_state``.
-
-    Returns
-    -------
-    labels : ndarray (n,)
-    eigenvalues : ndarray (n_clusters,)
-        The Rayleigh quotients of the eigenvectors in
-        :math:`D^{-1/2} A D^{-1/2}`, descending (the first is 1).
-    """
-    rng = check_random_state(random_state)
-    with warnings.catch_warnings():
-        # a graph of several components is clustered all the same (scikit-learn warns)
-        warnings.simplefilter("ignore", UserWarning)
-        maps = laplacian_eigenmaps(A, n_components=int(n_clusters), random_state=rng,
-                                   drop_first=False)
-    with threadpool_limits(limits=1):
-        labels = KMeans(n_clusters=int(n_clusters), n_init=10,
-                        random_state=rng).fit_predict(maps)
-    root = np.sqrt(np.asarray(A.sum(axis=1)).ravel())
-    V = maps * root[:, None]
-    V /= np.linalg.norm(V, axis=0, keepdims=True)
-    S = V / root[:, None]
-    vals = np.sum(S * (A @ S), axis=0)
-    return labels, np.sort(vals)[::-1]

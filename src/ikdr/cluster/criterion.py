@@ -12,7 +12,9 @@ the share of each cluster's edge weight that leaves it, per cluster (0: the
 clusters are disconnected; lower is better). The judges J are the symmetric
 10- and 20-nearest-neighbour graphs of X and the dense local-scaling
 affinity of X (:func:`ikdr.spectral.auto_kernel`), and, when a feature screen
-took a few features, the same three on those features.
+took a few features, the same three on those features. (With fewer than
+three rows per cluster the local scales are not defined and the graphs judge
+alone.)
 
 Why several graphs. Each judge alone prefers the partition that spectral
 clustering of its own graph finds (the 10-NN graph picks scikit-learn's
@@ -25,16 +27,18 @@ no labels.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 import numpy as np
 
 from .._config import fits_memory
 from .._utils.labels import one_hot
 from ..kernels import Kernel
-from ..spectral import DENSE_MAX_N, auto_kernel, nearest_neighbours, neighbour_graph
+from ..spectral import DENSE_MAX_N, auto_kernel
+from .neighbours import nearest_neighbours, neighbour_graph
 
-__all__ = ["JUDGE_NEIGHBORS", "PartitionCriterion", "normalised_cut"]
+__all__ = ["JUDGE_NEIGHBORS", "PartitionCriterion", "View", "normalised_cut"]
 
 #: the neighbourhood sizes of the criterion's graph judges (10 is scikit-learn's
 #: SpectralClustering default; 20 alone or 10 alone each lost one data set of the
@@ -69,19 +73,42 @@ def _cut(AY, Y):
     return float(np.sum(1.0 - within[kept] / volume[kept]) / Y.shape[1])
 
 
-class _View:
+@dataclass
+class View:
+    """A view of X the criterion judges on: the features ``columns`` (None: all), with
+    their :func:`ikdr.spectral.nearest_neighbours` (at least ``max(JUDGE_NEIGHBORS)``
+    deep), local-scaling kernel and its matrix when already computed."""
+
+    columns: Optional[np.ndarray] = None
+    neighbours: Optional[tuple] = None
+    local: Optional[Kernel] = None
+    matrix: Optional[np.ndarray] = None
+
+
+class _Judges:
     """The judges on one view of the data (all features, or the screened ones)."""
 
-    def __init__(self, Z, n_clusters, indices, local, n_threads):
-        self.graphs = [neighbour_graph(indices, m) for m in JUDGE_NEIGHBORS]
+    def __init__(self, X, n_clusters, view, n_threads):
+        Z = np.ascontiguousarray(X if view.columns is None else X[:, view.columns])
+        depth = max(JUDGE_NEIGHBORS)
+        neighbours = view.neighbours
+        if neighbours is None or neighbours[1].shape[1] < min(depth, Z.shape[0]):
+            neighbours = nearest_neighbours(Z, depth)
+        local = view.local
+        if local is None and Z.shape[0] >= 3 * n_clusters and np.any(Z != Z[:1]):
+            local = auto_kernel(Z, n_clusters)
+        self.graphs = [neighbour_graph(neighbours[1], m) for m in JUDGE_NEIGHBORS]
         self.Z, self.local, self.n_threads = Z, local, n_threads
-        self.K = None
+        self.K = view.matrix
         n = Z.shape[0]
-        if n <= DENSE_MAX_N and fits_memory(8 * n * n):
+        if local is not None and self.K is None and n <= DENSE_MAX_N and \
+                fits_memory(8 * n * n):
             self.K = local.matrix(Z, n_threads=n_threads)
 
     def cuts(self, Y):
         out = [_cut(A @ Y, Y) for A in self.graphs]
+        if self.local is None:      # fewer than 3 rows per cluster: no local scales
+            return out
         if self.K is not None:
             KY = self.K @ Y
         else:                       # large n: one fused product, K never formed
@@ -98,17 +125,12 @@ class PartitionCriterion:
     X : ndarray (n, d)
         The data the partitions divide (standardised).
     n_clusters : int
-    columns : sequence of int arrays, optional
-        Further views: the same judges on ``X[:, c]`` for each c (the
-        screened features of :func:`ikdr.spectral.screen_features`).
-    neighbours : tuple (distances, indices), optional
-        :func:`ikdr.spectral.nearest_neighbours` of X with at least
-        ``max(JUDGE_NEIGHBORS)`` columns, when already computed.
-    local : Kernel, optional
-        The fitted local-scaling kernel of X (:func:`ikdr.spectral.auto_kernel`).
+    views : sequence of View, default=(View(),)
+        The views judged: all features, and the screened features of
+        :func:`ikdr.spectral.screen_features` when a screen was taken.
     n_threads : int or None
 
-    Cost: one k-NN query per view, the n x n local affinity (formed up to
+    Cost: one k-NN query per view (unless given), the n x n local affinity (formed up to
     :data:`ikdr.spectral.DENSE_MAX_N` rows, else one fused kernel product per
     call), then O(n k (20 + n)) per partition scored.
 
@@ -123,21 +145,11 @@ class PartitionCriterion:
     True
     """
 
-    def __init__(self, X, n_clusters: int, *, columns: Sequence[np.ndarray] = (),
-                 neighbours=None, local: Kernel | None = None,
+    def __init__(self, X, n_clusters: int, *, views: Sequence[View] = (View(),),
                  n_threads: int | None = None) -> None:
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
         self.n_clusters = int(n_clusters)
-        depth = max(JUDGE_NEIGHBORS)
-        if neighbours is None or neighbours[1].shape[1] < min(depth, X.shape[0]):
-            neighbours = nearest_neighbours(X, depth)
-        if local is None:
-            local = auto_kernel(X, self.n_clusters)
-        self.views = [_View(X, self.n_clusters, neighbours[1], local, n_threads)]
-        for c in columns:
-            Z = np.ascontiguousarray(X[:, np.asarray(c)])
-            self.views.append(_View(Z, self.n_clusters, nearest_neighbours(Z, depth)[1],
-                                    auto_kernel(Z, self.n_clusters), n_threads))
+        self.views = [_Judges(X, self.n_clusters, view, n_threads) for view in views]
 
     def cuts(self, labels) -> np.ndarray:
         """Each judge's normalised cut of the partition (views in order, graphs by

@@ -29,10 +29,9 @@ from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
 from ..solver.importances import feature_importances
-from ..spectral import auto_kernel, nearest_neighbours, njw_labels, screen_features, spectral_gap
+from ..spectral import auto_kernel, njw_labels, spectral_gap
 from .alternation import alternate_on
-from .criterion import JUDGE_NEIGHBORS, PartitionCriterion
-from .selection import MAX_W_STEPS, refine, starts
+from .selection import MAX_W_STEPS, refine, scored_starts
 from .docstrings import COMMON_ATTRS, COMMON_PARAMS
 
 #: another start's run replaces the default run only when the spectral gap of its
@@ -190,29 +189,17 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         """The default fit: starts, criterion and W-steps (:mod:`ikdr.cluster.selection`),
         stored. ``kernel``: the local-scaling kernel of X; ``measure_with(kernel)``:
         the paradigm's measure for a W-step kernel."""
-        X = np.asarray(X)
-        columns, self.feature_scores_ = None, None
-        if X.shape[1] > 2:
-            columns, self.feature_scores_, _ = screen_features(X, k,
-                                                               random_state=self.random_state)
-        views = [(None, kernel)]
-        if columns is not None:
-            views.append((columns, auto_kernel(np.ascontiguousarray(X[:, columns]), k)))
-        neighbours = nearest_neighbours(X, max(JUDGE_NEIGHBORS))
-        criterion = PartitionCriterion(X, k, columns=[c for c, _ in views[1:]],
-                                       neighbours=neighbours, local=kernel)
-        candidates = []
-        for cols, kern in views:
-            candidates += starts(X, k, kern, criterion, columns=cols,
-                                 neighbours=neighbours if cols is None else None,
-                                 random_state=self.random_state)
+        found = scored_starts(X, k, kernel, random_state=self.random_state)
+        self.feature_scores_ = found.feature_scores
+        candidates = found.candidates
         first = int(np.argmin([c.criterion for c in candidates]))   # ties: the earlier
         start = candidates[first]
-        run_kernel = views[0][1] if start.columns is None else views[1][1]
+        run_kernel = found.kernels[None if start.columns is None else "screened"]
         if q is not None and start.columns is not None:
             q = min(q, start.columns.size)
         with IterationReport(type(self).__name__, self.verbose, total=MAX_W_STEPS) as report:
-            chosen = refine(X, start, run_kernel, criterion, build_gamma, n_components=q,
+            chosen = refine(np.asarray(X), start, run_kernel, found.criterion, build_gamma,
+                            n_components=q,
                             measure=None if measure_with is None else measure_with(run_kernel),
                             guided=guided, alternative=alternative,
                             random_state=self.random_state, dtype=self._dtype,

@@ -312,7 +312,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
 
         if self.existing_dependence_ < FEATURE_START_DEPENDENCE and self._selects(side):
             # nothing to leave out: the default fit of ISMClustering with KDAC's Gamma
-            self._select(X, kernel, k, q, build, measure_with, guided=True)
+            # (its penalty term carries no guidance, so it keeps ISMClustering's rules)
+            self._select(X, kernel, k, q, build, measure_with)
         else:
             self._alternative_runs(X, side, (kernel, affinity), k, q, normalize, Y, build,
                                    measure_with, alternative)

@@ -27,26 +27,34 @@ none is run and W is the identity.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .._config import fits_memory
 from .._utils.subspace import subspace_change
 from ..gamma import centered
 from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import solve_ism
-from ..spectral import (GRAPH_NEIGHBORS, affinity_embedding, graph_embedding, nearest_neighbours,
-                        neighbour_graph, njw_labels, spectral_embedding)
-from .alternation import ISM_MAX_ITER, default_n_components
-from .criterion import JUDGE_NEIGHBORS, PartitionCriterion
+from ..spectral import (DENSE_MAX_N, affinity_embedding, auto_kernel, dense_step_bytes,
+                        njw_labels, screen_candidates, screen_taken, spectral_embedding,
+                        spectral_gap)
+from .alternation import default_n_components
+from .criterion import JUDGE_NEIGHBORS, PartitionCriterion, View
+from .neighbours import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbours, neighbour_graph
 
-__all__ = ["Candidate", "Selection", "starts", "refine", "GUIDED_TOLERANCE", "MAX_W_STEPS"]
+__all__ = ["Candidate", "Selection", "Starts", "scored_starts", "refine", "graph_start",
+           "kernel_start", "GUIDED_TOLERANCE", "MAX_W_STEPS"]
 
 #: W-steps of a run at most (each kept one lowered the criterion; on the benchmark's
 #: data sets no run kept more than two)
 MAX_W_STEPS = 4
+#: ISM iterations of one W-step: its W need not be exact, the criterion judges the
+#: clusters it leads to (digits: 11 iterations at most 20, the same clusters and
+#: criterion to 1e-3 after 3 on every data set of the benchmark)
+W_STEP_MAX_ITER = 3
 #: a guided paradigm (expert scores, an existing clustering) keeps an iterate whose
 #: criterion is at most this much higher when its own objective rises: its guidance
 #: may choose among clusterings the data hold about equally well
@@ -125,33 +133,86 @@ def graph_u_step(Z, kernel, n_clusters, *, random_state=None, neighbours=None, n
 def kernel_u_step(Z, affinity, n_clusters, *, random_state=None, U0=None, K=None,
                   n_threads=None):
     """Labels, U, eigenvalues and degrees of the dense affinity's spectral clustering of Z
-    (``K``: the affinity matrix of Z when already formed; it is overwritten)."""
+    (``K``: the affinity's matrix on Z when already formed; it is overwritten)."""
     if K is not None:
-        U, vals, deg = affinity_embedding(K, n_clusters, U0=U0)
+        U, vals, deg = affinity_embedding(K, n_clusters, U0=U0, random_state=random_state,
+                                          lanczos=True)
     else:
         U, vals, deg = spectral_embedding(Z, affinity, n_clusters, random_state=random_state,
                                           U0=U0, n_threads=n_threads)
     return njw_labels(U, n_clusters, random_state=random_state), U, vals, deg
 
 
-def starts(X, n_clusters, kernel, criterion, *, columns=None, neighbours=None,
-           random_state=None, n_threads=None):
-    """The graph and kernel starts on X (``columns`` None) or on ``X[:, columns]``,
-    scored by the criterion. ``kernel``: the local-scaling kernel of that view;
-    ``neighbours``: :func:`ikdr.spectral.nearest_neighbours` of the view."""
-    Z = np.ascontiguousarray(X if columns is None else X[:, columns])
-    prefix = "" if columns is None else "screened "
-    out = []
+def graph_start(Z, n_clusters, kernel, neighbours, *, columns=None, random_state=None,
+                n_threads=None):
+    """The start by the 10-NN graph of Z (a view of X: ``columns``)."""
     labels, U, vals, deg = graph_u_step(Z, kernel, n_clusters, random_state=random_state,
                                         neighbours=neighbours, n_threads=n_threads)
-    out.append(Candidate(prefix + "graph", "graph", labels, U, vals, deg, columns))
+    name = "graph" if columns is None else "screened graph"
+    return Candidate(name, "graph", labels, U, vals, deg, columns)
+
+
+def kernel_start(Z, n_clusters, kernel, *, columns=None, K=None, random_state=None,
+                 n_threads=None):
+    """The start by the local-scaling affinity of Z (``kernel``, fitted on Z; ``K``: its
+    matrix when formed, overwritten)."""
     labels, U, vals, deg = kernel_u_step(Z, kernel, n_clusters, random_state=random_state,
-                                         n_threads=n_threads)
-    out.append(Candidate(prefix + "kernel", "kernel", labels, U, vals, deg, columns,
-                         affinity=kernel))
-    for c in out:
+                                         K=K, n_threads=n_threads)
+    name = "kernel" if columns is None else "screened kernel"
+    return Candidate(name, "kernel", labels, U, vals, deg, columns, affinity=kernel)
+
+
+@dataclass
+class Starts:
+    """The scored starts of a default fit (module steps 1 and 2)."""
+
+    candidates: list
+    criterion: PartitionCriterion
+    kernels: dict            # the local-scaling kernel of each view: None (all) or "screened"
+    columns: Optional[np.ndarray]
+    feature_scores: Optional[np.ndarray]
+
+
+def scored_starts(X, n_clusters, kernel, *, screen=True, random_state=None, n_threads=None):
+    """The starts on X and, when the feature screen is taken, on the screened
+    features, with the criterion judging both views, every start scored.
+
+    The screen (:func:`ikdr.spectral.screen_features`) decides on the kernel
+    starts themselves: its candidates are taken when their start's spectral gap
+    beats the all-feature start's by the screen's margin (the same rule on
+    every row, where the screen alone samples 1,000).
+    """
+    X = np.ascontiguousarray(X)
+    k = int(n_clusters)
+    options = {"random_state": random_state, "n_threads": n_threads}
+    neighbours = nearest_neighbours(X, max(JUDGE_NEIGHBORS + (GRAPH_NEIGHBORS,)))
+    K = None                        # the local affinity, formed once for the start and a judge
+    n = X.shape[0]
+    if n <= DENSE_MAX_N and fits_memory(dense_step_bytes(n)):
+        K = kernel.matrix(X, n_threads=n_threads).astype(np.float64, copy=False)
+    candidates = [graph_start(X, k, kernel, neighbours, **options),
+                  kernel_start(X, k, kernel, K=None if K is None else K.copy(), **options)]
+    views = [View(None, neighbours, kernel, K)]
+    kernels = {None: kernel}
+    columns, scores = (None, None)
+    if screen and X.shape[1] > 2:
+        columns, scores = screen_candidates(X, random_state=random_state)
+    if columns is not None:
+        Z = np.ascontiguousarray(X[:, columns])
+        local = auto_kernel(Z, k)
+        screened = kernel_start(Z, k, local, columns=columns, **options)
+        if screen_taken(spectral_gap(candidates[1].eigenvalues),
+                        spectral_gap(screened.eigenvalues)):
+            near = nearest_neighbours(Z, max(JUDGE_NEIGHBORS + (GRAPH_NEIGHBORS,)))
+            candidates += [graph_start(Z, k, local, near, columns=columns, **options), screened]
+            views.append(View(columns, near, local))
+            kernels["screened"] = local
+        else:
+            columns = None
+    criterion = PartitionCriterion(X, k, views=views, n_threads=n_threads)
+    for c in candidates:
         c.criterion = criterion(c.labels)
-    return out
+    return Starts(candidates, criterion, kernels, columns, scores)
 
 
 def _accepts(new, best, guided, objective_rose):
@@ -159,6 +220,57 @@ def _accepts(new, best, guided, objective_rose):
     if new.criterion < best.criterion:
         return True
     return guided and objective_rose and new.criterion <= best.criterion + GUIDED_TOLERANCE
+
+
+class _Run:
+    """The fixed parts of one run of W-steps: the view of X, its varying features (W
+    is zero on constant ones, which no kernel sees), the provider and the paradigm."""
+
+    def __init__(self, X, start, kernel, build_gamma, measure, dtype, options):
+        Z = np.ascontiguousarray(X if start.columns is None else X[:, start.columns])
+        self.n_features = Z.shape[1]
+        self.varying = np.flatnonzero(np.ptp(Z, axis=0) > 0)
+        self.Z = np.ascontiguousarray(Z[:, self.varying])
+        self.side = resolve_clustering(self.Z, None, dtype=dtype)
+        self.work = self.Z if dtype is None else self.side.working_data(self.Z, dtype)
+        self.start, self.kernel, self.build_gamma, self.measure = start, kernel, build_gamma, measure
+        self.options = options          # random_state, n_threads, eigen_solver
+
+    def terms(self, points, c):
+        """The history entry's objective terms of a candidate on its points."""
+        out = {"quality": float(np.sum(c.eigenvalues))}
+        out.update(self.measure(points, c.embedding, c.eigenvalues, c.degrees) if self.measure
+                   else {"objective": out["quality"]})
+        out["cost"] = -out["objective"]
+        return out
+
+    def on_view(self, W):
+        """W (varying features x q) on all the view's features, zero on the constant ones."""
+        full = np.zeros((self.n_features, W.shape[1]))
+        full[self.varying] = W
+        return full
+
+    def w_step(self, gamma, q, W, best, step, criterion):
+        """One W-step (ISM on the paradigm's Gamma) and the U-step of the start's kind on
+        XW; returns the new candidate and the ISM result."""
+        o = self.options
+        result = solve_ism(self.side.ism_passes(self.Z.shape[0]), self.work, gamma, self.kernel,
+                           q, W0=W, max_iter=W_STEP_MAX_ITER, n_threads=o["n_threads"],
+                           random_state=o["random_state"], warn=False, certify=False,
+                           phi_solver=self.side.phi_solver, eigen_solver=o["eigen_solver"])
+        ZW = np.ascontiguousarray(self.Z @ result.components)
+        k = best.embedding.shape[1]
+        if self.start.kind == "graph":
+            labels, U, vals, deg = graph_u_step(ZW, self.kernel, k, random_state=o["random_state"],
+                                                n_threads=o["n_threads"])
+        else:
+            labels, U, vals, deg = kernel_u_step(ZW, self.start.affinity, k,
+                                                 random_state=o["random_state"],
+                                                 U0=best.embedding, n_threads=o["n_threads"])
+        name = f"{self.start.name} + {step} W-step{'s' if step > 1 else ''}"
+        new = Candidate(name, self.start.kind, labels, U, vals, deg, self.start.columns,
+                        self.on_view(result.components), criterion(labels), self.start.affinity)
+        return new, result, ZW
 
 
 def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
@@ -173,55 +285,33 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
     of the eigenvalues); ``guided``: the paradigm has a second term on W.
     """
     t0 = time.perf_counter()
+    run = _Run(X, start, kernel, build_gamma, measure, dtype,
+               {"random_state": random_state, "n_threads": n_threads,
+                "eigen_solver": eigen_solver})
     k = start.embedding.shape[1]
-    Z = np.ascontiguousarray(X if start.columns is None else X[:, start.columns])
-    n, d = Z.shape
-    side = resolve_clustering(Z, None, dtype=dtype)
-    work = side.working_data(Z, dtype) if dtype is not None else Z
-
-    def entry_for(points, c):
-        terms = {"quality": float(np.sum(c.eigenvalues))}
-        terms.update(measure(points, c.embedding, c.eigenvalues, c.degrees) if measure
-                     else {"objective": terms["quality"]})
-        terms["cost"] = -terms["objective"]
-        return terms
-
+    d = run.Z.shape[1]
     best = start
     gamma = build_gamma(start.embedding, start.degrees)
-    best_terms = entry_for(Z, start)
+    best_terms = run.terms(run.Z, start)
     history = [{"iteration": 0, "candidate": start.name, "criterion": start.criterion,
                 "accepted": True, **best_terms, "time": time.perf_counter() - t0}]
     q = n_components
     if q is None:
-        q = default_n_components(np.linalg.eigvalsh(side.phi0(work, gamma, kernel)), k, d,
-                                 alternative=alternative, guided=guided)
+        phi0 = run.side.phi0(run.work, gamma, kernel)
+        q = default_n_components(np.linalg.eigvalsh(phi0), k, d, alternative=alternative,
+                                 guided=guided)
     q = int(min(q, d))
     candidates, W, explain = [start], None, None
     for step in range(1, max_steps + 1 if q < d else 1):
-        result = solve_ism(side.ism_passes(n), work, gamma, kernel, q, W0=W,
-                           max_iter=ISM_MAX_ITER, n_threads=n_threads, random_state=random_state,
-                           warn=False, certify=False, phi_solver=side.phi_solver,
-                           eigen_solver=eigen_solver)
-        W_new = result.components
-        explain = W_new if explain is None else explain
-        ZW = np.ascontiguousarray(Z @ W_new)
-        if start.kind == "graph":
-            labels, U, vals, deg = graph_u_step(ZW, kernel, k, random_state=random_state,
-                                                n_threads=n_threads)
-        else:
-            labels, U, vals, deg = kernel_u_step(ZW, start.affinity, k,
-                                                 random_state=random_state, U0=best.embedding,
-                                                 n_threads=n_threads)
-        new = Candidate(f"{start.name} + {step} W-step{'s' if step > 1 else ''}", start.kind,
-                        labels, U, vals, deg, start.columns, W_new, criterion(labels),
-                        start.affinity)
-        terms = entry_for(ZW, new)
+        new, result, ZW = run.w_step(gamma, q, W, best, step, criterion)
+        explain = result.components if explain is None else explain
+        terms = run.terms(ZW, new)
         accepted = _accepts(new, best, guided, terms["objective"] > best_terms["objective"])
         history.append({"iteration": step, "candidate": new.name, "criterion": new.criterion,
                         "accepted": accepted, "ism_iterations": result.n_iter,
                         "ism_converged": result.converged,
-                        "u_change": subspace_change(best.embedding, U),
-                        "w_change": np.inf if W is None else subspace_change(W, W_new),
+                        "u_change": subspace_change(best.embedding, new.embedding),
+                        "w_change": np.inf if W is None else subspace_change(W, result.components),
                         **terms, "time": time.perf_counter() - t0})
         candidates.append(new)
         if report is not None:
@@ -229,21 +319,14 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
                    ism_iter=result.n_iter)
         if not accepted:
             break
-        best, best_terms, W = new, terms, W_new
-        gamma = build_gamma(U, deg)
-    components = best.components if best.components is not None else explain
-    if components is None:          # q = d: no W-step can change the clusters
-        components = np.eye(d)
-    return Selection(chosen=best, components=components, kernel=kernel, candidates=candidates,
-                     history=history, n_components=components.shape[1],
+        best, best_terms, W = new, terms, result.components
+        gamma = build_gamma(new.embedding, new.degrees)
+    if best.components is not None:
+        view = best.components
+    else:                           # the first W-step's, or no W-step can move (q = d)
+        view = run.on_view(np.eye(d) if explain is None else explain)
+    return Selection(chosen=best, components=view, kernel=kernel, candidates=candidates,
+                     history=history, n_components=view.shape[1],
                      time=time.perf_counter() - t0)
 
 
-def neighbours_for_judges(X):
-    """One k-NN query of X deep enough for the starts' graph and the criterion's judges."""
-    return nearest_neighbours(X, max(JUDGE_NEIGHBORS + (GRAPH_NEIGHBORS,)))
-
-
-def with_criterion(candidate, criterion):
-    """A copy of the candidate scored by another criterion."""
-    return replace(candidate, criterion=criterion(candidate.labels))
