@@ -3,8 +3,7 @@
 Functions: :func:`spectral_embedding` (the U-step), :func:`njw_labels` (the
 Ng-Jordan-Weiss rounding), :func:`kernel_degrees`, :func:`auto_kernel`
 (the data-driven default affinity behind ``sigma="auto"``),
-:func:`median_scale_gaussian` (its global counterpart for KDAC) and the
-feature screen (:func:`feature_gaps`, :func:`screen_features`).
+:func:`median_scale_gaussian` (its global counterpart for KDAC).
 
 U = top-k eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`, :math:`D = \\mathrm{diag}(K 1)`
 (dissertation Eq. 3.4). Below ``DENSE_MAX_N`` samples the
@@ -24,17 +23,15 @@ from sklearn.cluster import KMeans
 from sklearn.manifold import spectral_embedding as laplacian_eigenmaps
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._config import fits_memory, require_memory, single_threaded_blas
 from ._utils.eig import lapack_top
-from ._utils.sampling import sample_index
-from .kernels import Gaussian, Kernel, RelativeGaussian
+from .kernels import Kernel, RelativeGaussian
 
 __all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian",
            "kernel_degrees", "row_normalised", "spectral_embedding", "affinity_embedding",
-           "spectral_gap", "feature_gaps", "median_pairwise_distance_1d", "screen_features",
-           "njw_labels", "AUTO_NEIGHBORS", "screen_candidates", "screen_taken"]
+           "spectral_gap", "njw_labels", "AUTO_NEIGHBORS", "one_thread"]
 
 #: up to this many samples the U-step builds the dense n x n matrix
 DENSE_MAX_N = 3000
@@ -276,25 +273,57 @@ def affinity_embedding(K, n_clusters, *, normalize=True, U0=None, random_state=N
         K *= s[None, :]
     else:
         deg = np.ones(n)
-    K -= K.mean(axis=0, keepdims=True)
-    K -= K.mean(axis=1, keepdims=True)
     # One BLAS thread: OpenBLAS's threaded dsyevr collapses when the cores are
     # busy (here 0.7 s instead of 14 ms at n = 400, 3.3 s instead of 0.55 s at
     # n = 2,000 on 2 shared cores), and its gain on an idle machine is small.
     with single_threaded_blas():
+        if lanczos and n > DENSE_LANCZOS_MIN_N and k < n // 10:
+            vals, U = _lanczos_top(K, k, tol, random_state)
+            return np.ascontiguousarray(U), vals, deg
+        K -= K.mean(axis=0, keepdims=True)
+        K -= K.mean(axis=1, keepdims=True)
         vals = None
         if U0 is not None and np.shape(U0) == (n, k) and n >= DENSE_WARM_MIN_N:
             # a warm start inside an alternation: LOBPCG's block products with the
             # dense matrix cost O(n^2 k) each against dsyevr's O(n^3)
             vals, U = _warm_lobpcg(K, np.asarray(U0, dtype=np.float64))
-        if vals is None and lanczos and n > DENSE_LANCZOS_MIN_N and k < n // 10:
-            v0 = check_random_state(random_state).uniform(-1, 1, n)
-            vals, U = eigsh(K, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
-            order = np.argsort(vals)[::-1]
-            vals, U = vals[order], U[:, order]
-        elif vals is None:
+        if vals is None:
             vals, U = lapack_top(K, k)
     return np.ascontiguousarray(U), vals, deg
+
+
+#: entries of a normalised affinity below this share of its largest are dropped by the
+#: Lanczos U-step when few remain (:data:`SPARSE_DENSITY`): a local-scaling affinity of
+#: 2-D data keeps 9-15 % of its entries above 1e-12 of the largest
+SPARSE_CUTOFF = 1e-12
+#: the Lanczos U-step multiplies by a sparse copy when at most this share of entries is kept
+SPARSE_DENSITY = 0.3
+
+
+def _lanczos_top(M, k, tol, random_state):
+    """Top k eigenpairs of H M H (M symmetric, n x n) by Lanczos, descending; M is centred
+    in place, or multiplied as a sparse copy without the entries below
+    :data:`SPARSE_CUTOFF` of its largest when at most :data:`SPARSE_DENSITY` remain."""
+    n = M.shape[0]
+    kept = np.abs(M) > SPARSE_CUTOFF * np.abs(M).max()
+    if kept.mean() <= SPARSE_DENSITY:
+        A = sp.csr_matrix(np.where(kept, M, 0.0))
+
+        def matmat(V):
+            V = np.asarray(V, dtype=np.float64).reshape(n, -1)
+            Y = A @ (V - V.mean(axis=0, keepdims=True))
+            return Y - Y.mean(axis=0, keepdims=True)
+
+        op = LinearOperator((n, n), matvec=lambda v: matmat(v)[:, 0], matmat=matmat,
+                            dtype=np.float64)
+    else:
+        M -= M.mean(axis=0, keepdims=True)
+        M -= M.mean(axis=1, keepdims=True)
+        op = M
+    v0 = check_random_state(random_state).uniform(-1, 1, n)
+    vals, U = eigsh(op, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
+    order = np.argsort(vals)[::-1]
+    return vals[order], U[:, order]
 
 
 def _normalised_operator(Z, kernel, normalize, n_threads, on_cluster):
@@ -358,7 +387,8 @@ def _warm_lobpcg(op, U0, max_iter=40):
 
 
 def spectral_gap(eigenvalues):
-    r"""How clearly a U-step's embedding splits into its k clusters: :math:`\lambda_{k-1} - \lambda_k`.
+    r"""How clearly a U-step's embedding splits into its k clusters:
+    :math:`\lambda_{k-1} - \lambda_k`.
 
     ``eigenvalues``: the k descending eigenvalues of the centred normalised
     affinity :math:`H D^{-1/2} K D^{-1/2} H` (the U-step, :func:`spectral_embedding`).
@@ -375,208 +405,6 @@ def spectral_gap(eigenvalues):
     return float(vals[k - 2] - vals[k - 1])
 
 
-#: bandwidth of a single feature's U-step in :func:`feature_gaps`: this multiple of
-#: its median pairwise distance (0.25 lost two of eight grids of blobs in KDAC's
-#: feature start, 0.5 none; docs/alternative_clustering.md)
-FEATURE_GAP_SCALE = 0.5
-#: rows of :func:`feature_gaps` (a seeded subsample above this)
-FEATURE_GAP_MAX_SAMPLES = 500
-
-
-def median_pairwise_distance_1d(z):
-    """Median of :math:`|z_i - z_j|` over the pairs i < j of a 1-D sample, exactly, without
-    the m^2 pairs: a bisection on the value whose every step counts the pairs below
-    it by one sorted search (O(m log m)), or the distinct values' pairs when few."""
-    x = np.sort(np.asarray(z, dtype=np.float64).ravel())
-    m = x.shape[0]
-    if m < 2:
-        return 0.0
-    pairs = m * (m - 1) // 2
-    ranks = ((pairs - 1) // 2, pairs // 2)
-    values, counts = np.unique(x, return_counts=True)
-    if values.shape[0] <= FEW_VALUES:
-        return 0.5 * sum(_kth_difference_of_values(values, counts, r) for r in ranks)
-    return 0.5 * sum(_kth_difference(x, r) for r in ranks)
-
-
-#: a sample with at most this many distinct values (pixel intensities, counts) takes
-#: the median of its pair differences from the values' pairs, weighted by their counts
-FEW_VALUES = 256
-
-
-def _kth_difference_of_values(values, counts, k):
-    """The k-th smallest (0-based) pair difference of a sample given as sorted distinct
-    values with their counts: each pair of values a < b stands for c_a c_b pairs,
-    each value for c(c-1)/2 pairs at difference 0."""
-    a, b = np.triu_indices(values.shape[0], 1)
-    diffs = np.concatenate([[0.0], values[b] - values[a]])
-    weights = np.concatenate([[np.sum(counts * (counts - 1) / 2)], counts[a] * counts[b]])
-    order = np.argsort(diffs, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    return float(diffs[order][np.searchsorted(cumulative, k, side="right")])
-
-
-def _kth_difference(x, k):
-    """The k-th smallest (0-based) of :math:`x_j - x_i`, i < j, for sorted x."""
-    m = x.shape[0]
-    rows = np.arange(m)
-
-    def at_most(t):                 # pairs whose difference is <= t (t >= 0)
-        return int(np.sum(np.searchsorted(x, x + t, side="right") - rows - 1))
-
-    if at_most(0.0) > k:
-        return 0.0
-    lo, hi = 0.0, 2.0 * (x[-1] - x[0]) + 1.0   # at_most(lo) <= k < at_most(hi)
-    while True:
-        below, mid = at_most(lo), 0.5 * (lo + hi)
-        if not lo < mid < hi:       # (lo, hi] holds one value: the smallest above lo
-            first = np.searchsorted(x, x + lo, side="right")
-            inside = first < m
-            return float(np.min(x[first[inside]] - x[inside]))
-        if at_most(hi) - below <= 4 * m:   # few pairs left: list them
-            start = np.searchsorted(x, x + lo, side="right")
-            lengths = np.searchsorted(x, x + hi, side="right") - start
-            offsets = np.repeat(start - np.cumsum(lengths) + lengths, lengths)
-            columns = offsets + np.arange(lengths.sum())
-            values = np.sort(x[columns] - x[np.repeat(rows, lengths)])
-            return float(values[k - below])
-        if at_most(mid) > k:
-            hi = mid
-        else:
-            lo = mid
-
-
-def _binned_gap(z, bandwidth, n_groups, bins):
-    r"""The ``n_groups`` spectral gap of a 1-D sample's Gaussian U-step, each value moved
-    to the mean of its bin (width range / bins): the eigenvalues of the bins' matrix
-    :math:`H_c C^{1/2} D_b^{-1/2} K_b D_b^{-1/2} C^{1/2} H_c` (C: the bin counts,
-    :math:`D_b = \mathrm{diag}(K_b c)`, :math:`H_c = I - \sqrt c\sqrt c^T / n`),
-    at most ``bins`` rows instead of the sample's."""
-    lo, hi = float(z.min()), float(z.max())
-    if not hi > lo:
-        return 0.0
-    index = np.minimum(((z - lo) / (hi - lo) * bins).astype(np.intp), bins - 1)
-    counts = np.bincount(index, minlength=bins).astype(np.float64)
-    filled = counts > 0
-    counts = counts[filled]
-    centres = np.bincount(index, weights=z, minlength=bins)[filled] / counts
-    K = np.exp(-np.subtract.outer(centres, centres) ** 2 / (2.0 * bandwidth ** 2))
-    r = np.sqrt(counts / (K @ counts))
-    M = r[:, None] * K * r[None, :]
-    v = np.sqrt(counts / counts.sum())      # the constant vector, in the bins' weights
-    Mv = M @ v
-    M += (v @ Mv) * np.outer(v, v) - np.outer(v, Mv) - np.outer(Mv, v)
-    vals = np.linalg.eigvalsh(M)[::-1]
-    k = min(int(n_groups), vals.shape[0])
-    return spectral_gap(vals[:k])
-
-
-#: bins of the 1-D U-steps of :func:`feature_gaps` (their gaps agree with those of
-#: the unbinned 500-row samples to 3e-4 on the benchmark's data sets)
-FEATURE_GAP_BINS = 128
-
-
-def feature_gaps(X, n_groups, *, max_samples=FEATURE_GAP_MAX_SAMPLES, random_state=None):
-    r"""How clearly each single feature splits into ``n_groups`` clusters.
-
-    For every column j: the :func:`spectral_gap` of the ``n_groups``-cluster
-    U-step of :math:`X_{:,j}` alone, with a Gaussian at
-    :data:`FEATURE_GAP_SCALE` x its median pairwise distance, each value
-    moved to the mean of its bin among :data:`FEATURE_GAP_BINS` equal bins
-    (:func:`_binned_gap`: the same eigenvalues as the binned sample's, from
-    a matrix of at most 128 rows). A feature holding that many separated
-    groups scores near 1, a unimodal one (noise) low: 1-D standard-normal
-    noise scored at most 0.21 on 300-600 rows, the informative features of a
-    grid of blobs 0.65-0.91 (``n_groups`` = k, KDAC) and of make_blobs /
-    make_classification with 3 informative features among 30-50 0.27-0.50
-    (``n_groups`` = 2, ISMClustering; docs/alternative_clustering.md). On a
-    seeded subsample of at most ``max_samples`` rows.
-    """
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    rows = sample_index(n, max_samples, random_state)
-    rows = np.arange(n) if rows is None else np.sort(rows)
-    scores = np.zeros(d)
-    for j in range(d):
-        z = X[rows, j]
-        s = FEATURE_GAP_SCALE * median_pairwise_distance_1d(z)
-        if s > 0:
-            scores[j] = _binned_gap(z, s, n_groups, FEATURE_GAP_BINS)
-    return scores
-
-
-#: a feature joins the screen when its 2-group gap (:func:`feature_gaps`) reaches
-#: this: 1-D standard-normal noise of 300-600 rows scored at most 0.21, the
-#: informative features of 4 blobs in 3 of 50 features 0.27-0.43 and of
-#: make_classification 3 of 30 0.32-0.50 (docs/alternative_clustering.md)
-SCREEN_MIN_GAP = 0.25
-#: the screen is taken when the k-cluster spectral gap of the screened features at
-#: W = I beats that of all features by this much (4 blobs in 3 of 50: 0.110 against
-#: 0.001; face, 20 clusters: 0.007 against 0.003, where the screen lost 0.28 NMI)
-SCREEN_GAP_MARGIN = 0.05
-#: rows of the screen's two U-steps (a seeded subsample above this)
-SCREEN_MAX_SAMPLES = 1000
-
-
-def screen_features(X, n_clusters, *, random_state=None):
-    r"""The features the clustering estimators' W may use when a few carry the clusters.
-
-    1. Candidates: the features whose 2-group :func:`feature_gaps` is at
-       least :data:`SCREEN_MIN_GAP` (a bimodal feature; noise scores lower).
-    2. Taken when the ``n_clusters``-cluster :func:`spectral_gap` of the
-       local-scaling U-step (:func:`auto_kernel`) on the candidates alone beats
-       the one on all features by :data:`SCREEN_GAP_MARGIN`: spectral
-       clustering of all features is dominated by the noise there, and so is
-       the start of every alternation (ISMClustering on 4 blobs in 3 of 50
-       features 0.26 -> 0.90; docs/alternative_clustering.md).
-
-    Cost: d dense eigenproblems of at most 500 rows, two U-steps of at most
-    :data:`SCREEN_MAX_SAMPLES` rows.
-
-    Returns
-    -------
-    columns : ndarray of int or None
-        The screened features, or None (use all).
-    scores : ndarray (d,)
-        Every feature's 2-group gap.
-    gaps : tuple of float or None
-        The spectral gaps of all features and of the candidates (None when
-        no proper subset was a candidate).
-    """
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    columns, scores = screen_candidates(X, random_state=random_state)
-    if columns is None:
-        return None, scores, None
-    rows = sample_index(n, SCREEN_MAX_SAMPLES, random_state)
-    Xs = X if rows is None else X[np.sort(rows)]
-    gaps = []
-    for Z in (Xs, Xs[:, columns]):
-        Z = np.ascontiguousarray(Z)
-        _, vals, _ = spectral_embedding(Z, auto_kernel(Z, n_clusters), n_clusters,
-                                        random_state=random_state)
-        gaps.append(spectral_gap(vals))
-    return (columns if screen_taken(*gaps) else None), scores, tuple(gaps)
-
-
-def screen_candidates(X, *, random_state=None):
-    """Step 1 of :func:`screen_features`: the features whose 2-group gap reaches
-    :data:`SCREEN_MIN_GAP` (None unless a proper, non-empty subset) and every
-    feature's gap (:func:`feature_gaps`)."""
-    scores = feature_gaps(X, 2, random_state=random_state)
-    columns = np.flatnonzero(scores >= SCREEN_MIN_GAP)
-    if columns.size == 0 or columns.size == scores.shape[0]:
-        return None, scores
-    return columns, scores
-
-
-def screen_taken(gap_all, gap_screened):
-    """Step 2 of :func:`screen_features`: whether the local-scaling U-step of the
-    candidates separates the clusters more clearly than that of every feature
-    (:func:`spectral_gap` larger by :data:`SCREEN_GAP_MARGIN`)."""
-    return gap_screened >= gap_all + SCREEN_GAP_MARGIN
-
-
 def row_normalised(U):
     """Rows of U scaled to unit length (zero rows kept): the NJW rounding's input."""
     norms = np.linalg.norm(U, axis=1, keepdims=True)
@@ -589,6 +417,19 @@ def njw_labels(U, n_clusters, *, random_state=None, n_init=10):
     km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state)
     # k-means on an n x k embedding is light; its OpenMP threads only add
     # contention on busy cores (47 ms instead of ~1 ms per run at n = 400).
-    with threadpool_limits(limits=1):
+    with one_thread():
         return km.fit_predict(row_normalised(U))
+
+
+_controller = None
+
+
+def one_thread():
+    """Every thread pool (BLAS, OpenMP) at one thread, for light work such as k-means
+    on an n x k embedding: threadpoolctl's limit through one controller made at the
+    first call (a new one scans the loaded libraries, 3-7 ms a time)."""
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1)
 

@@ -127,7 +127,7 @@ class PartitionCriterion:
     n_clusters : int
     views : sequence of View, default=(View(),)
         The views judged: all features, and the screened features of
-        :func:`ikdr.spectral.screen_features` when a screen was taken.
+        :func:`ikdr.cluster.screen.screen_features` when a screen was taken.
     n_threads : int or None
 
     Cost: one k-NN query per view (unless given), the n x n local affinity (formed up to

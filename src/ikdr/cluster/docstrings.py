@@ -122,12 +122,12 @@ COMMON_ATTRS = r"""
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None
-        Each feature's 2-group gap (:func:`ikdr.spectral.feature_gaps`) when
+        Each feature's larger 2- or 3-group gap (:func:`ikdr.cluster.screen.feature_gaps`) when
         the default kernel let the features be screened (KDAC: each feature's
         k-group gap in X without the existing clusters' means, see its
         Notes); None otherwise.
     support_ : ndarray of int
-        The features W may use: all, unless :func:`ikdr.spectral.screen_features`
+        The features W may use: all, unless :func:`ikdr.cluster.screen.screen_features`
         took a few (4 blobs in 3 of 50 features: ISMClustering 0.26 -> 0.90;
         docs/alternative_clustering.md); ``components_`` is zero elsewhere.
     start_ : int

@@ -20,9 +20,10 @@ from ..gamma import alternative_gamma, centered
 from ..kernels import Gaussian, KernelLike, median_sigma
 from ..metrics import nmi
 from ..passes.dask_data import check_target, is_dask_array
-from ..spectral import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
-                        median_pairwise_distance_1d, median_scale_gaussian)
+from ..spectral import median_scale_gaussian
 from .ism_clustering import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
+from .screen import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
+                     median_pairwise_distance_1d)
 
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"]
 
@@ -132,7 +133,7 @@ def feature_start(X, Y, n_clusters, *, random_state=None):
 
     Residual :math:`R = X - \bar Y \bar Y^+ X` (X with the existing
     clusters' means removed, :math:`\bar Y` the centred one-hot matrix), then
-    :func:`ikdr.spectral.feature_gaps` of R with k groups: a feature that
+    :func:`ikdr.cluster.screen.feature_gaps` of R with k groups: a feature that
     carries k clusters besides the existing view scores near 1, a unimodal
     (noise) feature low (grids of blobs: 0.65-0.90 against at most 0.21 for
     0-50 noise features), and the existing view's own features low too, their

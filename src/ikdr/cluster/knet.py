@@ -12,18 +12,18 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
 from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error
 from ..kernels import Gaussian
-from ..spectral import (auto_kernel, median_scale_gaussian, njw_labels,
-                       row_normalised, screen_features, spectral_embedding)
+from ..spectral import (auto_kernel, one_thread, median_scale_gaussian, njw_labels,
+                       row_normalised, spectral_embedding)
 from .._utils.typing import RandomStateLike, SigmaLike
 
 from .criterion import PartitionCriterion
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
+from .screen import screen_features
 from .selection import scored_starts
 
 __all__ = ["KNetClustering"]
@@ -209,12 +209,12 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         The criterion of each candidate (lower is better; the lowest wins).
     support_ : ndarray of int
         The features the network reads: all, unless at ``sigma="auto"``
-        :func:`ikdr.spectral.screen_features` took a few (iris 0.63 -> 0.85,
+        :func:`ikdr.cluster.screen.screen_features` took a few (iris 0.63 -> 0.85,
         4 blobs in 3 of 50 features 0.30 -> 0.91;
         docs/alternative_clustering.md). ``transform`` and ``predict`` read
         the same columns of their X.
     feature_scores_ : ndarray (n_features,) or None
-        Each feature's 2-group gap (:func:`ikdr.spectral.feature_gaps`) at
+        Each feature's larger 2- or 3-group gap (:func:`ikdr.cluster.screen.feature_gaps`) at
         ``sigma="auto"`` with more than 2 features; None otherwise.
 
     References
@@ -411,7 +411,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
             U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
         seed = rng.randint(2**31 - 1)
         # k-means on n x k data is light; its OpenMP threads only fight busy cores
-        with threadpool_limits(limits=1):
+        with one_thread():
             km = KMeans(n_clusters=k, n_init=10, random_state=rng.randint(2**31 - 1)).fit(Psi)
             njw = KMeans(n_clusters=k, n_init=10,
                          random_state=rng.randint(2**31 - 1)).fit(row_normalised(U))

@@ -18,7 +18,8 @@ from ..gamma import Gamma, centered, clustering_gamma
 from ..kernels import Kernel
 from ..spectral import (kernel_degrees, spectral_embedding)
 
-__all__ = ["KNetTraining", "cayley_step", "knet_objective_and_gradient", "train_knet", "PREDICT_CHUNK", "kernel_times", "partition_hsic", "spread", "u_gradient"]
+__all__ = ["KNetTraining", "cayley_step", "knet_objective_and_gradient", "train_knet",
+           "PREDICT_CHUNK", "kernel_times", "spread", "u_gradient"]
 
 
 def knet_objective_and_gradient(Psi: np.ndarray, gamma: Gamma, kernel: Kernel, *,
@@ -84,18 +85,6 @@ def kernel_times(A, B, kernel, R):
         K = kernel.matrix(A[start:start + PREDICT_CHUNK], B)
         out.append(K.sum(axis=1) if R is None else K @ R)
     return np.concatenate(out, axis=0)
-
-
-def partition_hsic(Psi, kernel, degrees, labels, k):
-    r"""HSIC (Eq. 4.4, up to the constant) of a partition with the learned kernel:
-    :math:`\mathrm{Tr}(Y^T H D^{-1/2} K D^{-1/2} H Y)` with Y the orthonormalised
-    centred indicator matrix (Eq. 4.5 restricted to partitions)."""
-    Y = centered(np.eye(k)[labels])
-    Y = Y[:, np.linalg.norm(Y, axis=0) > 0]
-    if Y.shape[1] == 0:
-        return -np.inf
-    Q = np.linalg.qr(Y)[0]
-    return u_gradient(Psi, kernel, Q, degrees)[1]
 
 
 def _self_similarity(U, degrees):

@@ -15,7 +15,8 @@ from sklearn.cluster import KMeans
 from sklearn.manifold import spectral_embedding as laplacian_eigenmaps
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
+
+from ..spectral import one_thread
 
 __all__ = ["GRAPH_NEIGHBORS", "nearest_neighbours", "neighbour_graph", "graph_embedding"]
 
@@ -72,7 +73,7 @@ def graph_embedding(A, n_clusters, *, random_state=None):
         warnings.simplefilter("ignore", UserWarning)
         maps = laplacian_eigenmaps(A, n_components=int(n_clusters), random_state=rng,
                                    drop_first=False)
-    with threadpool_limits(limits=1):
+    with one_thread():
         labels = KMeans(n_clusters=int(n_clusters), n_init=10,
                         random_state=rng).fit_predict(maps)
     root = np.sqrt(np.asarray(A.sum(axis=1)).ravel())
