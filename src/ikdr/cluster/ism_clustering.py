@@ -232,7 +232,7 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         self.objective_ = entry["objective"]
         self.quality_ = entry["quality"]
         self.criterion_ = best.criterion
-        self.selection_ = [{"candidate": c.name, "criterion": c.criterion}
+        self.selection_ = [{"candidate": c.name, "criterion": c.criterion, "labels": c.labels}
                            for c in chosen.candidates]
         self.kernel_ = chosen.kernel
         self.affinity_ = best.affinity
