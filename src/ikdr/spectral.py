@@ -163,7 +163,8 @@ class MatrixFreePoints:
 
 
 def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=None,
-                       n_threads=None, tol=1e-10, normalize=True, U0=None):
+                       n_threads=None, tol=1e-10, normalize=True, U0=None,
+                       dense_solver="lapack"):
     r"""Top ``n_clusters`` eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`.
 
     With ``normalize=False`` D is the identity: the eigenvectors of
@@ -198,6 +199,10 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         on the formed matrix from U0 from :data:`DENSE_WARM_MIN_N` samples on
         (falling back to LAPACK): digits (n = 1,797), ISMClustering's 20
         U-steps took 16 of its 35 s in LAPACK's full tridiagonalisation.
+    dense_solver : {"lapack", "lanczos"}, default="lapack"
+        How the dense path finds the eigenpairs without ``U0``: LAPACK, or
+        Lanczos above :data:`DENSE_LANCZOS_MIN_N` rows (to ``tol``; see
+        :func:`affinity_embedding`).
 
     Returns
     -------
@@ -221,7 +226,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     if method == "dense":
         require_memory(dense_step_bytes(n), f"the dense spectral step (n = {n})")
         K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64, copy=False)
-        return affinity_embedding(K, k, normalize=normalize, U0=U0)
+        return affinity_embedding(K, k, normalize=normalize, U0=U0, random_state=random_state,
+                                  tol=tol, lanczos=dense_solver == "lanczos")
     op, deg = _normalised_operator(Z, kernel, normalize, n_threads, on_cluster)
     vals = None
     if U0 is not None:

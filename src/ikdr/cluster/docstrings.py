@@ -10,12 +10,17 @@ COMMON_PARAMS = r"""
         q, the dimension of the learned subspace. ``None`` picks q by the
         largest eigengap of :math:`\Phi_0` at the first W-step (dissertation
         Eq. 3.11: the gap between the q-th and (q+1)-th largest eigenvalues),
-        but at least ``min(n_clusters, max(2, n_features // 2))`` (SemiSupervisedISM
-        and KDAC, whose objectives have a second term on W: at least
+        but at least ``min(n_clusters, max(2, n_features // 2))``
+        (SemiSupervisedISM, and KDAC against an existing clustering visible in
+        X, whose objectives have a second term on W that steers it: at least
         ``min(n_features, n_clusters)``) and at most ``n_features``
         (:func:`ikdr.default_n_components`).
     kernel : str or Kernel, default="gaussian"
-        Any ISM kernel or conic combination (:mod:`ikdr.kernels`).
+        Any ISM kernel or conic combination (:mod:`ikdr.kernels`). The
+        Gaussian (by any of its names) at ``sigma="auto"``, with ``affinity``
+        and ``normalize`` left at their defaults and the rows in memory, is
+        the default fit (:mod:`ikdr.cluster.selection`); any other setting
+        runs the papers' alternation with it.
     sigma : float, "auto" or "median", default="auto"
         Bandwidth of ``kernel="gaussian"``. "auto" (chosen from the data
         alone, no labels): local scaling, the relative Gaussian
@@ -83,36 +88,59 @@ COMMON_PARAMS = r"""
 
 COMMON_ATTRS = r"""
     labels_ : ndarray (n_samples,)
-        k-means labels of the row-normalised embedding (Ng-Jordan-Weiss).
+        The clusters. Default fit: those of the kept candidate (the k-means
+        step of its spectral clustering); otherwise k-means of the
+        row-normalised embedding (Ng-Jordan-Weiss).
     components_ : ndarray (n_features, n_components)
-        W, orthonormal columns.
+        W, orthonormal columns (zero on the features ``support_`` leaves out
+        and on constant ones). Default fit: the kept W-step's W or, when none
+        was kept, the first W-step's, the subspace whose kernel best matches
+        the kept clusters; the identity when q equals the number of features.
     embedding_ : ndarray (n_samples, n_clusters)
-        U, the final spectral embedding of XW.
+        U of the kept clusters: the spectral embedding of XW (the
+        orthonormalised centred cluster indicators for the 10-NN graph's
+        clusters, whose spectral embedding is not of a kernel).
     eigenvalues_ : ndarray (n_clusters,)
-        Eigenvalues belonging to U; their sum is ``quality_``.
+        :math:`\mathrm{diag}(U^T H D^{-1/2} K D^{-1/2} H U)` in the W-step
+        kernel's normalised affinity; their sum is ``quality_``.
     degrees_ : ndarray (n_samples,)
         Diagonal of the final D (ones when not normalised).
     quality_ : float
         Clustering quality CQ = :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U)`
         (dissertation Table 3.1; at most n_clusters when normalised).
     n_iter_ : int
-        Outer U/W iterations.
+        W-steps (the default fit) or outer U/W iterations run.
     objective_ : float
         The paradigm's objective at ``best_iteration_``.
     best_iteration_ : int
-        The (1-based) outer iteration whose W, U are returned: the one with
-        the highest objective (D is held fixed in the W-step, so the true
-        objective need not rise monotonically).
+        The 1-based position in ``history_`` of what is returned. Default
+        fit: the kept candidate (1: the start). Otherwise the outer iteration
+        with the highest objective (D is held fixed in the W-step, so the
+        true objective need not rise monotonically).
     converged_ : bool
+        Default fit: the W-steps ended because the criterion refused an
+        iterate, or no W-step could move (q = d). Otherwise: the U and W
+        changes fell below ``tol``.
     history_ : list of dict
-        Per outer iteration: ``objective`` (the paradigm's objective, maximised),
-        ``cost`` (its negative, the thesis' convention), ``quality``,
-        ``u_change``, ``w_change``, ``ism_iterations``, ``time`` and the
-        paradigm's own terms.
+        Default fit: the start, then one entry per W-step, with
+        ``candidate``, ``criterion``, ``accepted``, ``objective`` (the
+        paradigm's, maximised), ``cost`` (its negative, the thesis'
+        convention), ``quality`` and the paradigm's own terms; the W-steps'
+        also ``u_change``, ``w_change``, ``ism_iterations``. Otherwise one
+        entry per outer iteration with the same terms.
+    criterion_ : float or None
+        The kept candidate's multi-graph cut
+        (:class:`ikdr.cluster.criterion.PartitionCriterion`); None outside
+        the default fit.
+    selection_ : list of dict or None
+        Every candidate of the default fit (the starts, then the W-steps'
+        iterates): ``candidate``, ``criterion`` and ``labels``. None outside
+        the default fit.
     kernel_ : Kernel
         The W-step kernel with fitted parameters.
-    affinity_ : Kernel
-        The U-step kernel (``kernel_`` unless ``affinity`` was given).
+    affinity_ : Kernel or None
+        The U-step kernel (``kernel_`` unless ``affinity`` was given); None
+        when the kept clusters are the 10-NN graph's.
     sigma_ : float or None
     normalize_ : bool
         Whether D was the degree matrix (True) or the identity.
@@ -122,20 +150,24 @@ COMMON_ATTRS = r"""
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None
-        Each feature's larger 2- or 3-group gap (:func:`ikdr.cluster.screen.feature_gaps`) when
-        the default kernel let the features be screened (KDAC: each feature's
-        k-group gap in X without the existing clusters' means, see its
-        Notes); None otherwise.
+        Each feature's larger 2- or 3-group gap
+        (:func:`ikdr.cluster.screen.feature_gaps`) when the default fit
+        screened the features (KDAC's feature start: each feature's k-group
+        gap in X without the existing clusters' means, see its Notes); None
+        otherwise.
     support_ : ndarray of int
-        The features W may use: all, unless :func:`ikdr.cluster.screen.screen_features`
-        took a few (4 blobs in 3 of 50 features: ISMClustering 0.26 -> 0.90;
-        docs/alternative_clustering.md); ``components_`` is zero elsewhere.
+        The features W may use: all, unless the feature screen
+        (:func:`ikdr.cluster.screen.screen_features`) took a few (4 blobs in 3
+        of 50 features: ISMClustering 0.34 -> 0.91); ``components_`` is zero
+        elsewhere.
     start_ : int
-        Which of the runs was kept (KDAC's feature start is 1, see its Notes;
-        0 when there was one run).
-    start_gaps_ : ndarray
-        The spectral gap :math:`\lambda_{k-1} - \lambda_k` of each run's final
-        U-step (:func:`ikdr.spectral.spectral_gap`); a run other than the
-        first is kept only when its gap is larger by at least 0.05.
+        Default fit: the index in ``selection_`` of the kept start. KDAC
+        against a visible existing clustering: which of its runs was kept
+        (the feature start is 1, see its Notes; 0 when there was one run).
+    start_gaps_ : ndarray or None
+        KDAC's runs: the spectral gap :math:`\lambda_{k-1} - \lambda_k` of
+        each run's final U-step (:func:`ikdr.spectral.spectral_gap`); a run
+        other than the first is kept only when its gap is larger by at least
+        0.05. None for the default fit.
     n_features_in_ : int
 """

@@ -335,6 +335,22 @@ class ISMClustering(AlternatingClustering):
     paper section 2): the U-step is spectral clustering of XW, the W-step is
     ISM with :math:`\Gamma = D^{-1/2} H U U^T H D^{-1/2}` and D held fixed.
 
+    The default fit (:mod:`ikdr.cluster.selection`) chooses its start, its
+    U-step and how far the alternation goes with a label-free criterion,
+    the normalised cut of the clusters under three neighbourhood graphs of X
+    (:class:`ikdr.cluster.criterion.PartitionCriterion`). Starts: spectral
+    clustering of X on its 10-NN graph (as scikit-learn's
+    ``SpectralClustering(affinity="nearest_neighbors")``) and with the
+    local-scaling affinity, and the same on a few features when the feature
+    screen takes them; from the lowest-cut start, W-steps with the U-step of
+    the start's kind on XW are kept while they lower the cut. W is then the
+    subspace in which ISM's kernel matches the kept clusters
+    (``feature_importances_``). At least the better of k-means and kNN
+    spectral clustering less 0.02 NMI on every data set of
+    ``benchmarks/bench_clustering_quality.py``; docs/clustering_defaults.md.
+    Any other setting of ``kernel``, ``sigma``, ``affinity`` or
+    ``normalize``, or ``approximation``, runs the papers' alternation as set.
+
     Parameters
     ----------""" + COMMON_PARAMS + r"""
     Attributes

@@ -24,7 +24,7 @@ from .._utils.typing import RandomStateLike, SigmaLike
 from .criterion import PartitionCriterion
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
 from .screen import screen_features
-from .selection import scored_starts
+from .selection import START_TOL, scored_starts
 
 __all__ = ["KNetClustering"]
 
@@ -408,7 +408,8 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         (:class:`ikdr.cluster.criterion.PartitionCriterion`).
         """
         if recompute_u:
-            U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
+            U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1),
+                                               dense_solver="lanczos", tol=START_TOL)
         seed = rng.randint(2**31 - 1)
         # k-means on n x k data is light; its OpenMP threads only fight busy cores
         with one_thread():
@@ -418,7 +419,8 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         candidates = {"kmeans": km.labels_, "spectral": njw.labels_}
         if (trained or starts is None) and Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
             # (untrained, psi = X: the default fit's kernel start is this partition)
-            U_local, _, _ = spectral_embedding(Psi, auto_kernel(Psi, k), k, random_state=seed)
+            U_local, _, _ = spectral_embedding(Psi, auto_kernel(Psi, k), k, random_state=seed,
+                                               dense_solver="lanczos", tol=START_TOL)
             candidates["local"] = njw_labels(U_local, k, random_state=seed)
         if starts is not None:
             candidates.update({c.name: c.labels for c in starts.candidates})

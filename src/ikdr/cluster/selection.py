@@ -20,7 +20,7 @@ r"""The clustering estimators' default fit: starts and W-steps ranked by a label
    the chosen clusters (its ``feature_importances_``).
 
 q is the paradigm's default (:func:`ikdr.cluster.alternation.default_n_components`)
-unless given; with q equal to the number of features no W-step can change
+on the start's clustering term unless given; with q equal to the number of features no W-step can change
 the clusters (W is a rotation and both U-steps depend on distances only), so
 none is run and W is the identity.
 """
@@ -34,7 +34,7 @@ import numpy as np
 
 from .._config import fits_memory
 from .._utils.subspace import subspace_change
-from ..gamma import centered
+from ..gamma import centered, clustering_gamma
 from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import solve_ism
@@ -312,7 +312,10 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
                 "accepted": True, **best_terms, "time": time.perf_counter() - t0}]
     q = n_components
     if q is None:
-        phi0 = run.side.phi0(run.work, gamma, kernel)
+        # the dimension the start's clusters need: the eigengap of Phi_0 of the
+        # clustering term alone (a paradigm's second term, signed for KDAC, can put
+        # it near d: text, q = 569 of 570)
+        phi0 = run.side.phi0(run.work, clustering_gamma(start.embedding, start.degrees), kernel)
         q = default_n_components(np.linalg.eigvalsh(phi0), k, d, alternative=alternative,
                                  guided=guided)
     q = int(min(q, d))
