@@ -145,8 +145,11 @@ COMMON_ATTRS = r"""
     normalize_ : bool
         Whether D was the degree matrix (True) or the identity.
     feature_importances_ : ndarray (n_features,)
-        Squared row norms of W divided by q (columns weighted equally; sums
-        to 1): the weight of each input feature in the learned subspace.
+        Squared row norms of W, its columns weighted by the absolute
+        eigenvalues of :math:`\Phi` belonging to them in the default fit
+        (equally in the papers' alternation, which does not keep them); sums
+        to 1: the weight of each input feature in the learned subspace
+        (:func:`ikdr.solver.importances.feature_importances`).
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None

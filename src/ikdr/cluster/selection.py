@@ -90,7 +90,9 @@ class Candidate:
 
 @dataclass
 class Selection:
-    """What the default fit chose: the kept candidate, W and the record of every candidate."""
+    """What the default fit chose: the kept candidate, W (with the eigenvalues of Phi
+    belonging to its columns, None when no W-step ran) and the record of every
+    candidate."""
 
     chosen: Candidate
     components: np.ndarray
@@ -99,6 +101,7 @@ class Selection:
     history: list = field(default_factory=list)
     n_components: int = 0
     time: float = 0.0
+    eigenvalues: Optional[np.ndarray] = field(default=None, repr=False)
 
 
 def _partition_embedding(labels, n_clusters):
@@ -319,10 +322,12 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
         q = default_n_components(np.linalg.eigvalsh(phi0), k, d, alternative=alternative,
                                  guided=guided)
     q = int(min(q, d))
-    candidates, W, explain = [start], None, None
+    candidates, W, explain, weights = [start], None, None, {}
     for step in range(1, max_steps + 1 if q < d else 1):
         new, result, ZW = run.w_step(gamma, q, W, best, step, criterion)
         explain = result.components if explain is None else explain
+        weights.setdefault(None, result.eigenvalues)
+        weights[new.name] = result.eigenvalues
         terms = run.terms(ZW, new)
         accepted = _accepts(new, best, guided, terms["objective"] > best_terms["objective"])
         history.append({"iteration": step, "candidate": new.name, "criterion": new.criterion,
@@ -340,11 +345,12 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
         best, best_terms, W = new, terms, result.components
         gamma = build_gamma(new.embedding, new.degrees)
     if best.components is not None:
-        view = best.components
+        view, phi = best.components, weights[best.name]
     else:                           # the first W-step's, or no W-step can move (q = d)
         view = run.on_view(np.eye(d) if explain is None else explain)
+        phi = weights.get(None)
     return Selection(chosen=best, components=view, kernel=kernel, candidates=candidates,
                      history=history, n_components=view.shape[1],
-                     time=time.perf_counter() - t0)
+                     time=time.perf_counter() - t0, eigenvalues=phi)
 
 
