@@ -92,11 +92,11 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
 
     Output. Candidate partitions are formed: k-means on :math:`\psi_\theta(X)`
     (Alg. 3), the NJW rounding of U (k-means on the row-normalised spectral
-    embedding of the learned kernel 4.10), the NJW rounding of the
-    local-scaling affinity on :math:`\psi_\theta(X)` and, at ``sigma="auto"``,
-    the two starts of the ISM estimators' default fit on X (spectral
-    clustering of the 10-NN graph, as scikit-learn's, and of the local-scaling
-    affinity; :func:`ikdr.cluster.selection.scored_starts`). ``labels_`` is
+    embedding of the learned kernel 4.10) and, at ``sigma="auto"``, the two
+    starts of the ISM estimators' default fit on X (spectral clustering of
+    the 10-NN graph, as scikit-learn's, and of the local-scaling affinity;
+    :func:`ikdr.cluster.selection.scored_starts`), otherwise the NJW rounding
+    of the local-scaling affinity on :math:`\psi_\theta(X)`. ``labels_`` is
     the one with the lowest multi-graph normalised cut on X
     (:class:`ikdr.cluster.criterion.PartitionCriterion`, which reads no
     labels; ``partition_criterion_``, ``rounding_``). Judged by the learned
@@ -400,10 +400,11 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         """Turn the learned embedding into labels (see the class docstring, "Output").
 
         Candidates: k-means on psi(X) (Alg. 3), the NJW rounding of the
-        spectral embedding of the learned kernel, the NJW rounding of the
-        local-scaling affinity on psi(X) (:func:`ikdr.spectral.auto_kernel`)
-        and, at ``sigma="auto"``, the starts of the clustering estimators'
-        default fit on X (``starts``, :func:`ikdr.cluster.selection.scored_starts`).
+        spectral embedding of the learned kernel and, at ``sigma="auto"``, the
+        starts of the clustering estimators' default fit on X (``starts``,
+        :func:`ikdr.cluster.selection.scored_starts`); otherwise the NJW
+        rounding of the local-scaling affinity on psi(X)
+        (:func:`ikdr.spectral.auto_kernel`).
         The one with the lowest label-free criterion on X wins
         (:class:`ikdr.cluster.criterion.PartitionCriterion`).
         """
@@ -417,8 +418,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
             njw = KMeans(n_clusters=k, n_init=10,
                          random_state=rng.randint(2**31 - 1)).fit(row_normalised(U))
         candidates = {"kmeans": km.labels_, "spectral": njw.labels_}
-        if (trained or starts is None) and Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
-            # (untrained, psi = X: the default fit's kernel start is this partition)
+        if starts is None and Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
+            # (with the default fit's starts it never won alone: its ties with them,
+            # moons-2 and iris, go to the starts at the same cut)
             U_local, _, _ = spectral_embedding(Psi, auto_kernel(Psi, k), k, random_state=seed,
                                                dense_solver="lanczos", tol=START_TOL)
             candidates["local"] = njw_labels(U_local, k, random_state=seed)
