@@ -201,7 +201,8 @@ def table(rows):
         for m in methods:
             v = float(np.mean(row[m]))
             mark = "*" if m in OURS and v < best - 1e-9 else ""
-            below[m] = below.get(m, 0) + bool(mark)
+            if m in below:
+                below[m] += bool(mark)
             cells.append(f"{v:.2f}{mark}")
         lines.append(f"| {name} | {row['n x d']} | {row['k']} | " + " | ".join(cells) + " |")
     mean = [f"{np.mean([np.mean(r[m]) for r in rows.values()]):.2f}" for m in methods]
