@@ -2,7 +2,7 @@ r"""The clustering estimators' default fit: starts and W-steps ranked by a label
 
 1. **Starts.** Spectral clustering of X two ways: on the symmetric 10-NN
    graph, as scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")``
-   (:func:`ikdr.spectral.graph_embedding`), and with the dense local-scaling
+   (:func:`ikdr.cluster.neighbours.graph_embedding`), and with the dense local-scaling
    affinity (:func:`ikdr.spectral.auto_kernel`, the U-step of the papers with
    the data-driven bandwidth); the same two on the screened features when
    :func:`ikdr.cluster.screen.screen_features` takes a few.
@@ -20,9 +20,9 @@ r"""The clustering estimators' default fit: starts and W-steps ranked by a label
    the chosen clusters (its ``feature_importances_``).
 
 q is the paradigm's default (:func:`ikdr.cluster.alternation.default_n_components`)
-on the start's clustering term unless given; with q equal to the number of features no W-step can change
-the clusters (W is a rotation and both U-steps depend on distances only), so
-none is run and W is the identity.
+on the start's clustering term unless given; with q equal to the number of
+features no W-step can change the clusters (W is a rotation and both U-steps
+depend on distances only), so none is run and W is the identity.
 """
 from __future__ import annotations
 
@@ -105,14 +105,14 @@ class Selection:
 
 
 def _partition_embedding(labels, n_clusters):
-    """Orthonormal centred indicators of a partition (n x k): the U of its clusters
-    (a column is dropped for each empty cluster)."""
+    """Orthonormal basis of the centred indicators of a partition (n x k): the U of its
+    clusters. k clusters span k - 1 centred directions (their indicators sum to the
+    constant), so the k-th column, and one for each empty cluster, is zero."""
     Y = np.zeros((labels.shape[0], int(n_clusters)))
     Y[np.arange(labels.shape[0]), labels] = 1.0
-    Y = centered(Y)
-    Y = Y[:, np.linalg.norm(Y, axis=0) > 1e-12]
-    Q = np.linalg.qr(Y)[0]
-    return np.hstack([Q, np.zeros((Q.shape[0], int(n_clusters) - Q.shape[1]))])
+    U, s, _ = np.linalg.svd(centered(Y), full_matrices=False)
+    U[:, s <= 1e-10 * max(s.max(), 1e-300)] = 0.0
+    return np.ascontiguousarray(U)
 
 
 def _in_kernel(Z, kernel, U, n_threads=None):
