@@ -185,7 +185,7 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
                 and getattr(self, "approximation", None) is None)
 
     def _select(self, X, kernel, k, q, build_gamma=clustering_gamma, measure_with=None, *,
-                guided=False, alternative=False):
+                guided=False):
         """The default fit: starts, criterion and W-steps (:mod:`ikdr.cluster.selection`),
         stored. ``kernel``: the local-scaling kernel of X; ``measure_with(kernel)``:
         the paradigm's measure for a W-step kernel."""
@@ -201,8 +201,7 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
             chosen = refine(np.asarray(X), start, run_kernel, found.criterion, build_gamma,
                             n_components=q,
                             measure=None if measure_with is None else measure_with(run_kernel),
-                            guided=guided, alternative=alternative,
-                            random_state=self.random_state, dtype=self._dtype,
+                            guided=guided, random_state=self.random_state, dtype=self._dtype,
                             eigen_solver=self.eigen_solver, report=report)
         chosen.candidates = candidates[:first] + chosen.candidates + candidates[first + 1:]
         self._store_selection(chosen, X.shape[1], first)
@@ -225,8 +224,7 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         self.labels_ = best.labels
         self.n_iter_ = len(chosen.history) - 1
         # the run ends when the criterion refuses an iterate (or no W-step can move)
-        self.converged_ = not chosen.history[-1]["accepted"] or W.shape[1] == \
-            (n_features if best.columns is None else best.columns.size)
+        self.converged_ = len(chosen.history) == 1 or not chosen.history[-1]["accepted"]
         self.history_ = chosen.history
         self.best_iteration_ = position + 1
         self.objective_ = entry["objective"]

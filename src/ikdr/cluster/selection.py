@@ -292,9 +292,9 @@ class _Run:
 
 
 def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
-           measure: Callable[..., dict] | None = None, guided=False, alternative=False,
-           random_state=None, dtype=None, eigen_solver="auto", report: Any = None,
-           n_threads=None, max_steps=MAX_W_STEPS) -> Selection:
+           measure: Callable[..., dict] | None = None, guided=False, random_state=None,
+           dtype=None, eigen_solver="auto", report: Any = None, n_threads=None,
+           max_steps=MAX_W_STEPS) -> Selection:
     """W-steps from ``start`` while the criterion accepts their iterates (see the module).
 
     ``kernel``: the W-step kernel, fitted on the start's view of X;
@@ -319,8 +319,7 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
         # clustering term alone (a paradigm's second term, signed for KDAC, can put
         # it near d: text, q = 569 of 570)
         phi0 = run.side.phi0(run.work, clustering_gamma(start.embedding, start.degrees), kernel)
-        q = default_n_components(np.linalg.eigvalsh(phi0), k, d, alternative=alternative,
-                                 guided=guided)
+        q = default_n_components(np.linalg.eigvalsh(phi0), k, d, guided=guided)
     q = int(min(q, d))
     candidates, W, explain, weights = [start], None, None, {}
     for step in range(1, max_steps + 1 if q < d else 1):
