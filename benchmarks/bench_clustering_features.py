@@ -226,7 +226,8 @@ def figure(rows, path):
     ax.set_xticklabels(names, rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("recall@m of the informative features")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, ncol=3, loc="lower left")
+    ax.legend(fontsize=7, ncol=len(methods), loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

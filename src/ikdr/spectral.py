@@ -307,13 +307,15 @@ SPARSE_DENSITY = 0.3
 
 
 def _lanczos_top(M, k, tol, random_state):
-    """Top k eigenpairs of H M H (M symmetric, n x n) by Lanczos, descending; M is centred
-    in place, or multiplied as a sparse copy without the entries below
-    :data:`SPARSE_CUTOFF` of its largest when at most :data:`SPARSE_DENSITY` remain."""
+    """Top k eigenpairs of H M H (M symmetric, n x n, overwritten) by Lanczos, descending:
+    M centred in place, or, for a non-negative M of which at most
+    :data:`SPARSE_DENSITY` of the entries exceed :data:`SPARSE_CUTOFF` of the largest,
+    multiplied as a sparse copy without the others."""
     n = M.shape[0]
-    kept = np.abs(M) > SPARSE_CUTOFF * np.abs(M).max()
-    if kept.mean() <= SPARSE_DENSITY:
-        A = sp.csr_matrix(np.where(kept, M, 0.0))
+    kept = M > SPARSE_CUTOFF * M.max()
+    if np.count_nonzero(kept) <= SPARSE_DENSITY * kept.size and M.min() >= 0:
+        M[~kept] = 0.0
+        A = sp.csr_matrix(M)
 
         def matmat(V):
             V = np.asarray(V, dtype=np.float64).reshape(n, -1)
