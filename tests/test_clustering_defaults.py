@@ -242,6 +242,14 @@ def test_the_papers_alternation_converges():
     assert last["u_change"] < model.tol and last["w_change"] < model.tol
 
 
+def test_the_default_fit_warns_when_max_iter_stops_a_falling_criterion():
+    # wine: the first W-step lowers the cut; max_iter=1 stops the run there
+    X, _ = _DATA.bundled("wine")
+    with pytest.warns(ConvergenceWarning, match="still fell"):
+        model = ikdr.ISMClustering(3, max_iter=1, random_state=0).fit(X)
+    assert not model.converged_ and model.n_iter_ == 1 and model.history_[-1]["accepted"]
+
+
 def test_the_default_fit_records_its_candidates():
     X, y = _DATA.bundled("wine")
     model = fit("ISMClustering", X, 3)

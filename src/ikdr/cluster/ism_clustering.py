@@ -197,14 +197,20 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         run_kernel = found.kernels[None if start.columns is None else "screened"]
         if q is not None and start.columns is not None:
             q = min(q, start.columns.size)
-        with IterationReport(type(self).__name__, self.verbose, total=MAX_W_STEPS) as report:
+        steps = min(self._max_iter, MAX_W_STEPS)
+        with IterationReport(type(self).__name__, self.verbose, total=steps) as report:
             chosen = refine(np.asarray(X), start, run_kernel, found.criterion, build_gamma,
                             n_components=q,
                             measure=None if measure_with is None else measure_with(run_kernel),
                             guided=guided, random_state=self.random_state, dtype=self._dtype,
-                            eigen_solver=self.eigen_solver, report=report)
+                            eigen_solver=self.eigen_solver, report=report, max_steps=steps)
         chosen.candidates = candidates[:first] + chosen.candidates + candidates[first + 1:]
         self._store_selection(chosen, X.shape[1], first)
+        if not self.converged_:
+            warnings.warn(f"{type(self).__name__}: the criterion still fell at the last of "
+                          f"{steps} W-steps (max_iter={self._max_iter}, at most {MAX_W_STEPS} "
+                          f"in the default fit), so the W-steps did not converge; the last "
+                          "iterate is kept", ConvergenceWarning, stacklevel=3)
         return chosen
 
     def _store_selection(self, chosen, n_features, start):

@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .._config import fits_memory
+from .._utils.progress import IterationReport
 from .._utils.subspace import subspace_change
 from ..gamma import centered, clustering_gamma
 from ..kernels import Kernel
@@ -275,7 +276,8 @@ class _Run:
         result = solve_ism(self.side.ism_passes(self.Z.shape[0]), self.work, gamma, self.kernel,
                            q, W0=W, max_iter=W_STEP_MAX_ITER, n_threads=o["n_threads"],
                            random_state=o["random_state"], warn=False, certify=False,
-                           phi_solver=self.side.phi_solver, eigen_solver=o["eigen_solver"])
+                           callback=o["callback"], phi_solver=self.side.phi_solver,
+                           eigen_solver=o["eigen_solver"])
         ZW = np.ascontiguousarray(self.Z @ result.components)
         k = best.embedding.shape[1]
         if self.start.kind == "graph":
@@ -303,16 +305,20 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
     of the eigenvalues); ``guided``: the paradigm has a second term on W.
     """
     t0 = time.perf_counter()
+    inner = None                    # verbose >= 2: the W-steps' ISM iterations too
+    if report is not None and report.verbose >= 2:
+        inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
     run = _Run(X, start, kernel, build_gamma, measure, dtype,
                {"random_state": random_state, "n_threads": n_threads,
-                "eigen_solver": eigen_solver})
+                "eigen_solver": eigen_solver, "callback": inner})
     k = start.embedding.shape[1]
     d = run.Z.shape[1]
     best = start
     gamma = build_gamma(start.embedding, start.degrees)
     best_terms = run.terms(run.Z, start)
     history = [{"iteration": 0, "candidate": start.name, "criterion": start.criterion,
-                "accepted": True, **best_terms, "time": time.perf_counter() - t0}]
+                "accepted": True, "ism_iterations": 0, **best_terms,
+                "time": time.perf_counter() - t0}]
     q = n_components
     if q is None:
         # the dimension the start's clusters need: the eigengap of Phi_0 of the
@@ -321,7 +327,8 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
         phi0 = run.side.phi0(run.work, clustering_gamma(start.embedding, start.degrees), kernel)
         q = default_n_components(np.linalg.eigvalsh(phi0), k, d, guided=guided)
     q = int(min(q, d))
-    candidates, W, explain, weights = [start], None, None, {}
+    candidates, W, explain = [start], None, None
+    weights: dict[Optional[str], np.ndarray] = {}   # Phi's eigenvalues of each W-step's W
     for step in range(1, max_steps + 1 if q < d else 1):
         new, result, ZW = run.w_step(gamma, q, W, best, step, criterion)
         explain = result.components if explain is None else explain
