@@ -350,11 +350,11 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
             break
         best, best_terms, W = new, terms, result.components
         gamma = build_gamma(new.embedding, new.degrees)
+    phi: Optional[np.ndarray] = weights.get(best.name if best.components is not None else None)
     if best.components is not None:
-        view, phi = best.components, weights[best.name]
+        view = best.components
     else:                           # the first W-step's, or no W-step can move (q = d)
         view = run.on_view(np.eye(d) if explain is None else explain)
-        phi = weights.get(None)
     return Selection(chosen=best, components=view, kernel=kernel, candidates=candidates,
                      history=history, n_components=view.shape[1],
                      time=time.perf_counter() - t0, eigenvalues=phi)
