@@ -3,7 +3,7 @@ r"""Clustering paradigms of ISM: W and a spectral embedding U learned together.
 Every paradigm here is a Gamma builder plus the shared U-step
 (:func:`ikdr.spectral.spectral_embedding`); the W-step is always the one
 ISM solver (:func:`ikdr.ism`) with D held fixed inside the step
-(DESIGN.md sections 1 and 3). The alternation:
+(docs/guide/paradigms.md). The alternation:
 
 1. U-step at W = I (the full data): :math:`U_0`, :math:`D_0` (ISM paper,
    section 2: "by initializing W to an identity matrix, Y is initialized to
