@@ -155,7 +155,8 @@ def fit_tables(args):
 
     from ikdr import principal_angle
     # internal: the landmark fit at a fixed m from a given start, which ISM does not expose
-    from ikdr.solver.approximate import approximate_ism
+    from ikdr.solver.approximate import LandmarkOptions, approximate_ism
+    from ikdr.solver.options import ISMOptions
 
     rng = np.random.default_rng(0)
     X, y = mixture(25_000, 256, 10, rng)
@@ -188,9 +189,10 @@ def fit_tables(args):
         for mode in ("dense", "hybrid", "matrix_free", "auto"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                (res, _), t = timed(lambda: approximate_ism(X, gamma, Gaussian(sigma), 9,
-                                                            n_landmarks=256, random_state=0,
-                                                            phi_solver=mode))
+                options = ISMOptions(n_components=9, criterion="eigenvalues",
+                                     phi_solver=mode, random_state=0)
+                (res, _), t = timed(lambda: approximate_ism(X, gamma, Gaussian(sigma), options,
+                                                            LandmarkOptions(n_landmarks=256)))
             c = res.convergence
             sin = np.nan if ref is None else float(np.sin(principal_angle(ref, res.components)))
             ref = res.components if ref is None else ref

@@ -173,7 +173,8 @@ def section_methods(quick, out):
     # internals: the landmark selections by name, and the landmark fit at a fixed m and
     # method from a given start (ISM exposes neither)
     from ikdr.passes.landmarks import LANDMARK_METHODS
-    from ikdr.solver.approximate import approximate_ism
+    from ikdr.solver.approximate import LandmarkOptions, approximate_ism
+    from ikdr.solver.options import ISMOptions
 
     out.append("## Landmark selection at fixed m (mean sin angle to the exact maximum, 3 seeds)\n")
     out.append("Exact maximum: criterion='gradient', gtol=1e-9; the landmark fits' own maxima "
@@ -201,7 +202,9 @@ def section_methods(quick, out):
                     vals = []
                     for seed in range(3):
                         (res, _), _ = timed(lambda: approximate_ism(
-                            X, gamma, k, q, n_landmarks=m, method=method, random_state=seed))
+                            X, gamma, k, ISMOptions(n_components=q, criterion="eigenvalues",
+                                                    random_state=seed),
+                            LandmarkOptions(n_landmarks=m, method=method)))
                         vals.append(row_space_sin(V, exact.components, res.components))
                     cells.append(f"{np.mean(vals):.2e}")
                 out.append(f"| {name} | {label} | {m} | " + " | ".join(cells) + " |")

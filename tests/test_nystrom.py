@@ -1,5 +1,6 @@
 """Landmark (Nystrom) and random-feature ISM."""
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ from ikdr.passes.factors import select_landmarks
 from ikdr.passes.landmark_clustering import ClusteringLandmarks, nystrom_spectral_embedding
 from ikdr.passes.landmarks import Approximation
 from ikdr.passes.rows import check_rows
-from ikdr.solver.approximate import approximate_ism
+from ikdr.solver.approximate import LandmarkOptions, approximate_ism
+from ikdr.solver.options import ISMOptions
 from ikdr.passes.problem import KernelProblem
 from ikdr.spectral import spectral_embedding
 from ikdr.kernels import Gaussian, Linear, Multiquadric, Polynomial, Squared
@@ -74,8 +76,9 @@ def test_every_point_a_landmark_equals_exact(wine, kernel):
     X, y = wine
     g, _ = supervised_gamma(y)
     exact = ism(X, g, kernel, 3, criterion="angle", tol=1e-9, certify=False)
-    approx, info = approximate_ism(X, g, kernel, 3, n_landmarks=X.shape[0], criterion="angle",
-                                   tol=1e-9)
+    approx, info = approximate_ism(X, g, kernel,
+                                   ISMOptions(n_components=3, criterion="angle", tol=1e-9),
+                                   LandmarkOptions(n_landmarks=X.shape[0]))
     assert info["n_landmarks"] == X.shape[0]
     np.testing.assert_array_equal(info["index"], np.arange(X.shape[0]))
     # m = n is the exact kernel: the exact passes, not the landmark form
@@ -89,8 +92,9 @@ def test_polish_equals_exact_in_fewer_passes(wine):
     g, _ = supervised_gamma(y)
     kw = dict(criterion="angle", tol=1e-8, certify=False)
     exact = ism(X, g, "gaussian", 3, **kw)
-    polished, info = approximate_ism(X, g, "gaussian", 3, n_landmarks=40, polish=True,
-                                     polish_kwargs=kw, random_state=0)
+    polished, info = approximate_ism(X, g, "gaussian",
+                                     ISMOptions(n_components=3, random_state=0, **kw),
+                                     LandmarkOptions(n_landmarks=40, polish=True))
     assert np.sin(principal_angle(exact.components, polished.components)) < 1e-6
     assert abs(polished.objective - exact.objective) <= 1e-8 * abs(exact.objective)
     assert polished.convergence.phi_evaluations < exact.convergence.phi_evaluations
@@ -129,14 +133,18 @@ def test_coarse_approximation_warns_instead_of_answering_silently(wine):
                  random_state=0).fit(X, y)
 
 
+#: q = 3, the papers' eigenvalue rule, seeded landmarks
+PAPERS_RULE = ISMOptions(n_components=3, criterion="eigenvalues", random_state=0)
+
+
 def test_auto_meets_tolerance_or_warns(wine):
     X, y = wine
     g, _ = supervised_gamma(y)
     # Met: the returned subspace moved by less than the tolerance at the last doubling.
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        res, info = approximate_ism(X, g, Gaussian(5.0), 3, random_state=0, auto_max=178,
-                                    weigh_cost=False)
+        res, info = approximate_ism(X, g, Gaussian(5.0), PAPERS_RULE,
+                                    LandmarkOptions(auto_max=178, weigh_cost=False))
     assert info["auto"][-1][1] < 1e-2 or info["n_landmarks"] == X.shape[0]
     # Flat spectrum (tiny sigma: K close to I, no low-rank structure) and a small
     # budget: the rule cannot meet its tolerance and must say so.
@@ -144,8 +152,9 @@ def test_auto_meets_tolerance_or_warns(wine):
     Xf = rng.standard_normal((400, 6))
     gf, _ = supervised_gamma(rng.integers(0, 3, 400))
     with pytest.warns(ConvergenceWarning, match="budget of 128"):
-        res, info = approximate_ism(Xf, gf, Gaussian(0.3), 2, random_state=0, auto_max=128,
-                                    auto_tol=1e-6, weigh_cost=False)
+        res, info = approximate_ism(Xf, gf, Gaussian(0.3), replace(PAPERS_RULE, n_components=2),
+                                    LandmarkOptions(auto_max=128, auto_tol=1e-6,
+                                                    weigh_cost=False))
     assert info["n_landmarks"] == 128
 
 
@@ -356,7 +365,8 @@ def test_auto_finishes_with_exact_passes_when_growth_stops(wine, monkeypatch):
     kw = dict(criterion="gradient", gtol=1e-9, certify=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        res, info = approximate_ism(X, g, Gaussian(5.0), 3, random_state=0, **kw)
+        res, info = approximate_ism(X, g, Gaussian(5.0),
+                                    ISMOptions(n_components=3, random_state=0, **kw))
     exact = ism(X, g, Gaussian(5.0), 3, **kw)
     assert info["approximation"] is None and info["choice"] == "stop"
     assert info["n_landmarks"] == X.shape[0] and info["auto"] == [(64, info["auto"][0][1])]

@@ -39,6 +39,7 @@ from ..gamma import Gamma, clustering_gamma
 from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import choose_n_components, solve_ism
+from ..solver.options import ISMOptions
 
 __all__ = ["AlternationResult", "alternate", "alternate_on", "default_n_components",
            "ISM_MAX_ITER"]
@@ -253,12 +254,13 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
     inner = None
     if report is not None and report.verbose >= 2:
         inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
+    # The inner W-steps skip the Hessian part of the certificate (not stored).
+    options = ISMOptions(n_components=q, criterion="eigenvalues", max_iter=ISM_MAX_ITER,
+                         certify=False, warn=False, eigen_solver=eigen_solver,
+                         phi_solver=side.phi_solver, callback=inner, n_threads=n_threads,
+                         random_state=random_state)
     for it in range(1, max_iter + 1):
-        # The inner W-steps skip the Hessian part of the certificate (not stored).
-        result = solve_ism(passes, X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER,
-                           n_threads=n_threads, random_state=random_state, warn=False,
-                           certify=False, callback=inner, phi_solver=side.phi_solver,
-                           eigen_solver=eigen_solver)
+        result = solve_ism(passes, X, gamma, kernel, options, W0=W)
         W_new = result.components
         q = W_new.shape[1]
         Z = side.points(X, W_new)

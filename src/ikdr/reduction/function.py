@@ -1,4 +1,4 @@
-"""The public ISM function: pick the pass provider once, then run the one driver."""
+"""The public ISM function: check the options once, pick the pass provider, run the driver."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -8,6 +8,7 @@ from ..gamma import Gamma, as_gamma
 from ..kernels import KernelLike
 from ..passes import resolve
 from ..solver.driver import ISMResult, solve_ism
+from ..solver.options import ISMOptions
 
 __all__ = ["ism"]
 
@@ -222,10 +223,10 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
     Absil, Baker, Gallivan. Trust-region methods on Riemannian manifolds.
     Found. Comput. Math. 7 (2007), Algorithms 1-2.
     """
-    gamma = as_gamma(gamma)
-    passes = resolve(X, approximation, dtype=dtype)
-    return solve_ism(passes, X, gamma, kernel, n_components, W0=W0, tol=tol,
-                     criterion=criterion, max_iter=max_iter, eigen_solver=eigen_solver,
-                     n_threads=n_threads, random_state=random_state, warn=warn, gtol=gtol,
-                     certify=certify, callback=callback, phi_solver=phi_solver,
-                     min_components=min_components, acceleration=acceleration, stacklevel=4)
+    options = ISMOptions(n_components=n_components, min_components=min_components, tol=tol,
+                         criterion=criterion, max_iter=max_iter, gtol=gtol, certify=certify,
+                         eigen_solver=eigen_solver, phi_solver=phi_solver,
+                         acceleration=acceleration, warn=warn, callback=callback,
+                         n_threads=n_threads, random_state=random_state)
+    provider = resolve(X, approximation, dtype=dtype)
+    return solve_ism(provider, X, as_gamma(gamma), kernel, options, W0=W0, stacklevel=3)

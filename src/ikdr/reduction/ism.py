@@ -1,6 +1,7 @@
 """Supervised interpretable kernel dimension reduction (ISM estimator)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -22,12 +23,18 @@ from ..kernels import (MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kern
 from ..passes import MEMORY, fit_data, project_data, resolve
 from ..passes.dask_data import take_columns
 from ..passes.landmarks import Approximation
-from ..solver.approximate import approximate_ism
-from ..solver.driver import choose_n_components
-from .function import ism
+from ..solver.approximate import LandmarkOptions, approximate_ism
+from ..solver.driver import choose_n_components, solve_ism
+from ..solver.options import ISMOptions
 from .screen import SCREEN_ROWS, moment_screen, screen_bytes
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
+
+
+#: a half's fit (:mod:`ikdr.reduction.support`): from the fit on every row (its
+#: columns give q) to a maximum of that half alone; it only ranks features
+_FOLD_OPTIONS = ISMOptions(n_components=None, gtol=FOLD_GTOL, max_iter=30, certify=False,
+                           warn=False)
 
 
 def _target(y):
@@ -448,9 +455,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         ``kernel``) to a maximum of that half alone (relative gradient 1e-4: the
         halves only rank features; the fit on every row is certified)."""
         gamma = supervised_gamma(y, target=_target(y)[1])[0]
-        result = ism(X, gamma, kernel, W0.shape[1], W0=W0, gtol=FOLD_GTOL, max_iter=30,
-                     certify=False, warn=False)
-        return result.components
+        return solve_ism(resolve(X), X, gamma, kernel, _FOLD_OPTIONS, W0=W0).components
 
     def _kernel_and_q(self, sample, labels, target, q, minimum):
         """(kernel fitted on ``sample``, q or None): the bandwidth rule of
@@ -473,33 +478,30 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         """The fit on every row: (ISMResult, (landmarks used, approximation used,
         why))."""
         approx = self.approximation
-        solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
-                          "criterion": self.criterion, "certify": self.certify,
-                          "gtol": self.gtol, "eigen_solver": self.eigen_solver,
-                          "acceleration": self.acceleration}
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
-            callback = report.ism_step if report.active else None
+            # q=None: the solver picks q by the eigengap of Phi_0 (at least classes - 1)
+            options = ISMOptions(n_components=q, min_components=minimum, tol=self.tol,
+                                 max_iter=self.max_iter, criterion=self.criterion,
+                                 certify=self.certify, gtol=self.gtol,
+                                 eigen_solver=self.eigen_solver, acceleration=self.acceleration,
+                                 random_state=self.random_state,
+                                 callback=report.ism_step if report.active else None)
             if approx is None:
-                # q=None: the solver picks q by the eigengap of Phi_0 (at least classes - 1)
                 work = X.astype(check_dtype(self.dtype), copy=False)
-                result = ism(work, gamma, kernel, q, W0=W0, min_components=minimum,
-                             random_state=self.random_state, callback=callback,
-                             **solver_options)
+                result = solve_ism(resolve(work), work, gamma, kernel, options, W0=W0)
                 return result, (None, None, "approximation=None: exact passes")
             if q is None:
                 # the landmark fits grow m from a fixed q: choose it once, from the
                 # landmark Phi_0
                 phi0 = Approximation(approx, 1).problem(X, gamma, kernel, None).phi0()
-                q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=minimum)
-            # the landmark fits certify only their gradient (a Hessian estimate of
-            # the approximate objective costs tens of passes and certifies the
-            # wrong problem); ``certify`` applies to the exact polish
-            exact_only = {key: solver_options.pop(key) for key in ("certify", "gtol")}
-            result, info = approximate_ism(
-                X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
-                polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype), W0=W0,
-                random_state=self.random_state, callback=callback, polish_kwargs=exact_only,
-                exact_passes=lambda dtype: resolve(X, dtype=dtype), **solver_options)
+                options = replace(options, n_components=choose_n_components(
+                    np.linalg.eigvalsh(phi0), minimum=minimum))
+            # the landmark fits certify only their gradient; ``certify`` and ``gtol``
+            # apply to the exact polish (approximate_ism)
+            landmarks = LandmarkOptions(approx, self.n_landmarks, polish=bool(self.polish),
+                                        dtype=_approx_dtype(X, self.dtype))
+            result, info = approximate_ism(X, gamma, kernel, options, landmarks, W0=W0,
+                                           exact_passes=lambda dtype: resolve(X, dtype=dtype))
             report.line(f"[ISM] passes: {info['choice']}")
         return result, (info["n_landmarks"], info["approximation"], info["choice"])
 

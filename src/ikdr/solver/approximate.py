@@ -9,19 +9,22 @@ answer with exact passes.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._config import single_threaded_blas
 from ..kernels import make_kernel
 from ..passes.exact import ExactPasses
-from ..passes.factors import DEFAULT_LANDMARK_METHOD, check_kernel_approximable
+from ..passes.factors import DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable
 from ..passes.landmarks import (AUTO_MAX, AUTO_START, AUTO_TOL, RFF_DEFAULT, Approximation,
-                                auto_landmarks, blas_threads, check_n_landmarks)
+                                auto_landmarks, check_n_landmarks)
 from .cost import LandmarkBudget
 from .driver import solve_ism
+from .options import ISMOptions
 
-__all__ = ["approximate_ism", "APPROX_GTOL", "APPROX_WARN_GTOL"]
+__all__ = ["approximate_ism", "LandmarkOptions", "APPROX_GTOL", "APPROX_WARN_GTOL"]
 
 #: relative gradient at which the trust region stops on an approximate problem
 APPROX_GTOL = 1e-4
@@ -29,46 +32,87 @@ APPROX_GTOL = 1e-4
 APPROX_WARN_GTOL = 1e-2
 
 
-def _fit_at(X, gamma, kernel, q, m, kind, W0, ism_kwargs, method, dtype, random_state,
-            block_rows):
-    approx = Approximation(kind, m, method=method, dtype=dtype, random_state=random_state,
-                           block_rows=block_rows)
-    # The solver's d x d algebra (eigh, trust region) on one BLAS thread: OpenBLAS's
-    # threaded dsyevr collapses on busy cores (784 x 784: 7.9 s against about
-    # 0.3 s); the passes raise it again for their large block products.
-    with blas_threads(False):
-        result = solve_ism(approx, X, gamma, kernel, q, W0=W0, warn=False, **ism_kwargs)
-    return result, approx
+@dataclass(frozen=True)
+class LandmarkOptions:
+    """How :func:`approximate_ism` approximates: the estimators' ``approximation``,
+    ``n_landmarks``, ``polish`` and the "auto" rule's settings.
+
+    Parameters
+    ----------
+    approximation : {"nystrom", "rff"}, default="nystrom"
+    n_landmarks : "auto" or int, default="auto"
+        m landmarks (Nystrom) or random features (rff).
+    method : {"uniform", "kmeans++", "leverage"}
+        How the landmarks are drawn (:func:`ikdr.passes.factors.select_landmarks`).
+    polish : bool, default=False
+        Continue from the approximate fixed point with exact passes.
+    dtype : numpy.float64, numpy.float32 or None
+        Precision of the landmark passes (None: X's own).
+    block_rows : int or None
+        Rows per block of the landmark passes.
+    auto_tol, auto_max : float, int
+        The "auto" rule's tolerance (sine of the largest principal angle) and budget.
+    weigh_cost : bool, default=True
+        For Nystrom, let the cost model (:mod:`ikdr.solver.cost`) choose exact passes.
+    """
+
+    approximation: str = "nystrom"
+    n_landmarks: int | str = "auto"
+    method: str = DEFAULT_LANDMARK_METHOD
+    polish: bool = False
+    dtype: object = None
+    block_rows: int | None = None
+    auto_tol: float = AUTO_TOL
+    auto_max: int = AUTO_MAX
+    weigh_cost: bool = True
+
+    def __post_init__(self) -> None:
+        if self.approximation not in ("nystrom", "rff"):
+            raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got "
+                             f"{self.approximation!r}")
+        if self.method not in LANDMARK_METHODS:
+            raise ValueError(f"landmark method must be one of {LANDMARK_METHODS}, got "
+                             f"{self.method!r}")
+        object.__setattr__(self, "n_landmarks", check_n_landmarks(self.n_landmarks))
 
 
-def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks="auto",
-                    method=DEFAULT_LANDMARK_METHOD, polish=False, W0=None, dtype=None,
-                    random_state=None, block_rows=None, auto_tol=AUTO_TOL, auto_max=AUTO_MAX,
-                    polish_kwargs=None, exact_passes=ExactPasses, weigh_cost=True,
-                    **ism_kwargs):
+def approximate_ism(X, gamma, kernel, options: ISMOptions,
+                    landmarks: LandmarkOptions = LandmarkOptions(), *, W0=None,
+                    exact_passes=ExactPasses):
     r"""ISM on a landmark (or random-feature) approximation, with the "auto" rule
     and the optional exact polish.
 
-    ``n_landmarks="auto"`` starts at :data:`AUTO_START` landmarks (Nystrom) or
-    :data:`RFF_DEFAULT` features (rff) and doubles m, warm-starting each fit
-    from the last, until the sine of the largest principal angle between two
-    successive fits is below ``auto_tol``; it stops at ``min(n, auto_max)``
-    and then warns (``ConvergenceWarning``) with its last estimate. m = n
-    (every sample a landmark) is the exact kernel: that fit runs the exact
-    passes (:func:`ikdr.ism` with the caller's options) rather than the
-    landmark form, whose pseudo-inverse of the n x n kernel matrix would only
-    add its rounding, and needs no warning.
+    ``options`` are those of the exact fits (the polish, and every fit whose
+    landmarks are all the samples); the landmark fits derive theirs from them:
+    they certify their gradient only (a Hessian estimate of the approximate
+    objective would cost tens of passes and certify the wrong problem), stop
+    their trust region at the relative gradient :data:`APPROX_GTOL` (below it
+    the landmark error dominates: Phi of the approximate problem is the
+    landmark form of the exact Phi, not the exact gradient of the approximate
+    objective, so the gradient rule can stall there by design) and do not
+    warn (the "auto" rule reports the approximation's error instead).
+    ``options.n_components`` must be given. ``options.random_state`` also
+    seeds the landmarks.
+
+    ``landmarks.n_landmarks="auto"`` starts at :data:`AUTO_START` landmarks
+    (Nystrom) or :data:`RFF_DEFAULT` features (rff) and doubles m,
+    warm-starting each fit from the last, until the sine of the largest
+    principal angle between two successive fits is below ``auto_tol``; it
+    stops at ``min(n, auto_max)`` and then warns (``ConvergenceWarning``) with
+    its last estimate. m = n (every sample a landmark) is the exact kernel:
+    that fit runs the exact passes rather than the landmark form, whose
+    pseudo-inverse of the n x n kernel matrix would only add its rounding, and
+    needs no warning.
 
     For Nystrom, "auto" also weighs the cost (:mod:`ikdr.solver.cost`;
-    ``weigh_cost=False`` grows the landmarks without it): it runs
-    the exact passes from the start when an exact fit costs no more than the
-    shortest landmark sequence, and stops doubling, finishing with exact passes
+    ``weigh_cost=False`` grows the landmarks without it): it runs the exact
+    passes from the start when an exact fit costs no more than the shortest
+    landmark sequence, and stops doubling, finishing with exact passes
     warm-started from the last landmark fit, where the next landmark fit would
     cost more than an exact one. ``info["choice"]`` says which and why.
 
-    ``polish=True`` continues from the approximate fixed point with exact
-    passes (:func:`ikdr.ism` without approximation, ``polish_kwargs`` its
-    stopping rule): the exact answer in fewer exact passes than a cold start.
+    ``landmarks.polish=True`` continues from the approximate fixed point with
+    exact passes: the exact answer in fewer exact passes than a cold start.
     ``exact_passes(dtype)`` makes the exact provider of those fits (in memory
     by default; the caller's :func:`ikdr.passes.resolve` for rows elsewhere).
 
@@ -80,57 +124,40 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
         ``choice`` (why), ``auto`` (list of (m, sin change)),
         ``approximate_result`` (the approximate fit), ``index`` (landmark rows).
     """
-    n = X.shape[0]
+    n, kind, q = X.shape[0], landmarks.approximation, options.n_components
     kernel = make_kernel(kernel)
-    check_kernel_approximable(kernel, approximation)
-    # The polish is an exact fit: it takes the caller's options as given, not
-    # the approximate fit's defaults below (their looser gtol would stop it
-    # short of the exact maximum).
-    exact_kwargs = dict(ism_kwargs)
-    # phi_solver="auto" weighs the landmark passes' own costs
-    # (LandmarkProblem.step_costs): a dense Phi pass costs O(n d m + n d^2), a
-    # block iteration O(n d (q + k) + n m k), so the matrix-free eigensolver pays
-    # only at large d (benchmarks/results/landmark_pass.md, "where matrix-free pays").
-    ism_kwargs.setdefault("phi_solver", "auto")
-    # The approximate fit's certificate would certify the approximate objective,
-    # at tens of passes for its Hessian estimate: first order only (the polish,
-    # when asked, certifies the exact answer).
-    ism_kwargs.setdefault("certify", False)
-    # Phi of the approximate problem is the landmark form of the exact Phi, not
-    # the exact gradient of the approximate objective (the landmark points move
-    # with W): the trust region's gradient tolerance can stall by design there.
-    # The approximation's error is reported by the auto rule instead.
-    warn = ism_kwargs.pop("warn", True)
-    # For the same reason the safeguard (trust region, needed only where a plain
-    # step lowers the approximate objective) stops at a relative gradient of
-    # APPROX_GTOL: below it the landmark error dominates.
-    ism_kwargs.setdefault("gtol", APPROX_GTOL)
-    m = check_n_landmarks(n_landmarks, n if approximation == "nystrom" else None)
+    check_kernel_approximable(kernel, kind)
+    approximate = replace(options, certify=False, gtol=APPROX_GTOL, warn=False)
+    m = landmarks.n_landmarks
+    if isinstance(m, int) and kind == "nystrom" and m > n:
+        raise ValueError(f"n_landmarks={m} is larger than the number of samples n={n}")
 
     def fit(m, start):
         """(result, landmark rows) of the fit with m landmarks or features."""
-        if approximation == "nystrom" and m == n:
+        if kind == "nystrom" and m == n:
             # every sample a landmark, or the cost model's choice: an exact fit
-            # with the caller's exact options, the polish's stopping rule included
-            options = {**exact_kwargs, **(polish_kwargs or {}), "warn": warn}
-            return solve_ism(exact_passes(dtype), X, gamma, kernel, q, W0=start,
-                             **options), np.arange(n)
-        result, approx = _fit_at(X, gamma, kernel, q, m, approximation, start, ism_kwargs,
-                                 method, dtype, random_state, block_rows)
-        return result, approx.index
+            # with the exact options
+            return solve_ism(exact_passes(landmarks.dtype), X, gamma, kernel, options,
+                             W0=start), np.arange(n)
+        provider = Approximation(kind, m, method=landmarks.method, dtype=landmarks.dtype,
+                                 random_state=options.random_state,
+                                 block_rows=landmarks.block_rows)
+        # The solver's d x d algebra (eigh, trust region) on one BLAS thread: OpenBLAS's
+        # threaded dsyevr collapses on busy cores (784 x 784: 7.9 s against about
+        # 0.3 s); the passes raise it again for their large block products.
+        with single_threaded_blas():
+            result = solve_ism(provider, X, gamma, kernel, approximate, W0=start)
+        return result, provider.index
 
     if m != "auto":
         result, index = fit(m, W0)
-        trail, choice = [], f"{approximation}: n_landmarks={m} as given"
-    elif approximation == "nystrom":
-        # the class form of a supervised Gamma is a factor of ones (its passes need
-        # one n d m product); the budget's guess, without the structure's n-row scan
-        _, scale, _ = gamma.arrays(np.float64)
-        classes = scale is None or bool(np.all(np.asarray(scale) == 1.0))
-        budget = LandmarkBudget(n, X.shape[1], q, gamma.rank, classes) if weigh_cost else None
-        result, index, m, trail, choice = _auto_nystrom(fit, n, budget, auto_tol, auto_max, W0)
+        trail, choice = [], f"{kind}: n_landmarks={m} as given"
+    elif kind == "nystrom":
+        budget = _budget(X, gamma, q) if landmarks.weigh_cost else None
+        result, index, m, trail, choice = _auto_nystrom(fit, n, budget, landmarks.auto_tol,
+                                                        landmarks.auto_max, W0)
     else:
-        fits = {}
+        fits: dict[int, tuple] = {}
 
         def basis(m):
             # each fit warm-starts from the last one (the rule fits m in increasing order)
@@ -138,24 +165,32 @@ def approximate_ism(X, gamma, kernel, q, *, approximation="nystrom", n_landmarks
             fits[m] = fit(m, start)
             return fits[m][0].components
 
-        _, m, trail, _ = auto_landmarks(basis, None, start=RFF_DEFAULT, cap=auto_max,
-                                        tol=auto_tol, unit="features", subject="fitted subspace")
+        _, m, trail, _ = auto_landmarks(basis, None, start=RFF_DEFAULT, cap=landmarks.auto_max,
+                                        tol=landmarks.auto_tol, unit="features",
+                                        subject="fitted subspace")
         result, index = fits[m]
         choice = f"rff: {m} random features by the 'auto' rule"
     # m = n landmarks are the exact kernel: those fits ran the exact passes
-    exact = approximation == "nystrom" and m == n
+    exact = kind == "nystrom" and m == n
     info = {"n_landmarks": m, "auto": trail, "approximate_result": result, "index": index,
-            "approximation": None if exact else approximation, "choice": choice}
-    if warn and not polish and not exact:
-        _warn_if_unconverged(result.convergence, approximation, m)
-    if polish and not exact:
-        kw = dict(exact_kwargs, warn=warn)
-        kw.update(polish_kwargs or {})
+            "approximation": None if exact else kind, "choice": choice}
+    if options.warn and not landmarks.polish and not exact:
+        _warn_if_unconverged(result.convergence, kind, m)
+    if landmarks.polish and not exact:
         # an array or memmap as one ndarray; rows on a cluster stay there
         rows = np.asarray(X, dtype=X.dtype) if isinstance(X, np.ndarray) else X
-        result = solve_ism(exact_passes(None), rows, gamma, kernel, q, W0=result.components,
-                           **kw)
+        result = solve_ism(exact_passes(None), rows, gamma, kernel, options,
+                           W0=result.components)
     return result, info
+
+
+def _budget(X, gamma, q):
+    """The cost model of the Nystrom "auto" rule for this problem."""
+    # the class form of a supervised Gamma is a factor of ones (its passes need
+    # one n d m product); the budget's guess, without the structure's n-row scan
+    _, scale, _ = gamma.arrays(np.float64)
+    classes = scale is None or bool(np.all(np.asarray(scale) == 1.0))
+    return LandmarkBudget(X.shape[0], X.shape[1], q, gamma.rank, classes)
 
 
 def _auto_nystrom(fit, n, budget, tol, cap, W0):

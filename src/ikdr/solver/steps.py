@@ -23,7 +23,7 @@ from .mixing import PulayMixing
 SLOW_CONTRACTION = 0.5
 
 # Dense, hybrid or matrix-free Phi (``phi_solver="auto"``). Costs per entry of
-# the n x n kernel panel, in flops (_PassCosts): every fused pass forms the
+# the n x n kernel panel, in flops (PassCosts): every fused pass forms the
 # panel (Gram row, Gamma row, exp, combine: about PANEL_FLOPS, measured by
 # benchmarks/bench_core_rate.py) and multiplies it by its right-hand side
 # (2 flops per column; half of that where the pass forming Phi multiplies
@@ -93,7 +93,7 @@ def _extra_columns(d, q):
 
 
 @dataclass(frozen=True)
-class _PassCosts:
+class PassCosts:
     """Flops per kernel-panel entry of the two ways to a plain step."""
 
     dense: float        # the pass that forms Phi (the panel times the d columns of X)
@@ -134,29 +134,25 @@ def plain_step_flops(n, d, q, costs=None):
     (dense pass, block iteration) of a problem's own passes in flops
     (``step_costs``), else the exact passes' n x n panel."""
     if costs is not None:
-        c, entries = _PassCosts(*costs), 1.0
+        c, entries = PassCosts(*costs), 1.0
     else:
-        c, entries = _PassCosts.of(n, d, q), float(n) ** 2
+        c, entries = PassCosts.of(n, d, q), float(n) ** 2
     return entries * min(c.dense, _HYBRID_EXPECTED_PASSES * c.block)
 
 
-def phi_mode(phi_solver, kernel, n, d, q, costs=None):
-    """The plain steps' way to Phi's eigenvectors: ``"dense"``, ``"hybrid"`` or
-    ``"matrix_free"`` (``phi_solver="auto"`` by the flop counts above, or by
-    ``costs``, a :class:`_PassCosts` of the problem's own passes)."""
-    if phi_solver not in PHI_SOLVERS:
-        raise ValueError(f"phi_solver must be one of {', '.join(map(repr, PHI_SOLVERS))}, "
-                         f"got {phi_solver!r}")
-    if not kernel.depends_on_w:
+def phi_mode(phi_solver, problem, q, costs):
+    """The plain steps' way to Phi's eigenvectors on ``problem``: ``"dense"``,
+    ``"hybrid"`` or ``"matrix_free"`` (``phi_solver="auto"`` by ``costs``, the
+    :class:`PassCosts` of the problem's passes, :meth:`PassCosts.of_problem`)."""
+    if not problem.depends_on_w:
         return "dense"
     if phi_solver != "auto":
         return phi_solver
-    if n < _MF_MIN_SAMPLES:
+    if problem.n < _MF_MIN_SAMPLES:
         return "dense"
-    ratio = (costs or _PassCosts.of(n, d, q)).ratio
-    if ratio > _MF_EXPECTED_PASSES:
+    if costs.ratio > _MF_EXPECTED_PASSES:
         return "matrix_free"
-    return "hybrid" if ratio > _HYBRID_EXPECTED_PASSES else "dense"
+    return "hybrid" if costs.ratio > _HYBRID_EXPECTED_PASSES else "dense"
 
 
 def _relative_residual(W, PW):
@@ -245,32 +241,33 @@ class PlainStep:
     more than a dense pass, the step forms Phi instead. A hybrid block
     eigensolve that does not converge within twice a dense pass's worth of
     iterations is replaced by the dense one at the same point, so every
-    step is exact to ``tol``.
+    step is exact to the block tolerance (:data:`MF_TOL`).
 
     Every dense Phi of a float64 problem is coarse (float32) while the last
-    step turned W by more than :data:`COARSE_ANGLE` (``coarse=True``; see
-    there); an eigensolve of a coarse Phi says so (``info["coarse"]``), and the
+    step turned W by more than :data:`COARSE_ANGLE` (see there, and
+    :data:`_COARSE_MIN_SAMPLES`); an eigensolve of a coarse Phi says so (``info["coarse"]``), and the
     driver stops on it only for a loose tol (:data:`COARSE_STOP_TOL`).
 
-    ``acceleration="pulay"``: the dense steps' W is the top eigenvectors of a
+    ``options.acceleration="pulay"``: the dense steps' W is the top eigenvectors of a
     Pulay combination of the last iterates' Phi (:mod:`ikdr.solver.mixing`);
     the eigenvalues returned, which the stopping rule compares, are still those
     of the point's own Phi. ``None``: the papers' plain step.
     """
 
-    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, coarse=True,
-                 acceleration="pulay"):
-        self.mixing = PulayMixing() if acceleration == "pulay" else None
-        self.problem, self.q, self.mode = problem, q, mode
-        self.eigen_solver, self.dense_final, self.tol = eigen_solver, dense_final, tol
-        self.costs = _PassCosts.of_problem(problem, q)
+    def __init__(self, problem, q, options, *, mode, costs):
+        self.mixing = PulayMixing() if options.acceleration == "pulay" else None
+        self.problem, self.q, self.mode, self.costs = problem, q, mode, costs
+        # the certificate uses the dense Phi at the returned W
+        self.eigen_solver, self.dense_final = options.eigen_solver, options.certify
+        eps = float(np.finfo(problem.native_dtype).eps)
+        self.tol = max(MF_TOL, 50 * eps) if problem.native_dtype == np.float32 else MF_TOL
         self.block_budget = _MF_MAX_ITER if mode != "hybrid" else \
-            int(min(_MF_MAX_ITER, max(10, 2 * self.costs.ratio)))
+            int(min(_MF_MAX_ITER, max(10, 2 * costs.ratio)))
         self.rate = _BLOCK_RATE     # residual reduction per block iteration, as last observed
         self.exact = problem.native_dtype == np.float64
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
         self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
-        self.coarse = bool(coarse) and problem.has_coarse and problem.depends_on_w and \
+        self.coarse = problem.has_coarse and problem.depends_on_w and \
             problem.n >= _COARSE_MIN_SAMPLES and problem.d >= _COARSE_MIN_FEATURES
         self.coarse_steps = 0
 
@@ -376,10 +373,3 @@ class PlainStep:
             # at d = 64, a thirtieth at d = 784)
             f = self.problem.objective(V, native=True)
         return Point(V, f, phi=phi, exact=self.exact, coarse=coarse)
-
-
-
-def pass_costs(problem, q):
-    """The costs (dense pass, block iteration) :func:`phi_mode` and the hybrid step
-    weigh for ``problem`` (:meth:`_PassCosts.of_problem`)."""
-    return _PassCosts.of_problem(problem, q)
