@@ -19,7 +19,7 @@ from ikdr.passes.landmarks import Approximation
 from ikdr.passes.rows import check_rows
 from ikdr.solver.approximate import LandmarkOptions, approximate_ism
 from ikdr.solver.options import ISMOptions
-from ikdr.passes.problem import KernelProblem
+from ikdr.passes.exact import ExactProblem
 from ikdr.spectral import spectral_embedding
 from ikdr.kernels import Gaussian, Linear, Multiquadric, Polynomial, Squared
 
@@ -51,7 +51,7 @@ def test_factored_pass_equals_dense_formula(wine, kernel, paradigm, rng):
         Gamma(rng.standard_normal((X.shape[0], 3)), [1.0, -0.5, 2.0])
     W = np.linalg.qr(rng.standard_normal((13, 3)))[0]
     V = rng.standard_normal((13, 2))
-    exact = KernelProblem(X, gamma, kernel, None)
+    exact = ExactProblem(X, gamma, kernel, None)
     approx = _all_landmarks(X, gamma, kernel, 3)
     assert approx.structure.classes == (paradigm == "classes")
     rel = lambda a, b: np.abs(a - b).max() / np.abs(b).max()  # noqa: E731

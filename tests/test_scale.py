@@ -10,7 +10,7 @@ import ikdr
 from ikdr import principal_angle
 from ikdr._utils.eig import block_top_eigenvectors, lapack_top
 from ikdr.solver import steps as _solver
-from ikdr.passes.problem import KernelProblem
+from ikdr.passes.exact import ExactProblem
 from ikdr.solver.options import ISMOptions
 from ikdr.solver.steps import phi_mode
 from ikdr.kernels import Gaussian, Linear, Polynomial
@@ -106,7 +106,7 @@ def test_matrix_free_hands_over_to_the_trust_region():
 def _problem(n, d, kernel):
     """A problem of n samples and d features (its passes are never run)."""
     X = np.broadcast_to(np.zeros((1, d)), (n, d))
-    return KernelProblem(X, ikdr.supervised_gamma(np.arange(n) % 2)[0], kernel)
+    return ExactProblem(X, ikdr.supervised_gamma(np.arange(n) % 2)[0], kernel)
 
 
 def _mode(phi_solver, kernel, n, d, q):

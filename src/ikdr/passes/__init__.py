@@ -1,7 +1,10 @@
-"""How the passes of a fit are computed: one protocol, three providers.
+"""How the passes of a fit are computed: three providers of the solver's problem.
 
-* :mod:`ikdr.passes.problem`: the W-step's problem, :class:`KernelProblem`
-  (exact passes), which the other providers' problems subclass;
+Each provider implements the solver's protocols
+(:class:`ikdr.solver.problem.Provider` and the problem it makes,
+:class:`ikdr.solver.problem.KernelProblem`) without importing the solver:
+
+* :mod:`ikdr.passes.problem`: what the providers' problems share;
 * :mod:`ikdr.passes.exact`: exact passes in memory;
 * :mod:`ikdr.passes.landmarks` (with :mod:`~ikdr.passes.factors` and
   :mod:`~ikdr.passes.rows`): Nystrom landmarks and random features, X read

@@ -17,6 +17,8 @@ Dask array            an ``Approximation``     Approximation (W-step only)
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.utils.validation import validate_data
 
@@ -27,7 +29,7 @@ from .dask_data import is_dask_array, is_distributed
 from .dask_data import validate_data as validate_dask_data
 from .exact import ExactClustering, ExactPasses
 from .landmark_clustering import ClusteringLandmarks
-from .landmarks import check_landmark_options, landmark_data
+from .landmarks import Approximation, check_landmark_options, landmark_data
 
 __all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS", "CLUSTER"]
 
@@ -82,7 +84,8 @@ def project_data(estimator, X, W):
     return X @ W
 
 
-def resolve(X, approximation=None, *, dtype=None):
+def resolve(X: Any, approximation: Approximation | None = None, *,
+            dtype: Any = None) -> ExactPasses | Approximation | DaskPasses:
     """The W-step's provider for X: ``approximation`` itself (landmarks or random
     features, whose passes are sums over row blocks: of an array or memmap, or
     of a Dask array's chunks on its cluster), the exact Dask passes for a

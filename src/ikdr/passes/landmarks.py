@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -67,13 +68,16 @@ from sklearn.utils import check_random_state
 from threadpoolctl import ThreadpoolController
 
 from .._config import get_num_threads
+from .._utils.typing import RandomStateLike
 from .._utils.subspace import principal_angle
+from ..gamma import Gamma
+from ..kernels import Kernel
 from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
                       kernel_factors, select_landmarks)
 from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sweep, native_rhs,
                               native_second_sweep, numpy_first_sweep, numpy_second_sweep,
                               pass_flops)
-from .problem import KernelProblem
+from .problem import BaseProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 
@@ -107,13 +111,11 @@ def _controller(cache=[]):  # noqa: B006 (a per-process cache of one controller)
     return cache[0]
 
 
-class LandmarkProblem(KernelProblem):
+class LandmarkProblem(BaseProblem):
     """Objective, Phi and Phi-products of ``Tr(Gamma K_XW)`` with every kernel
     matrix replaced by its landmark (or random-feature) factorisation: the
-    passes of :class:`ikdr.passes.problem.KernelProblem` (``product``,
-    ``objective``, ``phi0``) replaced, its counters and Hessian products
-    inherited, so the driver, its trust region and its certificate run on it
-    unchanged.
+    solver's problem (:class:`ikdr.solver.problem.KernelProblem`), so the
+    driver, its trust region and its certificate run on it unchanged.
 
     The landmark *indices* are fixed for the problem's life (chosen lazily on
     XW at the first W the solver evaluates, i.e. the Phi_0 start); the
@@ -132,7 +134,8 @@ class LandmarkProblem(KernelProblem):
         super().__init__(X, gamma, kernel, n_threads)
         self._X64 = X         # passes cast X block by block; never a whole copy
         self.approx = approximation
-        self.dtype = approximation.compute_dtype(X)
+        #: the precision of the landmark passes (the approximation's, else X's)
+        self.pass_dtype = approximation.compute_dtype(X)
         self.structure = GammaStructure(gamma)
         self.rows = row_source(X, approximation.block_rows)
         self.index = approximation.index
@@ -155,12 +158,12 @@ class LandmarkProblem(KernelProblem):
         if not np.any(W):
             # W = 0 (Phi_0): every beta is 0 and every kernel matrix is constant,
             # which one landmark reproduces exactly.
-            return kernel_factors(self.kernel, np.zeros((1, q)), self.dtype)
+            return kernel_factors(self.kernel, np.zeros((1, q)), self.pass_dtype)
         self._ensure_landmarks(W)
         if self.approx.kind == "rff" and self.rff is None:
             self.rff = self.approx.rff_parameters(q)
         ZL = None if self.XL is None else self.XL @ W
-        return kernel_factors(self.kernel, ZL, self.dtype, rff=self.rff)
+        return kernel_factors(self.kernel, ZL, self.pass_dtype, rff=self.rff)
 
     def _pass(self, W, V=None, dense=False):
         """One pass: (objective, dense Phi or None, Phi V or None).
@@ -195,13 +198,13 @@ class LandmarkProblem(KernelProblem):
         # call per sweep); float64 rows of a float32 pass are cast block by block
         # here, and a cluster maps the same call over its chunks.
         whole = native and isinstance(self.rows, MemoryRows) and \
-            self.X.dtype in (self.dtype, np.dtype(np.float32))
-        block_rows = native_block_rows(d, width, self.dtype, self.approx.block_rows)
+            self.X.dtype in (self.pass_dtype, np.dtype(np.float32))
+        block_rows = native_block_rows(d, width, self.pass_dtype, self.approx.block_rows)
         if native:
-            first, first_args = native_first_sweep, (W, V, factors, dense, self.dtype, block_rows,
+            first, first_args = native_first_sweep, (W, V, factors, dense, self.pass_dtype, block_rows,
                                                      self.n_threads)
         else:
-            first, first_args = numpy_first_sweep, (W, V, factors, dense, self.dtype)
+            first, first_args = numpy_first_sweep, (W, V, factors, dense, self.pass_dtype)
         sums = self.rows.map_reduce(first, st.block, first_args, width=width, whole=whole)
         objective = 0.0
         phi = np.zeros((d, d)) if dense else None
@@ -226,13 +229,13 @@ class LandmarkProblem(KernelProblem):
         if V is not None or (dense and need_second):
             if native:
                 k = 0 if V is None else V.shape[1]
-                rhs = native_rhs(st, factors, sums, lap_weight, k, self.dtype)
+                rhs = native_rhs(st, factors, sums, lap_weight, k, self.pass_dtype)
                 second, second_args = native_second_sweep, (W, V, factors, rhs, dense and need_second,
-                                                            self.dtype, block_rows, self.n_threads)
+                                                            self.pass_dtype, block_rows, self.n_threads)
             else:
                 SPs = [f.core @ P for f, (P, _, _) in zip(factors, sums)]
                 second, second_args = numpy_second_sweep, (W, V, factors, [Q for _, _, Q in sums],
-                                                           SPs, lap_weight, dense, self.dtype)
+                                                           SPs, lap_weight, dense, self.pass_dtype)
             phi, PV = self.rows.map_reduce(
                 second, st.block, second_args,
                 start=[phi, np.zeros((d, V.shape[1])) if V is not None else None], width=width,
@@ -257,7 +260,7 @@ class LandmarkProblem(KernelProblem):
         d = A.shape[0]
         return ((A @ S) * st.s[None, :, None]).reshape(d, -1) @ A.reshape(d, -1).T
 
-    def step_costs(self, q, k):
+    def step_costs(self, q: int, k: int) -> tuple[float, float]:
         """(dense Phi step, pass with k columns) in flops (:func:`landmark_step_costs`):
         the solver weighs matrix-free steps by them. Landmarks: the
         approximation's m (256 while "auto" has not chosen), one factor per
@@ -269,34 +272,35 @@ class LandmarkProblem(KernelProblem):
         return landmark_step_costs(n, d, q, m, k, groups=st.n_classes if st.classes
                                    else st.G.shape[1], classes=st.classes)
 
-    # -- the driver's interface (counters and Hessian products inherited) -------
-    def _pass_in(self, native, W, V=None, dense=False):
-        """A pass in the problem's precision (``native``: the plain steps) or in
+    # -- the solver's interface -----------------------------------------------
+    def _pass_in(self, own_dtype, W, V=None, dense=False):
+        """A pass in the problem's precision (``own_dtype``: the plain steps) or in
         float64, as the exact problem's trust region and certificate get theirs:
         float32 block sums carry relative errors near 1e-6, enough to refuse
         good steps and to stall a trust region (measured: 89 passes instead of
         about 10 at 30,000 x 784)."""
-        if native or self.dtype == np.float64:
+        if own_dtype or self.pass_dtype == np.float64:
             return self._pass(W, V=V, dense=dense)
-        saved, self.dtype = self.dtype, np.dtype(np.float64)
+        saved, self.pass_dtype = self.pass_dtype, np.dtype(np.float64)
         try:
             return self._pass(W, V=V, dense=dense)
         finally:
-            self.dtype = saved
+            self.pass_dtype = saved
 
-    def phi0(self):
+    def phi0(self) -> np.ndarray:
         d = self.X.shape[1]
         return self._pass_in(False, np.zeros((d, 1)), dense=True)[1]
 
-    def objective(self, W, native=False):
-        self.n_objective += 1
-        return self._pass_in(native, W)[0]
+    def objective(self, W: np.ndarray, own_dtype: bool = False) -> float:
+        return self._pass_in(own_dtype, W)[0]
 
-    def product(self, W, V=None, native=False):
-        if V is None:
-            objective, phi, _ = self._pass_in(native, W, dense=True)
-            return phi, objective
-        objective, _, PV = self._pass_in(native, W, V=np.asarray(V, dtype=np.float64))
+    def phi(self, W: np.ndarray, own_dtype: bool = False) -> tuple[np.ndarray, float]:
+        objective, phi, _ = self._pass_in(own_dtype, W, dense=True)
+        return phi, objective
+
+    def phi_product(self, W: np.ndarray, V: np.ndarray,
+                    own_dtype: bool = False) -> tuple[np.ndarray, float]:
+        objective, _, PV = self._pass_in(own_dtype, W, V=np.asarray(V, dtype=np.float64))
         return PV, objective
 
 
@@ -377,17 +381,18 @@ class Approximation:
         return rng.standard_normal((q, self.m)), rng.uniform(0, 2 * np.pi, self.m)
 
     # -- the solver's hook ------------------------------------------------------
-    def check_data(self, X):
+    def check_data(self, X: Any) -> Any:
         """X by row blocks (an ndarray or memmap, never copied whole), or on its
         cluster (a row-chunked dask array: the passes map over its chunks)."""
         if is_distributed(X):
             return as_data(X)
         return check_rows(X, block_rows=self.block_rows)
 
-    def fit_kernel(self, kernel, X, random_state=None):
+    def fit_kernel(self, kernel: Kernel, X: Any, random_state: RandomStateLike = None) -> Kernel:
         return fit_kernel_on_rows(kernel, X, random_state)
 
-    def problem(self, X, gamma, kernel, n_threads):
+    def problem(self, X: Any, gamma: Gamma, kernel: Kernel,
+                n_threads: int | None) -> LandmarkProblem:
         check_kernel_approximable(kernel, self.kind)
         return LandmarkProblem(X, gamma, kernel, n_threads, approximation=self)
 

@@ -1,6 +1,6 @@
 r"""The certificate of an ISM solution: gradient, eigengap and the largest
-Riemannian Hessian eigenvalue, over the Hessian products of the problem
-interface (:mod:`ikdr.passes.problem`).
+Riemannian Hessian eigenvalue, over the Hessian products of the solver's
+problem (:class:`ikdr.solver.problem.CountedProblem`).
 
 The largest Hessian eigenvalue is computed by a single-vector LOBPCG
 (Knyazev 2001) on Hessian products, one thin pass each. It starts from the
@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .._utils.eig import block_top_eigenvectors
-from ..passes.problem import riemannian_gradient
+from .problem import riemannian_gradient
 from .trust_region import Surrogate, complement
 
 #: residual of the Hessian eigenvalue estimate: at most HESSIAN_RTOL |theta| ...

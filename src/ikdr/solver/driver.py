@@ -50,6 +50,7 @@ from ..kernels import Kernel, KernelLike, make_kernel
 from .certificate import ISMConvergence
 from .certificate import certify as certify_point
 from .options import ISMOptions
+from .problem import CountedProblem, KernelProblem, Provider
 from .steps import (COARSE_STOP_TOL, SLOW_CONTRACTION, PlainStep, Point,
                     PassCosts, check_orthonormal_start, dense64, phi_mode)
 from .trust_region import TrustRegion, escape_saddle
@@ -140,7 +141,7 @@ def _relative_change(new, old):
 
 
 # --------------------------------------------------------------------------
-def solve_ism(provider, X: ArrayLike, gamma: Gamma, kernel: KernelLike, options: ISMOptions, *,
+def solve_ism(provider: Provider, X: ArrayLike, gamma: Gamma, kernel: KernelLike, options: ISMOptions, *,
               W0: ArrayLike | None = None, stacklevel: int = 3) -> ISMResult:
     """:func:`ikdr.ism` on a resolved pass provider (the exact, landmark or Dask
     provider of :func:`ikdr.passes.resolve`) with checked ``options``.
@@ -175,9 +176,9 @@ def solve_ism(provider, X: ArrayLike, gamma: Gamma, kernel: KernelLike, options:
     return result
 
 
-def solve(problem, options: ISMOptions, *, W0: ArrayLike | None = None,
+def solve(problem: KernelProblem, options: ISMOptions, *, W0: ArrayLike | None = None,
           stacklevel: int = 2) -> ISMResult:
-    """The ISM driver on any problem of the interface of :mod:`ikdr.solver.problem`.
+    """The ISM driver on any :class:`ikdr.solver.problem.KernelProblem`.
 
     :func:`solve_ism` makes the problem and calls this; the result has
     ``kernel=None``. The run is a sequence of phases on one :class:`_Run`: the
@@ -189,7 +190,7 @@ def solve(problem, options: ISMOptions, *, W0: ArrayLike | None = None,
     could lead back to the saddle, the trust region is monotone and its steps
     follow negative curvature.
     """
-    run = _Run(problem, options)
+    run = _Run(CountedProblem(problem), options)
     run.start(W0)
     while True:
         run.iterate()
@@ -231,7 +232,7 @@ class _Run:
         self.stalled = False
         self.solve_time = self.certificate_time = 0.0
         self.trust_region = TrustRegion(problem)
-        self.eps = float(np.finfo(problem.native_dtype).eps)
+        self.eps = float(np.finfo(problem.dtype).eps)
 
     def record(self, point, vals, change, angle, method, step, gnorm=np.nan):
         self.history.append({"iteration": len(self.history), "objective": point.objective,
@@ -267,7 +268,7 @@ class _Run:
             # presumed near the maximum: no coarse steps.
             self.step.moved(0.0)
             point = self.step.evaluate(check_orthonormal_start(W0, d, q))
-            ritz = point.W.T @ point.pw
+            ritz = point.W.T @ point.PW
             lam = np.linalg.eigvalsh(0.5 * (ritz + ritz.T))[::-1].copy()
             info = {"method": "warm start"}
         elif W0 is None:

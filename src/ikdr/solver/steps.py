@@ -16,7 +16,7 @@ import numpy as np
 
 from .._utils.eig import (block_top_eigenvectors, orthonormal_complement, top_eigenvalues,
                           top_eigenvectors)
-from ..passes.problem import riemannian_gradient
+from .problem import riemannian_gradient
 from .mixing import PulayMixing
 
 #: plain steps are abandoned (gradient criterion) when the gradient shrinks by less than this per step
@@ -54,7 +54,7 @@ _MF_MAX_ITER = 60
 _BLOCK_RATE = 0.5
 
 # Coarse steps. A float64 problem's dense Phi pass made in float32
-# (``KernelProblem.coarse_phi``) costs half (it is a GEMM with the d columns
+# (``KernelProblem.coarse_phi``, exact passes only) costs half (it is a GEMM with the d columns
 # of X) and is accurate to about 1e-7 relative (the passes sum in float64);
 # its top eigenvectors were measured within 2e-5 to 5e-5 (sine) of the exact
 # ones on 10,000 x 784 and 6e-6 on 10,000 x 64, where the q-th eigenvalue
@@ -183,11 +183,11 @@ class Point:
     columns of the block eigensolver (orthonormal, orthogonal to W) and their
     products Phi(W) E, made by the same thin pass as Phi(W) W."""
 
-    __slots__ = ("W", "objective", "phi", "PW", "exact", "coarse", "E", "PE")
+    __slots__ = ("W", "objective", "phi", "_PW", "exact", "coarse", "E", "PE")
 
     def __init__(self, W, objective, *, phi=None, PW=None, exact=True, coarse=False, E=None,
                  PE=None):
-        self.W, self.objective, self.phi, self.PW, self.exact = W, float(objective), phi, PW, exact
+        self.W, self.objective, self.phi, self._PW, self.exact = W, float(objective), phi, PW, exact
         self.coarse, self.E, self.PE = coarse, E, PE
 
     @property
@@ -196,13 +196,15 @@ class Point:
         return self.phi if self.exact and not self.coarse else None
 
     @property
-    def pw(self):
-        if self.PW is None:
-            self.PW = self.phi @ self.W
-        return self.PW
+    def PW(self):
+        """Phi(W) W: from the thin pass that evaluated W, or from the dense Phi
+        (multiplied once, when first asked for); None when neither is known."""
+        if self._PW is None and self.phi is not None:
+            self._PW = self.phi @ self.W
+        return self._PW
 
     def gradient_norm(self):
-        return float(np.linalg.norm(riemannian_gradient(self.pw, self.W)))
+        return float(np.linalg.norm(riemannian_gradient(self.PW, self.W)))
 
 
 def dense64(problem, point):
@@ -259,12 +261,12 @@ class PlainStep:
         self.problem, self.q, self.mode, self.costs = problem, q, mode, costs
         # the certificate uses the dense Phi at the returned W
         self.eigen_solver, self.dense_final = options.eigen_solver, options.certify
-        eps = float(np.finfo(problem.native_dtype).eps)
-        self.tol = max(MF_TOL, 50 * eps) if problem.native_dtype == np.float32 else MF_TOL
+        eps = float(np.finfo(problem.dtype).eps)
+        self.tol = max(MF_TOL, 50 * eps) if problem.dtype == np.float32 else MF_TOL
         self.block_budget = _MF_MAX_ITER if mode != "hybrid" else \
             int(min(_MF_MAX_ITER, max(10, 2 * costs.ratio)))
         self.rate = _BLOCK_RATE     # residual reduction per block iteration, as last observed
-        self.exact = problem.native_dtype == np.float64
+        self.exact = problem.dtype == np.float64
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
         self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
         self.coarse = problem.has_coarse and problem.depends_on_w and \
@@ -278,7 +280,7 @@ class PlainStep:
             self.coarse_steps += 1
             phi, f = self.problem.coarse_phi(W)
             return phi, f, True
-        phi, f = self.problem.phi(W, native=True)
+        phi, f = self.problem.phi(W, own_dtype=True)
         return phi, f, False
 
     def moved(self, angle):
@@ -306,16 +308,16 @@ class PlainStep:
         return self.mode != "dense"
 
     def eigensolve(self, point):
-        start = _relative_residual(point.W, point.pw) if point.phi is None else np.nan
+        start = _relative_residual(point.W, point.PW) if point.phi is None else np.nan
         if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(start)):
             W = point.W
             if point.E is not None:
-                V0, AV0, extra = np.hstack([W, point.E]), np.hstack([point.pw, point.PE]), \
+                V0, AV0, extra = np.hstack([W, point.E]), np.hstack([point.PW, point.PE]), \
                     np.empty((W.shape[0], 0))
             else:
-                V0, AV0, extra = W, point.pw, self.extra
+                V0, AV0, extra = W, point.PW, self.extra
             vals, V, info = block_top_eigenvectors(
-                lambda S: self.problem.phi_product(W, S, native=True)[0], V0, AV0, self.q,
+                lambda S: self.problem.phi_product(W, S, own_dtype=True)[0], V0, AV0, self.q,
                 extra=extra, tol=self.tol, max_iter=self.block_budget)
             self.extra = info["extra"]
             if info["iterations"] > 1 and start > info["residual"] > 0:
@@ -330,7 +332,7 @@ class PlainStep:
         if self.mode != "hybrid":
             target = point.phi
             if self.mixing is not None and self.mode == "dense" and not point.coarse:
-                target = self.mixing.mix(point.W, point.phi, point.pw)
+                target = self.mixing.mix(point.W, point.phi, point.PW)
             vals, V, info = top_eigenvectors(target, self.q, point.W, method=self.eigen_solver)
             if target is not point.phi:
                 # the rule compares the eigenvalues of the iterates' own Phi
@@ -360,10 +362,10 @@ class PlainStep:
             not final or self.dense_final
         if not dense:
             if self.extra is None or (final and not self.dense_final):
-                PV, f = self.problem.phi_product(V, V, native=True)
+                PV, f = self.problem.phi_product(V, V, own_dtype=True)
                 return Point(V, f, PW=PV, exact=self.exact)
             E = orthonormal_complement(self.extra, V)
-            both, f = self.problem.phi_product(V, np.hstack([V, E]), native=True)
+            both, f = self.problem.phi_product(V, np.hstack([V, E]), own_dtype=True)
             q = V.shape[1]
             return Point(V, f, PW=both[:, :q], exact=self.exact, E=E, PE=both[:, q:])
         phi, f, coarse = self._phi(V, final)
@@ -371,5 +373,5 @@ class PlainStep:
             # f decides whether the step is accepted and is the history's
             # record: exact, by one objective pass (a quarter of a dense pass
             # at d = 64, a thirtieth at d = 784)
-            f = self.problem.objective(V, native=True)
+            f = self.problem.objective(V, own_dtype=True)
         return Point(V, f, phi=phi, exact=self.exact, coarse=coarse)
