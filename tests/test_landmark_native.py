@@ -9,6 +9,7 @@ from ikdr import Gamma, supervised_gamma
 from ikdr.kernels import Gaussian, Multiquadric, Polynomial
 from ikdr._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
 from ikdr.passes.landmark_sweeps import native_first_sweep, native_rhs, native_second_sweep
+from ikdr.passes import resolve
 from ikdr.passes.landmarks import Approximation, LandmarkProblem
 from ikdr.passes.rows import check_rows
 
@@ -30,9 +31,8 @@ def _gamma(paradigm, y, rng):
 
 
 def _problem(X, gamma, kernel, m=40, block_rows=128, index=None):
-    a = Approximation("nystrom", m, random_state=0, block_rows=block_rows)
-    a.index = index
-    return a.problem(X, gamma, kernel, None)
+    a = Approximation("nystrom", m, random_state=0, block_rows=block_rows, index=index)
+    return resolve(X, a).problem(X, gamma, kernel, None)
 
 
 def _reference_first(X, st, W, V, factors):
@@ -218,7 +218,8 @@ def test_matrix_free_where_the_landmark_costs_say_so():
     modes = {}
     for d in (256, 4096):
         X = np.broadcast_to(np.zeros((1, d), np.float32), (20_000, d))
-        p = Approximation("nystrom", 256).problem(X, supervised_gamma(y)[0], Gaussian(1.0), None)
+        p = resolve(X, Approximation("nystrom", 256)).problem(X, supervised_gamma(y)[0],
+                                                              Gaussian(1.0), None)
         costs = PassCosts.of_problem(p, 9)
         assert costs.dense > costs.block > 0
         modes[d] = phi_mode("auto", p, 9, costs)
@@ -227,7 +228,7 @@ def test_matrix_free_where_the_landmark_costs_say_so():
 
 def test_matrix_free_fit_finds_the_dense_fit(rng):
     from ikdr import principal_angle
-    from ikdr.solver.approximate import LandmarkOptions, approximate_ism
+    from ikdr.reduction.approximate import LandmarkOptions, approximate_ism
     from ikdr.solver.options import ISMOptions
 
     y = rng.integers(0, 4, 3000)
@@ -235,7 +236,8 @@ def test_matrix_free_fit_finds_the_dense_fit(rng):
     gamma = supervised_gamma(y)[0]
     options = ISMOptions(n_components=3, criterion="eigenvalues", random_state=0)
     fits = {mode: approximate_ism(X, gamma, Gaussian(8.0), replace(options, phi_solver=mode),
-                                  LandmarkOptions(n_landmarks=100))[0]
+                                  LandmarkOptions(Approximation("nystrom", 100,
+                                                                random_state=0)))[0]
             for mode in ("dense", "matrix_free")}
     assert fits["matrix_free"].convergence.dense_phi_evaluations == 0
     assert np.sin(principal_angle(fits["dense"].components, fits["matrix_free"].components)) < 1e-4

@@ -10,8 +10,18 @@ Each provider implements the solver's protocols
   :mod:`~ikdr.passes.rows`): Nystrom landmarks and random features, X read
   in row blocks (a memmap is never loaded whole);
 * :mod:`ikdr.passes.dask`: every pass as Dask tasks over row blocks;
-* :mod:`ikdr.passes.choice`: :func:`resolve`, the one function that picks.
+* :mod:`ikdr.passes.choice`: :func:`resolve`, the one function that builds them.
+
+The algorithms above the solver use this package's names only: the
+providers through :func:`resolve` and :func:`resolve_clustering`, the
+landmark settings (:class:`~ikdr.passes.landmarks.Approximation`) and the
+"auto" landmark rule with its costs.
 """
 from .choice import BLOCKS, CLUSTER, MEMORY, fit_data, project_data, resolve, resolve_clustering
+from .factors import check_kernel_approximable
+from .landmarks import (AUTO_MAX, AUTO_START, AUTO_TOL, RFF_DEFAULT, Approximation, auto_landmarks,
+                        landmark_step_costs)
 
-__all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS", "CLUSTER"]
+__all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS", "CLUSTER",
+           "Approximation", "auto_landmarks", "check_kernel_approximable", "landmark_step_costs",
+           "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]

@@ -17,8 +17,8 @@ from .._utils.subspace import subspace_change
 from ..gamma import Gamma
 from .exact import points_in_memory
 from .factors import DEFAULT_LANDMARK_METHOD, kernel_block, select_landmarks
-from .landmarks import (AUTO_START, THREADED_BLOCK_FLOPS, Approximation, LandmarkProblem,
-                        auto_landmarks, blas_threads, check_n_landmarks)
+from .landmarks import (AUTO_START, THREADED_BLOCK_FLOPS, Approximation, LandmarkPasses,
+                        LandmarkProblem, auto_landmarks, blas_threads, check_n_landmarks)
 from .rows import row_blocks, rows_per_block
 
 __all__ = ["nystrom_spectral_embedding", "ClusteringLandmarks"]
@@ -164,21 +164,21 @@ class ClusteringLandmarks:
     points = staticmethod(points_in_memory)      # the same points as the exact side
 
     def ism_passes(self, n):
-        """The W-step's provider: landmark passes with the side's m."""
-        return self.approximation(n)
+        """The W-step's provider: landmark passes with this provider's m."""
+        return LandmarkPasses(self.approximation(n))
 
     def approximation(self, n):
+        """The landmark settings of the W-steps (m fixed by the first U-step)."""
         m = min(n, AUTO_START if self.n_landmarks == "auto" else self.n_landmarks)
         return Approximation("nystrom", m, method=self.method, dtype=self.dtype,
                              random_state=self.random_state)
 
     def phi0(self, X, gamma, kernel):
-        return self.approximation(X.shape[0]).problem(X, gamma, kernel, None).phi0()
+        return self.ism_passes(X.shape[0]).problem(X, gamma, kernel, None).phi0()
 
     def quadratic_trace(self, Z, kernel, factor):
         r""":math:`\mathrm{Tr}(F^T K_Z F) \approx \mathrm{Tr}(F^T C S C^T F)` with the landmarks."""
-        n = Z.shape[0]
-        approx = self.approximation(n)
         Zc = np.ascontiguousarray(Z)
-        problem = LandmarkProblem(Zc, Gamma(factor), kernel, None, approximation=approx)
+        problem = LandmarkProblem(Zc, Gamma(factor), kernel, None,
+                                  passes=self.ism_passes(Z.shape[0]))
         return problem.objective(np.eye(Z.shape[1]))

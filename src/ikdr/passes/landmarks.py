@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -82,7 +83,7 @@ from .dask_data import as_data, is_distributed, row_source
 from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 
 __all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS", "Approximation",
-           "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
+           "LandmarkPasses", "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
            "blas_threads", "THREADED_BLOCK_FLOPS", "check_landmark_options", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
 
 APPROXIMATIONS = (None, "nystrom", "rff")
@@ -130,15 +131,16 @@ class LandmarkProblem(BaseProblem):
     #: of steps (measured: 22 steps, 60 passes, 1,000 x 7, m = 64)
     objective_floor = 1e-6
 
-    def __init__(self, X, gamma, kernel, n_threads, *, approximation):
+    def __init__(self, X, gamma, kernel, n_threads, *, passes):
         super().__init__(X, gamma, kernel, n_threads)
         self._X64 = X         # passes cast X block by block; never a whole copy
-        self.approx = approximation
+        self.passes = passes
+        self.approx = approximation = passes.approximation
         #: the precision of the landmark passes (the approximation's, else X's)
         self.pass_dtype = approximation.compute_dtype(X)
         self.structure = GammaStructure(gamma)
         self.rows = row_source(X, approximation.block_rows)
-        self.index = approximation.index
+        self.index = passes.index
         self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
 
@@ -148,9 +150,9 @@ class LandmarkProblem(BaseProblem):
             return
         a = self.approx
         Z = self.rows.project(W, np.float64)
-        self.index = select_landmarks(Z, min(a.m, self.X.shape[0]), method=a.method,
+        self.index = select_landmarks(Z, min(a.n_landmarks, self.X.shape[0]), method=a.method,
                                       kernel=self.kernel, random_state=a.random_state)
-        a.index = self.index
+        self.passes.index = self.index
         self.XL = self.rows.take(self.index)
 
     def _factors(self, W):
@@ -177,7 +179,7 @@ class LandmarkProblem(BaseProblem):
         threaded BLAS on busy cores was measured 10x slower (digits, m = 200:
         2.3 s against 0.25 s a pass)."""
         n, d = self.X.shape
-        m = self.approx.m if isinstance(self.approx.m, int) else 1
+        m = self.approx.n_landmarks if isinstance(self.approx.n_landmarks, int) else 1
         big = min(n, rows_per_block(d, self.approx.block_rows, m)) * d * m > THREADED_BLOCK_FLOPS
         with blas_threads(False):       # m x m algebra: K_mm and its pseudo-inverse
             factors = self._factors(W)
@@ -265,7 +267,7 @@ class LandmarkProblem(BaseProblem):
         the solver weighs matrix-free steps by them. Landmarks: the
         approximation's m (256 while "auto" has not chosen), one factor per
         kernel member."""
-        m = self.approx.m if isinstance(self.approx.m, int) else 256
+        m = self.approx.n_landmarks if isinstance(self.approx.n_landmarks, int) else 256
         m *= len(list(self.kernel.members()))
         st = self.structure
         n, d = self.X.shape
@@ -316,7 +318,7 @@ def landmark_step_costs(n, d, q, m, k, *, groups, classes=True):
     eigendecomposition of the d x d Phi, counted as 4 d^3 (LAPACK's eigh on one
     thread measured 0.26 s at d = 2,048, about 4 d^3 at the float32 GEMM rate):
     no panel amortises it here. The solver's choice of Phi solver and the
-    "auto" landmark budget (:mod:`ikdr.solver.cost`) both read it."""
+    "auto" landmark budget (:mod:`ikdr.reduction.cost`) both read it."""
     shape = dict(groups=groups, classes=classes)
     factor = EIGH_FLOPS * float(m) ** 3
     return (pass_flops(n, d, q, m, dense=True, **shape) + 4.0 * d ** 3 + factor,
@@ -340,34 +342,47 @@ def check_n_landmarks(n_landmarks, n_samples=None):
     return m
 
 
+@dataclass(frozen=True, eq=False)
 class Approximation:
-    """Settings of a landmark or random-feature approximation, handed to
-    :func:`ikdr.ism` as ``approximation=`` (the solver's hook).
+    """Settings of a landmark or random-feature approximation: what
+    :func:`ikdr.ism` takes as ``approximation=``, and what
+    :func:`ikdr.passes.resolve` builds the landmark provider
+    (:class:`LandmarkPasses`) from. Frozen: a fit with other settings derives
+    them with :func:`dataclasses.replace`.
 
     Parameters
     ----------
     kind : {"nystrom", "rff"}
-    n_landmarks : int
-        m landmarks (Nystrom) or D random features (rff).
+    n_landmarks : int or "auto"
+        m landmarks (Nystrom) or D random features (rff); "auto" only where a
+        caller grows m itself (:func:`ikdr.reduction.approximate.approximate_ism`).
     method : {"uniform", "kmeans++", "leverage"}
     dtype : numpy dtype or None
         Precision of the block products (None: float32 for float32 X, else float64).
-    random_state, block_rows
+    random_state : int, RandomState or None
+        Seeds the landmarks (or the random features).
+    block_rows : int or None
+        Rows per block of the passes.
+    index : ndarray of int or None
+        Fixed landmark rows; None: chosen on XW at the first W a fit evaluates.
     """
 
-    def __init__(self, kind="nystrom", n_landmarks=256, *, method=DEFAULT_LANDMARK_METHOD,
-                 dtype=None, random_state=None, block_rows=None):
-        if kind not in ("nystrom", "rff"):
-            raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {kind!r}")
-        if method not in LANDMARK_METHODS:
-            raise ValueError(f"landmark method must be one of {LANDMARK_METHODS}, got {method!r}")
-        self.kind = kind
-        self.m = check_n_landmarks(n_landmarks)
-        self.method = method
-        self.dtype = dtype
-        self.random_state = random_state
-        self.block_rows = block_rows
-        self.index = None
+    kind: str = "nystrom"
+    n_landmarks: int | str = 256
+    method: str = DEFAULT_LANDMARK_METHOD
+    dtype: Any = None
+    random_state: RandomStateLike = None
+    block_rows: int | None = None
+    index: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("nystrom", "rff"):
+            raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {self.kind!r}")
+        if self.method not in LANDMARK_METHODS:
+            raise ValueError(f"landmark method must be one of {LANDMARK_METHODS}, got "
+                             f"{self.method!r}")
+        # frozen: the checked value is set through object.__setattr__
+        object.__setattr__(self, "n_landmarks", check_n_landmarks(self.n_landmarks))
 
     def compute_dtype(self, X):
         if self.dtype is not None:
@@ -378,23 +393,37 @@ class Approximation:
         """(omega, offset) of the random features in the q-dimensional projected space,
         drawn once per problem from ``random_state`` (omega unscaled: divided by sigma)."""
         rng = check_random_state(self.random_state)
-        return rng.standard_normal((q, self.m)), rng.uniform(0, 2 * np.pi, self.m)
+        m = self.n_landmarks
+        return rng.standard_normal((q, m)), rng.uniform(0, 2 * np.pi, m)
 
-    # -- the solver's hook ------------------------------------------------------
+
+class LandmarkPasses:
+    """The W-step's landmark provider (``check_data``, ``fit_kernel``, ``problem``,
+    as the exact and Dask providers), built by :func:`ikdr.passes.resolve` from
+    an :class:`Approximation`. ``index``: the landmark rows, chosen by the
+    first problem that needs them and kept for the provider's later problems
+    (the W-steps of a clustering alternation share them)."""
+
+    name = "landmarks"
+
+    def __init__(self, approximation: Approximation) -> None:
+        self.approximation = approximation
+        self.index = approximation.index
+
     def check_data(self, X: Any) -> Any:
         """X by row blocks (an ndarray or memmap, never copied whole), or on its
         cluster (a row-chunked dask array: the passes map over its chunks)."""
         if is_distributed(X):
             return as_data(X)
-        return check_rows(X, block_rows=self.block_rows)
+        return check_rows(X, block_rows=self.approximation.block_rows)
 
     def fit_kernel(self, kernel: Kernel, X: Any, random_state: RandomStateLike = None) -> Kernel:
         return fit_kernel_on_rows(kernel, X, random_state)
 
     def problem(self, X: Any, gamma: Gamma, kernel: Kernel,
                 n_threads: int | None) -> LandmarkProblem:
-        check_kernel_approximable(kernel, self.kind)
-        return LandmarkProblem(X, gamma, kernel, n_threads, approximation=self)
+        check_kernel_approximable(kernel, self.approximation.kind)
+        return LandmarkProblem(X, gamma, kernel, n_threads, passes=self)
 
 
 def check_landmark_options(estimator, n, kernel):

@@ -188,13 +188,14 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
         not below a relative gradient of 1e-8, where the combination is
         dominated by rounding. ``None``: the papers' plain step throughout.
     approximation : ikdr.passes.landmarks.Approximation or None, default=None
-        Landmark (Nystrom) or random-feature passes (:mod:`ikdr.passes.landmarks`):
-        the driver runs unchanged on its
-        :class:`ikdr.passes.landmarks.LandmarkProblem`, whose every Phi, Phi-product
-        and objective costs O(n d m) (X read in row blocks, never copied).
-        Use :func:`ikdr.solver.approximate.approximate_ism` or the estimators'
-        ``approximation`` parameter rather than building it by hand.
-        A row-chunked ``dask.array.Array`` X gets the Dask provider
+        Landmark (Nystrom) or random-feature settings (:mod:`ikdr.passes.landmarks`,
+        e.g. ``Approximation("nystrom", 256, random_state=0)``): the driver
+        runs unchanged on the landmark problem
+        (:class:`ikdr.passes.landmarks.LandmarkProblem`), whose every Phi,
+        Phi-product and objective costs O(n d m) (X read in row blocks, never
+        copied). The "auto" landmark count and the exact polish are
+        :func:`ikdr.reduction.approximate.approximate_ism` and the estimators'
+        ``approximation`` parameter. A row-chunked ``dask.array.Array`` X gets the Dask provider
         (:class:`ikdr.distributed.DaskPasses`): every pass runs as Dask tasks on
         block pairs (:class:`ikdr.distributed.DaskProblem`) while W, the
         eigenproblems and the trust region stay here (:doc:`/distributed`).

@@ -1,7 +1,6 @@
 """Supervised interpretable kernel dimension reduction (ISM estimator)."""
 from __future__ import annotations
 
-from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,12 +19,11 @@ from .._utils.validation import NewParametersOnLoad, check_positive, keep_state_
 from ..gamma import supervised_gamma
 from ..kernels import (MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel, median_sigma,
                        separation_sigma)
-from ..passes import MEMORY, fit_data, project_data, resolve
+from ..passes import MEMORY, Approximation, fit_data, project_data, resolve
 from ..passes.dask_data import take_columns
-from ..passes.landmarks import Approximation
-from ..solver.approximate import LandmarkOptions, approximate_ism
 from ..solver.driver import choose_n_components, solve_ism
 from ..solver.options import ISMOptions
+from .approximate import LandmarkOptions, approximate_ism
 from .screen import SCREEN_ROWS, moment_screen, screen_bytes
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
@@ -205,7 +203,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         sin = 0.01 (largest principal angle); at 2,048 landmarks (or n) it
         stops and warns (``ConvergenceWarning``) with its last estimate. The
         m used is ``n_landmarks_``. For Nystrom, "auto" weighs flops
-        (:mod:`ikdr.solver.cost`): it runs the exact passes when they are
+        (:mod:`ikdr.reduction.cost`): it runs the exact passes when they are
         cheaper than the landmark fits, and finishes with exact passes where
         the next doubling would cost more than an exact fit
         (``approximation_``, ``approximation_reason_``).
@@ -266,7 +264,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     approximation_ : {None, "nystrom", "rff"}
         The passes that gave ``components_``: None when they were exact, either
         because ``approximation=None`` or because the cost model of
-        ``n_landmarks="auto"`` (:mod:`ikdr.solver.cost`) found them cheaper.
+        ``n_landmarks="auto"`` (:mod:`ikdr.reduction.cost`) found them cheaper.
     approximation_reason_ : str
         Why those passes: the cost model's comparison (flops of an exact fit
         and of the landmark fits), the landmarks given, or "approximation=None".
@@ -490,18 +488,13 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
                 work = X.astype(check_dtype(self.dtype), copy=False)
                 result = solve_ism(resolve(work), work, gamma, kernel, options, W0=W0)
                 return result, (None, None, "approximation=None: exact passes")
-            if q is None:
-                # the landmark fits grow m from a fixed q: choose it once, from the
-                # landmark Phi_0
-                phi0 = Approximation(approx, 1).problem(X, gamma, kernel, None).phi0()
-                options = replace(options, n_components=choose_n_components(
-                    np.linalg.eigvalsh(phi0), minimum=minimum))
             # the landmark fits certify only their gradient; ``certify`` and ``gtol``
             # apply to the exact polish (approximate_ism)
-            landmarks = LandmarkOptions(approx, self.n_landmarks, polish=bool(self.polish),
-                                        dtype=_approx_dtype(X, self.dtype))
-            result, info = approximate_ism(X, gamma, kernel, options, landmarks, W0=W0,
-                                           exact_passes=lambda dtype: resolve(X, dtype=dtype))
+            settings = Approximation(approx, self.n_landmarks, random_state=self.random_state,
+                                     dtype=_approx_dtype(X, self.dtype))
+            result, info = approximate_ism(X, gamma, kernel, options,
+                                           LandmarkOptions(settings, polish=bool(self.polish)),
+                                           W0=W0)
             report.line(f"[ISM] passes: {info['choice']}")
         return result, (info["n_landmarks"], info["approximation"], info["choice"])
 

@@ -1,28 +1,29 @@
 r"""ISM on landmarks or random features: the "auto" landmark count and the exact polish.
 
 :func:`approximate_ism` runs the one driver (:func:`ikdr.solver.driver.solve_ism`)
-on the landmark provider (:class:`ikdr.passes.landmarks.Approximation`), lets
-the "auto" rule (:func:`ikdr.passes.landmarks.auto_landmarks`) double the
-landmarks, warm-starting each fit from the last, and optionally polishes the
-answer with exact passes.
+on landmark providers (:func:`ikdr.passes.resolve` of an
+:class:`~ikdr.passes.landmarks.Approximation`), lets the "auto" rule
+(:func:`ikdr.passes.landmarks.auto_landmarks`) double the landmarks,
+warm-starting each fit from the last, weighs exact passes against landmark
+passes (:mod:`ikdr.reduction.cost`) and optionally polishes the answer with
+exact passes. It is an algorithm over several providers, so it sits above
+the solver, which receives one provider per fit.
 """
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._config import single_threaded_blas
 from ..kernels import make_kernel
-from ..passes.exact import ExactPasses
-from ..passes.factors import DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable
-from ..passes.landmarks import (AUTO_MAX, AUTO_START, AUTO_TOL, RFF_DEFAULT, Approximation,
-                                auto_landmarks, check_n_landmarks)
+from ..passes import (AUTO_MAX, AUTO_START, AUTO_TOL, RFF_DEFAULT, Approximation, auto_landmarks,
+                      check_kernel_approximable, resolve)
+from ..solver.driver import ISMResult, choose_n_components, solve_ism
+from ..solver.options import ISMOptions
 from .cost import LandmarkBudget
-from .driver import solve_ism
-from .options import ISMOptions
 
 __all__ = ["approximate_ism", "LandmarkOptions", "APPROX_GTOL", "APPROX_WARN_GTOL"]
 
@@ -32,89 +33,77 @@ APPROX_GTOL = 1e-4
 APPROX_WARN_GTOL = 1e-2
 
 
+def _auto_landmarks():
+    return Approximation("nystrom", "auto")
+
+
 @dataclass(frozen=True)
 class LandmarkOptions:
-    """How :func:`approximate_ism` approximates: the estimators' ``approximation``,
-    ``n_landmarks``, ``polish`` and the "auto" rule's settings.
+    """How :func:`approximate_ism` approximates: the landmark settings, the
+    polish and the "auto" rule's.
 
     Parameters
     ----------
-    approximation : {"nystrom", "rff"}, default="nystrom"
-    n_landmarks : "auto" or int, default="auto"
-        m landmarks (Nystrom) or random features (rff).
-    method : {"uniform", "kmeans++", "leverage"}
-        How the landmarks are drawn (:func:`ikdr.passes.factors.select_landmarks`).
+    approximation : Approximation, default=Approximation("nystrom", "auto")
+        Kind, m (``n_landmarks``: an int, or "auto"), landmark method, precision,
+        seed and row blocks of the landmark passes; each fit derives its own
+        from it with :func:`dataclasses.replace`.
     polish : bool, default=False
         Continue from the approximate fixed point with exact passes.
-    dtype : numpy.float64, numpy.float32 or None
-        Precision of the landmark passes (None: X's own).
-    block_rows : int or None
-        Rows per block of the landmark passes.
     auto_tol, auto_max : float, int
-        The "auto" rule's tolerance (sine of the largest principal angle) and budget.
+        The "auto" rule's tolerance (sine of the largest principal angle
+        between successive fits) and budget of landmarks.
     weigh_cost : bool, default=True
-        For Nystrom, let the cost model (:mod:`ikdr.solver.cost`) choose exact passes.
+        For Nystrom, let the cost model (:mod:`ikdr.reduction.cost`) choose
+        exact passes where they are cheaper.
     """
 
-    approximation: str = "nystrom"
-    n_landmarks: int | str = "auto"
-    method: str = DEFAULT_LANDMARK_METHOD
+    approximation: Approximation = field(default_factory=_auto_landmarks)
     polish: bool = False
-    dtype: object = None
-    block_rows: int | None = None
     auto_tol: float = AUTO_TOL
     auto_max: int = AUTO_MAX
     weigh_cost: bool = True
 
-    def __post_init__(self) -> None:
-        if self.approximation not in ("nystrom", "rff"):
-            raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got "
-                             f"{self.approximation!r}")
-        if self.method not in LANDMARK_METHODS:
-            raise ValueError(f"landmark method must be one of {LANDMARK_METHODS}, got "
-                             f"{self.method!r}")
-        object.__setattr__(self, "n_landmarks", check_n_landmarks(self.n_landmarks))
-
 
 def approximate_ism(X, gamma, kernel, options: ISMOptions,
-                    landmarks: LandmarkOptions = LandmarkOptions(), *, W0=None,
-                    exact_passes=ExactPasses):
+                    landmarks: LandmarkOptions | None = None, *, W0=None) -> tuple[ISMResult, dict]:
     r"""ISM on a landmark (or random-feature) approximation, with the "auto" rule
     and the optional exact polish.
 
     ``options`` are those of the exact fits (the polish, and every fit whose
-    landmarks are all the samples); the landmark fits derive theirs from them:
-    they certify their gradient only (a Hessian estimate of the approximate
-    objective would cost tens of passes and certify the wrong problem), stop
-    their trust region at the relative gradient :data:`APPROX_GTOL` (below it
-    the landmark error dominates: Phi of the approximate problem is the
-    landmark form of the exact Phi, not the exact gradient of the approximate
-    objective, so the gradient rule can stall there by design) and do not
-    warn (the "auto" rule reports the approximation's error instead).
-    ``options.n_components`` must be given. ``options.random_state`` also
-    seeds the landmarks.
+    landmarks are all the samples); the landmark fits derive theirs from them
+    (:func:`dataclasses.replace`): they certify their gradient only (a Hessian
+    estimate of the approximate objective would cost tens of passes and
+    certify the wrong problem), stop their trust region at the relative
+    gradient :data:`APPROX_GTOL` (below it the landmark error dominates: Phi of
+    the approximate problem is the landmark form of the exact Phi, not the
+    exact gradient of the approximate objective, so the gradient rule can
+    stall there by design) and do not warn (the "auto" rule reports the
+    approximation's error instead). ``options.n_components=None``: q by the
+    largest eigengap of :math:`\Phi_0`, which one landmark gives exactly (every
+    kernel matrix is constant at W = 0), at least ``options.min_components``.
 
-    ``landmarks.n_landmarks="auto"`` starts at :data:`AUTO_START` landmarks
-    (Nystrom) or :data:`RFF_DEFAULT` features (rff) and doubles m,
-    warm-starting each fit from the last, until the sine of the largest
-    principal angle between two successive fits is below ``auto_tol``; it
-    stops at ``min(n, auto_max)`` and then warns (``ConvergenceWarning``) with
-    its last estimate. m = n (every sample a landmark) is the exact kernel:
-    that fit runs the exact passes rather than the landmark form, whose
-    pseudo-inverse of the n x n kernel matrix would only add its rounding, and
-    needs no warning.
+    ``n_landmarks="auto"`` starts at :data:`~ikdr.passes.landmarks.AUTO_START`
+    landmarks (Nystrom) or :data:`~ikdr.passes.landmarks.RFF_DEFAULT` features
+    (rff) and doubles m, warm-starting each fit from the last, until the sine
+    of the largest principal angle between two successive fits is below
+    ``auto_tol``; it stops at ``min(n, auto_max)`` and then warns
+    (``ConvergenceWarning``) with its last estimate. m = n (every sample a
+    landmark) is the exact kernel: that fit runs the exact passes rather than
+    the landmark form, whose pseudo-inverse of the n x n kernel matrix would
+    only add its rounding, and needs no warning.
 
-    For Nystrom, "auto" also weighs the cost (:mod:`ikdr.solver.cost`;
+    For Nystrom, "auto" also weighs the cost (:mod:`ikdr.reduction.cost`;
     ``weigh_cost=False`` grows the landmarks without it): it runs the exact
     passes from the start when an exact fit costs no more than the shortest
     landmark sequence, and stops doubling, finishing with exact passes
     warm-started from the last landmark fit, where the next landmark fit would
     cost more than an exact one. ``info["choice"]`` says which and why.
 
-    ``landmarks.polish=True`` continues from the approximate fixed point with
-    exact passes: the exact answer in fewer exact passes than a cold start.
-    ``exact_passes(dtype)`` makes the exact provider of those fits (in memory
-    by default; the caller's :func:`ikdr.passes.resolve` for rows elsewhere).
+    ``polish=True`` continues from the approximate fixed point with exact
+    passes: the exact answer in fewer exact passes than a cold start. Every
+    provider, landmark or exact, comes from :func:`ikdr.passes.resolve`, so
+    rows on a Dask cluster stay there.
 
     Returns
     -------
@@ -124,24 +113,25 @@ def approximate_ism(X, gamma, kernel, options: ISMOptions,
         ``choice`` (why), ``auto`` (list of (m, sin change)),
         ``approximate_result`` (the approximate fit), ``index`` (landmark rows).
     """
-    n, kind, q = X.shape[0], landmarks.approximation, options.n_components
+    landmarks = LandmarkOptions() if landmarks is None else landmarks
+    settings = landmarks.approximation
+    n, kind, m = X.shape[0], settings.kind, settings.n_landmarks
     kernel = make_kernel(kernel)
     check_kernel_approximable(kernel, kind)
-    approximate = replace(options, certify=False, gtol=APPROX_GTOL, warn=False)
-    m = landmarks.n_landmarks
     if isinstance(m, int) and kind == "nystrom" and m > n:
         raise ValueError(f"n_landmarks={m} is larger than the number of samples n={n}")
+    if options.n_components is None:
+        options = replace(options, n_components=_components(X, gamma, kernel, options, settings))
+    approximate = replace(options, certify=False, gtol=APPROX_GTOL, warn=False)
 
     def fit(m, start):
         """(result, landmark rows) of the fit with m landmarks or features."""
         if kind == "nystrom" and m == n:
             # every sample a landmark, or the cost model's choice: an exact fit
             # with the exact options
-            return solve_ism(exact_passes(landmarks.dtype), X, gamma, kernel, options,
+            return solve_ism(resolve(X, dtype=settings.dtype), X, gamma, kernel, options,
                              W0=start), np.arange(n)
-        provider = Approximation(kind, m, method=landmarks.method, dtype=landmarks.dtype,
-                                 random_state=options.random_state,
-                                 block_rows=landmarks.block_rows)
+        provider = resolve(X, replace(settings, n_landmarks=m))
         # The solver's d x d algebra (eigh, trust region) on one BLAS thread: OpenBLAS's
         # threaded dsyevr collapses on busy cores (784 x 784: 7.9 s against about
         # 0.3 s); the passes raise it again for their large block products.
@@ -153,7 +143,7 @@ def approximate_ism(X, gamma, kernel, options: ISMOptions,
         result, index = fit(m, W0)
         trail, choice = [], f"{kind}: n_landmarks={m} as given"
     elif kind == "nystrom":
-        budget = _budget(X, gamma, q) if landmarks.weigh_cost else None
+        budget = _budget(X, gamma, options.n_components) if landmarks.weigh_cost else None
         result, index, m, trail, choice = _auto_nystrom(fit, n, budget, landmarks.auto_tol,
                                                         landmarks.auto_max, W0)
     else:
@@ -179,9 +169,19 @@ def approximate_ism(X, gamma, kernel, options: ISMOptions,
     if landmarks.polish and not exact:
         # an array or memmap as one ndarray; rows on a cluster stay there
         rows = np.asarray(X, dtype=X.dtype) if isinstance(X, np.ndarray) else X
-        result = solve_ism(exact_passes(None), rows, gamma, kernel, options,
-                           W0=result.components)
+        result = solve_ism(resolve(rows), rows, gamma, kernel, options, W0=result.components)
     return result, info
+
+
+def _components(X, gamma, kernel, options, settings):
+    """q by the largest eigengap of Phi_0 of the landmark problem (one landmark
+    reproduces Phi_0 exactly), at least ``options.min_components``: the landmark
+    fits grow m from a fixed q."""
+    provider = resolve(X, replace(settings, n_landmarks=1))
+    if not kernel.is_resolved:
+        kernel = provider.fit_kernel(kernel, X, random_state=options.random_state)
+    phi0 = provider.problem(X, gamma, kernel, options.n_threads).phi0()
+    return choose_n_components(np.linalg.eigvalsh(phi0), minimum=options.min_components)
 
 
 def _budget(X, gamma, q):
