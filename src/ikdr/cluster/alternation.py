@@ -230,7 +230,7 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
     r""":func:`alternate` on a resolved clustering side (``side``: the exact,
     landmark or Dask side of :func:`ikdr.passes.resolve_clustering`). The loop
     sees the data only through the side: its U-step (``embed``), the points
-    XW (``points``), the W-step's provider (``ism_passes``) and
+    XW (``points``), the W-step's provider (``w_step_provider``) and
     :math:`\Phi_0` (``phi0``). See :func:`alternate` for the parameters."""
     t0 = time.perf_counter()
     affinity = kernel if affinity is None else affinity
@@ -240,7 +240,7 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
     U, vals, deg = side.embed(first, affinity, n_clusters, random_state=random_state,
                               n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
-    passes = side.ism_passes(X.shape[0])
+    provider = side.w_step_provider(X.shape[0])
     if n_components is None:
         phi0 = side.phi0(X, gamma, kernel)
         q = default_n_components(np.linalg.eigvalsh(phi0), n_clusters, d, alternative=alternative,
@@ -260,7 +260,7 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
                          phi_solver=side.phi_solver, callback=inner, n_threads=n_threads,
                          random_state=random_state)
     for it in range(1, max_iter + 1):
-        result = solve_ism(passes, X, gamma, kernel, options, W0=W)
+        result = solve_ism(provider, X, gamma, kernel, options, W0=W)
         W_new = result.components
         q = W_new.shape[1]
         Z = side.points(X, W_new)

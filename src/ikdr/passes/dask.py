@@ -193,9 +193,9 @@ class Projected(MatrixFreePoints):
 
 
 class ClusteringPasses:
-    """The distributed side of the clustering alternation (ISMClustering,
+    """The distributed provider of the clustering alternation (ISMClustering,
     SemiSupervisedISM, KDAC, :func:`ikdr.alternate`): the shape of
-    :class:`ikdr.passes.landmark_clustering.ClusteringLandmarks` (``embed``, ``ism_passes``,
+    :class:`ikdr.passes.landmark_clustering.ClusteringLandmarks` (``embed``, ``w_step_provider``,
     ``phi0``, ``quadratic_trace``, ``n_landmarks``) plus ``points``. The
     U-step's Lanczos / LOBPCG products and degrees and the W-step's passes run
     as block-pair tasks; the n x k embedding U, the k x k eigenproblems and W
@@ -229,7 +229,7 @@ class ClusteringPasses:
             Z = Projected(Z, None)
         return spectral_embedding(Z, affinity, n_clusters, **options)
 
-    def ism_passes(self, n):
+    def w_step_provider(self, n):
         """The W-step's provider: the Dask passes."""
         return DaskPasses()
 

@@ -3,7 +3,7 @@ r"""The exact passes in memory: every n^2 pass by the fused C++ products.
 :class:`ExactPasses` is the W-step's provider (the same three methods as the
 landmark and Dask providers: ``check_data``, ``fit_kernel``, ``problem``) and
 :class:`ExactProblem` its problem;
-:class:`ExactClustering` is the clustering alternation's side (the U-step's
+:class:`ExactClustering` is the clustering alternation's provider (the U-step's
 points and embedding, :math:`\Phi_0` and the paradigms' traces). Both are
 made by :func:`ikdr.passes.resolve` when X is an in-memory array and no
 approximation is asked for.
@@ -102,7 +102,7 @@ class ExactPasses:
 
 
 class ExactClustering:
-    """The exact side of the clustering alternation: U-steps by
+    """The exact provider of the clustering alternation: U-steps by
     :func:`ikdr.spectral.spectral_embedding` on the points XW in memory,
     W-steps by :class:`ExactPasses`."""
 
@@ -113,7 +113,7 @@ class ExactClustering:
     phi_solver = "auto"
 
     def __init__(self, dtype=None):
-        self.passes = ExactPasses(dtype)
+        self.provider = ExactPasses(dtype)
 
     @staticmethod
     def prepare(X):
@@ -132,9 +132,9 @@ class ExactClustering:
         """:func:`ikdr.spectral.spectral_embedding` of the points Z."""
         return spectral_embedding(Z, affinity, n_clusters, **options)
 
-    def ism_passes(self, n):
+    def w_step_provider(self, n):
         """The W-step's provider."""
-        return self.passes
+        return self.provider
 
     @staticmethod
     def phi0(X, gamma, kernel):

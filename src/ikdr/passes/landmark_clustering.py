@@ -1,9 +1,9 @@
-r"""The clustering side of the landmark passes: Nystrom U-steps and the W-step's landmarks.
+r"""The clustering provider of the landmark passes: Nystrom U-steps and the W-step's landmarks.
 
 The U-step of the alternation with m landmarks (Fowlkes, Belongie, Chung,
 Malik, TPAMI 2004): the top eigenvectors of the normalised kernel from the
 n x m columns :math:`C = K(Z, Z_L)` and :math:`K(Z_L, Z_L)`, :math:`O(n m^2)`,
-never n x n. :class:`ClusteringLandmarks` is the alternation's side object
+never n x n. :class:`ClusteringLandmarks` is the alternation's provider
 (the same shape as :class:`ikdr.passes.exact.ExactClustering` and
 :class:`ikdr.distributed.ClusteringPasses`).
 """
@@ -108,7 +108,7 @@ def _nystrom_embedding(Z, kernel, n_clusters, n_landmarks, normalize, method, ra
 
 
 class ClusteringLandmarks:
-    """The landmark side of the clustering alternation (ISMClustering,
+    """The landmark provider of the clustering alternation (ISMClustering,
     SemiSupervisedISM, KDAC): Nystrom U-steps (:func:`nystrom_spectral_embedding`),
     Nystrom W-steps (the :func:`ikdr.ism` hook) and the paradigms' extra traces,
     all with the same m. ``n_landmarks="auto"`` is resolved at the first U-step
@@ -161,9 +161,9 @@ class ClusteringLandmarks:
         """X unchanged: the landmark passes cast it block by block (a memmap is not copied)."""
         return X
 
-    points = staticmethod(points_in_memory)      # the same points as the exact side
+    points = staticmethod(points_in_memory)      # the same points as the exact provider
 
-    def ism_passes(self, n):
+    def w_step_provider(self, n):
         """The W-step's provider: landmark passes with this provider's m."""
         return LandmarkPasses(self.approximation(n))
 
@@ -174,11 +174,11 @@ class ClusteringLandmarks:
                              random_state=self.random_state)
 
     def phi0(self, X, gamma, kernel):
-        return self.ism_passes(X.shape[0]).problem(X, gamma, kernel, None).phi0()
+        return self.w_step_provider(X.shape[0]).problem(X, gamma, kernel, None).phi0()
 
     def quadratic_trace(self, Z, kernel, factor):
         r""":math:`\mathrm{Tr}(F^T K_Z F) \approx \mathrm{Tr}(F^T C S C^T F)` with the landmarks."""
         Zc = np.ascontiguousarray(Z)
         problem = LandmarkProblem(Zc, Gamma(factor), kernel, None,
-                                  passes=self.ism_passes(Z.shape[0]))
+                                  provider=self.w_step_provider(Z.shape[0]))
         return problem.objective(np.eye(Z.shape[1]))

@@ -131,16 +131,16 @@ class LandmarkProblem(BaseProblem):
     #: of steps (measured: 22 steps, 60 passes, 1,000 x 7, m = 64)
     objective_floor = 1e-6
 
-    def __init__(self, X, gamma, kernel, n_threads, *, passes):
+    def __init__(self, X, gamma, kernel, n_threads, *, provider):
         super().__init__(X, gamma, kernel, n_threads)
         self._X64 = X         # passes cast X block by block; never a whole copy
-        self.passes = passes
-        self.approx = approximation = passes.approximation
+        self.provider = provider
+        self.approx = approximation = provider.approximation
         #: the precision of the landmark passes (the approximation's, else X's)
         self.pass_dtype = approximation.compute_dtype(X)
         self.structure = GammaStructure(gamma)
         self.rows = row_source(X, approximation.block_rows)
-        self.index = passes.index
+        self.index = provider.index
         self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
 
@@ -152,7 +152,7 @@ class LandmarkProblem(BaseProblem):
         Z = self.rows.project(W, np.float64)
         self.index = select_landmarks(Z, min(a.n_landmarks, self.X.shape[0]), method=a.method,
                                       kernel=self.kernel, random_state=a.random_state)
-        self.passes.index = self.index
+        self.provider.index = self.index
         self.XL = self.rows.take(self.index)
 
     def _factors(self, W):
@@ -423,7 +423,7 @@ class LandmarkPasses:
     def problem(self, X: Any, gamma: Gamma, kernel: Kernel,
                 n_threads: int | None) -> LandmarkProblem:
         check_kernel_approximable(kernel, self.approximation.kind)
-        return LandmarkProblem(X, gamma, kernel, n_threads, passes=self)
+        return LandmarkProblem(X, gamma, kernel, n_threads, provider=self)
 
 
 def check_landmark_options(estimator, n, kernel):

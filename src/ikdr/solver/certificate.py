@@ -21,7 +21,7 @@ unconverged estimate never certifies.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -167,9 +167,6 @@ class ISMConvergence:
     def passes(self):
         """Every n^2 pass of the fit: Phi passes, objective-only passes, Hessian products."""
         return self.phi_evaluations + self.objective_evaluations + self.hessian_products
-
-    def as_dict(self):
-        return asdict(self)
 
 
 def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=None,
