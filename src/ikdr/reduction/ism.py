@@ -359,7 +359,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
                                      rules=("auto", "median", "separation"))
         # one entry check for every row source: in memory, row blocks (an
         # approximation; a memmap is never loaded whole) or a Dask cluster
-        X, y, rows = fit_data(self, X, y, approximation=self.approximation, kernel=kernel)
+        X, y, location = fit_data(self, X, y, approximation=self.approximation, kernel=kernel)
         y, target, gamma, classes = _target(y)
         d = X.shape[1]
         q_user = None if self.n_components is None else check_n_components(self.n_components, d)
@@ -375,7 +375,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
             start, q_user = order[:min(d, ALL_FEATURES)], q_user or minimum
 
         def fit_rows(features, W0):
-            fitted = self._fit_features(X, y, rows, gamma, target, features, q_user,
+            fitted = self._fit_features(X, y, location, gamma, target, features, q_user,
                                         min(minimum, features.size), W0)
             return fitted[0].components, fitted[0].kernel, fitted[0].eigenvalues, fitted
 
@@ -435,13 +435,13 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         everything = np.arange(d) if self.support == "all" else np.empty(0, np.intp)
         return everything, np.argsort(-marginal, kind="stable"), None
 
-    def _fit_features(self, X, y, rows, gamma, target, features, q, minimum, W0):
+    def _fit_features(self, X, y, location, gamma, target, features, q, minimum, W0):
         """The fit on every row of the columns ``features``: the bandwidth rule,
         then the solver; returns :meth:`_solve`'s pair."""
         X = take_columns(X, features)
         # the bandwidths are fitted on a seeded sample of rows unless X is in memory
-        index = None if rows == MEMORY else sample_index(X.shape[0], MEDIAN_SUBSAMPLE,
-                                                         self.random_state)
+        index = None if location == MEMORY else sample_index(X.shape[0], MEDIAN_SUBSAMPLE,
+                                                             self.random_state)
         kernel, q = self._kernel_and_q(X if index is None else rows_at(X, index),
                                        y if index is None else y[index], target, q, minimum)
         if W0 is not None and q is not None and W0.shape[1] != q:
