@@ -94,7 +94,7 @@ def phi0(kernel, X, gamma):
     return check_finite_result(0.5 * (out + out.T), f"Phi_0 of the kernel {kernel!r}")
 
 
-# ---------------------------------------------------------------- the solver's problem and hook
+# ---------------------------------------------------------------- the solver's problem and provider
 class DaskProblem(BaseProblem):
     """The solver's problem (:class:`ikdr.solver.problem.KernelProblem`) with every
     pass mapped over block pairs of a :class:`DaskData`: the trust region and

@@ -54,8 +54,8 @@ _MF_MAX_ITER = 60
 _BLOCK_RATE = 0.5
 
 # Coarse steps. A float64 problem's dense Phi pass made in float32
-# (``KernelProblem.coarse_phi``, exact passes only) costs half (it is a GEMM with the d columns
-# of X) and is accurate to about 1e-7 relative (the passes sum in float64);
+# (``KernelProblem.coarse_phi``, exact passes only) costs half (it is a GEMM
+# with the d columns of X) and is accurate to about 1e-7 relative (the passes sum in float64);
 # its top eigenvectors were measured within 2e-5 to 5e-5 (sine) of the exact
 # ones on 10,000 x 784 and 6e-6 on 10,000 x 64, where the q-th eigenvalue
 # lies in Phi's bulk (gap 1e-5 of the largest). A plain step far from the
