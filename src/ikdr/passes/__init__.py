@@ -22,6 +22,6 @@ from .factors import check_kernel_approximable
 from .landmarks import (AUTO_MAX, AUTO_START, AUTO_TOL, RFF_DEFAULT, Approximation, auto_landmarks,
                         landmark_step_costs)
 
-__all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS", "CLUSTER",
-           "Approximation", "auto_landmarks", "check_kernel_approximable", "landmark_step_costs",
-           "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
+__all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS",
+           "CLUSTER", "Approximation", "auto_landmarks", "check_kernel_approximable",
+           "landmark_step_costs", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]

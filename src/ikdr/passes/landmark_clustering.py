@@ -111,10 +111,11 @@ class ClusteringLandmarks:
     """The landmark provider of the clustering alternation (ISMClustering,
     SemiSupervisedISM, KDAC): Nystrom U-steps (:func:`nystrom_spectral_embedding`),
     Nystrom W-steps (a :class:`~ikdr.passes.landmarks.LandmarkPasses`) and the
-    paradigms' extra traces, all with the same m. ``n_landmarks="auto"`` is resolved at the first U-step
-    (on X): m doubles from :data:`AUTO_START` until the embedding's subspace
-    moves by less than :data:`AUTO_TOL` (``ikdr._utils.subspace.subspace_change``),
-    then stays fixed; the m used is ``n_landmarks``."""
+    paradigms' extra traces, all with the same m. ``n_landmarks="auto"`` is
+    resolved at the first U-step (on X): m doubles from :data:`AUTO_START`
+    until the embedding's subspace moves by less than :data:`AUTO_TOL`
+    (``ikdr._utils.subspace.subspace_change``), then stays fixed; the m used
+    is ``n_landmarks``."""
 
     def __init__(self, n_landmarks="auto", *, dtype=None, random_state=None,
                  method=DEFAULT_LANDMARK_METHOD):

@@ -82,9 +82,10 @@ from .problem import BaseProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 
-__all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS", "Approximation",
-           "LandmarkPasses", "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
-           "blas_threads", "THREADED_BLOCK_FLOPS", "check_landmark_options", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
+__all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS",
+           "Approximation", "LandmarkPasses", "LandmarkProblem", "auto_landmarks", "landmark_data",
+           "check_n_landmarks", "blas_threads", "THREADED_BLOCK_FLOPS", "check_landmark_options",
+           "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
 
 APPROXIMATIONS = (None, "nystrom", "rff")
 #: ``n_landmarks="auto"`` starts here and doubles ...
@@ -203,8 +204,8 @@ class LandmarkProblem(BaseProblem):
             self.X.dtype in (self.pass_dtype, np.dtype(np.float32))
         block_rows = native_block_rows(d, width, self.pass_dtype, self.approx.block_rows)
         if native:
-            first, first_args = native_first_sweep, (W, V, factors, dense, self.pass_dtype, block_rows,
-                                                     self.n_threads)
+            first, first_args = native_first_sweep, (W, V, factors, dense, self.pass_dtype,
+                                                     block_rows, self.n_threads)
         else:
             first, first_args = numpy_first_sweep, (W, V, factors, dense, self.pass_dtype)
         sums = self.rows.map_reduce(first, st.block, first_args, width=width, whole=whole)
@@ -232,8 +233,9 @@ class LandmarkProblem(BaseProblem):
             if native:
                 k = 0 if V is None else V.shape[1]
                 rhs = native_rhs(st, factors, sums, lap_weight, k, self.pass_dtype)
-                second, second_args = native_second_sweep, (W, V, factors, rhs, dense and need_second,
-                                                            self.pass_dtype, block_rows, self.n_threads)
+                second, second_args = native_second_sweep, (
+                    W, V, factors, rhs, dense and need_second, self.pass_dtype, block_rows,
+                    self.n_threads)
             else:
                 SPs = [f.core @ P for f, (P, _, _) in zip(factors, sums)]
                 second, second_args = numpy_second_sweep, (W, V, factors, [Q for _, _, Q in sums],

@@ -141,8 +141,9 @@ def _relative_change(new, old):
 
 
 # --------------------------------------------------------------------------
-def solve_ism(provider: Provider, X: ArrayLike, gamma: Gamma, kernel: KernelLike, options: ISMOptions, *,
-              W0: ArrayLike | None = None, stacklevel: int = 3) -> ISMResult:
+def solve_ism(provider: Provider, X: ArrayLike, gamma: Gamma, kernel: KernelLike,
+              options: ISMOptions, *, W0: ArrayLike | None = None,
+              stacklevel: int = 3) -> ISMResult:
     """:func:`ikdr.ism` on a resolved pass provider (the exact, landmark or Dask
     provider of :func:`ikdr.passes.resolve`) with checked ``options``.
 
