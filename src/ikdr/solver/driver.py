@@ -55,8 +55,7 @@ from .steps import (COARSE_STOP_TOL, SLOW_CONTRACTION, PlainStep, Point,
                     PassCosts, check_orthonormal_start, dense64, phi_mode)
 from .trust_region import TrustRegion, escape_saddle
 
-__all__ = ["solve_ism", "solve", "ISMResult", "ISMConvergence", "ISMOptions",
-           "choose_n_components"]
+__all__ = ["solve_ism", "solve", "ISMResult", "ISMConvergence", "choose_n_components"]
 
 
 @dataclass
@@ -75,7 +74,8 @@ class ISMResult:
     n_iter : int
         Iterations (plain and safeguarded) after the start.
     converged : bool
-        Whether the stopping rule was met before ``max_iter``.
+        Whether the certificate holds at W (``convergence.converged``): a
+        certified local maximum under the gradient rule.
     objective : float
         :math:`\\mathrm{Tr}(\\Gamma K_{XW})` at the returned W.
     history : list of dict
