@@ -39,6 +39,7 @@ from ..gamma import centered, clustering_gamma
 from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import solve_ism
+from ..solver.options import ISMOptions
 from ..spectral import (DENSE_MAX_N, affinity_embedding, auto_kernel, dense_step_bytes,
                         njw_labels, spectral_embedding, spectral_gap)
 from .alternation import default_n_components
@@ -273,11 +274,13 @@ class _Run:
         """One W-step (ISM on the paradigm's Gamma) and the U-step of the start's kind on
         XW; returns the new candidate and the ISM result."""
         o = self.options
-        result = solve_ism(self.side.ism_passes(self.Z.shape[0]), self.work, gamma, self.kernel,
-                           q, W0=W, max_iter=W_STEP_MAX_ITER, n_threads=o["n_threads"],
-                           random_state=o["random_state"], warn=False, certify=False,
-                           callback=o["callback"], phi_solver=self.side.phi_solver,
-                           eigen_solver=o["eigen_solver"])
+        # a short W-step by the papers' rule: the criterion judges the clusters it leads to
+        options = ISMOptions(n_components=q, criterion="eigenvalues", max_iter=W_STEP_MAX_ITER,
+                             n_threads=o["n_threads"], random_state=o["random_state"],
+                             warn=False, certify=False, callback=o["callback"],
+                             phi_solver=self.side.phi_solver, eigen_solver=o["eigen_solver"])
+        result = solve_ism(self.side.w_step_provider(self.Z.shape[0]), self.work, gamma,
+                           self.kernel, options, W0=W)
         ZW = np.ascontiguousarray(self.Z @ result.components)
         k = best.embedding.shape[1]
         if self.start.kind == "graph":
