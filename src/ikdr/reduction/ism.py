@@ -441,7 +441,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
             kept, scores = moment_screen(X if index is None else rows_at(X, index),
                                          y if index is None else y[index])
             return np.flatnonzero(kept > 0), np.argsort(-scores, kind="stable"), scores
-        marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
+        marginal = marginal_dependence(heldout.X, heldout.gamma())
         return np.empty(0, np.intp), np.argsort(-marginal, kind="stable"), None
 
     def _fit_features(self, X, y, location, gamma, target, features, q, minimum, W0, loose):

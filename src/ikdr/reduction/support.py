@@ -48,11 +48,12 @@ made once more on them, warm-started.
 
 **Marginal part.** A feature whose dependence is additive and even (a
 quadratic term) is not kept in the projection, whose single isotropic kernel
-it would blur; it still carries dependence. Its held-out marginal HSIC,
-:math:`m_j = \mathrm{Tr}(\Gamma_B K_j)` for a one-dimensional Gaussian
+it would blur; it still carries dependence. Its marginal HSIC,
+:math:`m_j = \mathrm{Tr}(\Gamma K_j)` for a one-dimensional Gaussian
 :math:`K_j` on feature j (median bandwidth), less its expectation under
-independence, measures that. Since HSIC is linear in the kernel, the
-importance of feature j,
+independence, measures that; nothing is fitted for it, so it is measured on
+all the selection rows (held out for it all alike). Since HSIC is linear in the
+kernel, the importance of feature j,
 
 .. math:: \mathrm{imp}_j \propto \max(0,\; \ell_j + m_j),
 
@@ -123,6 +124,12 @@ class HeldOutRows:
             first, second = np.sort(order[:n // 2]), np.sort(order[n // 2:])
         self.folds = ((first, second), (second, first))
         self._gammas = {}
+
+    def gamma(self):
+        """:math:`\Gamma` of all the selection rows."""
+        if "all" not in self._gammas:
+            self._gammas["all"] = supervised_gamma(self.y, target=self.target)[0]
+        return self._gammas["all"]
 
     def test_gamma(self, fold):
         """:math:`\\Gamma` of the held-out half of ``fold`` (0 or 1)."""
@@ -287,7 +294,7 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
     varies = hi > lo
     width = np.where(varies, (hi - lo) / bins, 1.0)
     index = np.minimum(((X - lo) / width).astype(np.intp), bins - 1)       # n x d
-    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, 4000)))
+    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, 2000)))
     pairs = pairs[:, pairs[0] != pairs[1]]
     gaps = np.abs(X[pairs[0]] - X[pairs[1]])
     sigma = np.median(gaps, axis=0)
@@ -321,11 +328,11 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
 
 def heldout_importances(losses: np.ndarray, rows: HeldOutRows) -> np.ndarray:
     r"""``feature_importances_``: :math:`\max(0, \ell_j + m_j)` normalised to sum 1
-    (module docstring); ``losses`` are the :math:`\ell_j` summed over both halves,
-    the marginal part :math:`m_j` is measured here on both held-out halves. All
-    zeros when no feature carries held-out dependence."""
-    marginal = sum(marginal_dependence(rows.X[test], rows.test_gamma(fold))
-                   for fold, (_, test) in enumerate(rows.folds))
+    (module docstring); ``losses`` are the :math:`\ell_j` summed over both halves.
+    The marginal part :math:`m_j` fits nothing, so every selection row is held out
+    for it: it is measured once on all of them. All zeros when no feature carries
+    held-out dependence."""
+    marginal = marginal_dependence(rows.X, rows.gamma())
     total = np.maximum(np.asarray(losses, dtype=np.float64) + marginal, 0.0)
     norm = total.sum()
     return total / norm if norm > 0 else total
