@@ -126,7 +126,7 @@ class HeldOutRows:
         self._gammas = {}
 
     def gamma(self):
-        """:math:`\Gamma` of all the selection rows."""
+        r""":math:`\Gamma` of all the selection rows."""
         if "all" not in self._gammas:
             self._gammas["all"] = supervised_gamma(self.y, target=self.target)[0]
         return self._gammas["all"]
