@@ -341,6 +341,84 @@ def test_short_modules_and_functions(module):
     assert long == [], f"{module}: functions longer than {max_function} lines"
 
 
+def _parameter_limit():
+    text = _rule("Short parameter lists")
+    return int(re.search(r"takes more than ([\d,]+) parameters", text).group(1).replace(",", ""))
+
+
+def _exported(tree):
+    """The names of a module's ``__all__`` (empty when it has none)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
+                                                for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def _estimators():
+    """Names of the classes deriving from scikit-learn's BaseEstimator, over the source."""
+    bases = {node.name: {ast.unparse(b).split(".")[-1] for b in node.bases}
+             for tree in TREES.values() for node in ast.walk(tree)
+             if isinstance(node, ast.ClassDef)}
+    found = {"BaseEstimator"}
+    while True:
+        more = {name for name, of in bases.items() if of & found} - found
+        if not more:
+            return found - {"BaseEstimator"}
+        found |= more
+
+
+def _parameters(function, in_class):
+    """The parameters a caller passes: positional, keyword-only, ``*args`` and
+    ``**kwargs``; not a method's ``self`` or ``cls``."""
+    args = function.args
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    if in_class and names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return names
+
+
+def _functions(tree, estimators):
+    """(qualified name, node, within a class, public) of every function of a module:
+    public when named in its module's ``__all__``, a method not private of a class
+    so named, or an estimator's ``__init__``; nested functions are internal."""
+    exported, found = _exported(tree), []
+
+    def visit(node, prefix, cls, public):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                top = not prefix
+                is_public = (child.name in exported if top else
+                             public and cls is not None and not _private(child.name))
+                if cls in estimators and child.name == "__init__":
+                    is_public = True
+                found.append((name, child, cls is not None, is_public))
+                visit(child, name + ".", None, False)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".", child.name,
+                      (not prefix and child.name in exported) or (public and bool(prefix)))
+            else:
+                visit(child, prefix, cls, public)
+
+    visit(tree, "", None, False)
+    return found
+
+
+def test_short_parameter_lists():
+    limit = _parameter_limit()
+    estimators = _estimators()
+    assert {"ISM", "ISMClustering", "KDAC", "KernelSVD"} <= estimators
+    functions = {m: _functions(tree, estimators) for m, tree in TREES.items()}
+    public = {f"{m}.{name}" for m, found in functions.items() for name, _, _, p in found if p}
+    assert {"ikdr.reduction.function.ism", "ikdr.reduction.ism.ISM.__init__"} <= public
+    long = [f"{m}:{node.lineno} {name} ({len(_parameters(node, in_class))} parameters)"
+            for m, found in functions.items() for name, node, in_class, is_public in found
+            if not is_public and len(_parameters(node, in_class)) > limit]
+    assert long == [], f"internal functions with more than {limit} parameters: {long}"
+
+
 #: the page's rules (their keys) and the test of each
 RULES = {
     "No cycle": test_no_cycle,
@@ -349,6 +427,7 @@ RULES = {
     "Kernels answer for themselves": test_kernels_answer_for_themselves,
     "Providers come from resolve": test_providers_come_from_resolve,
     "Short modules and functions": test_short_modules_and_functions,
+    "Short parameter lists": test_short_parameter_lists,
 }
 
 

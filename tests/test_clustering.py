@@ -232,6 +232,37 @@ def test_semi_supervised_bad_input(rng):
         ikdr.SemiSupervisedISM(2).fit(X, np.ones(20))
 
 
+@pytest.mark.parametrize("params, match", [
+    ({"max_iter": 0}, "max_iter must be >= 1"),
+    ({"tol": 0.0}, "tol must be positive"),
+    ({"eigen_solver": "eigh"}, "eigen_solver must be one of"),
+])
+def test_alternate_checks_its_settings_before_any_work(rng, params, match, monkeypatch):
+    from ikdr.cluster import alternation
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the data were touched before the settings were checked")
+
+    monkeypatch.setattr(alternation, "resolve_clustering", no_work)
+    with pytest.raises(ValueError, match=match):
+        ikdr.alternate(rng.standard_normal((20, 3)), Gaussian(1.0), 2, **params)
+
+
+def test_alternation_options_are_frozen_and_checked_when_derived():
+    from dataclasses import FrozenInstanceError, replace
+
+    from ikdr.cluster.alternation import AlternationOptions
+
+    options = AlternationOptions(3, n_components=2.0, max_iter=5.0, normalize=0)
+    assert (options.n_components, options.max_iter, options.normalize) == (2, 5, False)
+    assert type(options.max_iter) is int
+    with pytest.raises(FrozenInstanceError):
+        options.tol = 0.5
+    assert replace(options, guided=True).guided and not options.guided
+    with pytest.raises(ValueError, match="tol must be positive"):
+        replace(options, tol=-1.0)
+
+
 _N_CLUSTERS_1 = ("the check sets n_clusters=1, which these estimators refuse with a "
                  "ValueError by design: one cluster has no spectral embedding to learn W from")
 

@@ -24,6 +24,13 @@ EIGEN_SOLVERS = ("auto", "lapack", "power", "cpm")
 CPM_MIN_SEPARATION = 1e8
 
 
+def check_eigen_solver(name):
+    """Raise a ValueError unless ``name`` is one of :data:`EIGEN_SOLVERS`."""
+    if name not in EIGEN_SOLVERS:
+        raise ValueError(f"eigen_solver must be one of {', '.join(map(repr, EIGEN_SOLVERS))}; "
+                         f"got {name!r}")
+
+
 def fix_signs(vecs):
     # Deterministic orientation: the largest-magnitude entry of each column is positive.
     idx = np.argmax(np.abs(vecs), axis=0)
@@ -94,9 +101,7 @@ def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
     info : dict with ``method`` ("lapack", "power", "power->lapack", "cpm" or
         "cpm->lapack") and ``iterations``
     """
-    if method not in EIGEN_SOLVERS:
-        raise ValueError(f"eigen_solver must be one of {', '.join(map(repr, EIGEN_SOLVERS))}; "
-                         f"got {method!r}")
+    check_eigen_solver(method)
     A = np.ascontiguousarray(A, dtype=np.float64)
     d = A.shape[0]
     info = {"method": "lapack", "iterations": 0}

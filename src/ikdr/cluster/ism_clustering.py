@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -30,7 +31,7 @@ from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
 from ..solver.importances import feature_importances
 from ..spectral import auto_kernel, njw_labels, spectral_gap
-from .alternation import alternate_on
+from .alternation import AlternationOptions, alternate_on
 from .selection import MAX_W_STEPS, refine, scored_starts
 from .docstrings import COMMON_ATTRS, COMMON_PARAMS
 
@@ -142,8 +143,8 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
     def _check_common(self, X, side):
         """Validate the data-dependent parameters (the others are checked by
         ``_parameter_constraints`` in :meth:`_input`); return (kernel, affinity,
-        n_clusters, q, normalize)."""
-        self._max_iter = int(self.max_iter)
+        options): the fitted kernels and the alternation's settings, an
+        :class:`ikdr.cluster.alternation.AlternationOptions` made once."""
         n, d = X.shape
         k = int(self.n_clusters)
         if n <= k:
@@ -172,7 +173,12 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
             normalize = affinity.is_affinity
         else:
             normalize = bool(self.normalize)
-        return kernel, affinity, k, q, normalize
+        # the estimator warns itself, once per fit, after choosing among its runs
+        options = AlternationOptions(k, n_components=q, normalize=normalize,
+                                     max_iter=self.max_iter, tol=self.tol,
+                                     random_state=self.random_state, warn=False,
+                                     eigen_solver=self.eigen_solver)
+        return kernel, affinity, options
 
     def _selects(self, side):
         """Whether the fit is the default one (:mod:`ikdr.cluster.selection`): the
@@ -184,31 +190,31 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
                 and isinstance(self.normalize, str)
                 and getattr(self, "approximation", None) is None)
 
-    def _select(self, X, kernel, k, q, build_gamma=clustering_gamma, measure_with=None, *,
-                guided=False):
+    def _select(self, X, kernel, options, build_gamma=clustering_gamma, measure_with=None):
         """The default fit: starts, criterion and W-steps (:mod:`ikdr.cluster.selection`),
-        stored. ``kernel``: the local-scaling kernel of X; ``measure_with(kernel)``:
-        the paradigm's measure for a W-step kernel."""
-        found = scored_starts(X, k, kernel, random_state=self.random_state)
+        stored. ``kernel``: the local-scaling kernel of X; ``options``: the
+        alternation's settings; ``measure_with(kernel)``: the paradigm's measure for
+        a W-step kernel."""
+        found = scored_starts(X, options.n_clusters, kernel, random_state=self.random_state)
         self.feature_scores_ = found.feature_scores
         candidates = found.candidates
         first = int(np.argmin([c.criterion for c in candidates]))   # ties: the earlier
         start = candidates[first]
         run_kernel = found.kernels[None if start.columns is None else "screened"]
+        q = options.n_components
         if q is not None and start.columns is not None:
             q = min(q, start.columns.size)
-        steps = min(self._max_iter, MAX_W_STEPS)
+        steps = min(options.max_iter, MAX_W_STEPS)
         with IterationReport(type(self).__name__, self.verbose, total=steps) as report:
             chosen = refine(np.asarray(X), start, run_kernel, found.criterion, build_gamma,
-                            n_components=q,
+                            replace(options, n_components=q, max_iter=steps, report=report),
                             measure=None if measure_with is None else measure_with(run_kernel),
-                            guided=guided, random_state=self.random_state, dtype=self._dtype,
-                            eigen_solver=self.eigen_solver, report=report, max_steps=steps)
+                            dtype=self._dtype)
         chosen.candidates = candidates[:first] + chosen.candidates + candidates[first + 1:]
         self._store_selection(chosen, X.shape[1], first)
         if not self.converged_:
             warnings.warn(f"{type(self).__name__}: the criterion still fell at the last of "
-                          f"{steps} W-steps (max_iter={self._max_iter}, at most {MAX_W_STEPS} "
+                          f"{steps} W-steps (max_iter={options.max_iter}, at most {MAX_W_STEPS} "
                           f"in the default fit), so the W-steps did not converge; the last "
                           "iterate is kept", ConvergenceWarning, stacklevel=3)
         return chosen
@@ -250,20 +256,21 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         self.start_ = start
         self.start_gaps_ = None
 
-    def _alternate(self, X, side, kernel, affinity, k, q, normalize,
-                   build_gamma=clustering_gamma, measure=None, alternative=False, guided=False,
-                   starts=None):
+    def _alternate(self, X, side, kernel, affinity, options, build_gamma=clustering_gamma,
+                   measure=None, starts=None):
         """Run the papers' alternation with the given setting and store the result.
 
-        ``starts``: several runs, each ``(kernel, affinity, measure, start, q,
-        columns)`` (``start``: the first U-step's projection, ``columns``: the
+        ``options``: the alternation's settings (an
+        :class:`ikdr.cluster.alternation.AlternationOptions`). ``starts``: several
+        runs, each ``(kernel, affinity, measure, start, q, columns)`` (``start``:
+        the first U-step's projection, ``columns``: the
         features the run's W may use, None for all). The first is the default;
         another is kept only when the spectral gap of its final U-step
         (:func:`ikdr.spectral.spectral_gap`) exceeds the default's by at least
         :data:`START_GAP_MARGIN` (the largest such)."""
         work = side.working_data(X, self._dtype)
         if starts is None:
-            starts = [(kernel, affinity, measure, None, q, None)]
+            starts = [(kernel, affinity, measure, None, options.n_components, None)]
         outs = []
         for kern, aff, meas, start, n_components, columns in starts:
             run_side, run_work = side, work
@@ -271,14 +278,10 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
                 run_work = np.ascontiguousarray(work[:, columns])
                 run_side = resolve_clustering(run_work, None, dtype=self._dtype)
             with IterationReport(type(self).__name__, self.verbose,
-                                 total=self._max_iter) as report:
-                out = alternate_on(run_side, run_work, kern, k, build_gamma,
-                                   affinity=aff, n_components=n_components,
-                                   normalize=normalize, max_iter=self._max_iter, tol=self.tol,
-                                   random_state=self.random_state, measure=meas,
-                                   report=report, warn=False, alternative=alternative,
-                                   guided=guided, start=start,
-                                   eigen_solver=self.eigen_solver)
+                                 total=options.max_iter) as report:
+                run = replace(options, n_components=n_components, report=report)
+                out = alternate_on(run_side, run_work, kern, run, build_gamma, affinity=aff,
+                                   measure=meas, start=start)
             if columns is not None:         # W is zero on the other features
                 W = np.zeros((X.shape[1], out.components.shape[1]), dtype=out.components.dtype)
                 W[columns] = out.components
@@ -292,12 +295,12 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         out = outs[best]
         if not out.converged:
             warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
-                          f"max_iter={self._max_iter} outer iterations (last changes: U "
+                          f"max_iter={options.max_iter} outer iterations (last changes: U "
                           f"{out.history[-1]['u_change']:.3g}, W "
-                          f"{out.history[-1]['w_change']:.3g}, tol={self.tol}); the iterate "
+                          f"{out.history[-1]['w_change']:.3g}, tol={options.tol}); the iterate "
                           f"with the highest objective (iteration {out.best_iteration}) is "
                           "kept", ConvergenceWarning, stacklevel=3)
-        self._store(out, normalize)
+        self._store(out, options.normalize)
         columns = starts[best][5]
         self.support_ = np.arange(X.shape[1]) if columns is None else np.asarray(columns)
         self.start_ = best
@@ -408,11 +411,11 @@ class ISMClustering(AlternatingClustering):
     def fit(self, X, y=None):
         """Learn W, U and the labels from X (n x d); y is ignored."""
         X, _, side = self._input(X)
-        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        kernel, affinity, options = self._check_common(X, side)
         if self._selects(side):
-            self._select(X, kernel, k, q)
+            self._select(X, kernel, options)
         else:
-            self._alternate(X, side, kernel, affinity, k, q, normalize)
+            self._alternate(X, side, kernel, affinity, options)
         return self
 
 
@@ -491,7 +494,8 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
             raise ValueError("SemiSupervisedISM requires y to be passed, but the target y is "
                              "None: give the expert scores, fit(X, scores)")
         X, scores, side = self._input(X, scores, multi_output=True, y_numeric=True)
-        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        kernel, affinity, options = self._check_common(X, side)
+        options = replace(options, guided=True)     # the scores are a second term on W
         scores = np.asarray(scores, dtype=np.float64).reshape(X.shape[0], -1)
         if np.all(np.ptp(scores, axis=0) == 0):
             raise ValueError("scores are constant; they carry no guidance")
@@ -513,10 +517,9 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
             return measure
 
         if self._selects(side):
-            self._select(X, kernel, k, q, build, measure_with, guided=True)
+            self._select(X, kernel, options, build, measure_with)
         else:
-            self._alternate(X, side, kernel, affinity, k, q, normalize, build,
-                            measure_with(affinity), guided=True)
+            self._alternate(X, side, kernel, affinity, options, build, measure_with(affinity))
         self.mu_ = weight["mu"]
         return self
 

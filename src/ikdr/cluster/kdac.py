@@ -2,6 +2,7 @@ r"""Kernel dimension alternative clustering (KDAC) solved by ISM (dissertation c
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -292,7 +293,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         if is_dask_array(y_existing):      # gathered, its length checked first
             y_existing = check_target(y_existing, X.shape[0], "y_existing")
         Y, existing = existing_clusterings(y_existing, X.shape[0])
-        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        kernel, affinity, options = self._check_common(X, side)
         lam = float(self.lam)
         Yc = centered(Y)
         # q below d only when the existing clustering is visible in X: against a
@@ -300,7 +301,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         # hold rings or moons (docs/clustering_defaults.md)
         # on at most 1,000 sampled rows, gathered from wherever X lives: the same
         # value in memory, from a memmap and on a cluster
-        self.existing_dependence_ = existing_dependence(X, affinity, Y, normalize=normalize,
+        self.existing_dependence_ = existing_dependence(X, affinity, Y,
+                                                        normalize=options.normalize,
                                                         random_state=self.random_state)
         alternative = self.existing_dependence_ >= DEPENDENCE_THRESHOLD
         if alternative:
@@ -323,19 +325,21 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
             # make_classification 3 of 60 it steered W to noise features: recall 0.67).
             # KDAC is then ISMClustering's default fit; the history still reports the
             # alternativeness.
-            self._select(X, kernel, k, q, clustering_gamma, measure_with)
+            self._select(X, kernel, options, clustering_gamma, measure_with)
         else:
-            self._alternative_runs(X, side, (kernel, affinity), k, q, normalize, Y, build,
-                                   measure_with, alternative)
+            # the existing clustering is a second term on W
+            options = replace(options, alternative=alternative, guided=True)
+            self._alternative_runs(X, side, (kernel, affinity), options, Y, build,
+                                   measure_with)
         self.alternativeness_ = self.history_[self.best_iteration_ - 1]["alternativeness"]
         self.novelty_ = max(nmi(y, self.labels_) for y in existing)
         return self
 
-    def _alternative_runs(self, X, side, kernels, k, q, normalize, Y, build, measure_with,
-                          alternative):
+    def _alternative_runs(self, X, side, kernels, options, Y, build, measure_with):
         """The alternation against an existing clustering (one-hot Y), with the
         feature start (see the Notes) when the clustering is visible in X."""
         kernel, affinity = kernels
+        k, q = options.n_clusters, options.n_components
         starts = [(kernel, affinity, measure_with(affinity), None, q, None)]
         self.feature_scores_ = None
         if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and side.rows_in_memory \
@@ -358,8 +362,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 g = Gaussian(sigma0).fit(X[:, columns])
                 starts.append((g, g, measure_with(g), start[columns],
                                1 if q is None else min(q, columns.size), columns))
-        self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,
-                        alternative=alternative, guided=True, starts=starts)
+        self._alternate(X, side, kernel, affinity, options, build, None, starts=starts)
 
     def _global_scale(self, kernel, affinity):
         """sigma="auto" against an existing clustering visible in X: the local-scaling

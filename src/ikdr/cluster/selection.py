@@ -28,26 +28,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from .._config import fits_memory
-from .._utils.progress import IterationReport
 from .._utils.subspace import subspace_change
 from ..gamma import centered, clustering_gamma
 from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import solve_ism
-from ..solver.options import ISMOptions
 from ..spectral import (DENSE_MAX_N, affinity_embedding, auto_kernel, dense_step_bytes,
                         njw_labels, spectral_embedding, spectral_gap)
-from .alternation import default_n_components
+from .alternation import AlternationOptions, default_n_components
 from .criterion import JUDGE_NEIGHBORS, PartitionCriterion, View
 from .neighbours import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbours, neighbour_graph
 from .screen import screen_candidates, screen_taken
 
-__all__ = ["Candidate", "Selection", "Starts", "scored_starts", "refine", "graph_start",
+__all__ = ["Candidate", "Selection", "Starts", "scored_starts", "graph_start",
            "kernel_start", "GUIDED_TOLERANCE", "MAX_W_STEPS"]
 
 #: W-steps of a run at most (each kept one lowered the criterion; on the benchmark's
@@ -243,7 +241,8 @@ def _accepts(new, best, guided, objective_rose):
 
 class _Run:
     """The fixed parts of one run of W-steps: the view of X, its varying features (W
-    is zero on constant ones, which no kernel sees), the provider and the paradigm."""
+    is zero on constant ones, which no kernel sees), the provider, the paradigm and
+    the settings (an :class:`ikdr.cluster.alternation.AlternationOptions`)."""
 
     def __init__(self, X, start, kernel, build_gamma, measure, dtype, options):
         Z = np.ascontiguousarray(X if start.columns is None else X[:, start.columns])
@@ -254,7 +253,7 @@ class _Run:
         self.work = self.Z if dtype is None else self.side.working_data(self.Z, dtype)
         self.start, self.kernel = start, kernel
         self.build_gamma, self.measure = build_gamma, measure
-        self.options = options          # random_state, n_threads, eigen_solver
+        self.options = options
 
     def terms(self, points, c):
         """The history entry's objective terms of a candidate on its points."""
@@ -270,50 +269,41 @@ class _Run:
         full[self.varying] = W
         return full
 
-    def w_step(self, gamma, q, W, best, step, criterion):
-        """One W-step (ISM on the paradigm's Gamma) and the U-step of the start's kind on
-        XW; returns the new candidate and the ISM result."""
+    def w_step(self, gamma, ism_options, W, best, step, criterion):
+        """One W-step (ISM on the paradigm's Gamma with ``ism_options``) and the U-step
+        of the start's kind on XW; returns the new candidate and the ISM result."""
         o = self.options
-        # a short W-step by the papers' rule: the criterion judges the clusters it leads to
-        options = ISMOptions(n_components=q, criterion="eigenvalues", max_iter=W_STEP_MAX_ITER,
-                             n_threads=o["n_threads"], random_state=o["random_state"],
-                             warn=False, certify=False, callback=o["callback"],
-                             phi_solver=self.side.phi_solver, eigen_solver=o["eigen_solver"])
         result = solve_ism(self.side.w_step_provider(self.Z.shape[0]), self.work, gamma,
-                           self.kernel, options, W0=W)
+                           self.kernel, ism_options, W0=W)
         ZW = np.ascontiguousarray(self.Z @ result.components)
         k = best.embedding.shape[1]
         if self.start.kind == "graph":
-            labels, U, vals, deg = graph_u_step(ZW, self.kernel, k, random_state=o["random_state"],
-                                                n_threads=o["n_threads"])
+            labels, U, vals, deg = graph_u_step(ZW, self.kernel, k, random_state=o.random_state,
+                                                n_threads=o.n_threads)
         else:
             labels, U, vals, deg = kernel_u_step(ZW, self.start.affinity, k,
-                                                 random_state=o["random_state"],
-                                                 U0=best.embedding, n_threads=o["n_threads"])
+                                                 random_state=o.random_state,
+                                                 U0=best.embedding, n_threads=o.n_threads)
         name = f"{self.start.name} + {step} W-step{'s' if step > 1 else ''}"
         new = Candidate(name, self.start.kind, labels, U, vals, deg, self.start.columns,
                         self.on_view(result.components), criterion(labels), self.start.affinity)
         return new, result, ZW
 
 
-def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
-           measure: Callable[..., dict] | None = None, guided=False, random_state=None,
-           dtype=None, eigen_solver="auto", report: Any = None, n_threads=None,
-           max_steps=MAX_W_STEPS) -> Selection:
+def refine(X, start, kernel, criterion, build_gamma, options: AlternationOptions, *,
+           measure: Callable[..., dict] | None = None, dtype=None) -> Selection:
     """W-steps from ``start`` while the criterion accepts their iterates (see the module).
 
     ``kernel``: the W-step kernel, fitted on the start's view of X;
-    ``build_gamma(U, degrees)``: the paradigm; ``measure(Z, U, eigenvalues,
-    degrees)``: the paradigm's objective terms (default: the quality, the sum
-    of the eigenvalues); ``guided``: the paradigm has a second term on W.
+    ``build_gamma(U, degrees)``: the paradigm; ``options``: the settings
+    (:class:`ikdr.cluster.alternation.AlternationOptions`: q, at most
+    ``max_iter`` W-steps, ``guided`` when the paradigm has a second term on W,
+    the report); ``measure(Z, U, eigenvalues, degrees)``: the paradigm's
+    objective terms (default: the quality, the sum of the eigenvalues);
+    ``dtype``: the W-steps' working precision.
     """
     t0 = time.perf_counter()
-    inner = None                    # verbose >= 2: the W-steps' ISM iterations too
-    if report is not None and report.verbose >= 2:
-        inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
-    run = _Run(X, start, kernel, build_gamma, measure, dtype,
-               {"random_state": random_state, "n_threads": n_threads,
-                "eigen_solver": eigen_solver, "callback": inner})
+    run = _Run(X, start, kernel, build_gamma, measure, dtype, options)
     k = start.embedding.shape[1]
     d = run.Z.shape[1]
     best = start
@@ -322,23 +312,26 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
     history = [{"iteration": 0, "candidate": start.name, "criterion": start.criterion,
                 "accepted": True, "ism_iterations": 0, **best_terms,
                 "time": time.perf_counter() - t0}]
-    q = n_components
+    q = options.n_components
     if q is None:
         # the dimension the start's clusters need: the eigengap of Phi_0 of the
         # clustering term alone (a paradigm's second term, signed for KDAC, can put
         # it near d: text, q = 569 of 570)
         phi0 = run.side.phi0(run.work, clustering_gamma(start.embedding, start.degrees), kernel)
-        q = default_n_components(np.linalg.eigvalsh(phi0), k, d, guided=guided)
+        q = default_n_components(np.linalg.eigvalsh(phi0), k, d, guided=options.guided)
     q = int(min(q, d))
+    # short W-steps by the papers' rule: the criterion judges the clusters they lead to
+    ism_options = options.w_step(q, W_STEP_MAX_ITER, run.side.phi_solver)
     candidates, W, explain = [start], None, None
     weights: dict[Optional[str], np.ndarray] = {}   # Phi's eigenvalues of each W-step's W
-    for step in range(1, max_steps + 1 if q < d else 1):
-        new, result, ZW = run.w_step(gamma, q, W, best, step, criterion)
+    for step in range(1, options.max_iter + 1 if q < d else 1):
+        new, result, ZW = run.w_step(gamma, ism_options, W, best, step, criterion)
         explain = result.components if explain is None else explain
         weights.setdefault(None, result.eigenvalues)
         weights[new.name] = result.eigenvalues
         terms = run.terms(ZW, new)
-        accepted = _accepts(new, best, guided, terms["objective"] > best_terms["objective"])
+        accepted = _accepts(new, best, options.guided,
+                            terms["objective"] > best_terms["objective"])
         history.append({"iteration": step, "candidate": new.name, "criterion": new.criterion,
                         "accepted": accepted, "ism_iterations": result.n_iter,
                         "ism_converged": result.converged,
@@ -346,9 +339,9 @@ def refine(X, start, kernel, criterion, build_gamma, *, n_components=None,
                         "w_change": np.inf if W is None else subspace_change(W, result.components),
                         **terms, "time": time.perf_counter() - t0})
         candidates.append(new)
-        if report is not None:
-            report(step, terms["objective"], history[-1]["u_change"], quality=terms["quality"],
-                   ism_iter=result.n_iter)
+        if options.report is not None:
+            options.report(step, terms["objective"], history[-1]["u_change"],
+                           quality=terms["quality"], ism_iter=result.n_iter)
         if not accepted:
             break
         best, best_terms, W = new, terms, result.components

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .._utils.eig import EIGEN_SOLVERS
+from .._utils.eig import check_eigen_solver
 from .._utils.typing import RandomStateLike
 from .mixing import ACCELERATIONS
 from .steps import PHI_SOLVERS
@@ -82,9 +82,7 @@ class ISMOptions:
         if self.acceleration not in ACCELERATIONS:
             raise ValueError(f"acceleration must be one of {ACCELERATIONS}, "
                              f"got {self.acceleration!r}")
-        if self.eigen_solver not in EIGEN_SOLVERS:
-            raise ValueError(f"eigen_solver must be one of "
-                             f"{', '.join(map(repr, EIGEN_SOLVERS))}; got {self.eigen_solver!r}")
+        check_eigen_solver(self.eigen_solver)
         if self.phi_solver not in PHI_SOLVERS:
             raise ValueError(f"phi_solver must be one of {', '.join(map(repr, PHI_SOLVERS))}, "
                              f"got {self.phi_solver!r}")
