@@ -27,7 +27,7 @@ from ikdr.kernels import Gaussian, Polynomial
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadratic", "relative_gaussian",
+KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadric", "relative_gaussian",
            "gaussian+polynomial"]
 PAPER = {"wine": "95.0-98.3%", "cancer": "97.3%"}
 

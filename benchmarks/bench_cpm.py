@@ -59,6 +59,7 @@ def noisy_large_gaussian(n, d, seed=0):
 
 def solve(name, phi, q, V0):
     """(values, vectors, converged) of one solver."""
+    # internal: the core's eigensolvers alone (ism(eigen_solver=...) would time a fit)
     from ikdr import _native
 
     d = phi.shape[0]

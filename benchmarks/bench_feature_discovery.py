@@ -1,395 +1,730 @@
-"""Which features matter: recall@k of feature importances on tasks with a known answer.
+"""Which features matter, and does the answer generalize: ISM, a random forest, HSIC Lasso.
 
-Every task has k informative features and the others pure noise (standardised). A method
-ranks the features; recall@k (= precision@k) is the share of the true ones among its top k.
+Three sections, each on tasks with a known answer (k informative features, the others pure noise;
+every column standardised):
 
-Columns
+``recall``
+    recall@k of each method's feature ranking (the share of the k true features among its k
+    top-ranked ones, = precision@k), mean over the seeds, and the time per fit on one thread,
+    every method measured in the same run.
+``heldout``
+    Does the answer generalize: the rows are split in half (seeded, stratified for labels), each
+    ISM configuration is fitted on the first half, and on the second half the script reports
+
+    * the held-out HSIC, ``ikdr.hsic(X_test @ W, y_test, kernel_x=model.kernel_)``
+      = Tr(K_{X_test W} H K_Y H) / (n_test - 1)^2 with the fitted kernel (its bandwidth from the
+      training half), K_Y as the fit builds it (one-hot for labels, a Gaussian for a continuous
+      target); beside it the same quantity on the training half, where a configuration that
+      overfits scores higher;
+    * the held-out score of an RBF SVM (scikit-learn's defaults) trained on X_train W: accuracy
+      of an SVC for labels, R^2 of an SVR for a continuous target.
+
+    Each configuration brings its own bandwidth, so compare held-out HSIC between rows of one
+    task as "which W carries more dependence that holds on new rows, as the fit measures it".
+``papers``
+    5-fold accuracy of an SVC on XW, ``Pipeline(StandardScaler, ISM(**config), SVC())``, on the
+    papers' data sets (wine, breast cancer, digits).
+
+Methods
 -------
-ISM()                 the library's defaults, whatever they are when this runs
-median                ISM(sigma=median of all-d distances, n_components=q)      (the papers' rule)
-med*sqrt(q/d)         ISM(sigma=median x sqrt(q/d))
-med(XW0)              ISM(sigma=median of the distances of X W0), W0 = Phi_0's top-q eigenvectors
-med(XW0),q>=2         the same with q at least 2
-screen+med(XW0)       the defaults' recipe: thresholded class-moment screen, ISM on the kept
-                      features only (W = 0 elsewhere), sigma = median of X_S W0, q >= 2;
-                      dropped features ranked last, by their raw screen score
-RF                    RandomForestClassifier(200 trees).feature_importances_ (a regressor for
-                      a continuous target)
-PI                    permutation importance of a 100-tree forest on a held-out 30%
-NCA                   NeighborhoodComponentsAnalysis(n_components=q): row norms of components_
-MI                    mutual_info_classif
-HSICLasso             pyHSICLasso (skipped when not installed)
+ISM configurations (``ISM_CONFIGS``; each is ``ikdr.ISM(random_state=seed, **options)``, so
+``defaults`` is the library's defaults of the ikdr that runs the script):
 
-Only ikdr's public API and the peers are used. Usage::
+defaults                 ISM()
+papers                   ISM(sigma="median", screen=None): the papers' configuration
+unscreened certified     ISM(screen=None, criterion="gradient")
+unscreened certified, defaults' sigma and q
+                         the same with the bandwidth and q that the defaults chose on the same
+                         rows (what the screen alone changes)
+screened certified       ISM(criterion="gradient")
 
-    python benchmarks/bench_feature_discovery.py [--quick] [--seeds 0 1] [--only ring xor]
-        [--skip-peers] [--out results.md]
+To compare a new option, add an entry to ``ISM_CONFIGS`` and name it with ``--ism`` (or add it
+to a section's default list, ``RECALL_ISM``, ``HELDOUT_ISM``, ``PAPERS_ISM``). An ISM ranks the
+features by ``feature_importances_``; its time is the fit alone.
 
-``--quick`` runs the small tasks with one seed (about a minute on one core); the full run adds
-ring + XOR at d = 784 (the start study) and a second seed.
+Peers (recall section):
+
+RF          a random forest of 100 trees (``RandomForestClassifier``, ``RandomForestRegressor``
+            for a continuous target), ``feature_importances_``
+HSICLasso   pyHSICLasso (``pip install pyhsiclasso``; the column is left out when it is not
+            installed): ``classification`` (delta kernel on y) or ``regression``, B = 20, M = 3,
+            ``num_feat = k``; its selected features are ranked by their coefficients
+NCA         scikit-learn's NeighborhoodComponentsAnalysis, the row norms of ``components_``
+            (max(2, classes - 1) components, 50 iterations; skipped above 5,000 samples)
+MI          mutual_info_classif / mutual_info_regression
+
+Exact ties in a ranking (e.g. the zero importance of every feature an ISM fit leaves out) are
+broken at random (seeded), never by index: the informative features have the lowest indices.
+
+Tasks are in ``TASKS`` (``--list`` prints them with their k); ``--only`` picks tasks by a
+substring of their name, among those of the run. ``--quick`` runs the small tasks with one seed
+(a couple of minutes); the default run adds the larger ones with three seeds (about 8 minutes
+on a busy 2-core machine), ``--full`` the 5,000-row tasks and 20,000 x 20 (about half an hour).
+Usage::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_feature_discovery.py [--quick | --full]
+        [--seeds 0 1 2] [--only parity Friedman] [--section recall heldout papers]
+        [--ism defaults "unscreened certified"] [--skip-peers] [--json run.json] [--out DIR]
+
+Everything runs on one thread (ikdr, the BLAS, the peers' n_jobs). Every method is fitted once,
+untimed, on a small problem before the timed fits (first-call costs). ``--json PATH`` writes
+every per-seed record; ``--out DIR`` writes ``DIR/feature_discovery.md`` and ``.json`` in the
+format of the other results files; ``--compare BEFORE.json AFTER.json`` runs nothing and prints
+the two runs' means side by side (e.g. a run of the old defaults against one of the new).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import os
 import sys
 import time
 import warnings
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
-from scipy.spatial.distance import pdist
 
 import ikdr
-from ikdr.kernels import Gaussian
 
-warnings.filterwarnings("ignore")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
 # ---------------------------------------------------------------------------- tasks
 
-def _std(X):
+
+def _standardise(X):
     X = np.asarray(X, float)
-    s = X.std(0)
-    s[s == 0] = 1
-    return (X - X.mean(0)) / s
+    scale = X.std(0)
+    scale[scale == 0] = 1
+    return (X - X.mean(0)) / scale
 
 
-def make_task(name, seed=0, n=None, d=None):
-    """(X standardised, y, informative feature indices, is_classification)."""
+def _gaussian_task(label, n, d, seed):
+    """X standard normal (n x d), y = label(X, rng)."""
     rng = np.random.default_rng(seed)
-    if name == "linear3":                       # 3 classes, 5 informative linear features
-        n, d = n or 1000, d or 50
-        X = rng.standard_normal((n, d))
-        y = np.argmax(X[:, :5] @ rng.standard_normal((5, 3)), 1)
-        inf = np.arange(5)
-    elif name == "ring":                        # class = radius of (x0, x1) above its median
-        n, d = n or 1000, d or 50
-        X = rng.standard_normal((n, d))
-        r = np.hypot(X[:, 0], X[:, 1])
-        y = (r > np.median(r)).astype(int)
-        inf = np.arange(2)
-    elif name == "xor":                         # class = sign(x0 x1)
-        n, d = n or 1000, d or 50
-        X = rng.standard_normal((n, d))
-        y = (X[:, 0] * X[:, 1] > 0).astype(int)
-        inf = np.arange(2)
-    elif name == "ringxor":                     # 4 classes: ring on (x0, x1) x XOR on (x2, x3)
-        n, d = n or 2000, d or 50
-        X = rng.standard_normal((n, d))
-        r = np.hypot(X[:, 0], X[:, 1])
-        y = 2 * (r > np.median(r)) + (X[:, 2] * X[:, 3] > 0)
-        inf = np.arange(4)
-    elif name == "pairs":                       # pairwise interactions: sign(x0 x1 + x2 x3)
-        n, d = n or 1000, d or 50
-        X = rng.standard_normal((n, d))
-        y = (X[:, 0] * X[:, 1] + X[:, 2] * X[:, 3] > 0).astype(int)
-        inf = np.arange(4)
-    elif name == "continuous":                  # a continuous target: sin(2 x0) + x1^2 + noise
-        n, d = n or 1000, d or 50
-        X = rng.standard_normal((n, d))
-        y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
-        inf = np.arange(2)
-    elif name == "cancer+noise":                # breast cancer (30) + 100 noise features
-        from sklearn.datasets import load_breast_cancer
-        Xc, y = load_breast_cancer(return_X_y=True)
-        X = np.hstack([Xc, rng.standard_normal((Xc.shape[0], 100))])
-        inf = np.arange(Xc.shape[1])
-    elif name == "wine+noise":                  # wine (13) + 50 noise features
-        from sklearn.datasets import load_wine
-        Xc, y = load_wine(return_X_y=True)
-        X = np.hstack([Xc, rng.standard_normal((Xc.shape[0], 50))])
-        inf = np.arange(Xc.shape[1])
-    elif name == "cancer683+noise":             # the papers' Cancer (683 x 9, ../shared/data) + 50 noise
-        path = _shared_data("cancer_683x9.csv")
-        Xc = np.loadtxt(path, delimiter=",")
-        y = np.loadtxt(path.replace(".csv", "_label.csv"), delimiter=",").astype(int)
-        X = np.hstack([Xc, rng.standard_normal((Xc.shape[0], 50))])
-        inf = np.arange(Xc.shape[1])
-    else:
-        raise KeyError(name)
-    return _std(X), np.asarray(y), inf
+    X = rng.standard_normal((n, d))
+    return X, label(X, rng)
 
 
-def _shared_data(filename):
-    """Path of a file of the shared data sets (``../shared/data`` beside the project root, or
-    $IKDR_SHARED_DATA); FileNotFoundError when absent (the task is then skipped)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    for root in (os.environ.get("IKDR_SHARED_DATA", ""),
-                 os.path.join(here, "..", "..", "shared", "data"), "/work/shared/data"):
-        if root and os.path.exists(os.path.join(root, filename)):
-            return os.path.join(root, filename)
-    raise FileNotFoundError(f"{filename} (shared data set) not found")
+def _ring(X, rng):            # class = radius of (x0, x1) above its median
+    r = np.hypot(X[:, 0], X[:, 1])
+    return (r > np.median(r)).astype(int)
 
 
-#: key -> (task name, n, d, q_true, quick?)
-TASKS = {
-    "linear3 (1000x50)": ("linear3", None, None, True),
-    "ring (1000x50)": ("ring", None, None, True),
-    "xor (1000x50)": ("xor", None, None, True),
-    "ring+xor (2000x50)": ("ringxor", None, None, True),
-    "pairs (1000x50)": ("pairs", None, None, True),
-    "ring (2000x200)": ("ring", 2000, 200, True),
-    "cancer+100 noise (569x130)": ("cancer+noise", None, None, True),
-    "wine+50 noise (178x63)": ("wine+noise", None, None, True),
-    "cancer683+50 noise (683x59)": ("cancer683+noise", None, None, True),
-    "ring+xor (2000x784)": ("ringxor", 2000, 784, False),
-    "ring+xor (5000x800)": ("ringxor", 5000, 800, False),
-    "continuous target (1000x50)": ("continuous", None, None, True),
-    "ring (20000x20)": ("ring", 20000, 20, False),
+def _xor(X, rng):             # class = sign(x0 x1)
+    return (X[:, 0] * X[:, 1] > 0).astype(int)
+
+
+def _ring_xor(X, rng):        # 4 classes: ring on (x0, x1) x XOR on (x2, x3)
+    return 2 * _ring(X, rng) + (X[:, 2] * X[:, 3] > 0)
+
+
+def _pairs(X, rng):           # pairwise interactions: sign(x0 x1 + x2 x3)
+    return (X[:, 0] * X[:, 1] + X[:, 2] * X[:, 3] > 0).astype(int)
+
+
+def _parity3(X, rng):         # sign(x0 x1 x2): no class mean, variance or covariance differs
+    return (X[:, 0] * X[:, 1] * X[:, 2] > 0).astype(int)
+
+
+def _linear3(X, rng):         # 3 classes from 5 linear features
+    return np.argmax(X[:, :5] @ rng.standard_normal((5, 3)), 1)
+
+
+def _continuous(X, rng):      # sin(2 x0) + x1^2 + noise
+    return np.sin(2 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.standard_normal(X.shape[0])
+
+
+def _friedman1(n, d, seed, threshold=False):
+    """Friedman #1: 10 sin(pi x0 x1) + 20 (x2 - 0.5)^2 + 10 x3 + 5 x4 + N(0, 1), x uniform on
+    [0, 1]^d; ``threshold``: the class "target above its median" instead."""
+    from sklearn.datasets import make_friedman1
+
+    X, target = make_friedman1(n_samples=n, n_features=d, noise=1.0, random_state=seed)
+    return X, (target > np.median(target)).astype(int) if threshold else target
+
+
+def _clusters(n, d, seed):
+    """make_classification with 5 informative features and 4 clusters per class (2 classes).
+    scikit-learn's "redundant" features are linear combinations of the informative ones and
+    its "repeated" ones copies: both are set to 0, so that with shuffle=False the columns
+    0-4 are the whole answer and the other 95 are pure noise."""
+    from sklearn.datasets import make_classification
+
+    return make_classification(n_samples=n, n_features=d, n_informative=5, n_redundant=0,
+                               n_repeated=0, n_clusters_per_class=4, shuffle=False,
+                               random_state=seed)
+
+
+def _with_noise(load, n_noise, seed):
+    """A real data set (every feature counted as informative) + n_noise standard normal columns."""
+    X, y = load()
+    rng = np.random.default_rng(seed)
+    return np.hstack([X, rng.standard_normal((X.shape[0], n_noise))]), y
+
+
+def _breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+    return load_breast_cancer(return_X_y=True)
+
+
+def _wine():
+    from sklearn.datasets import load_wine
+    return load_wine(return_X_y=True)
+
+
+def _shared_cancer683():
+    """The papers' Cancer (683 x 9) from the shared data sets (``$IKDR_SHARED_DATA``, or
+    ``shared/data`` beside the project); FileNotFoundError when absent (the task is skipped)."""
+    roots = [os.environ.get("IKDR_SHARED_DATA", ""), str(HERE.parents[1] / "shared" / "data")]
+    for root in filter(None, roots):
+        path = Path(root) / "cancer_683x9.csv"
+        if path.exists():
+            return (np.loadtxt(path, delimiter=","),
+                    np.loadtxt(path.with_name("cancer_683x9_label.csv"), delimiter=",").astype(int))
+    raise FileNotFoundError("cancer_683x9.csv (shared data) not found")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A data set with a known answer. ``make(seed) -> (X, y)``; the true features are
+    ``range(k)``; ``tier``: "quick" (in every run), "default" (not in --quick), "full" (only
+    in --full); ``heldout``: in the held-out section by default."""
+    name: str
+    make: Callable
+    k: int
+    tier: str = "quick"
+    heldout: bool = False
+
+    def data(self, seed):
+        X, y = self.make(seed=seed)
+        return _standardise(X), np.asarray(y), np.arange(self.k)
+
+
+def _g(label, n, d):
+    return partial(_gaussian_task, label, n, d)
+
+
+TASKS = [Task(*spec[:3], **spec[3]) for spec in [
+    ("linear3 (1000x50)", _g(_linear3, 1000, 50), 5, {}),
+    ("ring (1000x50)", _g(_ring, 1000, 50), 2, {}),
+    ("xor (1000x50)", _g(_xor, 1000, 50), 2, {}),
+    ("ring+xor (2000x50)", _g(_ring_xor, 2000, 50), 4, {}),
+    ("pairs (1000x50)", _g(_pairs, 1000, 50), 4, {}),
+    ("ring (2000x200)", _g(_ring, 2000, 200), 2, {"tier": "default"}),
+    ("3-way parity (2000x20)", _g(_parity3, 2000, 20), 3, {}),
+    ("3-way parity (2000x50)", _g(_parity3, 2000, 50), 3, {"tier": "default"}),
+    ("continuous target (1000x50)", _g(_continuous, 1000, 50), 2, {}),
+    ("Friedman #1 (1000x10)", partial(_friedman1, 1000, 10), 5, {}),
+    ("Friedman #1 (1000x50)", partial(_friedman1, 1000, 50), 5, {}),
+    ("Friedman #1 (1000x200)", partial(_friedman1, 1000, 200), 5, {"tier": "default"}),
+    ("Friedman #1 > median (1000x200)", partial(_friedman1, 1000, 200, threshold=True), 5,
+     {"heldout": True}),
+    ("make_classification, 5 of 100, 4 clusters per class (1000x100)",
+     partial(_clusters, 1000, 100), 5, {"heldout": True}),
+    ("cancer+100 noise (569x130)", partial(_with_noise, _breast_cancer, 100), 30,
+     {"heldout": True}),
+    ("wine+50 noise (178x63)", partial(_with_noise, _wine, 50), 13, {}),
+    ("cancer683+50 noise (683x59)", partial(_with_noise, _shared_cancer683, 50), 9, {}),
+    ("ring+xor (2000x784)", _g(_ring_xor, 2000, 784), 4, {"tier": "default"}),
+    ("ring+xor (5000x800)", _g(_ring_xor, 5000, 800), 4, {"tier": "full"}),
+    ("Friedman #1 (5000x500)", partial(_friedman1, 5000, 500), 5, {"tier": "full"}),
+    ("ring (20000x20)", _g(_ring, 20000, 20), 2, {"tier": "full"}),
+]]
+
+TIERS = {"quick": ("quick",), "default": ("quick", "default"), "full": ("quick", "default", "full")}
+
+# ------------------------------------------------------------------- ISM configurations
+
+def _timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+#: name -> keyword arguments of ikdr.ISM (besides random_state). The key "sigma_q_from" names
+#: another configuration: its fitted bandwidth and q on the same rows are passed as
+#: ``sigma=`` and ``n_components=`` (a fit that differs from it only in what the other
+#: options change).
+ISM_CONFIGS = {
+    "defaults": {},
+    "papers": {"sigma": "median", "screen": None},
+    "unscreened certified": {"screen": None, "criterion": "gradient"},
+    "unscreened certified, defaults' sigma and q": {"screen": None, "criterion": "gradient",
+                                                    "sigma_q_from": "defaults"},
+    "screened certified": {"criterion": "gradient"},
 }
-
-# ---------------------------------------------------------------- bandwidth rules & start
-
-def median_distance(Z, max_rows=2000, seed=0):
-    """Median pairwise distance of the rows of Z (seeded subsample above max_rows rows)."""
-    if Z.shape[0] > max_rows:
-        Z = Z[np.random.default_rng(seed).choice(Z.shape[0], max_rows, replace=False)]
-    dist = pdist(Z)
-    med = float(np.median(dist))
-    if med <= 0:
-        pos = dist[dist > 0]
-        if pos.size == 0:
-            raise ValueError("all rows coincide: the bandwidth is zero")
-        med = float(np.median(pos))
-    return med
+RECALL_ISM = ["defaults", "papers"]
+HELDOUT_ISM = ["defaults", "unscreened certified", "unscreened certified, defaults' sigma and q",
+               "screened certified"]
+PAPERS_ISM = ["defaults", "papers"]
 
 
-def centred_onehot(y):
-    _, yi = np.unique(y, return_inverse=True)
-    Y = np.eye(yi.max() + 1)[yi]
-    return Y - Y.mean(0)
+def describe(config):
+    options = ", ".join(f"{k}={v!r}" for k, v in ISM_CONFIGS[config].items()
+                        if k != "sigma_q_from")
+    source = ISM_CONFIGS[config].get("sigma_q_from")
+    return f"ISM({options})" + (f" with the sigma and q that {source!r} chose" if source else "")
 
 
-def phi0_start(X, y, q):
-    """The papers' start: top-q eigenvectors of Phi_0 = X^T Gamma X, Gamma = H Y Y^T H."""
-    A = X.T @ centred_onehot(y)
-    _, vecs = np.linalg.eigh(A @ A.T)
-    return vecs[:, ::-1][:, :q]
+def ism_estimator(config, seed, fitted=None, data=None):
+    """``ikdr.ISM`` of a configuration; ``fitted``: the configurations already fitted on the
+    same rows ``data = (X, y)`` (a "sigma_q_from" source is fitted there when missing)."""
+    options = dict(ISM_CONFIGS[config])
+    source = options.pop("sigma_q_from", None)
+    if source is not None:
+        fitted = {} if fitted is None else fitted
+        if source not in fitted:
+            fitted[source] = ism_estimator(source, seed, fitted, data).fit(*data)
+        options.update(sigma=float(fitted[source].sigma_),
+                       n_components=int(fitted[source].components_.shape[1]))
+    return ikdr.ISM(random_state=seed, **options)
 
 
-def moment_screen(X, y, *, raw=False):
-    """Per-feature score from class moments, hard-thresholded in standard errors:
-
-        s_j = sum_c p_c [ T1(mu_c - mu)_j^2 + sum_k T(S_c - S)_jk^2 ],
-
-    mu_c, S_c the class mean and second moment (X standardised), se(mu) = 1/sqrt(n_c),
-    se(S_jk) = sqrt((1 + S_jk^2)/n_c). Thresholds (Bonferroni-like): z1 = sqrt(2 log d) for the
-    d means and the d variances (diagonal), z2 = sqrt(2 log d^2) for the d^2 covariances. Cost
-    O(n d^2). s_j > 0: a class mean, variance or covariance involving feature j differs beyond
-    noise. ``raw=True`` also returns the unthresholded score (sum of squared z-scores), used
-    only to rank the features the screen drops."""
-    n, d = X.shape
-    classes, yi = np.unique(y, return_inverse=True)
-    z1 = np.sqrt(2 * np.log(max(d, 2)))
-    z2 = np.sqrt(2 * np.log(max(d * d, 2)))
-    zc = np.full((d, d), z2)
-    np.fill_diagonal(zc, z1)
-    S = X.T @ X / n
-    mu = X.mean(0)
-    s = np.zeros(d)
-    r = np.zeros(d)
-    for c in range(len(classes)):
-        Xc = X[yi == c]
-        nc = Xc.shape[0]
-        m = (Xc.mean(0) - mu) * np.sqrt(nc)                    # z-scores of the class means
-        D = (Xc.T @ Xc / nc - S) / np.sqrt((1 + S * S) / nc)    # z-scores of the second moments
-        r += nc / n * (m * m + np.sum(D * D, 1) / d)
-        m = m * (np.abs(m) > z1) / np.sqrt(nc)
-        D = D * (np.abs(D) > zc) * np.sqrt((1 + S * S) / nc)
-        s += nc / n * (m * m + np.sum(D * D, 1))
-    return (s, r) if raw else s
+def fit_ism(config, X, y, seed, fitted=None):
+    """Fit a configuration (timed: the fit alone) and add it to ``fitted``."""
+    fitted = {} if fitted is None else fitted
+    estimator = ism_estimator(config, seed, fitted, (X, y))
+    model, seconds = _timed(lambda: estimator.fit(X, y))
+    fitted[config] = model
+    return model, seconds
 
 
-def _ism(X, y, sigma, q, **kw):
-    gamma, _ = ikdr.supervised_gamma(y, target="labels")
-    return ikdr.ism(X, gamma, Gaussian(sigma), q, warn=False, **kw)
-
-
-def _imp(W, lam):
-    w = np.abs(np.asarray(lam, float))
-    if not np.all(np.isfinite(w)) or w.sum() <= 0:
-        w = np.ones(W.shape[1])
-    imp = (W * W) @ w
-    return imp / imp.sum()
-
-
-def default_q(X, y):
-    return ikdr.ISM(sigma=1.0, max_iter=1).fit(X, y).components_.shape[1]
-
-
-def ism_column(rule, X, y, q_default):
-    d = X.shape[1]
-    if rule == "ISM()":
-        m = ikdr.ISM(random_state=0).fit(X, y)
-        return m.feature_importances_
-    if _continuous(y):
-        raise RuntimeError("the emulated rules take class labels")
-    q = max(q_default, 2) if rule.endswith("q>=2") or rule.startswith("screen") else q_default
-    q = min(q, d)
-    if rule == "median":
-        r = _ism(X, y, median_distance(X), q)
-    elif rule == "med*sqrt(q/d)":
-        r = _ism(X, y, median_distance(X) * np.sqrt(q / d), q)
-    elif rule.startswith("med(XW0)"):
-        r = _ism(X, y, median_distance(X @ phi0_start(X, y, q)), q)
-    elif rule == "screen+med(XW0)":
-        s, raw = moment_screen(X, y, raw=True)
-        keep = np.flatnonzero(s > 0)
-        if keep.size < q:          # too few significant features: pad with the best-scored
-            keep = np.sort(np.argsort(-s)[:max(q, 2 * keep.size)])
-        Xs = X[:, keep]
-        r = _ism(Xs, y, median_distance(Xs @ phi0_start(Xs, y, q)), q)
-        imp = np.zeros(d)
-        imp[keep] = _imp(r.components, r.eigenvalues)
-        # dropped features: ranked after every kept one, by their raw screen score
-        dropped = np.setdiff1d(np.arange(d), keep)
-        imp[dropped] = 1e-12 * raw[dropped] / max(raw.max(), 1e-300)
-        return imp
-    else:
-        raise KeyError(rule)
-    return _imp(r.components, r.eigenvalues)
-
-
-ISM_RULES = ["ISM()", "median", "med*sqrt(q/d)", "med(XW0)", "med(XW0),q>=2", "screen+med(XW0)"]
+def ism_summary(model):
+    """What a fit chose, for the JSON records."""
+    return {"n_components": int(model.components_.shape[1]),
+            "n_support": int(np.count_nonzero(np.any(model.components_ != 0, axis=1))),
+            "sigma": getattr(model, "sigma_", None), "converged": bool(model.converged_)}
 
 # --------------------------------------------------------------------------- peers
 
-def _continuous(y):
+
+def is_continuous(y):
     return np.asarray(y).dtype.kind == "f" and np.unique(y).shape[0] > 20
 
 
-def _forest(y, trees, seed):
+def peer_rf(X, y, k, seed):
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-    cls = RandomForestRegressor if _continuous(y) else RandomForestClassifier
-    return cls(trees, random_state=seed, n_jobs=1)
+    forest = RandomForestRegressor if is_continuous(y) else RandomForestClassifier
+    return forest(n_estimators=100, random_state=seed, n_jobs=1).fit(X, y).feature_importances_
 
 
-def peer_rf(X, y, q, seed):
-    return _forest(y, 200, seed).fit(X, y).feature_importances_
+def peer_hsiclasso(X, y, k, seed):
+    from pyHSICLasso import HSICLasso
+    lasso = HSICLasso()
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # "B must be an exact divisor": the rest is discarded
+        lasso.input(X, np.asarray(y, float))
+        fit = lasso.regression if is_continuous(y) else lasso.classification
+        fit(num_feat=k, B=20, M=3, n_jobs=1)
+    importance = np.zeros(X.shape[1])
+    importance[lasso.get_index()] = np.abs(lasso.get_index_score()) + 1e-12
+    return importance
 
 
-def peer_permutation(X, y, q, seed):
-    """Permutation importance of a 100-tree forest on a held-out 30% of the rows."""
-    from sklearn.inspection import permutation_importance
-    from sklearn.model_selection import train_test_split
-    Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.3, random_state=seed)
-    forest = _forest(y, 100, seed).fit(Xa, ya)
-    return permutation_importance(forest, Xb, yb, n_repeats=5, random_state=seed,
-                                  n_jobs=1).importances_mean
-
-
-def peer_nca(X, y, q, seed):
+def peer_nca(X, y, k, seed):
     from sklearn.neighbors import NeighborhoodComponentsAnalysis
     if X.shape[0] > 5000:           # O(n^2) memory and time per iteration
         raise RuntimeError("NCA skipped above 5,000 samples")
-    if _continuous(y):              # classes from 10 quantile slices of the target
+    if is_continuous(y):            # classes from 10 quantile slices of the target
         y = np.digitize(y, np.quantile(y, np.linspace(0, 1, 11)[1:-1]))
-    nca = NeighborhoodComponentsAnalysis(n_components=max(q, 2), random_state=seed, max_iter=50)
+    q = min(X.shape[1], max(2, np.unique(y).shape[0] - 1))
+    nca = NeighborhoodComponentsAnalysis(n_components=q, random_state=seed, max_iter=50)
     return np.linalg.norm(nca.fit(X, y).components_, axis=0)
 
 
-def peer_mi(X, y, q, seed):
+def peer_mi(X, y, k, seed):
     from sklearn.feature_selection import mutual_info_classif, mutual_info_regression
-    fn = mutual_info_regression if _continuous(y) else mutual_info_classif
-    return fn(X, y, random_state=seed)
+    score = mutual_info_regression if is_continuous(y) else mutual_info_classif
+    return score(X, y, random_state=seed)
 
 
-def peer_hsiclasso(X, y, q, seed):
-    from pyHSICLasso import HSICLasso
-    h = HSICLasso()
-    h.input(X, y)
-    (h.regression if _continuous(y) else h.classification)(num_feat=min(50, X.shape[1]), B=20, M=3)
-    imp = np.zeros(X.shape[1])
-    idx = h.get_index()
-    imp[idx] = np.abs(h.get_index_score()) + 1e-12
-    return imp
+PEERS = {"RF": peer_rf, "HSICLasso": peer_hsiclasso, "NCA": peer_nca, "MI": peer_mi}
 
 
-PEERS = {"RF": peer_rf, "PI": peer_permutation, "NCA": peer_nca, "MI": peer_mi,
-         "HSICLasso": peer_hsiclasso}
-
-
-def available_peers():
-    out = dict(PEERS)
+def available_peers(skip=False):
+    if skip:
+        return {}
+    peers = dict(PEERS)
     try:
         import pyHSICLasso  # noqa: F401
     except ImportError:
-        out.pop("HSICLasso")
-        print("# pyHSICLasso not installed: HSIC Lasso column skipped", file=sys.stderr)
-    return out
+        del peers["HSICLasso"]
+        print("# pyHSICLasso not installed: the HSICLasso column is left out", file=sys.stderr)
+    return peers
 
 
-def recall_at_k(imp, inf, seed=0):
-    """Share of the informative features among the k top-ranked; exact ties (e.g. the zero
-    importances of features a screen dropped) are broken at random (seeded), never by index."""
-    k = len(inf)
-    imp = np.asarray(imp, float)
-    tiebreak = np.random.default_rng(seed).random(imp.shape[0])
-    order = np.lexsort((tiebreak, -imp))
-    return len(set(order[:k]) & set(inf)) / k
+def recall_at_k(importance, informative, seed=0):
+    """Share of the informative features among the k top-ranked; exact ties are broken at
+    random (seeded), never by index."""
+    k = len(informative)
+    importance = np.asarray(importance, float)
+    tiebreak = np.random.default_rng(seed).random(importance.shape[0])
+    order = np.lexsort((tiebreak, -importance))
+    return len(set(order[:k].tolist()) & set(np.asarray(informative).tolist())) / k
+
+# ------------------------------------------------------------------------- sections
+
+
+def _log(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def _task_data(task, seed):
+    try:
+        return task.data(seed)
+    except FileNotFoundError as err:      # a shared data set that is absent
+        _log(f"# {task.name}: skipped ({err})")
+        return None
+
+
+def recall_section(tasks, seeds, configs, peers):
+    records = []
+    for task in tasks:
+        for seed in seeds:
+            data = _task_data(task, seed)
+            if data is None:
+                break
+            X, y, informative = data
+            fitted = {}
+            methods = {c: partial(_ism_importance, c, fitted) for c in configs} | peers
+            for method, run in methods.items():
+                record = {"task": task.name, "n": X.shape[0], "d": X.shape[1], "k": task.k,
+                          "seed": seed, "method": method}
+                try:
+                    importance, seconds, extra = run(X, y, task.k, seed)
+                except Exception as err:
+                    _log(f"# {task.name} {method} seed {seed}: {type(err).__name__}: {err}")
+                    records.append({**record, "error": f"{type(err).__name__}: {err}"})
+                    continue
+                records.append({**record, "recall": recall_at_k(importance, informative, seed),
+                                "seconds": seconds, **extra})
+        _log(recall_row(task.name, records, list(configs) + list(peers)))
+    return records
+
+
+def _ism_importance(config, fitted, X, y, k, seed):
+    model, seconds = fit_ism(config, X, y, seed, fitted)
+    return model.feature_importances_, seconds, ism_summary(model)
+
+
+def _peer_importance(peer):
+    def run(X, y, k, seed):
+        importance, seconds = _timed(lambda: peer(X, y, k, seed))
+        return importance, seconds, {}
+    return run
+
+
+def heldout_section(tasks, seeds, configs):
+    from sklearn.model_selection import train_test_split
+    from sklearn.svm import SVC, SVR
+    records = []
+    for task in tasks:
+        for seed in seeds:
+            data = _task_data(task, seed)
+            if data is None:
+                break
+            X, y, informative = data
+            continuous = is_continuous(y)
+            Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.5, random_state=seed,
+                                              stratify=None if continuous else y)
+            fitted = {}
+            for config in configs:
+                record = {"task": task.name, "n_train": Xa.shape[0], "d": X.shape[1],
+                          "k": task.k, "seed": seed, "config": config}
+                try:
+                    model, seconds = fit_ism(config, Xa, ya, seed, fitted)
+                    W = model.components_
+                    svm = (SVR() if continuous else SVC()).fit(Xa @ W, ya)
+                    record.update(
+                        seconds=seconds, **ism_summary(model),
+                        train_hsic=ikdr.hsic(Xa @ W, ya, kernel_x=model.kernel_),
+                        heldout_hsic=ikdr.hsic(Xb @ W, yb, kernel_x=model.kernel_),
+                        heldout_svm=svm.score(Xb @ W, yb),
+                        svm_score="R^2" if continuous else "accuracy",
+                        recall=recall_at_k(model.feature_importances_, informative, seed))
+                except Exception as err:
+                    _log(f"# {task.name} {config} seed {seed}: {type(err).__name__}: {err}")
+                    record["error"] = f"{type(err).__name__}: {err}"
+                records.append(record)
+        for line in heldout_rows(task.name, records, configs):
+            _log(line)
+    return records
+
+
+def papers_section(configs, seed=0):
+    from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+    records = []
+    for load in (load_wine, load_breast_cancer, load_digits):
+        X, y = load(return_X_y=True)
+        cv = StratifiedKFold(5, shuffle=True, random_state=seed)
+        for config in configs:
+            if "sigma_q_from" in ISM_CONFIGS[config]:
+                continue                  # needs a fit on each fold's rows: not a pipeline
+            record = {"data": load.__name__[5:], "config": config}
+            try:
+                model = make_pipeline(StandardScaler(), ism_estimator(config, seed), SVC())
+                scores, seconds = _timed(lambda: cross_val_score(model, X, y, cv=cv,
+                                                                 error_score="raise"))
+            except Exception as err:
+                _log(f"# papers' data: {record['data']} {config}: {type(err).__name__}: {err}")
+                records.append({**record, "error": f"{type(err).__name__}: {err}"})
+                continue
+            records.append({**record, "accuracy": float(scores.mean()), "seconds": seconds / 5})
+            _log(f"# papers' data: {record['data']} {config} {scores.mean():.3f}")
+    return records
+
+# ---------------------------------------------------------------------------- tables
+
+
+def _ok(records):
+    return [r for r in records if "error" not in r]
+
+
+def _mean_range(values, fmt):
+    values = np.asarray(values, float)
+    if values.size == 1:
+        return format(values[0], fmt)
+    return f"{format(values.mean(), fmt)} ({format(values.min(), fmt)}-{format(values.max(), fmt)})"
+
+
+def recall_row(task, records, methods):
+    cells = []
+    for method in methods:
+        mine = _ok(r for r in records if r["task"] == task and r["method"] == method)
+        cells.append(f"{np.mean([r['recall'] for r in mine]):.2f} "
+                     f"({np.mean([r['seconds'] for r in mine]):.2g} s)" if mine else "-")
+    return f"| {task} | " + " | ".join(cells) + " |"
+
+
+def recall_table(records, methods):
+    tasks = list(dict.fromkeys(r["task"] for r in records))
+    return ["| task (n x d) | " + " | ".join(methods) + " |",
+            "|---|" + "---|" * len(methods),
+            *(recall_row(task, records, methods) for task in tasks)]
+
+
+HELDOUT_HEADER = ["| task | ISM configuration | held-out HSIC | / first row's | training HSIC | "
+                  "held-out SVM | recall@k | features used | q | fit time |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+
+
+def heldout_rows(task, records, configs):
+    mine = [r for r in records if r["task"] == task]
+    reference = {r["seed"]: r["heldout_hsic"] for r in _ok(mine) if r["config"] == configs[0]}
+    rows = []
+    for config in configs:
+        rs = _ok(r for r in mine if r["config"] == config)
+        if not rs:
+            rows.append(f"| {task} | {config} |" + " - |" * 8)
+            continue
+        ratio = [r["heldout_hsic"] / reference[r["seed"]] for r in rs if reference.get(r["seed"])]
+        rows.append(" | ".join([
+            f"| {task}", config, _mean_range([r["heldout_hsic"] for r in rs], ".4g"),
+            _mean_range(ratio, ".2f") if ratio else "-",
+            _mean_range([r["train_hsic"] for r in rs], ".4g"),
+            f"{_mean_range([r['heldout_svm'] for r in rs], '.3f')} ({rs[0]['svm_score']})",
+            f"{np.mean([r['recall'] for r in rs]):.2f}",
+            _mean_range([r["n_support"] for r in rs], ".0f"),
+            _mean_range([r["n_components"] for r in rs], ".0f"),
+            f"{np.mean([r['seconds'] for r in rs]):.2g} s"]) + " |")
+    return rows
+
+
+def heldout_table(records, configs):
+    tasks = list(dict.fromkeys(r["task"] for r in records))
+    return HELDOUT_HEADER + [row for task in tasks for row in heldout_rows(task, records, configs)]
+
+
+def papers_table(records, configs):
+    sets = list(dict.fromkeys(r["data"] for r in records))
+    lines = ["| data | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
+    for name in sets:
+        cells = [next((f"{r['accuracy']:.3f}" for r in _ok(records)
+                       if r["data"] == name and r["config"] == c), "-") for c in configs]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def report(results, seeds, legend):
+    body = []
+    if "recall" in results:
+        body += ["## Recall at k", "",
+                 f"recall@k (k = the number of informative features), mean over seeds {seeds}; "
+                 "time per fit on one thread in parentheses. " + legend, "",
+                 *recall_table(results["recall"], results["recall_methods"]), ""]
+    if "heldout" in results:
+        body += ["## Held-out dependence", "",
+                 "Fitted on a seeded half of the rows, measured on the other half: mean "
+                 f"(min-max) over seeds {seeds}. Held-out HSIC = Tr(K_{{X_test W}} H K_Y H) / "
+                 "(n_test - 1)^2 with each fit's own kernel; \"/ first row's\": its ratio to "
+                 "the first configuration's, seed by seed; training HSIC: the same on the "
+                 "training half; held-out SVM: an RBF SVM (scikit-learn's defaults) trained on "
+                 "X_train W; features used: the rows of W that are not zero.", "",
+                 *heldout_table(results["heldout"], results["heldout_configs"]), ""]
+    if "papers" in results:
+        body += ["## The papers' data sets", "",
+                 "5-fold accuracy of `Pipeline(StandardScaler, ISM(**config), SVC())` "
+                 "(StratifiedKFold, shuffled, seed 0).", "",
+                 *papers_table(results["papers"], results["papers_configs"]), ""]
+    return body
+
+
+def _load_records(path):
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return data.get("records", data)          # --out nests the records, --json does not
+
+
+def _means(records, keys, metrics):
+    """{keys tuple: {metric: mean over seeds}} of the records without an error."""
+    groups = {}
+    for r in _ok(records):
+        groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return {g: {m: float(np.mean([r[m] for r in rs])) for m in metrics} for g, rs in groups.items()}
+
+
+def compare(before, after):
+    """Markdown tables of two runs (JSON files of ``--json`` or ``--out``) side by side: the
+    mean over each run's seeds per task and method; "-" where a run lacks the row."""
+    runs = [_load_records(before), _load_records(after)]
+    sections = [("recall", ("task", "method"), ("recall", "seconds")),
+                ("heldout", ("task", "config"), ("heldout_hsic", "heldout_svm", "recall",
+                                                 "n_support", "seconds")),
+                ("papers", ("data", "config"), ("accuracy",))]
+    lines = [f"before: {before}; after: {after}", ""]
+    for section, keys, metrics in sections:
+        means = [_means(run.get(section, []), keys, metrics) for run in runs]
+        rows = list(dict.fromkeys([*means[0], *means[1]]))
+        if not rows:
+            continue
+        lines += [f"## {section}", "",
+                  "| " + " | ".join(keys) + " | " + " | ".join(f"{m} before | after"
+                                                             for m in metrics) + " |",
+                  "|---" * (len(keys) + 2 * len(metrics)) + "|"]
+        for row in rows:
+            cells = [f"{means[i][row][m]:.4g}" if row in means[i] else "-"
+                     for m in metrics for i in (0, 1)]
+            lines.append("| " + " | ".join(map(str, row)) + " | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+# ------------------------------------------------------------------------------ main
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    tier = p.add_mutually_exclusive_group()
+    tier.add_argument("--quick", action="store_true", help="small tasks, one seed")
+    tier.add_argument("--full", action="store_true", help="also the 5,000-row and 20,000-row tasks")
+    p.add_argument("--seeds", type=int, nargs="+", help="default 0 1 2 (0 with --quick)")
+    p.add_argument("--only", nargs="+", help="of the run's tasks, those whose name contains one "
+                   "of these (with --full for the largest: --full --only 5000x800)")
+    p.add_argument("--section", nargs="+", choices=["recall", "heldout", "papers"],
+                   default=["recall", "heldout", "papers"])
+    p.add_argument("--heldout-tasks", choices=["chosen", "all"], default="chosen",
+                   help="held-out section on the chosen tasks (default) or on every task run")
+    p.add_argument("--ism", nargs="+", choices=list(ISM_CONFIGS),
+                   help="ISM configurations for every section (default: each section's list)")
+    p.add_argument("--skip-peers", action="store_true")
+    p.add_argument("--json", help="write every record to this JSON file")
+    p.add_argument("--out", help="write feature_discovery.md and .json to this directory")
+    p.add_argument("--list", action="store_true", help="print the tasks and configurations")
+    p.add_argument("--compare", nargs=2, metavar=("BEFORE.json", "AFTER.json"),
+                   help="run nothing: print the means of two runs' records side by side")
+    args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    return args
+
+
+def select_tasks(args):
+    """The tasks of the run's tier (--quick, default, --full), filtered by ``--only``."""
+    tiers = TIERS["quick" if args.quick else "full" if args.full else "default"]
+    return [t for t in TASKS if t.tier in tiers
+            and (not args.only or any(s.lower() in t.name.lower() for s in args.only))]
+
+
+def warm_up(configs, peers):
+    """Fit every method once, untimed, so that first-call costs land on no timed fit."""
+    X, y, _ = Task("warm-up", _g(_xor, 200, 10), 2).data(0)
+    fitted = {}
+    methods = {c: partial(fit_ism, c, fitted=fitted) for c in configs} | peers
+    for name, method in methods.items():
+        try:
+            method(X, y, 2, 0) if name in peers else method(X, y, 0)
+        except Exception as err:        # reported again, per task, where it is measured
+            _log(f"# warm-up {name}: {type(err).__name__}: {err}")
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--seeds", type=int, nargs="*")
-    p.add_argument("--only", nargs="*", help="task name substrings")
-    p.add_argument("--skip-peers", action="store_true")
-    p.add_argument("--out", help="also write the markdown table here")
-    a = p.parse_args(argv)
-    ikdr.set_num_threads(1)
-    seeds = a.seeds if a.seeds else ([0] if a.quick else [0, 1])
-    peers = {} if a.skip_peers else available_peers()
-    methods = ISM_RULES + list(peers)
-    rows = []
-    for key, (name, n, d, quick) in TASKS.items():
-        if a.quick and not quick:
-            continue
-        if a.only and not any(s in key for s in a.only):
-            continue
-        scores = {m: [] for m in methods}
-        times = {m: [] for m in methods}
-        for seed in seeds:
-            try:
-                X, y, inf = make_task(name, seed=seed, n=n, d=d)
-            except Exception as e:      # e.g. a data set that is absent
-                print(f"# {key}: skipped ({type(e).__name__}: {e})", file=sys.stderr)
-                break
-            qd = default_q(X, y)
-            for m in methods:
-                t = time.perf_counter()
-                try:
-                    imp = ism_column(m, X, y, qd) if m in ISM_RULES else peers[m](X, y, qd, seed)
-                except Exception as e:
-                    print(f"# {key} {m}: {type(e).__name__}: {e}", file=sys.stderr)
-                    continue
-                times[m].append(time.perf_counter() - t)
-                scores[m].append(recall_at_k(imp, inf))
-        if not any(scores.values()):
-            continue
-        cells = [f"{np.mean(scores[m]):.2f} ({np.mean(times[m]):.2g} s)" if scores[m] else "-"
-                 for m in methods]
-        rows.append(f"| {key} | " + " | ".join(cells) + " |")
-        print(rows[-1], flush=True)
-    header = "| task (n x d) | " + " | ".join(methods) + " |\n|---|" + "---|" * len(methods)
-    table = header + "\n" + "\n".join(rows)
-    print(f"\nrecall@k (k = number of informative features), mean over seeds {seeds}; "
-          f"time per fit on 1 thread in parentheses\n")
-    print(table)
-    if a.out:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from _peers import results_head
+    args = parse_args(argv)
+    if args.list:
+        for t in TASKS:
+            print(f"{t.name:45s} k={t.k:<3d} tier={t.tier:8s}{' held-out' if t.heldout else ''}")
+        for name in ISM_CONFIGS:
+            print(f"ISM configuration {name!r}: {describe(name)}")
+        return None
+    if args.compare:
+        print("\n".join(compare(*args.compare)))
+        return None
+    warnings.filterwarnings("ignore")
+    from threadpoolctl import threadpool_limits
 
-        with open(a.out, "w") as fh:
-            fh.write("\n".join(results_head(
-                "Which features matter: recall at k against a random forest, permutation "
-                "importance, NCA and mutual information", "bench_feature_discovery.py", argv))
-                     + f"\nRecall at k (k = the number of informative features), mean over seeds "
-                     f"{seeds}; time per fit on one thread in parentheses. `ISM()` is the "
-                     "library's defaults; the other ISM columns emulate bandwidth rules through "
-                     "`sigma=<float>` (module docstring of the script).\n\n" + table + "\n")
+    ikdr.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        return run(args)
+
+
+def run(args):
+    from _peers import run_conditions, write_results
+
+    conditions = run_conditions("bench_feature_discovery.py", args.argv)
+    _log(conditions["machine"])
+    seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
+    tasks = select_tasks(args)
+    peers = available_peers(args.skip_peers or "recall" not in args.section)
+    configs = {s: args.ism or default for s, default in
+               (("recall", RECALL_ISM), ("heldout", HELDOUT_ISM), ("papers", PAPERS_ISM))}
+    warm_up(sorted(set().union(*configs.values())), peers)
+    results = {"seeds": seeds}
+    if "recall" in args.section:
+        methods = list(configs["recall"]) + list(peers)
+        results["recall_methods"] = methods
+        results["recall"] = recall_section(tasks, seeds, configs["recall"],
+                                           {p: _peer_importance(f) for p, f in peers.items()})
+    if "heldout" in args.section:
+        chosen = [t for t in tasks if t.heldout or args.heldout_tasks == "all"]
+        results["heldout_configs"] = configs["heldout"]
+        results["heldout"] = heldout_section(chosen, seeds, configs["heldout"])
+    if "papers" in args.section:
+        results["papers_configs"] = configs["papers"]
+        results["papers"] = papers_section(configs["papers"])
+    legend = ("ISM configurations: " + "; ".join(
+        f"{c} = {describe(c)}" for c in dict.fromkeys(c for cs in configs.values() for c in cs)) +
+        ". RF = a 100-tree random forest; HSICLasso = pyHSICLasso selecting k features; NCA, "
+        "MI: scikit-learn's NeighborhoodComponentsAnalysis and mutual information.")
+    body = report(results, seeds, legend)
+    print("\n".join(body))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({**conditions, "legend": legend, **results}, fh, indent=1, default=float)
+    if args.out:
+        path = write_results("feature_discovery", "Which features matter, and does the answer "
+                             "generalize: ISM against a random forest and HSIC Lasso",
+                             conditions, body, {"legend": legend, **results}, out_dir=args.out)
+        _log(f"table: {path}")
+    return results
 
 
 if __name__ == "__main__":

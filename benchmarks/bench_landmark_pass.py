@@ -43,6 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ikdr  # noqa: E402
 from ikdr import supervised_gamma  # noqa: E402
 from ikdr.kernels import Gaussian  # noqa: E402
+# internals: this script times one landmark pass apart from any fit, so it builds the
+# landmark problem itself (Approximation), calls its pass (_pass) and swaps its factors
+# (_factors) for the NumPy ones, and states the pass's flops as the passes count them
 from ikdr.passes.landmark_sweeps import pass_flops  # noqa: E402
 from ikdr.passes.landmarks import Approximation  # noqa: E402
 from _peers import floors_missed, results_head  # noqa: E402
@@ -151,6 +154,7 @@ def fit_tables(args):
     from sklearn.neighbors import KNeighborsClassifier
 
     from ikdr import principal_angle
+    # internal: the landmark fit at a fixed m from a given start, which ISM does not expose
     from ikdr.solver.approximate import approximate_ism
 
     rng = np.random.default_rng(0)

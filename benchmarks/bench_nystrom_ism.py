@@ -170,6 +170,8 @@ def section_accuracy(quick, out):
 
 
 def section_methods(quick, out):
+    # internals: the landmark selections by name, and the landmark fit at a fixed m and
+    # method from a given start (ISM exposes neither)
     from ikdr.passes.landmarks import LANDMARK_METHODS
     from ikdr.solver.approximate import approximate_ism
 

@@ -40,7 +40,7 @@ def main():
     from bench_ism_vs_numpy import peak_rss_mb, reset_peak_rss
     from ikdr.metrics import nmi
 
-    print(f"ikdr {ikdr.__version__}, SIMD {ikdr._core.build_info()['simd']}, "
+    print(f"ikdr {ikdr.__version__}, SIMD {ikdr.build_info()['simd']}, "
           f"threads {ikdr.get_num_threads()}, load average {os.getloadavg()}")
     for case in args.cases:
         if case == "ismclustering":

@@ -36,7 +36,7 @@ def dense_value(kind, A, B, sigma=1.3, c=0.7, degree=3, s_a=None, s_b=None):
 
 
 def dense_phi(kind, X, Z, gamma, sigma=1.3, c=0.7, degree=3, s=None):
-    """Phi from DESIGN.md section 2, written out densely."""
+    """Phi of docs/maths.md section 2, written out densely."""
     dot, dist = Z @ Z.T, sqdist(Z, Z)
     lap = lambda M: np.diag(M.sum(1)) - M  # noqa: E731
     if kind == LIN:
@@ -381,3 +381,18 @@ def test_the_core_checks_kernel_terms(bad, message, entry, rng):
             _native.kernel_matrix(Z, Z, [t], n_threads=1)
         else:
             fused(Z, [t], 1, rhs=Z, n_threads=2)
+
+
+def test_blas_sizes_above_32_bits_raise_overflow_error():
+    """The BLAS takes 32-bit sizes: each one the core passes on is checked, never wrapped."""
+    from ikdr import _core
+
+    big = 2 ** 31 - 1
+    # row-major (m, n, k, lda, ldb, ldc) becomes the column-major call (n, m, k, ldb, lda, ldc)
+    assert _core._gemm_sizes(3, 5, 7, 11, 13, 17) == [5, 3, 7, 13, 11, 17]
+    assert _core._gemm_sizes(big, big, big, big, big, big) == [big] * 6
+    for at in range(6):
+        sizes = [3, 5, 7, 11, 13, 17]
+        sizes[at] = 2 ** 31
+        with pytest.raises(OverflowError, match=r"2147483648.*32-bit limit"):
+            _core._gemm_sizes(*sizes)

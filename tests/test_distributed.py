@@ -12,7 +12,7 @@ distributed = pytest.importorskip("distributed", reason=NEEDS_DASK)
 
 import ikdr  # noqa: E402
 from ikdr import principal_angle  # noqa: E402
-from ikdr.kernels import Gaussian, Linear, Multiquadratic, Polynomial, Squared  # noqa: E402
+from ikdr.kernels import Gaussian, Linear, Multiquadric, Polynomial, Squared  # noqa: E402
 
 MEMORY_LIMIT = "1GiB"
 
@@ -49,7 +49,7 @@ KERNELS = {
     "polynomial": Polynomial(2),
     "linear": Linear(),
     "squared": Squared(),
-    "multiquadratic": Multiquadratic(),
+    "multiquadric": Multiquadric(),
     "conic": 0.5 * Gaussian() + Polynomial(2),
 }
 

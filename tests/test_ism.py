@@ -4,6 +4,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import load_wine
+from sklearn.decomposition import PCA
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -15,7 +16,7 @@ from ikdr.kernels import Gaussian, Polynomial
 
 from .conftest import shared_csv
 
-WINE_KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadratic", "G+P"]
+WINE_KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadric", "G+P"]
 
 
 def _kernel(name):
@@ -133,7 +134,10 @@ def test_float32_input_and_pipeline_grid_search(wine):
     grid = GridSearchCV(make_pipeline(ikdr.ISM(), SVC()),
                         {"ism__n_components": [2, 3], "ism__kernel": ["gaussian", "linear"]}, cv=3)
     grid.fit(X, y)
-    assert grid.best_score_ > 0.9
+    # the baseline, on the same folds: two PCA directions, which ignore the labels
+    # (0.95 on wine); a supervised projection that learned nothing from y would not beat it
+    baseline = cross_val_score(make_pipeline(PCA(n_components=2), SVC()), X, y, cv=3).mean()
+    assert grid.best_score_ > baseline, (grid.best_score_, baseline)
 
 
 def test_kernel_object_parameter_is_cloned(wine):

@@ -6,7 +6,7 @@ import pytest
 
 import ikdr
 from ikdr.gamma import Gamma
-from ikdr.kernels import (ConicKernel, Gaussian, Linear, Multiquadratic, Polynomial,
+from ikdr.kernels import (ConicKernel, Gaussian, Linear, Multiquadric, Polynomial,
                           RelativeGaussian, Squared, make_kernel)
 
 KERNELS = {
@@ -14,10 +14,10 @@ KERNELS = {
     "polynomial": Polynomial(degree=3, c=1.0),
     "gaussian": Gaussian(sigma=1.7),
     "squared": Squared(),
-    "multiquadratic": Multiquadratic(c=1.3),
+    "multiquadric": Multiquadric(c=1.3),
     "relative_gaussian": RelativeGaussian(n_neighbors=5),
     "gaussian+polynomial": 0.5 * Gaussian(sigma=1.7) + 2 * Polynomial(degree=2, c=0.5),
-    "conic of four": (Gaussian(sigma=2.0) + 0.3 * Multiquadratic(c=0.8) + 0.1 * Squared()
+    "conic of four": (Gaussian(sigma=2.0) + 0.3 * Multiquadric(c=0.8) + 0.1 * Squared()
                       + 0.2 * Linear()),
 }
 
@@ -39,7 +39,7 @@ def objective_dense(kernel, X, W, G):
             K += w * np.exp(-dist / (2 * k.sigma**2))
         elif isinstance(k, Squared):
             K += -w * dist
-        elif isinstance(k, Multiquadratic):
+        elif isinstance(k, Multiquadric):
             K += -w * np.sqrt(dist + k.c**2)
     return np.sum((G @ G.T) * K)
 
@@ -107,7 +107,7 @@ def test_kernel_matrix_and_similarity_forms(rng):
     A = rng.standard_normal((10, 3))
     dist = ((A[:, None] - A[None]) ** 2).sum(-1)
     np.testing.assert_allclose(Squared().matrix(A), -dist, atol=1e-12)
-    np.testing.assert_allclose(Multiquadratic(c=2.0).matrix(A), -np.sqrt(dist + 4), rtol=1e-12)
+    np.testing.assert_allclose(Multiquadric(c=2.0).matrix(A), -np.sqrt(dist + 4), rtol=1e-12)
     np.testing.assert_allclose(Gaussian(sigma=1.5).matrix(A), np.exp(-dist / 4.5), rtol=1e-12)
     K32 = Gaussian(sigma=1.5).matrix(A.astype(np.float32))
     assert K32.dtype == np.float32
@@ -126,7 +126,7 @@ def test_bad_kernel_parameters():
     with pytest.raises(TypeError, match="degree"):
         Polynomial(degree=2.5)
     with pytest.raises(ValueError, match="c must be positive"):
-        Multiquadratic(c=0)
+        Multiquadric(c=0)
     with pytest.raises(ValueError, match="unknown kernel"):
         make_kernel("laplacian")
     with pytest.raises(TypeError):
@@ -201,3 +201,33 @@ def test_block_pairs_add_up_to_the_whole_pass(gradient, dtype, tol):
         scale = np.abs(whole[0]).max()
         np.testing.assert_allclose(acc, whole[0][a:b], rtol=tol, atol=tol * scale)
         np.testing.assert_allclose(sums, whole_sums[a:b], rtol=tol, atol=tol * np.abs(whole_sums).max())
+
+
+def test_multiquadratic_is_a_deprecated_name_of_the_multiquadric_kernel():
+    import ikdr.kernels as kernels
+    import ikdr.kernels.family as family
+    from ikdr.kernels.syntax import parse_kernel
+
+    for module in (kernels, family):
+        with pytest.warns(FutureWarning, match="Multiquadratic is deprecated.*Multiquadric"):
+            assert module.Multiquadratic is Multiquadric
+    with pytest.warns(FutureWarning, match="'multiquadratic' is deprecated.*'multiquadric'"):
+        assert make_kernel("multiquadratic") == Multiquadric()
+    with pytest.warns(FutureWarning, match="'multiquadratic' is deprecated"):
+        assert parse_kernel("multiquadratic:c=2") == Multiquadric(c=2)
+    with pytest.raises(AttributeError, match="ikdr.kernels.family.*Multiquadriq"):
+        family.Multiquadriq
+
+
+def test_estimators_pickled_with_the_old_kernel_class_name_load_alike():
+    """A pickle written before the rename names ikdr.kernels.family.Multiquadratic."""
+    import pickle
+
+    X, y = np.random.default_rng(0).standard_normal((60, 4)), np.repeat([0, 1, 2], 20)
+    model = ikdr.ISM(n_components=2, kernel=Multiquadric(c=1.5)).fit(X, y)
+    old = pickle.dumps(model, protocol=2).replace(b"\nMultiquadric\n", b"\nMultiquadratic\n")
+    assert b"\nMultiquadratic\n" in old
+    with pytest.warns(FutureWarning, match="Multiquadratic is deprecated"):
+        loaded = pickle.loads(old)
+    assert type(loaded.kernel_) is Multiquadric
+    np.testing.assert_array_equal(loaded.transform(X), model.transform(X))

@@ -19,7 +19,7 @@ from ikdr.passes.rows import check_rows
 from ikdr.solver.approximate import approximate_ism
 from ikdr.passes.problem import KernelProblem
 from ikdr.spectral import spectral_embedding
-from ikdr.kernels import Gaussian, Linear, Multiquadratic, Polynomial, Squared
+from ikdr.kernels import Gaussian, Linear, Multiquadric, Polynomial, Squared
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def _all_landmarks(X, gamma, kernel, q):
     return a.problem(X, gamma, kernel, None)
 
 
-KERNELS = [Gaussian(3.0), Multiquadratic(1.0), Polynomial(3, 1.0),
+KERNELS = [Gaussian(3.0), Multiquadric(1.0), Polynomial(3, 1.0),
            0.5 * Gaussian(2.0) + Squared() + Linear()]
 
 

@@ -333,26 +333,114 @@ FORK_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
-                    reason="needs os.fork of a threaded process, which only Linux and "
-                           "other POSIX systems but macOS support")
-def test_fork_after_use_fits_correctly_and_never_hangs():
-    # Run in a subprocess of its own session so that a hang (a thread pool
-    # that did not survive fork) is a timeout here and every child is killed.
+#: the tests that fork a threaded process
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
+                                reason="needs os.fork of a threaded process, which only Linux "
+                                       "and other POSIX systems but macOS support")
+
+
+def _forking_script(script, hang):
+    """Run a script that forks in a subprocess of its own session, so that a hang (a
+    thread pool that did not survive fork) is a timeout here and every child is killed;
+    the script gets TIMEOUT (half the test's). Returns the JSON its last line prints."""
     timeout = 240
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    script = f"TIMEOUT = {timeout / 2}\n" + FORK_SCRIPT
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-c", f"TIMEOUT = {timeout / 2}\n" + script],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        pytest.fail(f"a forked child hung (no answer within {timeout} s)")
+        pytest.fail(f"{hang} (no answer within {timeout} s)")
     assert proc.returncode == 0, err[-3000:]
-    timings = json.loads(out.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@needs_fork
+def test_fork_after_use_fits_correctly_and_never_hangs():
+    timings = _forking_script(FORK_SCRIPT, "a forked child hung")
     print("fork timings:", timings)
+
+
+FORK_DURING_PASS_SCRIPT = textwrap.dedent("""
+    import json, os, threading, time
+    import numpy as np
+    from ikdr import _native
+    from ikdr._native import KernelTerm, TermKind
+
+    rng = np.random.default_rng(0)
+    terms = [KernelTerm(TermKind.gaussian, sigma=2.0)]
+    X = rng.standard_normal((20000, 8))          # a pass of about half a second
+    small = rng.standard_normal((600, 5))
+    expected_small = _native.fused_product(small, terms, rhs=small, n_threads=1).product
+    # this thread's runtime keeps threads of its own, as after any fit
+    assert np.array_equal(_native.fused_product(small, terms, rhs=small, n_threads=2).product,
+                          expected_small)
+
+    results = []
+    def long_passes():
+        for _ in range(3):
+            results.append(_native.fused_product(X, terms, n_threads=2).value_sums)
+    thread = threading.Thread(target=long_passes)
+    thread.start()
+    deadline = time.monotonic() + TIMEOUT
+    while _native.active_passes() == 0:           # until the thread is inside a pass
+        assert time.monotonic() < deadline, "the pass never started"
+        time.sleep(0.0005)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            skipped = _native._forked_without_pause and _native.active_passes() == 0
+            got = _native.fused_product(small, terms, rhs=small, n_threads=2).product
+            code = 0 if skipped and np.array_equal(got, expected_small) else 2
+        except BaseException:
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    thread.join()
+    assert os.WIFEXITED(status), status
+    # the parent's passes went on undisturbed (the single-threaded answer, bitwise);
+    # the child's exit code says what it saw
+    passes = _native.active_passes()
+    expected = _native.fused_product(X, terms, n_threads=1).value_sums
+    parent_ok = len(results) == 3 and all(np.array_equal(r, expected) for r in results)
+    print(json.dumps({"child": os.WEXITSTATUS(status), "passes_after": passes,
+                      "parent_ok": parent_ok}))
+""")
+
+
+@needs_fork
+@pytest.mark.skipif(not _native.OPENMP,
+                    reason="needs a build with OpenMP (there is no runtime to pause without it)")
+def test_fork_while_another_thread_runs_a_pass():
+    """The fork handler leaves the runtime alone while another thread's pass runs in it
+    (pausing it then is not allowed), and the child runs single-threaded instead."""
+    report = _forking_script(FORK_DURING_PASS_SCRIPT, "a fork during a pass hung")
+    # 0: the child saw the pause skipped, no pass of its own counted, and the right answer
+    assert report == {"child": 0, "passes_after": 0, "parent_ok": True}, report
+
+
+def test_passes_are_counted_while_they_run():
+    """What the fork handler reads: calls inside the core, of every thread."""
+    import threading
+    import time
+
+    from ikdr._native import KernelTerm, TermKind
+
+    X = np.random.default_rng(0).standard_normal((20000, 8))
+    assert _native.active_passes() == 0
+    seen = []
+    thread = threading.Thread(target=lambda: _native.fused_product(
+        X, [KernelTerm(TermKind.gaussian, sigma=2.0)], n_threads=1))
+    thread.start()
+    while thread.is_alive():
+        seen.append(_native.active_passes())
+        time.sleep(0.001)
+    thread.join()
+    assert max(seen) == 1 and _native.active_passes() == 0, sorted(set(seen))
 
 
 # Concurrent fits from Python threads: tests/test_runtime.py

@@ -407,8 +407,8 @@ def test_bad_sigma(spec, value, exc):
     (lambda: kernels.Polynomial(degree=-3), ValueError, ["degree", ">= 1"]),
     (lambda: kernels.Polynomial(degree=2.5), TypeError, ["degree", "int"]),
     (lambda: kernels.Polynomial(c=-1.0), ValueError, ["c", "non-negative"]),
-    (lambda: kernels.Multiquadratic(c=0.0), ValueError, ["c", "positive"]),
-    (lambda: kernels.Multiquadratic(c=-1.0), ValueError, ["c", "positive"]),
+    (lambda: kernels.Multiquadric(c=0.0), ValueError, ["c", "positive"]),
+    (lambda: kernels.Multiquadric(c=-1.0), ValueError, ["c", "positive"]),
     (lambda: -1.0 * kernels.Gaussian(), ValueError, ["weights", "non-negative"]),
     (lambda: kernels.ConicKernel([(-0.5, kernels.Linear())]), ValueError, ["weights", "non-negative"]),
     (lambda: kernels.ConicKernel([(np.nan, kernels.Linear())]), ValueError, ["weights"]),
@@ -429,10 +429,10 @@ def test_duplicate_points_with_multiquadric():
     # c = 0 is rejected up front (1/sqrt(beta + c^2) divides by zero on duplicates);
     # a small positive c with duplicate rows stays finite.
     with raises(ValueError, "c", "positive"):
-        ikdr.ISM(kernel=kernels.Multiquadratic(c=0.0))
+        ikdr.ISM(kernel=kernels.Multiquadric(c=0.0))
     X = np.vstack([X0, X0[:5]])
     y = np.r_[LABELS, LABELS[:5]]
-    model = ikdr.ISM(n_components=1, kernel=kernels.Multiquadratic(c=1e-3)).fit(X, y)
+    model = ikdr.ISM(n_components=1, kernel=kernels.Multiquadric(c=1e-3)).fit(X, y)
     assert np.all(np.isfinite(model.components_))
 
 

@@ -1,13 +1,17 @@
-"""One version string: package metadata = ikdr.__version__ = ikdr info = the compiled core."""
+"""One version string, pyproject.toml's: the package metadata, ikdr.__version__, ``ikdr info``,
+the compiled core, the documentation and the changelog's latest entry all agree."""
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import ikdr
 
 PACKAGE = Path(ikdr.__file__).resolve().parent
-PYPROJECT = PACKAGE.parents[1] / "pyproject.toml"
+ROOT = PACKAGE.parents[1]
+PYPROJECT = ROOT / "pyproject.toml"
 FROM_SOURCE = PYPROJECT.exists() and PACKAGE.parent.name == "src"
 
 
@@ -21,8 +25,11 @@ def test_version_is_the_metadata_or_pyproject():
         from importlib.metadata import version as metadata_version
 
         assert version == metadata_version("ikdr")
-        # the wheel's core was compiled with the same project version
-        assert ikdr.build_info()["version"] == version
+
+
+def test_the_compiled_core_was_built_from_the_same_version():
+    # a core left from a build of another version (rebuild after changing pyproject.toml)
+    assert ikdr.build_info()["version"] == ikdr.__version__
 
 
 def test_ikdr_info_prints_the_same_version():
@@ -33,3 +40,28 @@ def test_ikdr_info_prints_the_same_version():
     first = out.stdout.splitlines()[0]
     assert first == f"ikdr {ikdr.__version__}", first
     assert "threads:" in out.stdout
+
+
+def _release(version):
+    """(release, pre-release or dev part) of a PEP 440 version: 0.2.0.dev0 -> (0.2.0, .dev0)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)*)((?:a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+.*)?", version)
+    assert match, version
+    return match.group(1), (match.group(2) or "") + (match.group(4) or "")
+
+
+@pytest.mark.skipif(not (ROOT / "CHANGELOG.md").exists(), reason="not a source tree")
+def test_the_changelog_leads_with_this_version():
+    """A development or pre-release version is the changelog's "(unreleased)" entry."""
+    release, unreleased = _release(ikdr.__version__)
+    heading = re.search(r"^## (.+)$", (ROOT / "CHANGELOG.md").read_text(), re.M).group(1)
+    if unreleased:
+        assert heading == f"{release} (unreleased)", (heading, ikdr.__version__)
+    else:
+        assert heading.split()[0] == release, (heading, ikdr.__version__)
+
+
+@pytest.mark.skipif(not (ROOT / "docs" / "conf.py").exists(), reason="not a source tree")
+def test_the_docs_take_the_package_version():
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert re.search(r"^release = ikdr\.__version__$", conf, re.M), "docs/conf.py sets its own release"
+    assert not re.search(r"^(release|version) = [\"']\d", conf, re.M)   # no literal version

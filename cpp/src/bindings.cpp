@@ -32,6 +32,15 @@ namespace py = pybind11;
 using namespace ikdr;
 using namespace ikdr::bindings;
 
+namespace ikdr {
+namespace bindings {
+std::atomic<int>& active_passes() {
+  static std::atomic<int> count{0};
+  return count;
+}
+}  // namespace bindings
+}  // namespace ikdr
+
 namespace {
 
 template <class T>
@@ -190,20 +199,57 @@ void bind_dtype(py::module_& m, const std::string& suffix) {
 // task fail_at (if >= 0) throwing; returns how many tasks each worker ran.
 std::vector<Index> parallel_check(Index n_tasks, int n_threads, Index fail_at) {
   RunConfig cfg = make_config(n_threads);
-  std::vector<std::atomic<Index>> counts(static_cast<std::size_t>(std::max(1, cfg.n_threads)));
+  // one counter per possible worker; each worker's slot is its own counter
+  std::vector<Index> counts(static_cast<std::size_t>(std::max(1, cfg.n_threads)), 0);
   without_gil([&] {
-    parallel_for(n_tasks, cfg, [&](Index t, int worker) {
-      if (t == fail_at) throw std::runtime_error("task " + std::to_string(t) + " failed");
-      counts[static_cast<std::size_t>(worker)].fetch_add(1);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-      while (std::chrono::steady_clock::now() < until) {
-      }
-    });
+    parallel_for(
+        n_tasks, cfg, [&counts](int worker) { return &counts[static_cast<std::size_t>(worker)]; },
+        [&](Index t, Index* count) {
+          if (t == fail_at) throw std::runtime_error("task " + std::to_string(t) + " failed");
+          ++*count;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        });
   });
-  std::vector<Index> out;
-  for (auto& c : counts) out.push_back(c.load());
-  return out;
+  return counts;
 }
+
+// For the tests of blas.hpp's size check: the sizes gemm_row_major hands the
+// BLAS for a row-major product of these dimensions (each at least 1), in the
+// BLAS's order (m, n, k, lda, ldb, ldc of the column-major call). The BLAS is
+// a stand-in that writes them into its output argument and reads nothing.
+std::vector<Index> gemm_sizes(Index m, Index n, Index k, Index lda, Index ldb, Index ldc) {
+  if (m < 1 || n < 1 || k < 1 || lda < 1 || ldb < 1 || ldc < 1)
+    throw py::value_error("every size must be at least 1");
+  Blas recorder;
+  recorder.dgemm = [](const char*, const char*, const int* mm, const int* nn, const int* kk,
+                      const double*, const double*, const int* la, const double*, const int* lb,
+                      const double*, double* c, const int* lc) {
+    const int sizes[] = {*mm, *nn, *kk, *la, *lb, *lc};
+    for (int i = 0; i < 6; ++i) c[i] = sizes[i];
+  };
+  double out[6] = {};
+  gemm_row_major<double>(recorder, false, false, m, n, k, 1.0, nullptr, lda, nullptr, ldb, 0.0,
+                         out, ldc);
+  return std::vector<Index>(out, out + 6);
+}
+
+// Before a fork (the Python fork handler): releases the OpenMP runtime's idle
+// threads so that the child can start its own (openmp_pause_threads), unless
+// a call of another thread is inside the core: pausing the runtime under a
+// running parallel region is not allowed (LLVM's libomp shuts itself down
+// and the region would crash). Returns openmp_pause_threads()'s code (0:
+// released), or 2 when calls were running and nothing was done; the child
+// then runs single-threaded (ikdr._native).
+int openmp_pause_before_fork() {
+  if (active_passes().load() > 0) return 2;
+  return openmp_pause_threads();
+}
+
+// In a forked child: the calls counted as running belong to threads that
+// the child does not have.
+void forget_active_passes() { active_passes().store(0); }
 
 py::dict build_info() {
   py::dict info;
@@ -244,6 +290,16 @@ PYBIND11_MODULE(_core, m) {
         "start-up, or what omp_set_num_threads (threadpoolctl) set since");
   m.def("_parallel_check", &parallel_check, py::arg("n_tasks"), py::arg("n_threads"),
         py::arg("fail_at") = -1, "Test hook of the threading layer: tasks run per worker");
+  m.def("_gemm_sizes", &gemm_sizes, py::arg("m"), py::arg("n"), py::arg("k"), py::arg("lda"),
+        py::arg("ldb"), py::arg("ldc"),
+        "Test hook of the BLAS size check: the 32-bit sizes a row-major GEMM passes on");
+  m.def("openmp_pause_before_fork", &openmp_pause_before_fork,
+        "Before a fork: openmp_pause() unless a call of another thread is inside the core "
+        "(then 2, and nothing is done)");
+  m.def("active_passes", [] { return active_passes().load(); },
+        "How many calls (of any thread) are inside the core's passes now");
+  m.def("_forget_active_passes", &forget_active_passes,
+        "In a forked child: no call of the parent's other threads is running here");
   m.def("openmp_pause", &openmp_pause_threads,
         "Release the OpenMP runtime's idle threads (omp_pause_resource_all(omp_pause_hard)), "
         "e.g. before fork: 0 on success, -1 if refused or unavailable, 1 without OpenMP");

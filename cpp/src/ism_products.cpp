@@ -1,6 +1,7 @@
 // The driver of the ISM family's passes: prepares what every task reads
 // (norms, transposed thin operands, the padded right-hand side), then runs
-// the tasks (tile_kernels.cpp) on the call's threads (parallel.hpp).
+// the tasks (tiles/passes.cpp) on the call's threads (parallel.hpp), each
+// worker with its own scratch (WorkerScratch).
 #include "ikdr/ism_products.hpp"
 
 #include <algorithm>
@@ -292,6 +293,46 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
   }
 }
 
+// One worker's PassScratch and the storage behind it, sized for the plan's
+// tasks (pass_scratch_sizes) and zeroed once; made by each worker of the
+// pass's team for itself (parallel.hpp's slots).
+template <class T>
+class WorkerScratch {
+ public:
+  explicit WorkerScratch(const PassPlan<T>& p) {
+    const PassScratchSizes n = pass_scratch_sizes(p);
+    const Index values = n.tile + n.dot_panel + n.gamma_panel + n.m_panel + n.col_acc +
+                         n.col_value + n.col_lap;
+    values_.assign(static_cast<std::size_t>(values), T(0));
+    doubles_.assign(static_cast<std::size_t>(n.acc + n.value_sum + n.lap_sum), 0.0);
+    T* v = values_.data();
+    double* d = doubles_.data();
+    auto take = [](auto*& at, Index count) {
+      auto* start = count > 0 ? at : nullptr;
+      at += count;
+      return start;
+    };
+    view_.tile = take(v, n.tile);
+    view_.dot_panel = take(v, n.dot_panel);
+    view_.gamma_panel = take(v, n.gamma_panel);
+    view_.m_panel = take(v, n.m_panel);
+    view_.col_acc = take(v, n.col_acc);
+    view_.col_value = take(v, n.col_value);
+    view_.col_lap = take(v, n.col_lap);
+    view_.acc = take(d, n.acc);
+    view_.value_sum = take(d, n.value_sum);
+    view_.lap_sum = take(d, n.lap_sum);
+  }
+  WorkerScratch(WorkerScratch&&) = default;  // the buffers move, the pointers stay valid
+
+  PassScratch<T>& view() { return view_; }
+
+ private:
+  std::vector<T> values_;
+  std::vector<double> doubles_;
+  PassScratch<T> view_;
+};
+
 // A symmetric pass: the diagonal blocks (each first zeroes its block's
 // accumulators, so no serial memset precedes the region), then the off-diagonal pairs in the
 // rounds of a round-robin schedule (circle method), in which no block appears
@@ -299,8 +340,7 @@ void prepare(PreparedPass<T>& pp, const Blas& blas, const PointPair<T>& pts,
 // parts in the same order for any number of threads. Then the rows are
 // written out.
 template <class T>
-void run_symmetric(const PassPlan<T>& p, const RunConfig& cfg,
-                   std::vector<PassScratch<T>>& scratch) {
+void run_symmetric(const PassPlan<T>& p, const RunConfig& cfg) {
   const TileKernels<T>& kernels = tile_kernels<T>();
   const Index blocks = (p.n + p.block_rows - 1) / p.block_rows;
   // round 0: the diagonal blocks; rounds 1 .. even - 1: the circle method's
@@ -329,9 +369,10 @@ void run_symmetric(const PassPlan<T>& p, const RunConfig& cfg,
   }
   parallel_rounds(
       even, [&](Index r) { return static_cast<Index>(rounds[static_cast<std::size_t>(r)].size()); },
-      cfg, [&](Index r, Index t, int worker) {
+      cfg, [&p](int) { return WorkerScratch<T>(p); },
+      [&](Index r, Index t, WorkerScratch<T>& scratch) {
         const auto& pr = rounds[static_cast<std::size_t>(r)][static_cast<std::size_t>(t)];
-        kernels.pair_task(p, pr.first, pr.second, scratch[static_cast<std::size_t>(worker)]);
+        kernels.pair_task(p, pr.first, pr.second, scratch.view());
       });
   for (Index i = 0; i < p.n; ++i) {
     if (p.y != nullptr && p.c > 0) {
@@ -355,15 +396,14 @@ void run(const PreparedPass<T>& pp, const RunConfig& cfg) {
   const Index tasks = (p.n + p.task_rows - 1) / p.task_rows;
   RunConfig run_cfg = cfg;
   if (p.n * p.m < kSerialEntries) run_cfg.n_threads = 1;
-  const int threads = std::max(1, std::min<int>(run_cfg.n_threads, static_cast<int>(std::max<Index>(tasks, 1))));
-  std::vector<PassScratch<T>> scratch(static_cast<std::size_t>(threads));
   if (p.symmetric) {
-    run_symmetric(p, run_cfg, scratch);
+    run_symmetric(p, run_cfg);
     return;
   }
   const TileKernels<T>& kernels = tile_kernels<T>();
-  parallel_for(tasks, run_cfg,
-               [&](Index t, int worker) { kernels.pass_task(p, t, scratch[static_cast<std::size_t>(worker)]); });
+  parallel_for(
+      tasks, run_cfg, [&p](int) { return WorkerScratch<T>(p); },
+      [&](Index t, WorkerScratch<T>& scratch) { kernels.pass_task(p, t, scratch.view()); });
 }
 
 template <class T>

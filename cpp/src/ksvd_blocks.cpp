@@ -24,7 +24,6 @@ void sne_pass(const Blas& blas, const PointPair<T>& pts, double sigma, const T* 
   const Index tasks = (pts.n + rows - 1) / rows;
   RunConfig run_cfg = cfg;
   if (pts.n * pts.m < (Index(1) << 16)) run_cfg.n_threads = 1;
-  std::vector<std::vector<T>> work(static_cast<std::size_t>(std::max(1, run_cfg.n_threads)));
   std::vector<T> sq_b(static_cast<std::size_t>(pts.m));
   for (Index j = 0; j < pts.m; ++j) {
     T s = 0;
@@ -32,11 +31,15 @@ void sne_pass(const Blas& blas, const PointPair<T>& pts, double sigma, const T* 
     sq_b[static_cast<std::size_t>(j)] = s;
   }
   const SneKernels<T>& kernels = sne_kernels<T>();
-  parallel_for(tasks, run_cfg, [&](Index t, int worker) {
-    const Index r0 = t * rows, r1 = std::min(pts.n, r0 + rows);
-    kernels.rows(blas, pts, sq_b.data(), u, r0, r1, shift, scale, shift_out, sums_out, out,
-                     work[static_cast<std::size_t>(worker)]);
-  });
+  // each worker's distance rows when nothing is written out: a task's rows x m
+  const std::size_t work_size = out == nullptr ? static_cast<std::size_t>(rows * pts.m) : 0;
+  parallel_for(
+      tasks, run_cfg, [work_size](int) { return std::vector<T>(work_size); },
+      [&](Index t, std::vector<T>& work) {
+        const Index r0 = t * rows, r1 = std::min(pts.n, r0 + rows);
+        kernels.rows(blas, pts, sq_b.data(), u, r0, r1, shift, scale, shift_out, sums_out, out,
+                     work.data());
+      });
 }
 
 }  // namespace
@@ -60,7 +63,7 @@ void lowrank_plus_sparse(Index n, Index m, const T* dl, const T* u, const T* v,
   // Row tasks of ~1 MB of output each; rows are independent.
   const Index rows = std::max<Index>(1, (Index(1) << 17) / std::max<Index>(m, 1));
   const Index tasks = (n + rows - 1) / rows;
-  parallel_for(tasks, cfg, [&](Index t, int) {
+  parallel_for(tasks, cfg, [&](Index t) {
     const Index r1 = std::min(n, (t + 1) * rows);
     for (Index i = t * rows; i < r1; ++i) {
       T* o = out + i * m;

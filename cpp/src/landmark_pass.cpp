@@ -46,7 +46,8 @@ void add_into(double* acc, const T* v, Index n) {
 }
 
 // What a worker thread needs for the block it works on (reused from block to
-// block: per worker, not per lane, so that two threads touch two sets).
+// block: per worker, not per lane, so that two threads touch two sets; each
+// worker of the sweep's team makes its own, parallel.hpp).
 template <class T>
 struct Work {
   const T* xin = nullptr;             // b x d, the block's rows in their order
@@ -190,7 +191,6 @@ void lane_sweep(const LandmarkRows<T>& rows, Index size, double* total, const Ru
   Index lanes = std::min<Index>(kMaxLanes, std::max<Index>(1, n_blocks));
   lanes = std::max<Index>(1, std::min<Index>(lanes, kLaneBytes / std::max<Index>(1, size * 8)));
   std::vector<Lane<T>> state(static_cast<std::size_t>(lanes));
-  std::vector<Work<T>> work(static_cast<std::size_t>(std::max(1, cfg.n_threads)));
   for (auto& lane : state) {
     lane.acc.assign(static_cast<std::size_t>(wide_at), 0.0);
     lane.wide_size = wide_size;
@@ -201,9 +201,10 @@ void lane_sweep(const LandmarkRows<T>& rows, Index size, double* total, const Ru
   }
   parallel_rounds(
       n_chunks(n_blocks, lanes), [&](Index r) { return std::min(lanes, n_blocks - r * lanes); }, cfg,
-      [&](Index r, Index t, int worker) {
+      [](int) { return Work<T>(); },
+      [&](Index r, Index t, Work<T>& work) {
         const Index start = (r * lanes + t) * rows.block_rows;
-        block(state[static_cast<std::size_t>(t)], work[static_cast<std::size_t>(worker)], start,
+        block(state[static_cast<std::size_t>(t)], work, start,
               std::min(rows.block_rows, rows.n - start));
       });
   for (auto& lane : state) {

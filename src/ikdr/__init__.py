@@ -18,9 +18,7 @@ from . import _native  # noqa: F401  (loads the compiled core: threadpoolctl mus
 from ._config import build_info, get_num_threads, num_threads, set_num_threads, show_config
 from ._config import get_memory_budget, memory_budget, set_memory_budget
 from ._config import package_version as _package_version
-from ._config import register_threadpoolctl as _register_threadpoolctl
 
-_register_threadpoolctl()
 _legacy.install()      # estimators pickled by ikdr 0.1 load (old module paths)
 
 #: public name -> module that defines it (imported on first access)

@@ -149,19 +149,6 @@ def _core_directory() -> str:
     return os.path.dirname(os.path.realpath(__file__))
 
 
-# -- threadpoolctl --------------------------------------------------------------
-def register_threadpoolctl() -> bool:
-    """Whether ``threadpoolctl`` sees and limits ikdr's threads (called by ``import ikdr``).
-
-    ikdr's threads are those of the OpenMP runtime its core links, which
-    threadpoolctl finds by itself (``user_api="openmp"``): ``threadpool_limits(n)``
-    (or ``user_api="openmp"``) limits ikdr's default inside its block. The
-    custom controller of earlier versions (``user_api="ikdr"``) is gone.
-    Returns False when the core was built without OpenMP.
-    """
-    return _runtime_threads is not None
-
-
 # -- one version string -----------------------------------------------------------
 _version: str | None = None
 

@@ -11,7 +11,7 @@ The C++ core (``cpp/``) has no Python in it; ``cpp/src/bindings.cpp`` converts,
 releases the GIL, calls and returns. Its threads are OpenMP's: importing this
 module registers a fork handler that releases the runtime's idle threads
 before every ``os.fork`` (a child forked while they are kept would hang in its
-first parallel region), and tells :mod:`ikdr._config` how to read the
+first parallel region) unless another thread's call is inside the core, and tells :mod:`ikdr._config` how to read the
 runtime's thread setting (``OMP_NUM_THREADS``, ``threadpoolctl``).
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ with _core_wait_policy():
 __all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_product",
            "phi_product", "gamma_table", "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
            "top_eigenpairs", "cpm_eigenpairs", "build_info", "core_dtype",
-           "openmp_pause", "openmp_max_threads", "LandmarkFactor", "LandmarkGamma",
+           "openmp_pause", "openmp_max_threads", "active_passes", "LandmarkFactor", "LandmarkGamma",
            "landmark_first_sweep", "landmark_second_sweep"]
 
 
@@ -75,16 +75,32 @@ def openmp_max_threads() -> int:
     return int(_core.openmp_max_threads())
 
 
-def _pause_before_fork() -> None:
+def active_passes() -> int:
+    """How many core calls (of any Python thread) are running now."""
+    return int(_core.active_passes())
+
+
+# The fork handlers. A child forked while the runtime keeps idle threads would
+# hang in its first parallel region, so the runtime releases them before the
+# fork; but not while another Python thread is inside a pass (pausing the
+# runtime under a running parallel region is not allowed), and then the child
+# runs its calls on one thread instead. What the first handler found is what
+# the second needs in the child: the two module globals below are the only
+# state they share, and they must be globals (a fork handler takes no
+# arguments and returns nothing).
+def _before_fork() -> None:
+    global _paused_for_fork
     try:
-        _core.openmp_pause()
+        _paused_for_fork = OPENMP_PAUSE and _core.openmp_pause_before_fork() == 0
     except Exception:  # pragma: no cover - never let a fork fail because of ikdr
-        pass
+        _paused_for_fork = False
 
 
-def _single_threaded_child() -> None:
+def _in_forked_child() -> None:
     global _forked_without_pause
-    _forked_without_pause = True
+    _core._forget_active_passes()      # their threads stayed in the parent
+    if not _paused_for_fork:
+        _forked_without_pause = True
 
 
 #: built with OpenMP: the runtime's setting is the default thread count, and
@@ -93,17 +109,17 @@ OPENMP = bool(_core.build_info().get("openmp", False))
 #: the runtime can release its threads (omp_pause_resource_all: GCC >= 9's
 #: libgomp, LLVM's libomp); probed once at import, before any parallel region
 OPENMP_PAUSE = OPENMP and openmp_pause() == 0
-#: set in a child forked from a process whose runtime cannot release its
-#: threads: the child's core calls run on one thread (same results) rather
-#: than wait on a thread pool that did not survive the fork
+#: whether the last fork's handler released the runtime's threads
+_paused_for_fork = False
+#: set in a child forked while the runtime kept its threads (it cannot release
+#: them, or a pass of another thread was running): the child's core calls run
+#: on one thread (same results) rather than wait on a thread pool that did not
+#: survive the fork
 _forked_without_pause = False
 if OPENMP:
     _config.register_runtime_threads(openmp_max_threads)
     if hasattr(os, "register_at_fork"):
-        if OPENMP_PAUSE:
-            os.register_at_fork(before=_pause_before_fork)
-        else:  # pragma: no cover - an OpenMP runtime older than 5.0's pause
-            os.register_at_fork(after_in_child=_single_threaded_child)
+        os.register_at_fork(before=_before_fork, after_in_child=_in_forked_child)
 _config.check_thread_environment()
 
 #: The kernel kinds of the core, defined once in C++ (``cpp/include/ikdr/ism_products.hpp``).
@@ -236,7 +252,7 @@ def fused_product(points, terms: Sequence[KernelTerm], *, gamma: GammaArrays = G
     weights of the inner-product members (linear, polynomial) and B those of
     the distance members (Gaussian, squared, multiquadric),
     ``product = (Gamma o A) rhs + 2 L(Gamma o B) rhs``, :math:`L(M) = \mathrm{diag}(M1) - M`,
-    so that :math:`\Phi(W) = X^T G(XW) X` (DESIGN.md section 2). Both modes
+    so that :math:`\Phi(W) = X^T G(XW) X` (docs/maths.md, section 2). Both modes
     also return the row sums of ``Gamma o K``. Nothing n x n is stored.
 
     Between two point sets (``columns``, m x k: a block pair of a distributed

@@ -1,6 +1,6 @@
 r"""Gamma: the n x n matrix that encodes the learning paradigm.
 
-ISM maximises :math:`\mathrm{Tr}(\Gamma K_{XW})` (DESIGN.md section 1). In the
+ISM maximises :math:`\mathrm{Tr}(\Gamma K_{XW})` (docs/maths.md, section 1). In the
 supervised, unsupervised and alternative-clustering paradigms Gamma has low
 rank and is kept in factored form :math:`\Gamma = G\,\mathrm{diag}(s)\,G^T`
 (G is n x r), so nothing n x n is ever stored; the C++ core forms tiles of

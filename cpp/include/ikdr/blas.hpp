@@ -21,53 +21,27 @@ struct Blas {
   SyrkFn<float> ssyrk = nullptr;
 };
 
-// Which ?gemm serves which element type: the one place the two precisions differ.
-template <class T>
-struct BlasTraits;
-template <>
-struct BlasTraits<double> {
-  static GemmFn<double> gemm(const Blas& b) { return b.dgemm; }
-  static SyrkFn<double> syrk(const Blas& b) { return b.dsyrk; }
-};
-template <>
-struct BlasTraits<float> {
-  static GemmFn<float> gemm(const Blas& b) { return b.sgemm; }
-  static SyrkFn<float> syrk(const Blas& b) { return b.ssyrk; }
-};
+// The BLAS takes 32-bit sizes. Each size and leading dimension passed on is
+// checked: one above 2^31 - 1 throws std::overflow_error naming it (Python
+// sees OverflowError), never a silently wrapped int.
+//
+// Both functions are defined out of line, once (blas.cpp, baseline code): the
+// per-instruction-set tile kernels call them, and an inline copy compiled for
+// AVX-512 must not exist to be picked by the linker (tile_kernels.hpp).
 
 // Row-major C (m x n) = alpha op(A) op(B) + beta C, as the column-major
 // C^T = op(B)^T op(A)^T. k = 0 gives beta C (BLAS would not be called).
 template <class T>
-inline void gemm_row_major(const Blas& blas, bool trans_a, bool trans_b, Index m, Index n, Index k,
-                           T alpha, const T* a, Index lda, const T* b, Index ldb, T beta, T* c,
-                           Index ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (Index i = 0; i < m; ++i)
-      for (Index j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
-    return;
-  }
-  const char ta = trans_b ? 'T' : 'N', tb = trans_a ? 'T' : 'N';
-  const int mm = int(n), nn = int(m), kk = int(k), la = int(ldb), lb = int(lda), lc = int(ldc);
-  BlasTraits<T>::gemm(blas)(&ta, &tb, &mm, &nn, &kk, &alpha, b, &la, a, &lb, &beta, c, &lc);
-}
+void gemm_row_major(const Blas& blas, bool trans_a, bool trans_b, Index m, Index n, Index k,
+                    T alpha, const T* a, Index lda, const T* b, Index ldb, T beta, T* c,
+                    Index ldc);
 
 // The upper triangle of the row-major C (n x n) = alpha A^T A + beta C, A row-major
 // (k x n, leading dimension lda): the column-major lower triangle of the same
 // product, one ?syrk. k = 0 gives beta C on the triangle.
 template <class T>
-inline void syrk_upper_row_major(const Blas& blas, Index n, Index k, T alpha, const T* a,
-                                 Index lda, T beta, T* c, Index ldc) {
-  if (n == 0) return;
-  if (k == 0) {
-    for (Index i = 0; i < n; ++i)
-      for (Index j = i; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
-    return;
-  }
-  const char uplo = 'L', trans = 'N';
-  const int nn = int(n), kk = int(k), la = int(lda), lc = int(ldc);
-  BlasTraits<T>::syrk(blas)(&uplo, &trans, &nn, &kk, &alpha, a, &la, &beta, c, &lc);
-}
+void syrk_upper_row_major(const Blas& blas, Index n, Index k, T alpha, const T* a, Index lda,
+                          T beta, T* c, Index ldc);
 
 }  // namespace ikdr
 

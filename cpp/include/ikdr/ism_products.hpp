@@ -49,7 +49,7 @@ void check_terms(const std::vector<Term<T>>& terms, Index n_rows, Index n_cols);
 // gradient: the Phi weights. For a member k = f(beta) with an inner-product
 //   argument (linear, polynomial) a_ij = f'(beta) enters Phi as X^T (Gamma o a) X;
 //   with a squared-distance argument (Gaussian, squared, multiquadric)
-//   b_ij = f'(beta) enters as 2 X^T L(Gamma o b) X (DESIGN.md section 2). Both
+//   b_ij = f'(beta) enters as 2 X^T L(Gamma o b) X (docs/maths.md section 2). Both
 //   fold into one product: G = Gamma o (a - 2 b) + diag(2 (Gamma o b) 1).
 enum class Mode : int { value = 0, gradient = 1 };
 

@@ -1,6 +1,6 @@
-// Landmark (Nystrom) passes of ISM: the row-block sums of DESIGN.md "Passes
-// with landmarks" (ikdr/passes/landmarks.py states the maths), fused over the
-// rows of X so that each row block is read once per sweep.
+// Landmark (Nystrom) passes of ISM: the row-block sums of docs/maths.md
+// section 5 (costs in docs/nystrom.md), fused over the rows of X so that each
+// row block is read once per sweep.
 //
 // With Z = X W (n x q), R = X V (n x k), for every factor f of the kernel
 // C_f = K_f(Z, Z_L) (n x m, the kernel against the m landmark points, or its

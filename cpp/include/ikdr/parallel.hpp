@@ -18,7 +18,8 @@
 //
 // Fork: a child forked while the runtime keeps idle threads would hang in its
 // first parallel region (libgomp). The Python layer releases them before every
-// fork (os.register_at_fork -> openmp_pause_threads()).
+// fork (os.register_at_fork -> openmp_pause_threads()) unless a call of
+// another thread is inside the core (the bindings count them).
 //
 // Built without OpenMP (IKDR_OPENMP undefined), the same functions run the
 // tasks in order on the calling thread.
@@ -28,6 +29,9 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "ikdr/common.hpp"
 
@@ -89,28 +93,52 @@ class TeamState {
 
 }  // namespace detail
 
+// The number of workers a parallel call runs its tasks on when its largest
+// round has most_tasks tasks: the call's thread count, at most most_tasks, at
+// least 1 (1 without OpenMP). Workers are numbered [0, team_size).
+inline int team_size(Index most_tasks, const RunConfig& cfg) {
+#if defined(IKDR_OPENMP)
+  return static_cast<int>(std::max<Index>(1, std::min<Index>(cfg.n_threads, most_tasks)));
+#else
+  (void)most_tasks;
+  (void)cfg;
+  return 1;
+#endif
+}
+
 // Runs rounds of tasks: every task of round r finishes before any task of
-// round r + 1 starts (tasks_in(r) of them; task(r, t, worker), worker in
-// [0, min(cfg.n_threads, most tasks of a round))). One parallel region for all
-// the rounds, a barrier between them.
-template <class TasksIn, class Task>
-void parallel_rounds(Index n_rounds, TasksIn&& tasks_in, const RunConfig& cfg, Task&& task) {
+// round r + 1 starts (tasks_in(r) of them). One parallel region for all the
+// rounds, a barrier between them.
+//
+// Per-worker state: each worker of the team makes its own slot,
+// make_slot(worker), before its first task, and every task it runs gets that
+// slot: task(r, t, slot). The slots are made by the call that runs the tasks,
+// one per member of the team it actually has, so per-worker scratch can never
+// be sized for another number of workers than the one that uses it.
+template <class TasksIn, class MakeSlot, class Task>
+void parallel_rounds(Index n_rounds, TasksIn&& tasks_in, const RunConfig& cfg,
+                     MakeSlot&& make_slot, Task&& task) {
   if (n_rounds <= 0) return;
   Index most = 0;
   for (Index r = 0; r < n_rounds; ++r) most = std::max<Index>(most, tasks_in(r));
   (void)most;  // the team size (unused single-threaded)
+  using Slot = std::decay_t<decltype(make_slot(0))>;
   detail::TeamState state(cfg);
 #if defined(IKDR_OPENMP)
-  const int threads = static_cast<int>(std::max<Index>(1, std::min<Index>(cfg.n_threads, most)));
+  const int threads = team_size(most, cfg);
   if (threads > 1) {
 #pragma omp parallel num_threads(threads)
     {
       const int worker = omp_get_thread_num();
+      // made on the worker's own thread (its memory is touched there first);
+      // a worker whose slot failed has stopped the team before any task of its own
+      std::optional<Slot> slot;
+      state.run([&] { slot.emplace(make_slot(worker)); });
       for (Index r = 0; r < n_rounds; ++r) {
         const Index n_tasks = tasks_in(r);
 #pragma omp for schedule(dynamic, 1)
         for (Index t = 0; t < n_tasks; ++t) {
-          state.run([&] { task(r, t, worker); });
+          state.run([&] { task(r, t, *slot); });
           if (worker == 0) state.poll();
         }
         // the implicit barrier of `omp for` ends the round
@@ -120,23 +148,33 @@ void parallel_rounds(Index n_rounds, TasksIn&& tasks_in, const RunConfig& cfg, T
     return;
   }
 #endif
+  std::optional<Slot> slot;
+  state.run([&] { slot.emplace(make_slot(0)); });
   for (Index r = 0; r < n_rounds; ++r) {
     const Index n_tasks = tasks_in(r);
     for (Index t = 0; t < n_tasks && !state.stopped(); ++t) {
-      state.run([&] { task(r, t, 0); });
+      state.run([&] { task(r, t, *slot); });
       state.poll();
     }
   }
   state.finish();
 }
 
-// Runs task(t, worker) for every t in [0, n_tasks): one round of parallel_rounds.
-template <class Task>
-void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task) {
+// Runs task(t, slot) for every t in [0, n_tasks), each worker with its own
+// slot made by make_slot(worker): one round of parallel_rounds.
+template <class MakeSlot, class Task>
+void parallel_for(Index n_tasks, const RunConfig& cfg, MakeSlot&& make_slot, Task&& task) {
   if (n_tasks <= 0) return;
   parallel_rounds(
-      1, [n_tasks](Index) { return n_tasks; }, cfg,
-      [&task](Index, Index t, int worker) { task(t, worker); });
+      1, [n_tasks](Index) { return n_tasks; }, cfg, std::forward<MakeSlot>(make_slot),
+      [&task](Index, Index t, auto& slot) { task(t, slot); });
+}
+
+// Runs task(t) for every t in [0, n_tasks): tasks without per-worker state.
+template <class Task>
+void parallel_for(Index n_tasks, const RunConfig& cfg, Task&& task) {
+  parallel_for(
+      n_tasks, cfg, [](int) { return 0; }, [&task](Index t, int&) { task(t); });
 }
 
 // The OpenMP runtime as the bindings report it (runtime.cpp).

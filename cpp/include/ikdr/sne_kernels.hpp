@@ -2,8 +2,6 @@
 // per instruction set with the ISM tile kernels' SIMD helpers
 // (cpp/src/tiles/sne.cpp) and chosen at run time (dispatch.cpp).
 #pragma once
-#include <vector>
-
 #include "ikdr/blas.hpp"
 #include "ikdr/common.hpp"
 #include "ikdr/ism_products.hpp"
@@ -16,10 +14,11 @@ struct SneKernels {
   // SNE rows [r0, r1) (sq_b: squared norms of b's rows): with shift/scale
   // null, computes them over all of b (shift_out, sums_out may be null) and,
   // if out is given, writes the normalised rows; with shift/scale given,
-  // writes exp(-(d2 - shift) u) / scale.
+  // writes exp(-(d2 - shift) u) / scale. work: (r1 - r0) x m scratch entries
+  // when out is null (the distance rows are formed there), else unused; the
+  // caller allocates it (see tile_kernels.hpp: these objects allocate nothing).
   void (*rows)(const Blas& blas, const PointPair<T>& pts, const T* sq_b, T u, Index r0, Index r1,
-               const T* shift, const T* scale, T* shift_out, T* sums_out, T* out,
-               std::vector<T>& work);
+               const T* shift, const T* scale, T* shift_out, T* sums_out, T* out, T* work);
 };
 
 template <class T>

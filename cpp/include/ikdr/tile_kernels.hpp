@@ -23,6 +23,17 @@
 // (d at most kThinCols, fewer than a block's rows), the pair task keeps
 // R_I^T Psi_IJ R_J (d x d) instead and the transposed half is never
 // multiplied: its transpose is R_J^T Psi_JI R_I (PassPlan::block_products).
+//
+// One copy per instruction set is safe only if the copies share nothing: an
+// object compiled for AVX-512 that defined a symbol other objects define too
+// (a std:: template instantiation, an inline function the compiler did not
+// inline) would offer the linker its copy as the one for every caller, and a
+// CPU without AVX-512 would crash in code that never asked for it. So the
+// per-instruction-set objects define, with external linkage, only their
+// tables (kernels_double(), ...): their tasks write into buffers the driver
+// allocated (PassScratch), call the BLAS wrappers out of line (blas.hpp), and
+// the helpers of this header that they use have internal linkage (static).
+// tests/test_symbols.py reads the objects' symbols and fails if one comes back.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -38,7 +49,7 @@ constexpr Index kTileCols = 64;   // columns of an L1 tile (a multiple of 2 x th
 constexpr Index kThinWidth = 64;  // points / Gamma factors up to this width: products in cache
 constexpr Index kThinCols = 64;   // right-hand sides up to this width: accumulated in registers
 
-inline Index round_up(Index x, Index to) { return (x + to - 1) / to * to; }
+static inline Index round_up(Index x, Index to) { return (x + to - 1) / to * to; }
 
 // Leading dimension of the transposed thin operands (the column points, the
 // Gamma factor's columns, the class table): m_pad plus one cache line. m_pad
@@ -49,7 +60,7 @@ inline Index round_up(Index x, Index to) { return (x + to - 1) / to * to; }
 // of the core's FMA rate). One more line per row moves each row to another
 // set: an odd number of lines apart, every row of a tile has its own.
 template <class T>
-inline Index transposed_ld(Index m_pad) {
+static inline Index transposed_ld(Index m_pad) {
   return m_pad + Index(64 / sizeof(T));
 }
 
@@ -129,19 +140,79 @@ struct PassPlan {
 // kTileCols and count at most kTileCols (a column tile): such a range never
 // straddles rhs_tail_row, a multiple of kTileCols.
 template <class T>
-inline const T* padded_rhs(const PassPlan<T>& p, Index i) {
+static inline const T* padded_rhs(const PassPlan<T>& p, Index i) {
   return i < p.rhs_tail_row ? p.rhs_pad + i * p.c_pad : p.rhs_tail + (i - p.rhs_tail_row) * p.c_pad;
 }
 
-// Per-worker scratch, grown on first use and reused by the worker's tasks.
+// Row groups of a pair task's Psi panel: formed kPairGroups groups at a time,
+// then multiplied (pair_task).
+constexpr Index kPairGroups = 8;
+// Rows of kTileCols entries in a task's tile buffer (tile_work in tile_ops.hpp):
+// the Gram, Gamma and Psi tiles (kTileRows each) and the work rows of tile_row.
+constexpr Index kTileBufferRows = 16;
+
+// The buffers one worker's tasks write, made by the driver (ism_products.cpp)
+// for each worker of the pass's team (parallel.hpp's per-worker slots), at the
+// sizes of pass_scratch_sizes below. The tile kernels never allocate: their
+// objects are compiled per instruction set and must hold no std:: code of
+// their own (tests/test_symbols.py). Entries keep what the worker's last task
+// left; a task zeroes what it accumulates into.
 template <class T>
 struct PassScratch {
-  std::vector<T> dot_panel, gamma_panel, m_panel;  // BLAS panels (task_rows x col_block)
-  std::vector<T> tile;                              // kTileRows x kTileCols x 6 work rows
-  std::vector<double> acc;                          // task_rows x c_pad (thin rhs)
-  std::vector<double> value_sum, lap_sum;           // task_rows
-  std::vector<T> col_acc, col_value, col_lap;       // a tile's transposed sums (symmetric passes)
+  T* tile = nullptr;           // kTileBufferRows x kTileCols
+  T* dot_panel = nullptr;      // row tasks, points wider than kThinWidth: task_rows x col_block
+  T* gamma_panel = nullptr;    // row tasks, a Gamma factor wider than kThinWidth: the same
+  T* m_panel = nullptr;        // row tasks, a right-hand side wider than kThinCols: the same;
+                               // pair tasks: the Psi panel, kPairGroups x kTileRows x kTileCols
+  double* acc = nullptr;       // row tasks, thin rhs: task rows (padded) x c_pad;
+                               // pair products: (block_rows + kPairGroups kTileRows) x c_pad
+  double* value_sum = nullptr;  // row tasks: task rows (padded to kTileRows)
+  double* lap_sum = nullptr;    // the same
+  T* col_acc = nullptr;        // pair tasks without pair products, thin rhs: kTileCols x c_pad
+  T* col_value = nullptr;      // pair tasks: kTileCols
+  T* col_lap = nullptr;        // pair tasks: kTileCols
 };
+
+// What a plan's row tasks form through the BLAS on panels (pass_task).
+template <class T>
+static inline bool wide_points(const PassPlan<T>& p) {
+  return p.needs_dot && p.b_t == nullptr;
+}
+template <class T>
+static inline bool wide_gamma(const PassPlan<T>& p) {
+  return p.g_rows != nullptr && p.g_cols_t == nullptr;
+}
+template <class T>
+static inline bool panel_rhs(const PassPlan<T>& p) {
+  return p.rhs != nullptr && !p.thin_rhs && p.c > 0;
+}
+
+// Elements of each buffer of PassScratch that the plan's tasks use (0: none).
+struct PassScratchSizes {
+  Index tile = 0, dot_panel = 0, gamma_panel = 0, m_panel = 0;  // in T
+  Index acc = 0, value_sum = 0, lap_sum = 0;                   // in double
+  Index col_acc = 0, col_value = 0, col_lap = 0;               // in T
+};
+
+template <class T>
+static inline PassScratchSizes pass_scratch_sizes(const PassPlan<T>& p) {
+  PassScratchSizes s;
+  s.tile = kTileBufferRows * kTileCols;
+  if (p.symmetric) {
+    s.m_panel = kPairGroups * kTileRows * kTileCols;
+    if (p.block_products != nullptr) s.acc = (p.block_rows + kPairGroups * kTileRows) * p.c_pad;
+    else if (p.thin_rhs) s.col_acc = kTileCols * p.c_pad;
+    s.col_value = s.col_lap = kTileCols;
+    return s;
+  }
+  const Index panel = p.task_rows * p.col_block, rows = round_up(p.task_rows, kTileRows);
+  if (wide_points(p)) s.dot_panel = panel;
+  if (wide_gamma(p)) s.gamma_panel = panel;
+  if (panel_rhs(p)) s.m_panel = panel;
+  if (p.thin_rhs) s.acc = rows * p.c_pad;
+  s.value_sum = s.lap_sum = rows;
+  return s;
+}
 
 template <class T>
 struct TileKernels {

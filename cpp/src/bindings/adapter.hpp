@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <thread>
@@ -60,9 +61,28 @@ inline RunConfig make_config(int n_threads) {
   return cfg;
 }
 
-// Run fn without the GIL; an interrupt leaves the Python error set.
+// The calls of every Python thread that are inside the core right now (see
+// ActivePass). This is process-wide state, and has to be: the fork handler
+// runs on the forking thread, which has no other way to know whether another
+// thread is inside a parallel region, and a fork copies the whole process.
+std::atomic<int>& active_passes();
+
+// Counts one call as inside the core from before the GIL is released to
+// after it is taken back. The count only changes while the GIL is held, and
+// the fork handler holds it until the fork itself, so what the handler reads
+// stays true up to the fork.
+class ActivePass {
+ public:
+  ActivePass() { active_passes().fetch_add(1); }
+  ~ActivePass() { active_passes().fetch_sub(1); }
+  ActivePass(const ActivePass&) = delete;
+  ActivePass& operator=(const ActivePass&) = delete;
+};
+
+// Run fn without the GIL (a counted pass); an interrupt leaves the Python error set.
 template <class Fn>
 void without_gil(Fn&& fn) {
+  const ActivePass pass;
   bool interrupted = false;
   {
     py::gil_scoped_release release;

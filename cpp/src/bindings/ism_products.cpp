@@ -29,10 +29,7 @@ GammaTable<T> gamma_table_py(Array<T> factor, std::optional<Array<T>> scale) {
                                         std::optional<Array<T>>(), n, n,
                                         static_cast<const std::optional<Array<T>>*>(nullptr));
   GammaTable<T> out;
-  {
-    py::gil_scoped_release release;
-    out = gamma_table(gamma, n, n);
-  }
+  without_gil([&] { out = gamma_table(gamma, n, n); });
   return out;
 }
 

@@ -12,38 +12,34 @@ template <class T>
 void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
   const Index r0 = task * p.task_rows, r1 = std::min(p.n, r0 + p.task_rows);
   const Index rows = r1 - r0, rows_pad = round_up(rows, kTileRows);
-  const bool wide_points = p.needs_dot && p.b_t == nullptr;
-  const bool wide_gamma = p.g_rows != nullptr && p.g_cols_t == nullptr;
-  const bool panel_rhs = p.rhs != nullptr && !p.thin_rhs && p.c > 0;
+  // the panels (task_rows x col_block, PassScratch) hold rows x cbmax here
+  const bool points_panel = wide_points(p), gamma_panel = wide_gamma(p), rhs_panel = panel_rhs(p);
   const Index cbmax = p.col_block;
-  if (wide_points) s.dot_panel.resize(static_cast<std::size_t>(rows * cbmax));
-  if (wide_gamma) s.gamma_panel.resize(static_cast<std::size_t>(rows * cbmax));
-  if (panel_rhs) s.m_panel.resize(static_cast<std::size_t>(rows * cbmax));
   const TileWork<T> work = tile_work(p, s);
   T* const dot_t = work.dot;
   T* const gam_t = work.gamma;
   T* const m_t = work.m;
   const RowBuffers<T>& buf = work.rows;
-  if (p.thin_rhs) s.acc.assign(static_cast<std::size_t>(rows_pad * p.c_pad), 0.0);
-  s.value_sum.assign(static_cast<std::size_t>(rows_pad), 0.0);
-  s.lap_sum.assign(static_cast<std::size_t>(rows_pad), 0.0);
+  if (p.thin_rhs) std::fill(s.acc, s.acc + rows_pad * p.c_pad, 0.0);
+  std::fill(s.value_sum, s.value_sum + rows_pad, 0.0);
+  std::fill(s.lap_sum, s.lap_sum + rows_pad, 0.0);
 
   for (Index c0 = 0; c0 < p.m; c0 += cbmax) {
     const Index cb = std::min(cbmax, p.m - c0);
-    if (wide_points)
+    if (points_panel)
       gemm_row_major<T>(*p.blas, false, true, rows, cb, p.k, T(1), p.a + r0 * p.k, p.k,
-                        p.b + c0 * p.k, p.k, T(0), s.dot_panel.data(), cbmax);
-    if (wide_gamma)
+                        p.b + c0 * p.k, p.k, T(0), s.dot_panel, cbmax);
+    if (gamma_panel)
       gemm_row_major<T>(*p.blas, false, true, rows, cb, p.rank, T(1), p.g_rows + r0 * p.rank,
-                        p.rank, p.g_cols + c0 * p.rank, p.rank, T(0), s.gamma_panel.data(), cbmax);
+                        p.rank, p.g_cols + c0 * p.rank, p.rank, T(0), s.gamma_panel, cbmax);
     for (Index j0 = c0; j0 < c0 + cb; j0 += kTileCols) {
       const Index len = std::min(kTileCols, c0 + cb - j0);
       for (Index i0 = r0; i0 < r1; i0 += kTileRows) {
         const Index mr = std::min(kTileRows, r1 - i0);
         const Index li = i0 - r0;  // row of the task
         if (p.needs_dot) {
-          if (wide_points) {
-            copy_tile(s.dot_panel.data() + li * cbmax + (j0 - c0), cbmax, mr, len, dot_t);
+          if (points_panel) {
+            copy_tile(s.dot_panel + li * cbmax + (j0 - c0), cbmax, mr, len, dot_t);
           } else {
             const T* rp[kTileRows];
             for (Index r = 0; r < kTileRows; ++r) rp[r] = p.a + (i0 + std::min(r, mr - 1)) * p.k;
@@ -52,11 +48,11 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
         }
         bool has_gamma = true;
         const T* g_t[kTileRows];  // the group's Gamma rows
-        if (p.g_dense != nullptr || wide_gamma) {
+        if (p.g_dense != nullptr || gamma_panel) {
           if (p.g_dense != nullptr)
             copy_tile(p.g_dense + i0 * p.m + j0, p.m, mr, len, gam_t);
           else
-            copy_tile(s.gamma_panel.data() + li * cbmax + (j0 - c0), cbmax, mr, len, gam_t);
+            copy_tile(s.gamma_panel + li * cbmax + (j0 - c0), cbmax, mr, len, gam_t);
           for (Index r = 0; r < kTileRows; ++r) g_t[r] = gam_t + r * kTileCols;
         } else if (p.g_rows != nullptr) {
           factor_gamma_rows(p, i0, mr, j0, gam_t, g_t);
@@ -65,7 +61,7 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
         }
         if (p.single_gaussian)
           gaussian_tile(p, i0, mr, j0, len, dot_t, has_gamma ? g_t : nullptr, m_t,
-                        s.value_sum.data() + li, s.lap_sum.data() + li, static_cast<T*>(nullptr));
+                        s.value_sum + li, s.lap_sum + li, static_cast<T*>(nullptr));
         else
           for (Index r = 0; r < mr; ++r)
             tile_row(p, i0 + r, j0, len, dot_t + r * kTileCols,
@@ -74,11 +70,11 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
         for (Index r = mr; r < kTileRows; ++r)
           std::fill(m_t + r * kTileCols, m_t + (r + 1) * kTileCols, T(0));
         if (p.thin_rhs) {
-          accumulate_panel(m_t, 1, padded_rhs(p, j0), p.c_pad, s.acc.data() + li * p.c_pad);
-        } else if (panel_rhs) {
+          accumulate_panel(m_t, 1, padded_rhs(p, j0), p.c_pad, s.acc + li * p.c_pad);
+        } else if (rhs_panel) {
           for (Index r = 0; r < mr; ++r)
             std::copy(m_t + r * kTileCols, m_t + r * kTileCols + len,
-                      s.m_panel.data() + (li + r) * cbmax + (j0 - c0));
+                      s.m_panel + (li + r) * cbmax + (j0 - c0));
         } else if (p.matrix_out != nullptr) {
           for (Index r = 0; r < mr; ++r)
             std::copy(m_t + r * kTileCols, m_t + r * kTileCols + len,
@@ -86,8 +82,8 @@ void pass_task(const PassPlan<T>& p, Index task, PassScratch<T>& s) {
         }
       }
     }
-    if (panel_rhs)
-      gemm_row_major<T>(*p.blas, false, false, rows, p.c, cb, T(1), s.m_panel.data(), cbmax,
+    if (rhs_panel)
+      gemm_row_major<T>(*p.blas, false, false, rows, p.c, cb, T(1), s.m_panel, cbmax,
                         p.rhs + c0 * p.c, p.c, c0 == 0 ? T(0) : T(1), p.y + r0 * p.c, p.c);
   }
   if (p.y != nullptr && p.c > 0) {
@@ -120,10 +116,10 @@ inline void flush_columns(const PassPlan<T>& p, Index j0, Index len, PassScratch
   if (p.thin_rhs && p.block_products == nullptr) {
     for (Index j = 0; j < len; ++j) {
       double* out = p.acc_all + (j0 + j) * p.c_pad;
-      const T* in = s.col_acc.data() + j * p.c_pad;
+      const T* in = s.col_acc + j * p.c_pad;
       for (Index c = 0; c < p.c_pad; ++c) out[c] += double(in[c]);
     }
-    std::fill(s.col_acc.begin(), s.col_acc.end(), T(0));
+    std::fill(s.col_acc, s.col_acc + kTileCols * p.c_pad, T(0));
   }
   if (p.single_gaussian) {  // col_value holds the sums of M (gaussian_tile)
     const GaussianScales<T> sc = gaussian_scales(p);
@@ -135,10 +131,10 @@ inline void flush_columns(const PassPlan<T>& p, Index j0, Index len, PassScratch
     for (Index j = 0; j < len; ++j) p.value_all[j0 + j] += double(s.col_value[j]);
     if (gradient) {
       for (Index j = 0; j < len; ++j) p.lap_all[j0 + j] += double(s.col_lap[j]);
-      std::fill(s.col_lap.begin(), s.col_lap.end(), T(0));
+      std::fill(s.col_lap, s.col_lap + kTileCols, T(0));
     }
   }
-  std::fill(s.col_value.begin(), s.col_value.end(), T(0));
+  std::fill(s.col_value, s.col_value + kTileCols, T(0));
 }
 
 // Block pair (I, J) of a symmetric pass (thin points and Gamma factor, a thin
@@ -171,14 +167,12 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   const RowBuffers<T>& buf = work.rows;
   // pair products (see PassPlan): Psi_IJ R_J into the task's own rows, then
   // R_I^T times them; no transposed accumulation
-  constexpr Index kSubGroups = 8;
-  if (pair_products)
-    s.acc.assign(static_cast<std::size_t>((r1 - r0 + kSubGroups * kTileRows) * p.c_pad), 0.0);
+  constexpr Index kSubGroups = kPairGroups;
+  if (pair_products) std::fill(s.acc, s.acc + (r1 - r0 + kSubGroups * kTileRows) * p.c_pad, 0.0);
   if (mirror) {
-    if (p.thin_rhs && !pair_products)
-      s.col_acc.assign(static_cast<std::size_t>(kTileCols * p.c_pad), T(0));
-    s.col_value.assign(static_cast<std::size_t>(kTileCols), T(0));
-    s.col_lap.assign(static_cast<std::size_t>(kTileCols), T(0));
+    if (p.thin_rhs && !pair_products) std::fill(s.col_acc, s.col_acc + kTileCols * p.c_pad, T(0));
+    std::fill(s.col_value, s.col_value + kTileCols, T(0));
+    std::fill(s.col_lap, s.col_lap + kTileCols, T(0));
   }
   // Psi is formed for kSubGroups row groups at a time (a panel that stays in
   // L1) and then multiplied, chunk by chunk of the right-hand side's columns;
@@ -186,11 +180,10 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
   // tile row's 64 columns in the forward direction).
   constexpr Index kFlushGroups = 16;
   constexpr Index kGroup = kTileRows * kTileCols;
-  s.m_panel.resize(static_cast<std::size_t>(kSubGroups * kGroup));
-  T* const panel = s.m_panel.data();
+  T* const panel = s.m_panel;  // kSubGroups x kGroup
   const bool has_gamma = p.g_rows != nullptr;
-  T* const col_value = mirror ? s.col_value.data() : nullptr;
-  T* const col_lap = mirror ? s.col_lap.data() : nullptr;
+  T* const col_value = mirror ? s.col_value : nullptr;
+  T* const col_lap = mirror ? s.col_lap : nullptr;
   for (Index j0 = c0; j0 < c1; j0 += kTileCols) {
     const Index len = std::min(kTileCols, c1 - j0);
     Index pending = 0;  // row groups whose transposed sums are not yet flushed
@@ -218,11 +211,11 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
           std::fill(m_g + r * kTileCols, m_g + (r + 1) * kTileCols, T(0));
       }
       if (p.thin_rhs) {
-        double* rows = pair_products ? s.acc.data() + (s0 - r0) * p.c_pad : p.acc_all + s0 * p.c_pad;
+        double* rows = pair_products ? s.acc + (s0 - r0) * p.c_pad : p.acc_all + s0 * p.c_pad;
         accumulate_panel(panel, groups, padded_rhs(p, j0), p.c_pad, rows);
         if (mirror && !pair_products)
           accumulate_panel_transposed(panel, groups, padded_rhs(p, s0), p.c_pad,
-                                      s.col_acc.data());
+                                      s.col_acc);
       }
       pending += groups;
       if (mirror && pending >= kFlushGroups) {
@@ -239,12 +232,12 @@ void pair_task(const PassPlan<T>& p, Index I, Index J, PassScratch<T>& s) {
       for (Index i = r0; i < r1; ++i) {
         const double l = p.lap_all[i];
         const T* x = padded_rhs(p, i);
-        double* row = s.acc.data() + (i - r0) * p.c_pad;
+        double* row = s.acc + (i - r0) * p.c_pad;
         for (Index c = 0; c < p.c_pad; ++c) row[c] += l * double(x[c]);
       }
     }
     // the diagonal block's share is counted twice by S + S^T: half of it here
-    add_pair_share(p, r0, r1, s.acc.data(), mirror ? 1.0 : 0.5,
+    add_pair_share(p, r0, r1, s.acc, mirror ? 1.0 : 0.5,
                    p.block_products + I * p.c * p.c_pad);
   }
 }

@@ -1,8 +1,6 @@
 // The SNE rows of KernelSVD (ksvd_blocks.hpp): the row-normalised Gaussian
 // between two point sets, by the SIMD helpers of simd.hpp. Compiled once per
 // instruction set; its table (SneKernels) is chosen at run time by dispatch.cpp.
-#include <vector>
-
 #include "ikdr/sne_kernels.hpp"
 #include "simd.hpp"
 
@@ -16,15 +14,13 @@ namespace {
 template <class T>
 void sne_rows(const Blas& blas, const PointPair<T>& pts, const T* sq_b, T u, Index r0, Index r1,
               const T* shift,
-              const T* scale, T* shift_out, T* sums_out, T* out, std::vector<T>& work) {
+              const T* scale, T* shift_out, T* sums_out, T* out, T* work) {
   using vec = typename Simd<T>::vec;
   constexpr Index W = Simd<T>::width;
   const Index rows = r1 - r0, m = pts.m, k = pts.k;
   const Index m_vec = m / W * W;  // columns in whole vectors; the tail is done one by one
   // the distance rows live in the output when there is one, else in work
-  if (out == nullptr && work.size() < static_cast<std::size_t>(rows * m))
-    work.resize(static_cast<std::size_t>(rows * m));
-  T* const D = out != nullptr ? out + r0 * m : work.data();
+  T* const D = out != nullptr ? out + r0 * m : work;
   gemm_row_major<T>(blas, false, true, rows, m, k, T(1), pts.a + r0 * k, k, pts.b, k, T(0), D, m);
   const bool self = pts.a == pts.b && pts.n == pts.m;
   const vec zero = {};

@@ -404,8 +404,8 @@ struct TileWork {
 
 template <class T>
 TileWork<T> tile_work(const PassPlan<T>& p, PassScratch<T>& s) {
-  s.tile.resize(static_cast<std::size_t>(16 * kTileCols));
-  T* const dot = s.tile.data();
+  static_assert(3 * kTileRows + 4 <= kTileBufferRows, "the tile buffer holds three tiles and four rows");
+  T* const dot = s.tile;
   T* const gamma = dot + kTileRows * kTileCols;
   T* const m = gamma + kTileRows * kTileCols;
   T* const row = m + kTileRows * kTileCols;

@@ -15,14 +15,20 @@ no module outside this package switches on kernel types.
 """
 from .bandwidth import MEDIAN_SUBSAMPLE, median_sigma, separation, separation_sigma  # noqa: F401
 from .base import ConicKernel, Kernel, KernelLike, LowRankPart  # noqa: F401
-from .family import (Gaussian, Linear, Multiquadratic, Polynomial, RelativeGaussian, Squared)
+from .family import Gaussian, Linear, Multiquadric, Polynomial, RelativeGaussian, Squared
+from .family import renamed_class
 from .names import KERNEL_NAMES, make_kernel  # noqa: F401
 from .sne import SNE, lowrank_plus_sparse, sne_matrix, sne_row_normalisers
 
 __all__ = [
     "Kernel", "Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared",
-    "Multiquadratic", "ConicKernel", "SNE", "make_kernel", "median_sigma", "separation_sigma",
+    "Multiquadric", "ConicKernel", "SNE", "make_kernel", "median_sigma", "separation_sigma",
     "separation", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse", "LowRankPart",
 ]
 # also importable here, for ikdr's own modules: KernelLike (the type of a kernel
 # argument), KERNEL_NAMES (the names make_kernel takes), MEDIAN_SUBSAMPLE
+
+
+def __getattr__(name: str) -> type:
+    # kernel classes under their names before a rename (``Multiquadratic``): FutureWarning
+    return renamed_class(__name__, name)

@@ -41,7 +41,7 @@ class LowRankPart:
 
     A Nystrom factor's matrix is also given as the core's kernel ``terms``
     (``negative_reciprocal``: the matrix is -1 over theirs), which the native
-    landmark sweeps (:mod:`ikdr.kernels.lowrank`) evaluate block by block.
+    landmark sweeps (:func:`ikdr._native.landmark_first_sweep`) evaluate block by block.
 
     Attributes
     ----------
@@ -198,9 +198,12 @@ class Kernel:
     def _term(self, weight, rows, cols) -> KernelTerm:
         raise NotImplementedError
 
-    def _phi0_parts(self, weight):
-        """(coef_inner, coef_laplacian, row_weights) with
-        Phi_0 = coef_inner X^T Gamma X + coef_laplacian X^T L(D_w Gamma D_w) X."""
+    def _phi0_parts(self, weight, X):
+        """``(coef_inner, coef_laplacian, row_weights)`` of this member at weight ``weight``:
+        Phi_0 = coef_inner X^T Gamma X + coef_laplacian X^T L(D_w Gamma D_w) X with
+        D_w = diag(row_weights), or the identity when row_weights is None. ``X``, the
+        training rows, is read only by members with per-point bandwidths; it is None
+        where the caller wants the coefficients alone (:meth:`phi0_coefficients`)."""
         raise NotImplementedError
 
     def _terms(self, rows, cols=None):

@@ -1,7 +1,7 @@
 r"""The ISM family of kernels and their conic combinations.
 
 A kernel belongs to the ISM family when :math:`k(x_i, x_j) = f(\beta)` with
-:math:`\beta = a^T W W^T b` (ISM paper, Definition 1; DESIGN.md section 2):
+:math:`\beta = a^T W W^T b` (ISM paper, Definition 1; docs/maths.md, section 2):
 
 ================  =====================================  ====================
 kernel            similarity :math:`k` used by ikdr      :math:`a, b`
@@ -11,7 +11,7 @@ Polynomial        :math:`(\beta + c)^p`                  :math:`x_i, x_j`
 Gaussian          :math:`\exp(-\beta / 2\sigma^2)`       :math:`x_i - x_j`
 RelativeGaussian  :math:`\exp(-\beta / 2\sigma_i\sigma_j)` :math:`x_i - x_j`
 Squared           :math:`-\beta`                         :math:`x_i - x_j`
-Multiquadratic    :math:`-\sqrt{\beta + c^2}`            :math:`x_i - x_j`
+Multiquadric      :math:`-\sqrt{\beta + c^2}`            :math:`x_i - x_j`
 ================  =====================================  ====================
 
 The squared and multiquadric members are used in their *similarity* form
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 from typing import TypeVar
 
 import numpy as np
@@ -41,8 +42,8 @@ from .._utils.validation import check_bandwidth, check_positive
 from .bandwidth import median_sigma, warn_if_kernel_vanishes
 from .base import Kernel, LowRankPart, affine_parts, nystrom_part, ones_core, ones_rows
 
-__all__ = ["Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared", "Multiquadratic",
-           "MedianBandwidth"]
+__all__ = ["Linear", "Polynomial", "Gaussian", "RelativeGaussian", "Squared", "Multiquadric",
+           "MedianBandwidth", "RENAMED", "renamed_class"]
 
 
 class Linear(Kernel):
@@ -299,7 +300,7 @@ class Squared(Kernel):
         return 0.0, -2.0 * weight, None
 
 
-class Multiquadratic(Kernel):
+class Multiquadric(Kernel):
     r"""Multiquadric kernel, used as the similarity :math:`k = -\sqrt{\beta + c^2}`.
 
     :math:`\Phi = -X^T L(\Gamma \circ K^{(-1)}) X` with
@@ -325,3 +326,25 @@ class Multiquadratic(Kernel):
 
     def _phi0_parts(self, weight, X):
         return 0.0, -weight / float(self.c), None
+
+
+#: kernel classes renamed since ikdr 0.2: old name -> class. The old names still
+#: resolve (module ``__getattr__`` below and in :mod:`ikdr.kernels`), with a
+#: FutureWarning, so code and estimators pickled before the rename keep working.
+RENAMED = {"Multiquadratic": Multiquadric}
+
+
+def renamed_class(module: str, name: str) -> type:
+    """The class once called ``name`` (see :data:`RENAMED`), with a FutureWarning;
+    AttributeError naming ``module`` for any other name."""
+    if name not in RENAMED:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new = RENAMED[name]
+    warnings.warn(f"{module}.{name} is deprecated and will be removed: use "
+                  f"{module}.{new.__name__} (the same kernel; its correct name)", FutureWarning,
+                  stacklevel=3)
+    return new
+
+
+def __getattr__(name: str) -> type:
+    return renamed_class(__name__, name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .base import Kernel
-from .names import KERNEL_NAMES, make_kernel
+from .names import kernel_class, make_kernel
 
 _TERM = re.compile(r"^\s*(?:(?P<w>[0-9.eE+-]+)\s*\*\s*)?(?P<name>[a-zA-Z_]+)\s*(?::(?P<args>.*))?$")
 
@@ -41,8 +41,7 @@ def parse_kernel(spec: str, *, sigma="median") -> Kernel:
         if not m:
             raise ValueError(f"cannot parse kernel term {part!r}")
         name = m.group("name").lower()
-        if name not in KERNEL_NAMES:
-            raise ValueError(f"unknown kernel {name!r}; expected one of {sorted(set(KERNEL_NAMES))}")
+        cls = kernel_class(name)
         kwargs = {}
         if m.group("args"):
             for item in m.group("args").split(","):
@@ -50,7 +49,6 @@ def parse_kernel(spec: str, *, sigma="median") -> Kernel:
                     raise ValueError(f"kernel parameter {item!r} must be key=value")
                 key, val = item.split("=", 1)
                 kwargs[key.strip()] = _value(val)
-        cls = KERNEL_NAMES[name]
         if not kwargs and name in ("gaussian", "rbf"):
             kwargs["sigma"] = sigma
         try:

@@ -5,11 +5,12 @@ data matrix A, the source and target roles of a directed graph's nodes, or two
 given sets X and Z. KSVD is the rank-r truncated SVD G = U Lambda V^T (the
 coupled covariance eigenproblem reduces to it, Prop. 2.4-2.5 of the paper).
 
-The rooms: this module holds the estimator; ``_ksvd_blocks`` evaluates blocks
-of G (dense points, sparse graphs, double centring); ``_ksvd_solvers`` the
+This module holds the estimator; :mod:`ikdr.ksvd.blocks` evaluates blocks of G
+(dense points, sparse graphs, double centring); :mod:`ikdr.ksvd.solvers` the
 truncated SVDs (dense, ARPACK, randomized, asymmetric Nystrom with automatic
-landmarks); ``_ksvd_compat`` the compatibility maps a0-a3; ``_ksvd_metrics``
-the accuracy measures; ``_ksvd_bicluster`` biclustering.
+landmarks); :mod:`ikdr.ksvd.compat` the compatibility maps a0-a3;
+:mod:`ikdr.ksvd.metrics` the accuracy measures; :mod:`ikdr.ksvd.bicluster`
+biclustering.
 """
 from __future__ import annotations
 
@@ -26,13 +27,11 @@ from sklearn.utils.validation import check_is_fitted
 from ..passes.dask_data import DaskData, as_data, is_dask_array, is_distributed
 from .dask_blocks import KSVDBlocks, ksvd_transform, ksvd_transform_columns
 from .. import kernels as _kernels
-from .._utils.eig import fix_signs
 from .blocks import Centered, DenseBlocks, SparseBlocks, dense_kernel_matrix
 from .compat import check_learned_target, compat_points, learn_map
 from .metrics import svd_accuracy
-from .solvers import (asymmetric_nystrom, budget_exhausted, choose_solver, exact_svd,
-                      landmark_pair, nystrom_auto)
-from .._utils.progress import IterationReport, check_verbose
+from .solvers import choose_solver, solve_ksvd
+from .._utils.progress import check_verbose
 from .._utils.validation import check_bandwidth, check_scale
 from .._utils.validation import NewParametersOnLoad, keep_state_on_error
 from .._utils.typing import RandomStateLike
@@ -432,8 +431,47 @@ class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
         """
         self._check_params()
         rng = check_random_state(self.random_state)
+        A, Xp, Zp, learned = self._fit_points(X, Z, y, rng)
+        n, m = Xp.shape[0], Zp.shape[0]
+        r = int(self.n_components)
+        if r > min(n, m):
+            raise ValueError(f"n_components={r} is larger than min(n, m) = {min(n, m)}")
+        self._fit_bandwidth(Xp, Zp, learned, rng)
+        blocks = self._make_blocks(Xp, Zp)
+        if self.center:
+            blocks = Centered(blocks)
+        self._blocks = blocks
+        solver = choose_solver(self.solver, n, m, r, blocks, isinstance(Xp, DaskData))
+        if solver == "arpack" and r >= min(n, m):
+            raise ValueError(f"solver='arpack' needs n_components < min(n, m) = {min(n, m)}")
+        svd = solve_ksvd(blocks, solver, r, self.n_landmarks, self.tol, rng, self.verbose)
+        self.solver_ = solver
+        self.landmarks_ = svd.landmarks
+        self.landmark_history_ = svd.history
+        self.accuracy_estimate_ = svd.estimate
+        self.singular_values_ = svd.s
+        self.left_vectors_ = svd.U
+        self.right_vectors_ = svd.V
+        self.row_embedding_ = svd.U * svd.s
+        self.column_embedding_ = svd.V * svd.s
+        self.n_features_in_ = A.shape[1]
+        # widths of new rows / new columns before any compat map
+        self._n_in_rows = A.shape[1]
+        self._n_in_cols = A.shape[0] if Z is None else A.shape[1]
+        self._n_rows, self._n_cols = n, m
+        return self
+
+    def _fit_points(self, X, Z, y, rng):
+        """The checked data A and the two point sets of the fit: ``(A, X, Z, learned)``.
+
+        Z None: the rows and the columns of A (a compat map first when their
+        dimensions differ; ``learned`` then holds what compat="learned" found);
+        a 1-D Z is the target a Pipeline passes (y). Sets ``_compat_map`` and
+        ``compat_history_``.
+        """
         self._compat_map = None
         self.compat_history_ = None
+        learned = {}
         if Z is not None and not sp.issparse(Z) and \
                 (Z if is_dask_array(Z) else np.asarray(Z)).ndim == 1:
             y = Z if y is None else y  # a target passed by Pipeline / GridSearchCV
@@ -447,85 +485,38 @@ class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
             Z = Z.compute()       # the column set is shipped to every worker: it must fit in memory
         if self.compat == "learned" and (Z is not None or A.shape[0] != A.shape[1]):
             y = self._check_learned_target(A, Z, y)  # a square A needs no map
-        if Z is None:
-            N, M = A.shape
-            if N != M:
-                if self.compat is None:
-                    raise ValueError(
-                        f"X has {N} rows and {M} columns: its rows live in R^{M} and its columns "
-                        f"in R^{N}, so they cannot be compared; pass compat='pinv', 'pca' or "
-                        "'random' (mismatched dimensions)")
-                learned = {}
-                Xp, Zp, C, rows_mapped = compat_points(
-                    A, self.compat, rng, learn=lambda *a: self._learn_map(*a, y, rng, learned))
-                self._compat_map = (C, rows_mapped)
-                self.compat_history_ = learned.get("history")
-            elif sp.issparse(A):
-                Xp, Zp = A, A.T.tocsr()
-            else:
-                Xp, Zp = A, np.ascontiguousarray(A.T)
-        else:
+        if Z is not None:
             Zp = self._check_points(Z, "Z")
-            Xp = A
-            if Xp.shape[1] != Zp.shape[1]:
+            if A.shape[1] != Zp.shape[1]:
                 raise ValueError(f"X and Z must have the same number of features (mismatched "
-                                 f"dimensions): X has {Xp.shape[1]}, Z has {Zp.shape[1]}")
-        n, m = Xp.shape[0], Zp.shape[0]
-        r = int(self.n_components)
-        if r > min(n, m):
-            raise ValueError(f"n_components={r} is larger than min(n, m) = {min(n, m)}")
+                                 f"dimensions): X has {A.shape[1]}, Z has {Zp.shape[1]}")
+            return A, A, Zp, learned
+        N, M = A.shape
+        if N == M:
+            return A, A, (A.T.tocsr() if sp.issparse(A) else np.ascontiguousarray(A.T)), learned
+        if self.compat is None:
+            raise ValueError(
+                f"X has {N} rows and {M} columns: its rows live in R^{M} and its columns "
+                f"in R^{N}, so they cannot be compared; pass compat='pinv', 'pca' or "
+                "'random' (mismatched dimensions)")
+        Xp, Zp, C, rows_mapped = compat_points(
+            A, self.compat, rng, learn=lambda *a: self._learn_map(*a, y, rng, learned))
+        self._compat_map = (C, rows_mapped)
+        self.compat_history_ = learned.get("history")
+        return A, Xp, Zp, learned
+
+    def _fit_bandwidth(self, X, Z, learned, rng):
+        """``gamma_`` and ``sigma_``: the bandwidth a learned compat map was fitted
+        with, the kernel's or the parameter's, or the median rule between X and Z;
+        None for kernels without one."""
         kind, gamma, _, _ = self._kernel_spec()
-        if self.compat_history_ is not None:
-            self.gamma_ = learned["gamma"]  # the bandwidth C was learned with
+        if "gamma" in learned:
+            self.gamma_ = learned["gamma"]
+        elif kind in ("rbf", "sne"):
+            self.gamma_ = float(gamma) if gamma is not None else self._median_gamma(X, Z, rng)
         else:
-            self.gamma_ = (float(gamma) if gamma is not None
-                           else self._median_gamma(Xp, Zp, rng)) if kind in ("rbf", "sne") else None
+            self.gamma_ = None
         self.sigma_ = None if self.gamma_ is None else self.gamma_ / np.sqrt(2.0)
-        blocks = self._make_blocks(Xp, Zp)
-        if self.center:
-            blocks = Centered(blocks)
-        self._blocks = blocks
-        solver = choose_solver(self.solver, n, m, r, blocks, isinstance(Xp, DaskData))
-        if solver == "arpack" and r >= min(n, m):
-            raise ValueError(f"solver='arpack' needs n_components < min(n, m) = {min(n, m)}")
-        self.solver_ = solver
-        self.landmarks_ = None
-        self.landmark_history_ = []
-        self.accuracy_estimate_ = None
-        if solver == "nystrom":
-            landmarks = "auto" if self.n_landmarks is None else self.n_landmarks
-            if isinstance(landmarks, str):
-                if landmarks != "auto":
-                    raise ValueError(f'n_landmarks must be an int, a pair or "auto", got {landmarks!r}')
-                tol = 1e-2 if self.tol is None else float(self.tol)
-                with IterationReport("KernelSVD", self.verbose) as report:
-                    U, s, V, lm, hist, estimate = nystrom_auto(blocks, r, tol, rng,
-                                                                report=report)
-                self.landmark_history_ = hist
-                self.accuracy_estimate_ = estimate
-                if estimate > tol:
-                    U, s, V = budget_exhausted(blocks, r, U, s, V, hist, tol, rng)
-            else:
-                landmark_pair(landmarks, n, m, r, auto=True)  # the message names "auto" too
-                U, s, V, lm = asymmetric_nystrom(blocks, r, landmarks, random_state=rng)
-            self.landmarks_ = lm
-        else:
-            if self.n_landmarks is not None:
-                raise ValueError("n_landmarks is only used by solver='nystrom'")
-            U, s, V = exact_svd(blocks, solver, n, m, r, self.tol, rng)
-        UV = fix_signs(np.vstack([U, V]))  # one orientation rule for both sides
-        U, V = UV[:U.shape[0]], UV[U.shape[0]:]
-        self.singular_values_ = s
-        self.left_vectors_ = U
-        self.right_vectors_ = V
-        self.row_embedding_ = U * s
-        self.column_embedding_ = V * s
-        self.n_features_in_ = A.shape[1]
-        # widths of new rows / new columns before any compat map
-        self._n_in_rows = A.shape[1]
-        self._n_in_cols = A.shape[0] if Z is None else A.shape[1]
-        self._n_rows, self._n_cols = n, m
-        return self
 
     def fit_transform(self, X, Z=None, y=None):
         """Fit and return ``row_embedding_`` (n x r)."""

@@ -3,7 +3,7 @@ asymmetric Nystrom method (paper Eq. 9) with automatic landmarks."""
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -11,6 +11,8 @@ from scipy.sparse.linalg import svds
 from sklearn.utils import check_random_state
 
 from .._config import fits_memory, require_memory, small_problem_blas
+from .._utils.eig import fix_signs
+from .._utils.progress import IterationReport
 from .blocks import ArrayBlocks, block_operator
 from .metrics import svd_accuracy
 from .._utils.typing import RandomStateLike
@@ -261,7 +263,7 @@ def budget_exhausted(blocks, r, U, s, V, history, tol, rng):
             U, s, V = svd_dense(blocks.block(), r)
     else:
         msg += "; pass a larger tol, or n_landmarks explicitly"
-    warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+    warnings.warn(msg, ConvergenceWarning, stacklevel=4)
     return U, s, V
 
 
@@ -301,3 +303,47 @@ def exact_svd(blocks, solver, n, m, r, tol, rng):
     if solver == "arpack":
         return svd_arpack(G, r, tol, rng)
     return svd_randomized(G if isinstance(G, np.ndarray) else op, r, 10, 4, rng)
+
+
+class KSVDSolution(NamedTuple):
+    """The top r singular triplets of G (U n x r, s, V m x r; signs fixed) and, for
+    the Nystrom solver, the landmarks (row and column indices), the automatic
+    choice's history of (landmark counts, estimated error) and its last estimate."""
+
+    U: np.ndarray
+    s: np.ndarray
+    V: np.ndarray
+    landmarks: Any
+    history: list
+    estimate: float | None
+
+
+def solve_ksvd(blocks, solver, r, n_landmarks, tol, rng, verbose=0) -> KSVDSolution:
+    """The rank-r SVD of the kernel blocks by ``solver`` (not "auto": see
+    :func:`choose_solver`). Nystrom with ``n_landmarks`` None or "auto" doubles the
+    landmarks until two halves agree within ``tol`` (default 1e-2), and falls back
+    to an exact solver where its budget cannot resolve every component
+    (:func:`nystrom_auto`, :func:`budget_exhausted`); with an int or a pair it takes
+    that many. Both sides share one orientation rule (:func:`fix_signs`)."""
+    n, m = blocks.n, blocks.m
+    landmarks, history, estimate = None, [], None
+    if solver == "nystrom":
+        chosen = "auto" if n_landmarks is None else n_landmarks
+        if isinstance(chosen, str):
+            if chosen != "auto":
+                raise ValueError(f'n_landmarks must be an int, a pair or "auto", got {chosen!r}')
+            tol = 1e-2 if tol is None else float(tol)
+            with IterationReport("KernelSVD", verbose) as report:
+                U, s, V, landmarks, history, estimate = nystrom_auto(blocks, r, tol, rng,
+                                                                     report=report)
+            if estimate > tol:
+                U, s, V = budget_exhausted(blocks, r, U, s, V, history, tol, rng)
+        else:
+            landmark_pair(chosen, n, m, r, auto=True)  # the message names "auto" too
+            U, s, V, landmarks = asymmetric_nystrom(blocks, r, chosen, random_state=rng)
+    else:
+        if n_landmarks is not None:
+            raise ValueError("n_landmarks is only used by solver='nystrom'")
+        U, s, V = exact_svd(blocks, solver, n, m, r, tol, rng)
+    UV = fix_signs(np.vstack([U, V]))
+    return KSVDSolution(UV[:U.shape[0]], s, UV[U.shape[0]:], landmarks, history, estimate)

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.utils import check_random_state
 
-from ..kernels.lowrank import LandmarkFactor
+from .._native import LandmarkFactor
 from .rows import row_blocks
 
 __all__ = ["LANDMARK_METHODS", "DEFAULT_LANDMARK_METHOD", "select_landmarks", "kernel_factors",
@@ -132,7 +132,7 @@ class _Factor:
     ``uses`` lists (kind, coefficient): kind "value" (objective), "inner"
     (:math:`X^T(\\Gamma\\circ M)X`) or "laplacian" (:math:`X^TL(\\Gamma\\circ M)X`).
     ``native``: the same rows as the core's sweeps make them
-    (:class:`ikdr.kernels.lowrank.LandmarkFactor`), or None (exact finite-rank
+    (:class:`ikdr._native.LandmarkFactor`), or None (exact finite-rank
     and random-feature factors: their rows are made here)."""
 
     def __init__(self, rows, core, uses, native=None):

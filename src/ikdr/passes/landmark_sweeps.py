@@ -38,7 +38,7 @@ import copy
 
 import numpy as np
 
-from ..kernels.lowrank import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
+from .._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
 
 __all__ = ["GammaStructure", "numpy_first_sweep", "numpy_second_sweep", "native_first_sweep",
            "native_second_sweep", "native_rhs", "pass_flops", "native_block_rows", "NATIVE_BLOCK_BYTES"]
@@ -150,7 +150,7 @@ class GammaStructure:
 
 
 def _class_products(A, B, structure, rows, dtype):
-    """Per row block of a supervised Gamma (class indicators, DESIGN.md section 6):
+    """Per row block of a supervised Gamma (class indicators, docs/maths.md section 5):
     ``A_c^T B_c`` for every class c (classes x a x b) and ``A^T diag(a) B`` (float64),
     the two pieces every landmark pass combines."""
     codes = structure.codes[rows]

@@ -2,8 +2,8 @@ r"""Landmark (Nystrom) and random-feature passes: ISM at millions of samples.
 
 Every exact ISM pass forms the n x n weights :math:`\Psi = \Gamma \circ f'(K_{XW})`
 tile by tile: :math:`O(n^2 d)` flops. Here the kernel matrices of the pass are
-replaced by low-rank forms :math:`K \approx C S C^T` (DESIGN.md, "Passes with
-landmarks"):
+replaced by low-rank forms :math:`K \approx C S C^T` (docs/maths.md, section 5;
+costs in docs/nystrom.md):
 
 * **Nystrom** (``approximation="nystrom"``): m landmark samples, with
   :math:`Z = XW` and :math:`Z_L` their projected rows, :math:`C = K(Z, Z_L)`
@@ -77,7 +77,7 @@ from .problem import KernelProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 
-__all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS", "Approximation", "make_approximation",
+__all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS", "Approximation",
            "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
            "blas_threads", "THREADED_BLOCK_FLOPS", "check_landmark_options", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
 
@@ -390,18 +390,6 @@ class Approximation:
     def problem(self, X, gamma, kernel, n_threads):
         check_kernel_approximable(kernel, self.kind)
         return LandmarkProblem(X, gamma, kernel, n_threads, approximation=self)
-
-
-def make_approximation(approximation, n_landmarks, n_samples, *, dtype=None, random_state=None,
-                       method=DEFAULT_LANDMARK_METHOD):
-    """Validate the estimators' ``approximation`` / ``n_landmarks`` pair; None or
-    ``(kind, m_or_"auto")``."""
-    if approximation is None:
-        return None
-    if approximation not in ("nystrom", "rff"):
-        raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {approximation!r}")
-    m = check_n_landmarks(n_landmarks, n_samples)
-    return approximation, m
 
 
 def check_landmark_options(estimator, n, kernel):

@@ -25,7 +25,7 @@ from ..passes.landmarks import Approximation
 from ..solver.approximate import approximate_ism
 from ..solver.driver import choose_n_components
 from .function import ism
-from .screen import moment_screen, screen_bytes
+from .screen import SCREEN_ROWS, moment_screen, screen_bytes
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
 
@@ -363,7 +363,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         minimum = min(d, max(2, classes.shape[0] - 1 if classes is not None else 1))
         heldout = HeldOutRows(*self._selection_rows(X, y), target, self.random_state)
         start, order, scores = self._candidates(X, y, heldout)
-        if start.size == 0:
+        evidence = start.size > 0
+        if not evidence:
             # no class moment differs (a parity): Phi_0 holds no signal, and its
             # eigengap no q; the fewest directions, all features up to ALL_FEATURES
             start, q_user = order[:min(d, ALL_FEATURES)], q_user or minimum
@@ -371,15 +372,15 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         def fit_rows(features, W0):
             fitted = self._fit_features(X, y, rows, gamma, target, features, q_user,
                                         min(minimum, features.size), W0)
-            return fitted[0].components, fitted[0].kernel, fitted
+            return fitted[0].components, fitted[0].kernel, fitted[0].eigenvalues, fitted
 
         if self.support == "heldout":
             selection, result = select_support(heldout, start, order, fit_rows,
-                                               self._fold_fit, q_user or minimum)
+                                               self._fold_fit, q_user or minimum, evidence)
             support, losses = selection.support, selection.losses
         else:
             support = _filled(np.sort(start), order, q_user or minimum)
-            W, kernel, result = fit_rows(support, None)
+            W, kernel, _, result = fit_rows(support, None)
             losses = np.zeros(d)
             losses[support] = heldout_losses(heldout, support, W, kernel,
                                              self._fold_fit)[0].sum(axis=0)
@@ -419,7 +420,11 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         starts, in the order of its marginal held-out dependence."""
         d = X.shape[1]
         if self.support != "all" and fits_memory(screen_bytes(d, y)):
-            kept, scores = moment_screen(X, y)
+            # the screen only proposes (the held-out halves decide): its moments on a
+            # seeded sample of rows, so that its cost does not grow with n
+            index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
+            kept, scores = moment_screen(X if index is None else rows_at(X, index),
+                                         y if index is None else y[index])
             return np.flatnonzero(kept > 0), np.argsort(-scores, kind="stable"), scores
         marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
         everything = np.arange(d) if self.support == "all" else np.empty(0, np.intp)

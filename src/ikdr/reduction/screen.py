@@ -33,10 +33,14 @@ from .._utils.eig import grams as class_grams
 from .._utils.typing import ArrayLike
 from ..passes.dask_data import row_source
 
-__all__ = ["moment_screen", "screen_bytes", "SLICES"]
+__all__ = ["moment_screen", "screen_bytes", "SLICES", "SCREEN_ROWS"]
 
 #: quantile slices of a continuous target for the screen
 SLICES = 10
+#: rows the supervised estimator's screen reads at most (a seeded sample above):
+#: its moments cost n d^2, and 20,000 rows resolve a class moment's deviation to
+#: 1/sqrt(n_c), far below the thresholds
+SCREEN_ROWS = 20_000
 
 
 def _classes(y):

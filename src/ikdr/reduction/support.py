@@ -4,8 +4,12 @@ rows the projection was not fitted on (cross-fitting).
 The fit maximises the training HSIC over every feature it is given; among many
 noise features that maximum is partly a noise subspace fitted to the sample,
 so the training objective cannot say which features to keep. Here every
-decision is taken on held-out rows: the selection rows are split in two
-halves, W is fitted on one and measured on the other, and the other way round.
+decision is taken on held-out rows: the selection rows (all rows, or a seeded
+sample of :data:`FOLD_ROWS` per half) are split in two halves (stratified by
+class), W is fitted on one and measured on the other, and the other way round.
+Each half's fit starts from the fit on every row and climbs to a maximum of
+that half alone (relative gradient :data:`FOLD_GTOL`): started cold, a half
+would often miss the structure the full fit found, and a start is no data.
 
 **Held-out loss of a feature.** Scaling feature j of X by s is scaling row j
 of W by s, so with :math:`\nabla_W f = 2\Phi(W)W` the rate at which the
@@ -13,23 +17,34 @@ held-out objective :math:`f_B(W_A) = \mathrm{Tr}(\Gamma_B K_{X_B W_A})` falls as
 feature j is removed is
 
 .. math:: \ell_j = \left.\frac{\partial f_B}{\partial s_j}\right|_{s=1}
-    = 2 \sum_k (W_A)_{jk}\,[\Phi_B(W_A) W_A]_{jk},
+    = \sum_k \ell_{jk}, \qquad \ell_{jk} = 2 (W_A)_{jk}\,[\Phi_B(W_A) W_A]_{jk},
 
 one thin pass on the held-out half for every feature at once (a cross-fitted
 first-order form of the held-out HSIC lost without the feature). On the
 training half at its maximum, :math:`\Phi_A W_A = W_A\Lambda`, this is
 :math:`2\sum_k \lambda_k W_{jk}^2`, the eigenvalue-weighted loadings; on the
 held-out half a noise feature scores below zero on average (it shrinks every
-kernel value alike) and a feature that carries dependence above it.
+kernel value alike) and a feature that carries dependence above it. A
+direction k whose held-out value :math:`\sum_j \ell_{jk}` is negative carries
+no dependence (the floor on q, at least 2 directions, can force such a one on
+a linear problem) and is left out of the sum, so that a feature is not
+blamed for the wasted direction it happens to load.
 
 **Selection.** The class-moment screen (:mod:`ikdr.reduction.screen`) proposes:
-the fit starts from the features it keeps (all of them, up to
-:data:`ALL_FEATURES`, where it keeps none: a parity moves no class moment),
-and the others are candidates in the order of their raw screen scores. Each
-round fits both halves on the current features plus a batch of untried
-candidates and keeps the features whose summed held-out loss is positive;
-the rounds end when a round keeps what it was given and no candidate is left
-to try in that round, or after :data:`MAX_ROUNDS`.
+the fit starts from the features it keeps, and the others are candidates in
+the order of their raw screen scores. Where it keeps none (a parity moves no
+class moment) the first fit runs on all features (up to :data:`ALL_FEATURES`)
+and its :data:`LEADING_FEATURES` leading loadings per direction are the
+features in use: a half of the rows on as many features can lose a structure
+that all the rows found. Each
+round measures the current features and a batch of untried candidates on
+both halves. A feature in use stays unless its summed loss is below
+:math:`-` :data:`SUPPORT_MARGIN` times the summed held-out objective (a loss
+within noise of zero must not flip the support between near-equal fits); a
+candidate enters when its summed loss is above :data:`CANDIDATE_MARGIN` times
+it and positive on each half. The rounds end when one changes nothing, or
+after :data:`MAX_ROUNDS`; where the features changed, the fit on every row is
+made once more on them, warm-started.
 
 **Marginal part.** A feature whose dependence is additive and even (a
 quadratic term) is not kept in the projection, whose single isotropic kernel
@@ -74,6 +89,8 @@ SUPPORT_MARGIN = 1e-3
 #: noise feature that a half's fit took in reaches 1-1.5% (ring or XOR among 50
 #: noise features, 1,000 rows), a weak real one several percent
 CANDIDATE_MARGIN = 2e-2
+#: features per direction that a first fit without the screen's evidence proposes
+LEADING_FEATURES = 3
 #: relative gradient at which a half's fit stops (it only ranks features)
 FOLD_GTOL = 1e-4
 #: bins of the one-dimensional kernels of the marginal part
@@ -161,12 +178,15 @@ def heldout_losses(rows, features, W, kernel, fold_fit):
 
 
 def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit: Callable,
-                   fold_fit: Callable, minimum: int):
+                   fold_fit: Callable, minimum: int, evidence: bool = True):
     """The features whose held-out loss is positive (module docstring).
 
-    ``start``: the features the first fit uses; ``order``: every feature, the
+    ``start``: the features the first fit uses (``evidence=False``: without the
+    screen's evidence, as every feature where it kept none; the first fit's
+    leading loadings then propose, see below); ``order``: every feature, the
     candidates' order; ``fit(features, W0)`` -> (W on those features, fitted
-    kernel, result): the fit on every row, warm-started from W0 where given;
+    kernel, eigenvalues, result): the fit on every row, warm-started from W0
+    where given;
     ``fold_fit``: see :func:`heldout_losses`; ``minimum``: the fewest features
     the support may have (q: where fewer carry held-out dependence, the next
     best by held-out loss, then by ``order``, fill it up).
@@ -179,10 +199,18 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
     """
     d = rows.X.shape[1]
     current = filled(np.sort(start), order, minimum)
-    W, kernel, result = fit(current, None)
+    W, kernel, eigenvalues, result = fit(current, None)
     fitted = current
     W_all = np.zeros((d, W.shape[1]))
     W_all[current] = W
+    if not evidence:
+        # Without the screen's evidence the first fit ran on many features; a half
+        # of the rows on as many features can lose what all the rows found (a
+        # 3-way parity among 50 features, 2,000 rows). Its leading loadings
+        # propose LEADING_FEATURES per direction; the others become candidates.
+        loadings = (W_all * W_all) @ np.abs(eigenvalues)
+        keep = max(minimum, LEADING_FEATURES * W.shape[1])
+        current = np.sort(np.argsort(-loadings, kind="stable")[:min(keep, current.size)])
     tried = set(current.tolist())
     batch_size = max(4, current.size // 2)
     rounds: list = []
@@ -210,7 +238,7 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
         # directions where they still span q dimensions
         W0 = W_all[current]
         ok = current.size >= W0.shape[1] and np.linalg.matrix_rank(W0) == W0.shape[1]
-        _, _, result = fit(current, W0 if ok else None)
+        result = fit(current, W0 if ok else None)[-1]
     return Selection(support=current, losses=losses,
                      tried=np.array(sorted(tried), dtype=np.intp), rounds=rounds), result
 
