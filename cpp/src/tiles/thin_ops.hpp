@@ -105,16 +105,16 @@ static inline void thin_rows_any(Index nc, const T* const* xr, const T* const* n
   thin_rows<T, G>(xr, next, d, mt, ldm, y, ldy);
 }
 
-// y (rows x cols, row length ldy) = X M: row r of X is x + index[r] ldx
-// (index null: x + r ldx), M (d x cols) given transposed, mt (cols x ldm,
-// ldm a multiple of the vector width at least d, zero past d).
+// y (rows x cols, row length ldy) = X M: X (rows x d, row length ldx), M
+// (d x cols) given transposed, mt (cols x ldm, ldm a multiple of the vector
+// width at least d, zero past d).
 template <class T>
-void thin_product(const T* x, Index ldx, const Index* index, Index rows, Index d, const T* mt,
-                  Index ldm, Index cols, T* y, Index ldy) {
+void thin_product(const T* x, Index ldx, Index rows, Index d, const T* mt, Index ldm, Index cols,
+                  T* y, Index ldy) {
   constexpr Index R = kThinRowGroup;
   constexpr int G = kThinColumnGroup;
   T tail[R * G];
-  auto row = [&](Index i) { return x + (index != nullptr ? index[i] : i) * ldx; };
+  auto row = [&](Index i) { return x + i * ldx; };
   // the rows kThinPrefetchBytes ahead are fetched (into L2) while a group is
   // multiplied: the hardware's own prefetch left the product at a third of
   // the memory's read rate (50,000 x 784 float32; measured best from 32 to
@@ -192,19 +192,19 @@ static inline void thin_columns_any(Index g, const T* const* xr, const T* const*
   }
 }
 
-// yt (cols x d, row length ldy >= d rounded up to whole vectors) = O^T X: O
-// (rows x cols, row length ldo), row i of X is x + index[i] ldx (index null:
-// x + i ldx). Groups of kThinGroupRows rows are multiplied into yt's rows
+// yt (cols x d, row length ldy >= d rounded up to whole vectors) = O^T X: X
+// (rows x d, row length ldx), row i of O at o + index[i] ldo (index null:
+// o + i ldo). Groups of kThinGroupRows rows are multiplied into yt's rows
 // feature vector by feature vector, while they are in L1 (one pass over all
 // rows per feature vector read the rows in strips, a cache miss per row and
 // strip: 5x slower); a group further on is fetched meanwhile. Each entry sums
 // over the rows in order, in T.
 template <class T>
-void thin_product_transposed(const T* x, Index ldx, const Index* index, Index rows, Index d,
-                             const T* o, Index ldo, Index cols, T* yt, Index ldy) {
+void thin_product_transposed(const T* x, Index ldx, Index rows, Index d, const T* o, Index ldo,
+                             const Index* index, Index cols, T* yt, Index ldy) {
   constexpr Index W = Simd<T>::width;
   constexpr Index R = kThinGroupRows;
-  auto row = [&](Index i) { return x + (index != nullptr ? index[i] : i) * ldx; };
+  auto row = [&](Index i) { return x + i * ldx; };
   const Index bytes = ldx * Index(sizeof(T));
   const Index ahead = (kThinPrefetchBytes / (bytes > 0 ? bytes : 1) + R - 1) / R * R;
   const Index padded = (d + W - 1) / W * W;
@@ -218,7 +218,7 @@ void thin_product_transposed(const T* x, Index ldx, const Index* index, Index ro
       const T* orow[R];
       for (Index r = 0; r < mr; ++r) {
         xr[r] = row(i0 + r);
-        orow[r] = o + (i0 + r) * ldo + c0;
+        orow[r] = o + (index != nullptr ? index[i0 + r] : i0 + r) * ldo + c0;
       }
       if (c0 == 0 && i0 + ahead < rows) {  // a group further on, from memory (thin_product)
         const Index nr = rows - i0 - ahead < R ? rows - i0 - ahead : R;
