@@ -139,6 +139,7 @@ class LandmarkProblem(KernelProblem):
         self.index = approximation.index
         self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
+        self._precision_checked = self.dtype != np.float32  # check_native_precision
 
     # -- landmarks ------------------------------------------------------------
     def _ensure_landmarks(self, W):
@@ -302,6 +303,8 @@ class LandmarkProblem(KernelProblem):
         good steps and to stall a trust region (measured: 89 passes instead of
         about 10 at 30,000 x 784)."""
         if native or self.dtype == np.float64:
+            if native and np.any(W):  # (Phi_0's W = 0 has no distances to check)
+                self.check_native_precision(W)
             return self._pass(W, V=V, dense=dense)
         saved, self.dtype = self.dtype, np.dtype(np.float64)
         try:

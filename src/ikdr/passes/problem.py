@@ -37,12 +37,54 @@ Every returned array is float64.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._config import get_num_threads
 
 #: relative finite-difference step of the Hessian-vector products (forward differences)
 FD_STEP = 1e-7
+#: the relative error of a float32 pass's objective the estimators document for
+#: ``dtype=np.float32``; a float32 problem whose passes cannot meet it warns
+FLOAT32_OBJECTIVE_TOLERANCE = 1e-4
+#: rows of X (evenly spaced) that :func:`float32_objective_error` reads
+_PRECISION_SAMPLE = 512
+
+
+def float32_objective_error(X, W, sigma):
+    r"""Estimated relative error of :math:`\mathrm{Tr}(\Gamma K_{XW})` from float32
+    passes with a Gaussian kernel of bandwidth ``sigma`` (None: no estimate, 0).
+
+    A float32 kernel value is rounded to :math:`\epsilon = 2^{-24}`, while the
+    objective of a centred Gamma is a difference of kernel values of relative
+    size :math:`\min(1, d^2/2\sigma^2)` (d: the points' typical distance): a
+    bandwidth far above the distances loses :math:`2\sigma^2/d^2` of the
+    precision. Points far from the origin lose more: their squared distances
+    :math:`|a|^2 + |b|^2 - 2a^Tb` are differences of norms :math:`|z|^2` far
+    above them. Measured on Gaussian mixtures (docs/guide/performance.md), the
+    error is at most about :math:`3\epsilon\max(1, 2\sigma^2/d^2)(1 + |z|^2/30\sigma^2)`:
+    this estimate was 2 to 50 times the measured error where one cause
+    dominates (1e-4 at sigma 16 times the median distance, or at points about
+    300 of their standard deviations from the origin), up to 500 times where
+    both are moderate; it warns early rather than late. Computed on at most
+    512 evenly spaced rows of Z = XW:
+    :math:`|z|^2` their mean squared norm, :math:`d^2` the median squared
+    distance between their two halves.
+    """
+    if sigma is None or not np.isfinite(sigma) or sigma <= 0:
+        return 0.0
+    step = max(1, X.shape[0] // _PRECISION_SAMPLE)
+    Z = np.asarray(X[::step][:_PRECISION_SAMPLE], dtype=np.float64) @ np.asarray(W, np.float64)
+    half = Z.shape[0] // 2
+    if half == 0:
+        return 0.0
+    d2 = float(np.median(np.sum((Z[:half] - Z[half:2 * half]) ** 2, axis=1)))
+    if d2 <= 0:
+        return 0.0
+    z2 = float(np.mean(np.sum(Z * Z, axis=1)))
+    s2 = float(sigma) ** 2
+    return 3.0 * 2.0 ** -24 * max(1.0, 2.0 * s2 / d2) * (1.0 + z2 / (30.0 * s2))
 
 
 def riemannian_gradient(PW, W):
@@ -86,6 +128,8 @@ class KernelProblem:
         self.native_dtype = X.dtype
         self.depends_on_w = bool(kernel.depends_on_w)
         self.n_phi = self.n_dense_phi = self.n_coarse_phi = self.n_objective = self.n_hessian = 0
+        # float32 passes: their accuracy is checked at the first W (check_native_precision)
+        self._precision_checked = self.native_dtype != np.float32
 
     @property
     def X64(self):
@@ -96,6 +140,22 @@ class KernelProblem:
     def _data(self, native):
         return self.X if native else self.X64
 
+    def check_native_precision(self, W):
+        """Once, at the first float32 pass: warn (RuntimeWarning) when float32
+        passes cannot give the objective to the documented
+        :data:`FLOAT32_OBJECTIVE_TOLERANCE` at these points and this bandwidth
+        (:func:`float32_objective_error`)."""
+        if self._precision_checked:
+            return
+        self._precision_checked = True
+        error = float32_objective_error(self.X, W, self.kernel.gaussian_sigma)
+        if error > FLOAT32_OBJECTIVE_TOLERANCE:
+            warnings.warn(f"dtype=float32: the float32 passes give the objective to about "
+                          f"{error:.1e} (relative) here, not {FLOAT32_OBJECTIVE_TOLERANCE:.0e}: the "
+                          "bandwidth is far above the projected points' distances, or the points "
+                          "lie far from the origin against their spread; center the data, use a "
+                          "smaller sigma, or float64", RuntimeWarning, stacklevel=4)
+
     def phi0(self):
         r""":math:`\Phi_0`, the W-free start (O(n d r) for a rank-r factored Gamma)."""
         return self.kernel.phi0(self.X64, self.gamma)
@@ -105,6 +165,8 @@ class KernelProblem:
         counted (the counted calls below and :meth:`hessian_product` use it).
         A problem with other passes (landmarks, a cluster) overrides this,
         :meth:`objective` and :meth:`phi0`; the driver needs nothing else."""
+        if native:
+            self.check_native_precision(W)
         return self.kernel.phi_product(self._data(native), W, self.gamma, V,
                                        n_threads=self.n_threads)
 
@@ -147,6 +209,8 @@ class KernelProblem:
 
     def objective(self, W, native=False):
         self.n_objective += 1
+        if native:
+            self.check_native_precision(W)
         return self.kernel.objective(self._data(native), W, self.gamma, n_threads=self.n_threads)
 
     def hessian_product(self, W, Z, PW, phi=None):
