@@ -30,13 +30,14 @@ Methods
 ISM configurations (``ISM_CONFIGS``; each is ``ikdr.ISM(random_state=seed, **options)``, so
 ``defaults`` is the library's defaults of the ikdr that runs the script):
 
-defaults                 ISM()
-papers                   ISM(sigma="median", screen=None): the papers' configuration
-unscreened certified     ISM(screen=None, criterion="gradient")
-unscreened certified, defaults' sigma and q
+defaults                 ISM(): features chosen on held-out rows (support="heldout")
+papers                   ISM(sigma="median", support="all", criterion="eigenvalues"): the
+                         papers' configuration
+all features             ISM(support="all"): every feature, certified
+all features, defaults' sigma and q
                          the same with the bandwidth and q that the defaults chose on the same
-                         rows (what the screen alone changes)
-screened certified       ISM(criterion="gradient")
+                         rows (what the feature choice alone changes)
+class-moment screen      ISM(support="moments"): the screen's features alone, certified
 
 To compare a new option, add an entry to ``ISM_CONFIGS`` and name it with ``--ism`` (or add it
 to a section's default list, ``RECALL_ISM``, ``HELDOUT_ISM``, ``PAPERS_ISM``). An ISM ranks the
@@ -64,7 +65,7 @@ Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_feature_discovery.py [--quick | --full]
         [--seeds 0 1 2] [--only parity Friedman] [--section recall heldout papers]
-        [--ism defaults "unscreened certified"] [--skip-peers] [--json run.json] [--out DIR]
+        [--ism defaults "all features"] [--skip-peers] [--json run.json] [--out DIR]
 
 Everything runs on one thread (ikdr, the BLAS, the peers' n_jobs). Every method is fitted once,
 untimed, on a small problem before the timed fits (first-call costs). ``--json PATH`` writes
@@ -256,15 +257,14 @@ def _timed(fn):
 #: options change).
 ISM_CONFIGS = {
     "defaults": {},
-    "papers": {"sigma": "median", "screen": None},
-    "unscreened certified": {"screen": None, "criterion": "gradient"},
-    "unscreened certified, defaults' sigma and q": {"screen": None, "criterion": "gradient",
-                                                    "sigma_q_from": "defaults"},
-    "screened certified": {"criterion": "gradient"},
+    "papers": {"sigma": "median", "support": "all", "criterion": "eigenvalues"},
+    "all features": {"support": "all"},
+    "all features, defaults' sigma and q": {"support": "all", "sigma_q_from": "defaults"},
+    "class-moment screen": {"support": "moments"},
 }
 RECALL_ISM = ["defaults", "papers"]
-HELDOUT_ISM = ["defaults", "unscreened certified", "unscreened certified, defaults' sigma and q",
-               "screened certified"]
+HELDOUT_ISM = ["defaults", "all features", "all features, defaults' sigma and q",
+               "class-moment screen"]
 PAPERS_ISM = ["defaults", "papers"]
 
 

@@ -46,10 +46,10 @@ import ikdr  # noqa: E402
 from ikdr import supervised_gamma  # noqa: E402
 from ikdr.kernels import Gaussian  # noqa: E402
 # internals: this script times one landmark pass apart from any fit, so it builds the
-# landmark problem itself (Approximation), calls its pass (_pass) and swaps its factors
-# (_factors) for the NumPy ones, and states the pass's flops as the passes count them
+# landmark problem itself (resolve of an Approximation), calls its pass (_pass) and swaps
+# its factors (_factors) for the NumPy ones, and states the pass's flops as the passes count them
 from ikdr.passes.landmark_sweeps import pass_flops  # noqa: E402
-from ikdr.passes.landmarks import Approximation  # noqa: E402
+from ikdr.passes import Approximation, resolve  # noqa: E402
 from _peers import floors_missed, results_head  # noqa: E402
 
 
@@ -88,9 +88,9 @@ def skinny_rate(X, cols, threads, repeat):
 
 
 def problem(X, y, m, threads, sigma):
-    a = Approximation("nystrom", m, random_state=0)
-    a.index = np.sort(np.random.default_rng(0).choice(X.shape[0], m, replace=False))
-    return a.problem(X, supervised_gamma(y)[0], Gaussian(sigma), threads)
+    index = np.sort(np.random.default_rng(0).choice(X.shape[0], m, replace=False))
+    a = Approximation("nystrom", m, random_state=0, index=index)
+    return resolve(X, a).problem(X, supervised_gamma(y)[0], Gaussian(sigma), threads)
 
 
 def run(args):
@@ -163,7 +163,8 @@ def fit_tables(args):
 
     from ikdr import principal_angle
     # internal: the landmark fit at a fixed m from a given start, which ISM does not expose
-    from ikdr.solver.approximate import approximate_ism
+    from ikdr.reduction.approximate import LandmarkOptions, approximate_ism
+    from ikdr.solver.options import ISMOptions
 
     rng = np.random.default_rng(0)
     X, y = mixture(25_000, 256, 10, rng)
@@ -196,9 +197,11 @@ def fit_tables(args):
         for mode in ("dense", "hybrid", "matrix_free", "auto"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                (res, _), t = timed(lambda: approximate_ism(X, gamma, Gaussian(sigma), 9,
-                                                            n_landmarks=256, random_state=0,
-                                                            phi_solver=mode))
+                options = ISMOptions(n_components=9, criterion="eigenvalues",
+                                     phi_solver=mode, random_state=0)
+                (res, _), t = timed(lambda: approximate_ism(X, gamma, Gaussian(sigma), options,
+                                                            LandmarkOptions(Approximation(
+                                                                "nystrom", 256, random_state=0))))
             c = res.convergence
             sin = np.nan if ref is None else float(np.sin(principal_angle(ref, res.components)))
             ref = res.components if ref is None else ref

@@ -186,8 +186,9 @@ def section_accuracy(quick, out):
 def section_methods(quick, out):
     # internals: the landmark selections by name, and the landmark fit at a fixed m and
     # method from a given start (ISM exposes neither)
-    from ikdr.passes.landmarks import LANDMARK_METHODS
-    from ikdr.solver.approximate import approximate_ism
+    from ikdr.passes.landmarks import LANDMARK_METHODS, Approximation
+    from ikdr.reduction.approximate import LandmarkOptions, approximate_ism
+    from ikdr.solver.options import ISMOptions
 
     out.append("## Landmark selection at fixed m (mean sin angle to the exact maximum, 3 seeds)\n")
     out.append("Exact maximum: criterion='gradient', gtol=1e-9; the landmark fits' own maxima "
@@ -215,7 +216,10 @@ def section_methods(quick, out):
                     vals = []
                     for seed in range(3):
                         (res, _), _ = timed(lambda: approximate_ism(
-                            X, gamma, k, q, n_landmarks=m, method=method, random_state=seed))
+                            X, gamma, k, ISMOptions(n_components=q, criterion="eigenvalues",
+                                                    random_state=seed),
+                            LandmarkOptions(Approximation("nystrom", m, method=method,
+                                                          random_state=seed))))
                         vals.append(row_space_sin(V, exact.components, res.components))
                     cells.append(f"{np.mean(vals):.2e}")
                 out.append(f"| {name} | {label} | {m} | " + " | ".join(cells) + " |")
@@ -456,7 +460,7 @@ def section_crossover(quick, out):
     from _peers import mixture
 
     out.append("## Crossover: approximation='nystrom' with its defaults against exact\n")
-    out.append("Defaults (`n_landmarks='auto'`: the cost model of `ikdr.solver.cost` may choose "
+    out.append("Defaults (`n_landmarks='auto'`: the cost model of `ikdr.reduction.cost` may choose "
                "the exact passes; `approximation_` says which ran). Accuracy: 5-NN on XW for "
                "held-out rows; mass: share of `feature_importances_` on the informative "
                "features.\n")

@@ -3,7 +3,7 @@ r"""Clustering paradigms of ISM: W and a spectral embedding U learned together.
 Every paradigm here is a Gamma builder plus the shared U-step
 (:func:`ikdr.spectral.spectral_embedding`); the W-step is always the one
 ISM solver (:func:`ikdr.ism`) with D held fixed inside the step
-(DESIGN.md sections 1 and 3). The alternation:
+(docs/guide/paradigms.md). The alternation:
 
 1. U-step at W = I (the full data): :math:`U_0`, :math:`D_0` (ISM paper,
    section 2: "by initializing W to an identity matrix, Y is initialized to
@@ -39,6 +39,7 @@ from ..gamma import Gamma, clustering_gamma
 from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import choose_n_components, solve_ism
+from ..solver.options import ISMOptions
 
 __all__ = ["AlternationResult", "alternate", "alternate_on", "default_n_components",
            "ISM_MAX_ITER"]
@@ -229,7 +230,7 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
     r""":func:`alternate` on a resolved clustering side (``side``: the exact,
     landmark or Dask side of :func:`ikdr.passes.resolve_clustering`). The loop
     sees the data only through the side: its U-step (``embed``), the points
-    XW (``points``), the W-step's provider (``ism_passes``) and
+    XW (``points``), the W-step's provider (``w_step_provider``) and
     :math:`\Phi_0` (``phi0``). See :func:`alternate` for the parameters."""
     t0 = time.perf_counter()
     affinity = kernel if affinity is None else affinity
@@ -239,7 +240,7 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
     U, vals, deg = side.embed(first, affinity, n_clusters, random_state=random_state,
                               n_threads=n_threads, normalize=normalize)
     gamma = build_gamma(U, deg)
-    passes = side.ism_passes(X.shape[0])
+    provider = side.w_step_provider(X.shape[0])
     if n_components is None:
         phi0 = side.phi0(X, gamma, kernel)
         q = default_n_components(np.linalg.eigvalsh(phi0), n_clusters, d, alternative=alternative,
@@ -253,12 +254,13 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
     inner = None
     if report is not None and report.verbose >= 2:
         inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
+    # The inner W-steps skip the Hessian part of the certificate (not stored).
+    options = ISMOptions(n_components=q, criterion="eigenvalues", max_iter=ISM_MAX_ITER,
+                         certify=False, warn=False, eigen_solver=eigen_solver,
+                         phi_solver=side.phi_solver, callback=inner, n_threads=n_threads,
+                         random_state=random_state)
     for it in range(1, max_iter + 1):
-        # The inner W-steps skip the Hessian part of the certificate (not stored).
-        result = solve_ism(passes, X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER,
-                           n_threads=n_threads, random_state=random_state, warn=False,
-                           certify=False, callback=inner, phi_solver=side.phi_solver,
-                           eigen_solver=eigen_solver)
+        result = solve_ism(provider, X, gamma, kernel, options, W0=W)
         W_new = result.components
         q = W_new.shape[1]
         Z = side.points(X, W_new)

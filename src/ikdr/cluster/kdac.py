@@ -16,13 +16,14 @@ from .._utils.sampling import sample_index
 from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_matrix, check_positive
 from .._utils.validation import keep_state_on_error
-from ..gamma import alternative_gamma, centered
+from ..gamma import alternative_gamma, centered, clustering_gamma
 from ..kernels import Gaussian, KernelLike, median_sigma
 from ..metrics import nmi
 from ..passes.dask_data import check_target, is_dask_array
-from ..spectral import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
-                        median_pairwise_distance_1d, median_scale_gaussian)
+from ..spectral import median_scale_gaussian
 from .ism_clustering import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
+from .screen import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
+                     median_pairwise_distance_1d)
 
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"]
 
@@ -132,7 +133,7 @@ def feature_start(X, Y, n_clusters, *, random_state=None):
 
     Residual :math:`R = X - \bar Y \bar Y^+ X` (X with the existing
     clusters' means removed, :math:`\bar Y` the centred one-hot matrix), then
-    :func:`ikdr.spectral.feature_gaps` of R with k groups: a feature that
+    :func:`ikdr.cluster.screen.feature_gaps` of R with k groups: a feature that
     carries k clusters besides the existing view scores near 1, a unimodal
     (noise) feature low (grids of blobs: 0.65-0.90 against at most 0.21 for
     0-50 noise features), and the existing view's own features low too, their
@@ -203,6 +204,11 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
     existing_dependence_ : float
         :func:`existing_dependence` of ``y_existing`` at W = I: how many
         times its normalised HSIC with X exceeds that of a random relabelling.
+        Below 2 the existing clustering is not visible in X, there is nothing
+        to leave out, and KDAC at its defaults fits as ISMClustering's default
+        fit (its penalty term, the same for every W in expectation, is left
+        out of the W-steps; ``novelty_`` and the history's
+        ``alternativeness`` still report it).
         With ``n_components=None``, q stays below d (an alternative view leaves
         a direction out) only when it is at least 3; below, the existing
         clustering is not visible in X and q follows :func:`ikdr.default_n_components`
@@ -310,10 +316,30 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 return {"alternativeness": alt, "objective": quality - lam * alt}
             return measure
 
+        if self.existing_dependence_ < FEATURE_START_DEPENDENCE and self._selects(side):
+            # Nothing to leave out: the existing clustering is not visible in X, so its
+            # HSIC with XW is the same for every W in expectation and its penalty, of the
+            # size of the clusters (unnormalised Y), only adds noise to the W-steps (on
+            # make_classification 3 of 60 it steered W to noise features: recall 0.67).
+            # KDAC is then ISMClustering's default fit; the history still reports the
+            # alternativeness.
+            self._select(X, kernel, k, q, clustering_gamma, measure_with)
+        else:
+            self._alternative_runs(X, side, (kernel, affinity), k, q, normalize, Y, build,
+                                   measure_with, alternative)
+        self.alternativeness_ = self.history_[self.best_iteration_ - 1]["alternativeness"]
+        self.novelty_ = max(nmi(y, self.labels_) for y in existing)
+        return self
+
+    def _alternative_runs(self, X, side, kernels, k, q, normalize, Y, build, measure_with,
+                          alternative):
+        """The alternation against an existing clustering (one-hot Y), with the
+        feature start (see the Notes) when the clustering is visible in X."""
+        kernel, affinity = kernels
         starts = [(kernel, affinity, measure_with(affinity), None, q, None)]
         self.feature_scores_ = None
-        if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and self._auto_gaussian() \
-                and side.rows_in_memory:
+        if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and side.rows_in_memory \
+                and all(self._local_scaling().values()):
             # a second start from the feature that best clusters what the existing
             # view leaves, with the bandwidth of that projection; the run whose
             # final U-step separates its k clusters best is kept (the HSIC
@@ -332,21 +358,14 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 g = Gaussian(sigma0).fit(X[:, columns])
                 starts.append((g, g, measure_with(g), start[columns],
                                1 if q is None else min(q, columns.size), columns))
-        out = self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,
-                              alternative=alternative, guided=True, starts=starts)
-        self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
-        self.novelty_ = max(nmi(y, self.labels_) for y in existing)
-        return self
+        self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,
+                        alternative=alternative, guided=True, starts=starts)
 
     def _global_scale(self, kernel, affinity):
         """sigma="auto" against an existing clustering visible in X: the local-scaling
         kernels of the default become one global Gaussian at their median scale
         (:func:`ikdr.spectral.median_scale_gaussian`; :doc:`/clustering_defaults`)."""
-        if not (isinstance(self.sigma, str) and self.sigma == "auto"):
-            return kernel, affinity
-        default = {"kernel": isinstance(self.kernel, str) and self.kernel.lower() == "gaussian",
-                   "affinity": self.affinity is None or (isinstance(self.affinity, str) and
-                                                         self.affinity.lower() == "gaussian")}
+        default = self._local_scaling()
         swap = {}
         for role, K in (("kernel", kernel), ("affinity", affinity)):
             # the default's local-scaling kernel (its bandwidths need all rows)

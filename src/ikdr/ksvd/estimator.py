@@ -391,8 +391,9 @@ class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
         kind, gamma, degree, _ = self._kernel_spec()
         gamma = float(gamma) if gamma is not None else self._median_gamma(X0, Z0, rng)
         r = min(int(self.n_components), *X0.shape[:1], *Z0.shape[:1])
-        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma,
-                               dense_kernel_matrix(kind, gamma, degree), center=bool(self.center))
+        C, history = learn_map(D, other, rows_mapped, C0, y, r,
+                               (kind, gamma, dense_kernel_matrix(kind, gamma, degree)),
+                               center=bool(self.center))
         out.update(history=history, gamma=gamma)
         return C
 

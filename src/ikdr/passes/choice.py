@@ -1,21 +1,26 @@
-"""The one place that picks how the passes of a fit are computed.
+"""The one place that builds the providers: how the passes of a fit are computed.
 
 :func:`resolve` looks at where the rows live (an in-memory array or memmap,
-or a row-chunked Dask array) and at the ``approximation`` asked for, and
-returns the provider; every estimator calls it once per ``fit`` and the
-public :func:`ikdr.ism` calls it first. The solver, the alternation and the
-spectral step receive the provider and never look at X's type themselves.
+or a row-chunked Dask array) and at the ``approximation`` asked for (an
+:class:`~ikdr.passes.landmarks.Approximation`: landmark settings), and
+builds the W-step's provider; :func:`resolve_clustering` does the same for
+the clustering alternation, whose provider adds the U-step to the W-step's.
+Every estimator and algorithm function gets its providers here (a
+clustering provider makes its W-steps' own); the solver, the alternation
+and the spectral step receive them and never look at X's type themselves.
 
 ====================  =======================  ======================================
-rows                  ``approximation``        provider (W-step / clustering side)
+rows                  ``approximation``        provider (W-step / clustering)
 ====================  =======================  ======================================
 ndarray               None                     ExactPasses / ExactClustering
-ndarray or memmap     an ``Approximation``     Approximation / ClusteringLandmarks
+ndarray or memmap     an ``Approximation``     LandmarkPasses / ClusteringLandmarks
 Dask array            None                     DaskPasses / ClusteringPasses
-Dask array            an ``Approximation``     Approximation (W-step only)
+Dask array            an ``Approximation``     LandmarkPasses (W-step only)
 ====================  =======================  ======================================
 """
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import validate_data
@@ -27,7 +32,7 @@ from .dask_data import is_dask_array, is_distributed
 from .dask_data import validate_data as validate_dask_data
 from .exact import ExactClustering, ExactPasses
 from .landmark_clustering import ClusteringLandmarks
-from .landmarks import check_landmark_options, landmark_data
+from .landmarks import Approximation, LandmarkPasses, check_landmark_options, landmark_data
 
 __all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS", "CLUSTER"]
 
@@ -37,9 +42,9 @@ MEMORY, BLOCKS, CLUSTER = "memory", "blocks", "cluster"
 
 def fit_data(estimator, X, y=None, *, approximation=None, kernel=None, y_required=True,
              multi_output=True, **check_options):
-    """The estimators' one entry check: validated ``(X, y, rows)``.
+    """The estimators' one entry check: validated ``(X, y, location)``.
 
-    ``rows`` says where the rows live and so which provider
+    ``location`` says where the rows live and so which provider
     :func:`resolve` will pick: :data:`MEMORY` (scikit-learn's
     ``validate_data``, float64, then the scale check), :data:`BLOCKS` (an
     ``approximation`` was asked for: X, an ndarray or ``np.memmap``, is
@@ -82,22 +87,27 @@ def project_data(estimator, X, W):
     return X @ W
 
 
-def resolve(X, approximation=None, *, dtype=None):
-    """The W-step's provider for X: ``approximation`` itself (landmarks or random
-    features, whose passes are sums over row blocks: of an array or memmap, or
-    of a Dask array's chunks on its cluster), the exact Dask passes for a
-    row-chunked dask X, else the exact passes in memory."""
+def resolve(X: Any, approximation: Approximation | None = None, *,
+            dtype: Any = None) -> ExactPasses | LandmarkPasses | DaskPasses:
+    """The W-step's provider for X: the landmark (or random-feature) passes of
+    ``approximation``, whose passes are sums over row blocks (of an array or
+    memmap, or of a Dask array's chunks on its cluster); the exact Dask passes
+    for a row-chunked dask X; else the exact passes in memory. ``dtype``: the
+    precision of the exact passes (None: X's own; an approximation has its own)."""
     if approximation is not None:
-        return approximation       # landmark passes: over row blocks or a cluster's chunks
+        if not isinstance(approximation, Approximation):
+            raise TypeError(f"approximation must be an ikdr.passes.landmarks.Approximation or "
+                            f"None, got {type(approximation).__name__}")
+        return LandmarkPasses(approximation)
     if is_distributed(X):
         return DaskPasses(dtype)
     return ExactPasses(dtype)
 
 
 def resolve_clustering(X, landmarks=None, *, dtype=None):
-    """The clustering alternation's side for X: ``landmarks`` (a
-    :class:`~ikdr.passes.landmark_clustering.ClusteringLandmarks`), the Dask side for a
-    row-chunked dask X, else the exact side."""
+    """The clustering alternation's provider for X: ``landmarks`` (a
+    :class:`~ikdr.passes.landmark_clustering.ClusteringLandmarks`), the Dask
+    provider for a row-chunked dask X, else the exact one."""
     if isinstance(landmarks, (ClusteringLandmarks, ClusteringPasses, ExactClustering)):
         if is_distributed(X) and isinstance(landmarks, ClusteringLandmarks):
             raise ValueError("Nystrom landmarks of a dask X are not supported; pass "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..passes.problem import riemannian_gradient
+from .problem import riemannian_gradient
 
 
 def complement(W):
