@@ -37,7 +37,8 @@ def _problem(X, gamma, kernel, m=40, block_rows=128, index=None):
 
 def _reference_first(X, st, W, V, factors):
     """The first sweep's sums by the formulas, on all rows at once (float64):
-    P = C^T E, A = X_c^T C_c or X^T diag(g_j) C, Q = C_c^T R_c or C^T diag(g_j) R."""
+    P = C^T E, A = X_c^T C_c or X^T diag(g_j) C, Q = (C_c^T R_c, C^T diag(a) R) or
+    C^T diag(g_j) R."""
     Z, R = X @ W, X @ V
     out = []
     for f in factors:
@@ -47,7 +48,7 @@ def _reference_first(X, st, W, V, factors):
             E = np.hstack([Y, np.ones((len(X), 1)), st.a[:, None]])
             A = np.stack([X[st.codes == c].T @ C[st.codes == c] for c in range(st.n_classes)])
             Q = np.stack([C[st.codes == c].T @ R[st.codes == c] for c in range(st.n_classes)])
-            A, Q = (A, X.T @ (st.a[:, None] * C)), (Q, C.T @ (st.a[:, None] * R))
+            Q = (Q, C.T @ (st.a[:, None] * R))
         else:
             E = st.G
             A = np.stack([X.T @ (g[:, None] * C) for g in st.G.T], axis=1)

@@ -50,18 +50,24 @@ class ExactProblem(BaseProblem):
 
     def phi(self, W: np.ndarray, own_dtype: bool = False) -> tuple[np.ndarray, float]:
         """(dense Phi(W), f(W)): one pass with the d columns of X."""
-        return self.kernel.phi_product(self.data(own_dtype), W, self.gamma, None,
+        return self.kernel.phi_product(self._own_data(W, own_dtype), W, self.gamma, None,
                                        n_threads=self.n_threads)
 
     def phi_product(self, W: np.ndarray, V: np.ndarray,
                     own_dtype: bool = False) -> tuple[np.ndarray, float]:
         """(Phi(W) V, f(W)): one pass with the k columns of XV."""
-        return self.kernel.phi_product(self.data(own_dtype), W, self.gamma, V,
+        return self.kernel.phi_product(self._own_data(W, own_dtype), W, self.gamma, V,
                                        n_threads=self.n_threads)
 
     def objective(self, W: np.ndarray, own_dtype: bool = False) -> float:
-        return self.kernel.objective(self.data(own_dtype), W, self.gamma,
+        return self.kernel.objective(self._own_data(W, own_dtype), W, self.gamma,
                                      n_threads=self.n_threads)
+
+    def _own_data(self, W: np.ndarray, own_dtype: bool) -> np.ndarray:
+        """:meth:`data`, after the float32 accuracy check at the first own-dtype pass."""
+        if own_dtype:
+            self.check_own_precision(W)
+        return self.data(own_dtype)
 
     def coarse_phi(self, W: np.ndarray) -> tuple[np.ndarray, float]:
         """(dense Phi(W), f(W)) from a float32 copy of X: one pass at about half

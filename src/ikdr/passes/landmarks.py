@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.linalg.blas
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import ThreadpoolController
@@ -144,6 +145,7 @@ class LandmarkProblem(BaseProblem):
         self.index = provider.index
         self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
+        self._precision_checked = self.pass_dtype != np.float32  # check_own_precision
 
     # -- landmarks ------------------------------------------------------------
     def _ensure_landmarks(self, W):
@@ -220,7 +222,7 @@ class LandmarkProblem(BaseProblem):
                     continue
                 sign = 1.0 if kind == "inner" else -1.0
                 if dense:
-                    phi += sign * coef * self._quadratic(A, f.core)
+                    phi += sign * coef * self._quadratic(A, f)
                 if kind == "laplacian":
                     lap_weight[i] += coef
                     need_second = True
@@ -248,21 +250,45 @@ class LandmarkProblem(BaseProblem):
             phi = 0.5 * (phi + phi.T)
         return objective, phi, PV
 
-    def _quadratic(self, A, S):
-        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products:
-        :math:`\sum_g s_g A_g S A_g^T` as one d x (groups m) x d product."""
+    def _quadratic(self, A, factor):
+        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products,
+        with :math:`S = PP^T - NN^T` (:attr:`~ikdr.passes.factors._Factor.core_factors`).
+
+        Classes: with :math:`D_c = B_c - p_c B` (:math:`B = \sum_c B_c`), the
+        class identity of the module docstring is
+        :math:`\sum_c B_cSB_c^T - ESB^T - BSE^T + sBSB^T = \sum_c D_cSD_c^T`
+        (:math:`E = \sum_c p_cB_c`, :math:`s = \sum_c p_c^2`); general:
+        :math:`\sum_g s_g A_gSA_g^T`. Each term is :math:`(D_cP)(D_cP)^T` (less
+        the same with N): one symmetric rank-m update per class, d^2 m flops
+        instead of the 2 d^2 m of :math:`(D_cS)D_c^T`, plus the d m^2 of
+        :math:`D_cP` (a triangular product after a Cholesky factorisation)."""
+        P, N, upper = factor.core_factors
         st = self.structure
         if st.classes:
-            Bc, Ea = A
-            d = Bc.shape[1]
-            B = Bc.sum(axis=0)
-            flat = np.ascontiguousarray(Bc.transpose(1, 0, 2)).reshape(d, -1)
-            out = (Bc @ S).transpose(1, 0, 2).reshape(d, -1) @ flat.T
-            BS = B @ S
-            cross = Ea @ BS.T
-            return out - cross - cross.T + st.ssq * (BS @ B.T)
-        d = A.shape[0]
-        return ((A @ S) * st.s[None, :, None]).reshape(d, -1) @ A.reshape(d, -1).T
+            D = A - st.p[:, None, None] * A.sum(axis=0)
+            weights = np.ones(A.shape[0])
+        else:
+            D = np.ascontiguousarray(A.transpose(1, 0, 2))
+            weights = np.asarray(st.s, dtype=np.float64)
+        d = self.X.shape[1]
+        out = np.zeros((d, d), order="F")  # dsyrk's operand: its upper triangle is summed
+        for side, sign in ((P, 1.0), (N, -1.0)):
+            if side is None or side.shape[1] == 0:
+                continue
+            for weight, Dg in zip(weights, D):  # (upper: P alone, D overwritten once)
+                if weight == 0.0:
+                    continue
+                # Y^T = P^T D_g^T, D_g (row-major d x m) read as the column-major
+                # D_g^T: with P upper triangular a dtrmm in place (half a GEMM)
+                if upper:
+                    Yt = scipy.linalg.blas.dtrmm(1.0, side, Dg.T, side=0, lower=0, trans_a=1,
+                                                 overwrite_b=1)
+                else:
+                    Yt = (Dg @ side).T
+                # Y Y^T = (Y^T)^T (Y^T)
+                out = scipy.linalg.blas.dsyrk(sign * weight, Yt, beta=1.0, c=out, trans=1,
+                                              lower=0, overwrite_c=1)
+        return out + np.triu(out, 1).T
 
     def step_costs(self, q: int, k: int) -> tuple[float, float]:
         """(dense Phi step, pass with k columns) in flops (:func:`landmark_step_costs`):
@@ -284,6 +310,8 @@ class LandmarkProblem(BaseProblem):
         good steps and to stall a trust region (measured: 89 passes instead of
         about 10 at 30,000 x 784)."""
         if own_dtype or self.pass_dtype == np.float64:
+            if own_dtype and np.any(W):  # (Phi_0's W = 0 has no distances to check)
+                self.check_own_precision(W)
             return self._pass(W, V=V, dense=dense)
         saved, self.pass_dtype = self.pass_dtype, np.dtype(np.float64)
         try:

@@ -11,6 +11,7 @@ read once, and no float32 (coarse) passes unless a problem provides them.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,47 @@ from .._config import get_num_threads
 from ..gamma import Gamma
 from ..kernels import Kernel
 
-__all__ = ["BaseProblem"]
+__all__ = ["BaseProblem", "FLOAT32_OBJECTIVE_TOLERANCE", "float32_objective_error"]
+
+#: the relative error of a float32 pass's objective the estimators document for
+#: ``dtype=np.float32``; a float32 problem whose passes cannot meet it warns
+FLOAT32_OBJECTIVE_TOLERANCE = 1e-4
+#: rows of X (evenly spaced) that :func:`float32_objective_error` reads
+_PRECISION_SAMPLE = 512
+
+
+def float32_objective_error(X: Any, W: np.ndarray, sigma: float | None) -> float:
+    r"""Estimated relative error of :math:`\mathrm{Tr}(\Gamma K_{XW})` from float32
+    passes with a Gaussian kernel of bandwidth ``sigma`` (None: no estimate, 0).
+
+    A float32 kernel value is rounded to :math:`\epsilon = 2^{-24}`, while the
+    objective of a centred Gamma is a difference of kernel values of relative
+    size :math:`\min(1, d^2/2\sigma^2)` (d: the points' typical distance): a
+    bandwidth far above the distances loses :math:`2\sigma^2/d^2` of the
+    precision. Points far from the origin lose more: their squared distances
+    :math:`|a|^2 + |b|^2 - 2a^Tb` are differences of norms :math:`|z|^2` far
+    above them. Measured on Gaussian mixtures (docs/guide/performance.md), the
+    error is at most about :math:`3\epsilon\max(1, 2\sigma^2/d^2)(1 + |z|^2/30\sigma^2)`:
+    this estimate was 2 to 50 times the measured error where one cause
+    dominates (1e-4 at sigma 16 times the median distance, or at points about
+    300 of their standard deviations from the origin), up to 500 times where
+    both are moderate; it warns early rather than late. Computed on at most
+    512 evenly spaced rows of Z = XW: :math:`|z|^2` their mean squared norm,
+    :math:`d^2` the median squared distance between their two halves.
+    """
+    if sigma is None or not np.isfinite(sigma) or sigma <= 0:
+        return 0.0
+    step = max(1, X.shape[0] // _PRECISION_SAMPLE)
+    Z = np.asarray(X[::step][:_PRECISION_SAMPLE], dtype=np.float64) @ np.asarray(W, np.float64)
+    half = Z.shape[0] // 2
+    if half == 0:
+        return 0.0
+    d2 = float(np.median(np.sum((Z[:half] - Z[half:2 * half]) ** 2, axis=1)))
+    if d2 <= 0:
+        return 0.0
+    z2 = float(np.mean(np.sum(Z * Z, axis=1)))
+    s2 = float(sigma) ** 2
+    return 3.0 * 2.0 ** -24 * max(1.0, 2.0 * s2 / d2) * (1.0 + z2 / (30.0 * s2))
 
 
 class BaseProblem:
@@ -53,6 +94,8 @@ class BaseProblem:
         #: the precision of the problem's own passes (``own_dtype=True``)
         self.dtype: np.dtype = np.dtype(X.dtype)
         self.depends_on_w: bool = bool(kernel.depends_on_w)
+        # float32 passes: their accuracy is checked at the first W (check_own_precision)
+        self._precision_checked = self.dtype != np.float32
 
     @property
     def X64(self) -> Any:
@@ -64,6 +107,22 @@ class BaseProblem:
     def data(self, own_dtype: bool) -> Any:
         """X in the problem's own dtype, or in float64."""
         return self.X if own_dtype else self.X64
+
+    def check_own_precision(self, W: np.ndarray) -> None:
+        """Once, at the first float32 pass: warn (RuntimeWarning) when float32
+        passes cannot give the objective to the documented
+        :data:`FLOAT32_OBJECTIVE_TOLERANCE` at these points and this bandwidth
+        (:func:`float32_objective_error`)."""
+        if self._precision_checked:
+            return
+        self._precision_checked = True
+        error = float32_objective_error(self.X, W, self.kernel.gaussian_sigma)
+        if error > FLOAT32_OBJECTIVE_TOLERANCE:
+            warnings.warn(f"dtype=float32: the float32 passes give the objective to about "
+                          f"{error:.1e} (relative) here, not {FLOAT32_OBJECTIVE_TOLERANCE:.0e}: "
+                          "the bandwidth is far above the projected points' distances, or the "
+                          "points lie far from the origin against their spread; center the "
+                          "data, use a smaller sigma, or float64", RuntimeWarning, stacklevel=4)
 
     def coarse_phi(self, W: np.ndarray) -> tuple[np.ndarray, float]:
         raise NotImplementedError(f"{type(self).__name__} has no float32 passes "
