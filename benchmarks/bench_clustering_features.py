@@ -39,7 +39,6 @@ import argparse
 import os
 import sys
 import warnings
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ikdr  # noqa: E402
 from _clustering_data import standardise  # noqa: E402
-from _peers import machine_summary  # noqa: E402
+from _peers import results_head  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "clustering_features.md"
@@ -242,11 +241,9 @@ def main(argv=None):
     seeds = args.seeds[:1] if args.quick else args.seeds
     rows = run(seeds)
     text, below = table(rows)
-    command = "python benchmarks/bench_clustering_features.py " + " ".join(argv or sys.argv[1:])
     summary = ", ".join(f"{m}: {c} of {len(rows)}" for m, c in below.items())
-    doc = (f"# Which features matter for a clustering\n\n"
-           f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_summary()}\n\n"
-           f"`{command.strip()}`\n\n"
+    doc = ("\n".join(results_head("Which features matter for a clustering",
+                                   "bench_clustering_features.py", argv)) + "\n"
            f"Recall@m of the m informative features, mean over seeds {seeds}. `*`: below "
            f"the best of the three peers. Tasks below the best peer: {summary}.\n\n"
            + text + "\n")
