@@ -18,7 +18,7 @@ alone.)
 
 Why several graphs. Each judge alone prefers the partition that spectral
 clustering of its own graph finds (the 10-NN graph picks scikit-learn's
-kNN spectral clustering on every data set; docs/clustering_defaults.md). A
+kNN spectral clustering on every data set; :doc:`/clustering_defaults`). A
 partition that is good under graphs of three scales is rarely an artefact of
 one of them, and a judge that sees no clusters (the local-scaling affinity of
 64-dimensional digits, whose cuts differ by less than 0.01 between
@@ -42,7 +42,7 @@ __all__ = ["JUDGE_NEIGHBORS", "PartitionCriterion", "View", "normalised_cut"]
 
 #: the neighbourhood sizes of the criterion's graph judges (10 is scikit-learn's
 #: SpectralClustering default; 20 alone or 10 alone each lost one data set of the
-#: benchmark, both together none: docs/clustering_defaults.md)
+#: benchmark, both together none: :doc:`/clustering_defaults`)
 JUDGE_NEIGHBORS = (10, 20)
 
 

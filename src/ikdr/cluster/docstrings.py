@@ -44,7 +44,7 @@ COMMON_PARAMS = r"""
         Gaussian of ``sigma`` ("auto": local scaling, :func:`ikdr.spectral.auto_kernel`):
         such a global kernel finds the subspace in the W-step but cannot
         cluster XW by itself (unsupervised wine, q = 3: polynomial 0.70 -> 0.86,
-        linear 0.84 -> 0.90; docs/clustering_defaults.md). ISM keeps ``kernel``
+        linear 0.84 -> 0.90; :doc:`/clustering_defaults`). ISM keeps ``kernel``
         in the W-step and D comes from the affinity in both steps. A Gaussian
         given by name uses ``sigma`` ("auto": local scaling; else the median
         distance of X). Pass the kernel itself (e.g. ``affinity="linear"``)
@@ -83,7 +83,7 @@ COMMON_PARAMS = r"""
     eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
         How each W-step finds the top-q eigenvectors of a dense :math:`\Phi`
         (as :class:`ikdr.ISM`'s); "cpm" is the coordinate-wise power method
-        (Lei, Zhong and Dhillon 2016; docs/cpm.md).
+        (Lei, Zhong and Dhillon 2016; :doc:`/cpm`).
 """
 
 COMMON_ATTRS = r"""
@@ -142,6 +142,8 @@ COMMON_ATTRS = r"""
         The U-step kernel (``kernel_`` unless ``affinity`` was given); None
         when the kept clusters are the 10-NN graph's.
     sigma_ : float or None
+        Bandwidth of the W-step kernel when it is a plain Gaussian; None for
+        other kernels (a local-scaling Gaussian has one bandwidth per point).
     normalize_ : bool
         Whether D was the degree matrix (True) or the identity.
     feature_importances_ : ndarray (n_features,)
@@ -173,4 +175,5 @@ COMMON_ATTRS = r"""
         other than the first is kept only when its gap is larger by at least
         0.05. None for the default fit.
     n_features_in_ : int
+        Number of features seen during ``fit``.
 """

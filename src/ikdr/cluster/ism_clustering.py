@@ -356,7 +356,7 @@ class ISMClustering(AlternatingClustering):
     subspace in which ISM's kernel matches the kept clusters
     (``feature_importances_``). At least the better of k-means and kNN
     spectral clustering less 0.02 NMI on every data set of
-    ``benchmarks/bench_clustering_quality.py``; docs/clustering_defaults.md.
+    :doc:`/benchmarks/clustering_quality`; :doc:`/clustering_defaults`.
     Any other setting of ``kernel``, ``sigma``, ``affinity`` or
     ``normalize``, or ``approximation``, runs the papers' alternation as set.
 

@@ -108,7 +108,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     Spiral); after a fragmented start (digits, breast cancer, most blobs)
     :math:`\psi(X) = X` and the candidates are partitions of X itself, where
     the 10-NN graph wins on digits and breast cancer
-    (docs/clustering_defaults.md).
+    (:doc:`/clustering_defaults`).
 
     The embedding is the network output rescaled to the spread of the
     training data, :math:`\psi = c f_\theta(X) / s(f_\theta(X))` (s: root
