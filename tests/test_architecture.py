@@ -1,11 +1,14 @@
-"""The package's architecture, checked from the source: layers, cycles, private names, sizes.
+"""The package's architecture, checked from the source: what docs/architecture.md states.
 
-docs/architecture.md draws the layers; this file is what keeps them true.
-Every import counts, including those inside functions (only the command line
-imports its estimators lazily, to start fast). Imports guarded by
+The page's table "What each module may import" is the data of the import
+rules: this file reads it (it has no table of its own). Its list "Rules that
+hold everywhere" names the other rules, each checked here by the test of the
+same key (``RULES``), with the numbers and exceptions the page gives. Every
+import counts, including those inside functions; imports guarded by
 ``if TYPE_CHECKING:`` are for type checkers and do not run.
 """
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -13,34 +16,7 @@ import pytest
 import ikdr
 
 SRC = Path(ikdr.__file__).parent
-
-#: the layers, lowest first: a module may import from its own layer and below only
-LAYERS = [
-    ("core", ["ikdr._core", "ikdr._native", "ikdr._config", "ikdr._utils"]),
-    ("kernels", ["ikdr.kernels"]),
-    ("gamma", ["ikdr.gamma"]),
-    ("spectral", ["ikdr.spectral"]),
-    ("passes", ["ikdr.passes"]),
-    ("solver", ["ikdr.solver"]),
-    ("algorithms", ["ikdr.reduction.function", "ikdr.cluster.alternation",
-                    "ikdr.cluster.knet_training"]),
-    ("estimators", ["ikdr.reduction", "ikdr.cluster", "ikdr.ksvd", "ikdr.metrics", "ikdr.graph",
-                    "ikdr.datasets"]),
-    ("entry points", ["ikdr.cli", "ikdr.distributed", "ikdr.__main__", "ikdr"]),
-]
-
-#: the modules that compute passes one way or another (the providers and their rows)
-PROVIDERS = ("ikdr.passes.exact", "ikdr.passes.landmarks", "ikdr.passes.landmark_clustering",
-             "ikdr.passes.factors", "ikdr.passes.rows", "ikdr.passes.dask",
-             "ikdr.passes.dask_data", "ikdr.passes.choice", "ikdr.passes.sparse",
-             "ikdr.passes.sparse_rows")
-#: the algorithms that receive a provider and must not choose or import one
-PROVIDER_FREE = ("ikdr.solver.driver", "ikdr.solver.steps", "ikdr.solver.trust_region",
-                 "ikdr.solver.certificate", "ikdr.cluster.alternation", "ikdr.spectral")
-#: packages allowed to import ikdr modules inside functions: the command line loads the
-#: estimator of its subcommand only (``ikdr --help`` and ``ikdr info`` start fast)
-LAZY_IMPORTERS = ("ikdr.cli",)
-MAX_LINES = 600
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 
 def _module_name(path):
@@ -51,10 +27,20 @@ def _module_name(path):
 
 
 MODULES = {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+TREES = {m: ast.parse(p.read_text()) for m, p in MODULES.items()}
 #: compiled extension modules (no source to read)
 COMPILED = {"ikdr._core"}
 
 
+def _private(name):
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _within(module, prefix):
+    return module == prefix or module.startswith(prefix + ".")
+
+
+# ---------------------------------------------------------------- the source's imports
 def _resolve(module, node):
     """Absolute module name of an ImportFrom node in ``module``."""
     if node.level == 0:
@@ -71,8 +57,7 @@ def _is_type_checking(node):
 
 
 def _imports(module):
-    """[(target module, imported name or None, line, inside a function)] of a module."""
-    tree = ast.parse(MODULES[module].read_text())
+    """[(target module, imported name or None, line, inside a function, bound alias)]."""
     found = []
 
     def visit(node, in_function):
@@ -84,47 +69,117 @@ def _imports(module):
                 target = _resolve(module, child)
                 for alias in child.names:
                     sub = f"{target}.{alias.name}"
+                    bound = alias.asname or alias.name
                     if sub in MODULES or sub in COMPILED:      # ``from package import module``
-                        found.append((sub, None, child.lineno, in_function))
+                        found.append((sub, None, child.lineno, in_function, bound))
                     else:
-                        found.append((target, alias.name, child.lineno, in_function))
+                        found.append((target, alias.name, child.lineno, in_function, None))
             elif isinstance(child, ast.Import):
                 for alias in child.names:
-                    found.append((alias.name, None, child.lineno, in_function))
+                    bound = alias.asname or alias.name.split(".")[0]
+                    module_bound = alias.name if alias.asname else alias.name.split(".")[0]
+                    found.append((alias.name, None, child.lineno, in_function,
+                                  (bound, module_bound)))
             visit(child, nested)
 
-    visit(tree, False)
-    return [(t, n, line, f) for t, n, line, f in found if t == "ikdr" or t.startswith("ikdr.")]
+    visit(TREES[module], False)
+    return [entry for entry in found if _within(entry[0], "ikdr")]
 
 
 IMPORTS = {m: _imports(m) for m in MODULES}
 
 
-def _layer(module):
-    best, level = -1, None
-    for i, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
-                best, level = len(prefix), i
-    return level
+# ---------------------------------------------------------------- the page
+PAGE_TEXT = PAGE.read_text(encoding="utf-8")
 
 
-def test_every_module_has_a_layer():
-    assert [m for m in MODULES if _layer(m) is None] == []
+def _section(title):
+    start = PAGE_TEXT.index(f"## {title}\n")
+    end = PAGE_TEXT.find("\n## ", start + 1)
+    return PAGE_TEXT[start:end if end >= 0 else None]
 
 
-def test_imports_point_down():
-    upward = [f"{m}:{line} imports {t} ({LAYERS[_layer(t)][0]} above {LAYERS[_layer(m)][0]})"
-              for m, imports in IMPORTS.items() for t, _, line, _ in imports
-              if t in MODULES and _layer(t) > _layer(m)]
+def _names(text):
+    return re.findall(r"`(ikdr[\w.]*)`", text)
+
+
+def _table():
+    """The rows of "What each module may import", lowest first: (modules, allowed),
+    ``allowed`` a list of (name, package only)."""
+    lines = [line for line in _section("What each module may import").splitlines()
+             if line.startswith("|")][2:]
+    rows = []
+    for line in lines:
+        modules, _, may = [cell.strip() for cell in line.strip("|").split("|")]
+        if may == "nothing of ikdr":
+            allowed = []
+        elif may.startswith("the rows above"):
+            excluded = set(_names(may))
+            allowed = [(name, False) for names, _ in rows for name in names
+                       if name not in excluded]
+        else:
+            allowed = [(name, bool(only)) for name, only in
+                       re.findall(r"`(ikdr[\w.]*)`( \(package only\))?", may)]
+        rows.append((_names(modules), allowed))
+    return rows
+
+
+TABLE = _table()
+
+
+def _row(module):
+    """Index of the row a module belongs to (the longest name that covers it)."""
+    best, index = -1, None
+    for i, (names, _) in enumerate(TABLE):
+        for name in names:
+            if _within(module, name) and len(name) > best:
+                best, index = len(name), i
+    return index
+
+
+def _allowed(importer, target):
+    row = _row(importer)
+    if _row(target) == row:
+        return True
+    return any(target == name if only else _within(target, name)
+               for name, only in TABLE[row][1])
+
+
+def _rule(key):
+    """The text of the bullet ``**key**`` of "Rules that hold everywhere"."""
+    rules = _section("Rules that hold everywhere")
+    match = re.search(rf"^- \*\*{re.escape(key)}\*\*(.*?)(?=^- \*\*|\Z)", rules, re.S | re.M)
+    assert match, f"the page states no rule {key!r}"
+    return " ".join(match.group(1).split())
+
+
+# ---------------------------------------------------------------- the table
+def test_the_page_has_the_table():
+    assert len(TABLE) >= 10 and all(names for names, _ in TABLE)
+
+
+def test_every_module_has_a_row():
+    assert [m for m in list(MODULES) + sorted(COMPILED) if _row(m) is None] == []
+
+
+def test_each_row_imports_only_rows_above_it():
+    """The table is a layering: a row lists only modules of the rows above it."""
+    upward = [f"row {i} ({names[0]}) lists {name}" for i, (names, allowed) in enumerate(TABLE)
+              for name, _ in allowed if _row(name) is None or _row(name) >= i]
     assert upward == []
 
 
-def test_no_import_cycle_counting_imports_inside_functions():
-    graph = {m: sorted({t for t, _, _, _ in IMPORTS[m] if t in MODULES and t != m})
-             for m in MODULES}
-    # the package root re-exports its public names lazily: importing ``ikdr`` from
-    # inside the package would run the root; that edge is a cycle by itself
+def test_imports_follow_the_table():
+    broken = [f"{m}:{line} imports {t} (row of {TABLE[_row(m)][0][0]})"
+              for m, imports in IMPORTS.items() for t, _, line, _, _ in imports
+              if (t in MODULES or t in COMPILED) and not _allowed(m, t)]
+    assert broken == []
+
+
+# ---------------------------------------------------------------- the rules
+def test_no_cycle():
+    _rule("No cycle")
+    graph = {m: sorted({t for t, *_ in IMPORTS[m] if t in MODULES and t != m}) for m in MODULES}
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 
     def strongconnect(v):
@@ -154,78 +209,228 @@ def test_no_import_cycle_counting_imports_inside_functions():
     assert cycles == []
 
 
-def test_no_import_inside_a_function_except_the_command_line():
+def test_imports_at_the_top():
+    lazy = tuple(name for name in _names(_rule("Imports at the top")) if name in MODULES)
+    assert lazy, "the rule names the package allowed to import inside functions"
     inside = [f"{m}:{line} imports {t}" for m, imports in IMPORTS.items()
-              for t, _, line, in_function in imports
-              if in_function and not m.startswith(LAZY_IMPORTERS)]
+              for t, _, line, in_function, _ in imports
+              if in_function and not any(_within(m, name) for name in lazy)]
     assert inside == []
 
 
-def test_no_private_name_crosses_modules():
-    crossing = [f"{m}:{line} imports {t}.{name}" for m, imports in IMPORTS.items()
-                for t, name, line, _ in imports if name is not None and name.startswith("_")
-                and not name.startswith("__") and t != m]
-    assert crossing == []
+def _private_exceptions():
+    """(private modules any module may import as the table says, {private module:
+    its one importer}) as the rule states them."""
+    text = _rule("Private names stay private")
+    shared = re.search(r"private modules ((?:`[\w.]+`(?:, | and )?)+)", text)
+    owners = dict(re.findall(r"`(ikdr\._\w+)`[^`]*? by `(ikdr[\w.]*)` alone", text))
+    return tuple(_names(shared.group(1))), owners
 
 
-def test_the_algorithms_receive_their_provider():
-    """solve, alternate and the spectral step never choose how passes are computed."""
-    chosen = [f"{m}:{line} imports {t}" for m in PROVIDER_FREE for t, _, line, _ in IMPORTS[m]
-              if t.startswith(PROVIDERS)]
-    assert chosen == []
+def test_private_names_stay_private():
+    shared, owners = _private_exceptions()
+    assert shared and owners
+
+    def private_module(name):
+        return any(_private(part) for part in name.split(".")[1:])
+
+    def may_import(importer, module):
+        if not private_module(module) or any(_within(module, s) for s in shared):
+            return True
+        owner = next((o for p, o in owners.items() if _within(module, p)), None)
+        return owner == importer or _within(importer, module)
+
+    offences = []
+    for m, imports in IMPORTS.items():
+        modules = {}                          # local name -> the module it is bound to
+        for t, name, line, _, bound in imports:
+            if name is None and not may_import(m, t):
+                offences.append(f"{m}:{line} imports the private module {t}")
+            if name is not None:
+                if _private(name) and t != m:
+                    offences.append(f"{m}:{line} imports {t}.{name}")
+                if not may_import(m, t):
+                    offences.append(f"{m}:{line} imports from the private module {t}")
+            if isinstance(bound, tuple):
+                modules[bound[0]] = bound[1]
+            elif bound is not None:
+                modules[bound] = t
+        for node in ast.walk(TREES[m]):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            dotted = ast.unparse(node.value)
+            head = dotted.split(".")[0]
+            if head in modules:
+                target = modules[head] + dotted[len(head):]
+                owner = owners.get(target)
+                if target != m and owner != m:
+                    offences.append(f"{m}:{node.lineno} reads {target}.{node.attr}")
+    assert offences == []
 
 
-def test_one_function_picks_the_provider():
-    """Only ikdr.passes.choice looks at where the rows live to pick a provider."""
-    pickers = {m for m, imports in IMPORTS.items()
-               for t, name, _, _ in imports if name in ("DaskPasses", "ExactPasses", "ClusteringPasses",
-                                                        "ExactClustering")}
-    assert pickers <= {"ikdr.passes.choice", "ikdr.passes", "ikdr.distributed",
-                       "ikdr.solver.approximate"}, pickers
-
-
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_module_is_a_house_of_several_rooms(module):
-    lines = len(MODULES[module].read_text().splitlines())
-    assert lines <= MAX_LINES, f"{module} has {lines} lines"
-
-
-def test_only_the_door_imports_the_compiled_core():
-    users = {m for m, imports in IMPORTS.items() if any(t == "ikdr._core" for t, *_ in imports)}
-    assert users == {"ikdr._native"}
-
-
-def test_only_the_kernel_layer_the_landmark_sweeps_and_the_eigensolver_use_the_door():
-    users = {m for m, imports in IMPORTS.items() if any(t == "ikdr._native" for t, *_ in imports)}
-    # the landmark sweeps call the core's row-block loops with factors their kernels made
-    allowed = {"ikdr", "ikdr._config", "ikdr._utils.eig", "ikdr.passes.landmark_sweeps",
-               "ikdr.passes.factors"}
-    assert {m for m in users if not m.startswith("ikdr.kernels")} <= allowed, users
-
-
-def test_no_module_calls_private_kernel_functions():
-    offenders = []
-    for m, path in MODULES.items():
-        if m.startswith("ikdr.kernels") or m == "ikdr._native":
+def test_kernels_answer_for_themselves():
+    """No isinstance on kernel types and no kernel's private name outside ikdr.kernels."""
+    _rule("Kernels answer for themselves")
+    bases, private = {}, set()
+    for m, tree in TREES.items():
+        if not _within(m, "ikdr.kernels"):
             continue
-        text = path.read_text()
-        for private in ("._terms(", "._term(", "_fused(", "_cast_terms("):
-            if private in text:
-                offenders.append(f"{m}: {private}")
-    assert not offenders, offenders
-
-
-def test_no_isinstance_switch_on_kernel_types_outside_kernels():
-    """Kernels own their capabilities (affinity, low-rank factors, rows they need)."""
-    kernel_types = {"Gaussian", "RelativeGaussian", "Polynomial", "Linear", "Squared",
-                    "Multiquadric", "ConicKernel", "SNE"}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = {ast.unparse(b) for b in node.bases}
+                for item in node.body:
+                    names = [item.name] if isinstance(item, ast.FunctionDef) else \
+                        [t.id for t in getattr(item, "targets", []) if isinstance(t, ast.Name)]
+                    private.update(n for n in names if _private(n))
+    # the kernel types: Kernel's subclasses (isinstance(x, Kernel) itself checks a type)
+    kernel_types = {"Kernel"}
+    while True:
+        more = {name for name, of in bases.items() if of & kernel_types} - kernel_types
+        if not more:
+            break
+        kernel_types |= more
+    kernel_types.discard("Kernel")
+    assert {"Gaussian", "ConicKernel", "SNE"} <= kernel_types and "_term" in private
     offenders = []
-    for m, path in MODULES.items():
-        if m.startswith("ikdr.kernels"):
+    for m, tree in TREES.items():
+        if _within(m, "ikdr.kernels"):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
                 names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
                 if names & kernel_types:
                     offenders.append(f"{m}:{node.lineno} {ast.unparse(node)}")
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                offenders.append(f"{m}:{node.lineno} {ast.unparse(node)}")
     assert offenders == []
+
+
+def test_providers_come_from_resolve():
+    text = _rule("Providers come from resolve")
+    providers = set(re.findall(r"`([A-Z]\w+)`", text))
+    facades = [name for name in _names(text) if name in MODULES and name != "ikdr.passes"]
+    assert {"ExactPasses", "LandmarkPasses", "DaskPasses"} <= providers and facades
+    offenders = []
+    for m, tree in TREES.items():
+        if _within(m, "ikdr.passes") or m in facades:
+            continue
+        offenders += [f"{m}:{line} imports {name}" for t, name, line, _, _ in IMPORTS[m]
+                      if name in providers]
+        offenders += [f"{m}:{node.lineno} builds {ast.unparse(node.func)}"
+                      for node in ast.walk(tree) if isinstance(node, ast.Call) and
+                      ast.unparse(node.func).split(".")[-1] in providers]
+    assert offenders == []
+
+
+def _limits():
+    text = _rule("Short modules and functions")
+    modules = re.search(r"no module is longer than ([\d,]+) lines", text)
+    functions = re.search(r"no function longer than ([\d,]+) lines", text)
+    return int(modules.group(1).replace(",", "")), int(functions.group(1).replace(",", ""))
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_short_modules_and_functions(module):
+    max_module, max_function = _limits()
+    lines = len(MODULES[module].read_text().splitlines())
+    assert lines <= max_module, f"{module} has {lines} lines"
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines, line {node.lineno})"
+            for node in ast.walk(TREES[module])
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > max_function]
+    assert long == [], f"{module}: functions longer than {max_function} lines"
+
+
+def _parameter_limit():
+    text = _rule("Short parameter lists")
+    return int(re.search(r"takes more than ([\d,]+) parameters", text).group(1).replace(",", ""))
+
+
+def _exported(tree):
+    """The names of a module's ``__all__`` (empty when it has none)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
+                                                for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def _estimators():
+    """Names of the classes deriving from scikit-learn's BaseEstimator, over the source."""
+    bases = {node.name: {ast.unparse(b).split(".")[-1] for b in node.bases}
+             for tree in TREES.values() for node in ast.walk(tree)
+             if isinstance(node, ast.ClassDef)}
+    found = {"BaseEstimator"}
+    while True:
+        more = {name for name, of in bases.items() if of & found} - found
+        if not more:
+            return found - {"BaseEstimator"}
+        found |= more
+
+
+def _parameters(function, in_class):
+    """The parameters a caller passes: positional, keyword-only, ``*args`` and
+    ``**kwargs``; not a method's ``self`` or ``cls``."""
+    args = function.args
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    if in_class and names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return names
+
+
+def _functions(tree, estimators):
+    """(qualified name, node, within a class, public) of every function of a module:
+    public when named in its module's ``__all__``, a method not private of a class
+    so named, or an estimator's ``__init__``; nested functions are internal."""
+    exported, found = _exported(tree), []
+
+    def visit(node, prefix, cls, public):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                top = not prefix
+                is_public = (child.name in exported if top else
+                             public and cls is not None and not _private(child.name))
+                if cls in estimators and child.name == "__init__":
+                    is_public = True
+                found.append((name, child, cls is not None, is_public))
+                visit(child, name + ".", None, False)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".", child.name,
+                      (not prefix and child.name in exported) or (public and bool(prefix)))
+            else:
+                visit(child, prefix, cls, public)
+
+    visit(tree, "", None, False)
+    return found
+
+
+def test_short_parameter_lists():
+    limit = _parameter_limit()
+    estimators = _estimators()
+    assert {"ISM", "ISMClustering", "KDAC", "KernelSVD"} <= estimators
+    functions = {m: _functions(tree, estimators) for m, tree in TREES.items()}
+    public = {f"{m}.{name}" for m, found in functions.items() for name, _, _, p in found if p}
+    assert {"ikdr.reduction.function.ism", "ikdr.reduction.ism.ISM.__init__"} <= public
+    long = [f"{m}:{node.lineno} {name} ({len(_parameters(node, in_class))} parameters)"
+            for m, found in functions.items() for name, node, in_class, is_public in found
+            if not is_public and len(_parameters(node, in_class)) > limit]
+    assert long == [], f"internal functions with more than {limit} parameters: {long}"
+
+
+#: the page's rules (their keys) and the test of each
+RULES = {
+    "No cycle": test_no_cycle,
+    "Imports at the top": test_imports_at_the_top,
+    "Private names stay private": test_private_names_stay_private,
+    "Kernels answer for themselves": test_kernels_answer_for_themselves,
+    "Providers come from resolve": test_providers_come_from_resolve,
+    "Short modules and functions": test_short_modules_and_functions,
+    "Short parameter lists": test_short_parameter_lists,
+}
+
+
+def test_every_rule_on_the_page_is_checked():
+    stated = re.findall(r"^- \*\*(.+?)\*\*", _section("Rules that hold everywhere"), re.M)
+    assert sorted(stated) == sorted(RULES)

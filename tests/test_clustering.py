@@ -232,6 +232,37 @@ def test_semi_supervised_bad_input(rng):
         ikdr.SemiSupervisedISM(2).fit(X, np.ones(20))
 
 
+@pytest.mark.parametrize("params, match", [
+    ({"max_iter": 0}, "max_iter must be >= 1"),
+    ({"tol": 0.0}, "tol must be positive"),
+    ({"eigen_solver": "eigh"}, "eigen_solver must be one of"),
+])
+def test_alternate_checks_its_settings_before_any_work(rng, params, match, monkeypatch):
+    from ikdr.cluster import alternation
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the data were touched before the settings were checked")
+
+    monkeypatch.setattr(alternation, "resolve_clustering", no_work)
+    with pytest.raises(ValueError, match=match):
+        ikdr.alternate(rng.standard_normal((20, 3)), Gaussian(1.0), 2, **params)
+
+
+def test_alternation_options_are_frozen_and_checked_when_derived():
+    from dataclasses import FrozenInstanceError, replace
+
+    from ikdr.cluster.alternation import AlternationOptions
+
+    options = AlternationOptions(3, n_components=2.0, max_iter=5.0, normalize=0)
+    assert (options.n_components, options.max_iter, options.normalize) == (2, 5, False)
+    assert type(options.max_iter) is int
+    with pytest.raises(FrozenInstanceError):
+        options.tol = 0.5
+    assert replace(options, guided=True).guided and not options.guided
+    with pytest.raises(ValueError, match="tol must be positive"):
+        replace(options, tol=-1.0)
+
+
 _N_CLUSTERS_1 = ("the check sets n_clusters=1, which these estimators refuse with a "
                  "ValueError by design: one cluster has no spectral embedding to learn W from")
 
@@ -257,3 +288,71 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+# -- kernel names ---------------------------------------------------------------
+
+def _alias_groups():
+    """The kernel names that share a class (aliases), grouped."""
+    from ikdr.kernels.names import KERNEL_NAMES
+
+    groups = {}
+    for name, cls in KERNEL_NAMES.items():
+        groups.setdefault(cls, []).append(name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
+def _alias_fit(make, name, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = make(name)
+        if isinstance(model, ikdr.SemiSupervisedISM):
+            return model.fit(X, X[:, 0] + X[:, 1])
+        if isinstance(model, ikdr.KDAC):
+            return model.fit(X, np.arange(X.shape[0]) % 2)
+        if isinstance(model, ikdr.ISM):
+            return model.fit(X, np.arange(X.shape[0]) % 3)
+        return model.fit(X)
+
+
+@pytest.mark.parametrize("names", _alias_groups(), ids=lambda names: "=".join(names))
+@pytest.mark.parametrize("make", [
+    lambda name: ikdr.ISMClustering(3, kernel=name, max_iter=3, random_state=0),
+    lambda name: ikdr.ISMClustering(3, kernel="linear", affinity=name, max_iter=3,
+                                    random_state=0),
+    lambda name: ikdr.SemiSupervisedISM(3, kernel=name, max_iter=3, random_state=0),
+    lambda name: ikdr.SemiSupervisedISM(3, score_kernel=name, max_iter=3, random_state=0),
+    lambda name: ikdr.KDAC(3, kernel=name, max_iter=3, random_state=0),
+    lambda name: ikdr.KDAC(3, kernel="linear", affinity=name, max_iter=3, random_state=0),
+    lambda name: ikdr.ISM(n_components=2, kernel=name, random_state=0),
+], ids=["ISMClustering.kernel", "ISMClustering.affinity", "SemiSupervisedISM.kernel",
+        "SemiSupervisedISM.score_kernel", "KDAC.kernel", "KDAC.affinity", "ISM.kernel"])
+def test_every_alias_fits_the_same_model(make, names):
+    # names become kernels (make_kernel) before anything looks at them: "rbf" once
+    # fitted a global Gaussian where "gaussian" fitted local scaling
+    X = StandardScaler().fit_transform(load_wine(return_X_y=True)[0])[::2]
+    fits = []
+    for name in names:
+        try:
+            fits.append(_alias_fit(make, name, X))
+        except ValueError as error:     # the same refusal under every name
+            fits.append(str(error))
+    if isinstance(fits[0], str):
+        assert fits == [fits[0]] * len(names)
+        return
+    for other in fits[1:]:
+        assert type(other.kernel_) is type(fits[0].kernel_)
+        assert type(getattr(other, "affinity_", None)) is type(getattr(fits[0], "affinity_", None))
+        if hasattr(other, "labels_"):
+            np.testing.assert_array_equal(other.labels_, fits[0].labels_)
+        np.testing.assert_allclose(other.components_, fits[0].components_, rtol=0, atol=0)
+
+
+def test_rbf_is_the_gaussian_of_the_defaults():
+    X = StandardScaler().fit_transform(load_wine(return_X_y=True)[0])
+    rbf = ikdr.ISMClustering(3, kernel="rbf", random_state=0).fit(X)
+    gaussian = ikdr.ISMClustering(3, random_state=0).fit(X)
+    assert isinstance(rbf.kernel_, ikdr.kernels.RelativeGaussian)
+    assert [(c["candidate"], c["criterion"]) for c in rbf.selection_] == \
+        [(c["candidate"], c["criterion"]) for c in gaussian.selection_]
+    np.testing.assert_array_equal(rbf.labels_, gaussian.labels_)

@@ -13,7 +13,8 @@ import ikdr
 from ikdr import principal_angle
 from ikdr._utils.eig import top_eigenvectors
 from ikdr.solver import certificate as _certificate
-from ikdr.passes.problem import KernelProblem
+from ikdr.passes.exact import ExactProblem
+from ikdr.solver.problem import CountedProblem
 from ikdr.solver.trust_region import Surrogate
 from ikdr.solver.trust_region import exp_map as _exp
 from ikdr.kernels import Gaussian, Polynomial
@@ -191,7 +192,7 @@ def test_trust_region_judges_by_the_gradient_below_the_objectives_rounding(rng):
     """Near a maximum where the ascent a step can make is below the objective's
     rounding, the trust region takes a Newton step that shrinks the gradient
     (it stalled there, short of a tight gtol)."""
-    from ikdr.passes.problem import riemannian_gradient
+    from ikdr.solver.problem import riemannian_gradient
     from ikdr.solver.trust_region import TrustRegion
 
     d, q = 8, 2
@@ -266,7 +267,7 @@ def test_certificate_matches_finite_differences(setup, wine, rng):
     res = ikdr.ism(X, gamma, kernel, q, criterion="gradient", gtol=1e-9)
     c = res.convergence
     W = res.components
-    problem = KernelProblem(X, gamma, kernel)
+    problem = CountedProblem(ExactProblem(X, gamma, kernel))
     phi = kernel.phi(X, W, gamma)
     surrogate = Surrogate(phi, W)
 
@@ -370,7 +371,7 @@ def _symmetric_saddle_problem():
 
 def test_saddle_point_is_not_certified():
     X, gamma, kernel = _symmetric_saddle_problem()
-    problem = KernelProblem(X, gamma, kernel)
+    problem = CountedProblem(ExactProblem(X, gamma, kernel))
 
     def f(V):
         return kernel.objective(X, V, gamma)

@@ -10,7 +10,8 @@ from sklearn.exceptions import ConvergenceWarning
 import ikdr
 from ikdr.cluster.kdac import feature_start
 from ikdr.metrics import nmi
-from ikdr.spectral import screen_features, spectral_gap
+from ikdr.cluster.screen import screen_features
+from ikdr.spectral import spectral_gap
 
 
 def blob_grid(rows, cols, noise, per_cell=30, seed=0):

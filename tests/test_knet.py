@@ -248,7 +248,7 @@ def test_moon_rounds_ascend_and_keep_the_spectral_start():
     model = KNetClustering(2, sigma=MOON_SIGMA, random_state=0).fit(X)
     assert np.all(np.diff(model.history_) >= 0)      # monotone alternating ascent
     assert model.history_[-1] >= model.history_[0]
-    assert model.partition_hsic_[model.rounding_] == max(model.partition_hsic_.values())
+    assert model.partition_criterion_[model.rounding_] == min(model.partition_criterion_.values())
     np.testing.assert_array_equal(model.predict(X), model.labels_)
 
 

@@ -516,7 +516,7 @@ def test_learned_map_gradient_matches_finite_differences(rng, kind, shape, side,
     """One side mapped (KSVD's a3: columns or rows) or both (learn_compat_map: KernelPCA
     of XC), on G or the double-centred H G H."""
     from ikdr.ksvd.blocks import dense_kernel_matrix
-    from ikdr.ksvd.compat import _sides, fixed_map, learned_objective
+    from ikdr.ksvd.compat import MapTask, _sides, fixed_map, learned_objective
 
     A = rng.normal(size=shape)
     if side == "both":
@@ -536,20 +536,21 @@ def test_learned_map_gradient_matches_finite_differences(rng, kind, shape, side,
         G0 = G0 - G0.mean(0) - G0.mean(1)[:, None] + G0.mean()
     V = np.linalg.svd(G0)[2][:r].T
     F = G0 @ V
-    kw = dict(D=D, other=other, rows_mapped=rows_mapped, V=V, mu=F.mean(0), sd=F.std(0),
-              Y=np.eye(K)[rng.integers(0, K, D.shape[0] if other is None else A.shape[0])],
-              kernel_matrix=km, kind=kind, gamma=gamma, alpha=0.1, center=center)
+    task = MapTask(D, other, rows_mapped, km, kind, gamma,
+                   Y=np.eye(K)[rng.integers(0, K, D.shape[0] if other is None else A.shape[0])],
+                   center=center, alpha=0.1)
+    kw = dict(V=V, mu=F.mean(0), sd=F.std(0))
     W, b = rng.normal(size=(r, K)), rng.normal(size=K)
-    loss, gC, gW, gb = learned_objective(C, W, b, **kw)
+    loss, gC, gW, gb = learned_objective(C, W, b, task, **kw)
     h = 1e-6
     for P, grad, name in ((C, gC, "C"), (W, gW, "W"), (b, gb, "b")):
         num = np.zeros_like(P)
         for idx in np.ndindex(P.shape):
             old = P[idx]
             P[idx] = old + h
-            up = learned_objective(C, W, b, **kw)[0]
+            up = learned_objective(C, W, b, task, **kw)[0]
             P[idx] = old - h
-            down = learned_objective(C, W, b, **kw)[0]
+            down = learned_objective(C, W, b, task, **kw)[0]
             P[idx] = old
             num[idx] = (up - down) / (2 * h)
         np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-8, err_msg=name)

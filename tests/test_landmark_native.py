@@ -1,4 +1,6 @@
 """The core's landmark sweeps: the numpy formulas, any thread count, memmaps, bad input."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,7 @@ from ikdr import Gamma, supervised_gamma
 from ikdr.kernels import Gaussian, Multiquadric, Polynomial
 from ikdr._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
 from ikdr.passes.landmark_sweeps import native_first_sweep, native_rhs, native_second_sweep
+from ikdr.passes import resolve
 from ikdr.passes.landmarks import Approximation, LandmarkProblem
 from ikdr.passes.rows import check_rows
 
@@ -28,14 +31,14 @@ def _gamma(paradigm, y, rng):
 
 
 def _problem(X, gamma, kernel, m=40, block_rows=128, index=None):
-    a = Approximation("nystrom", m, random_state=0, block_rows=block_rows)
-    a.index = index
-    return a.problem(X, gamma, kernel, None)
+    a = Approximation("nystrom", m, random_state=0, block_rows=block_rows, index=index)
+    return resolve(X, a).problem(X, gamma, kernel, None)
 
 
 def _reference_first(X, st, W, V, factors):
     """The first sweep's sums by the formulas, on all rows at once (float64):
-    P = C^T E, A = X_c^T C_c or X^T diag(g_j) C, Q = C_c^T R_c or C^T diag(g_j) R."""
+    P = C^T E, A = X_c^T C_c or X^T diag(g_j) C, Q = (C_c^T R_c, C^T diag(a) R) or
+    C^T diag(g_j) R."""
     Z, R = X @ W, X @ V
     out = []
     for f in factors:
@@ -45,7 +48,7 @@ def _reference_first(X, st, W, V, factors):
             E = np.hstack([Y, np.ones((len(X), 1)), st.a[:, None]])
             A = np.stack([X[st.codes == c].T @ C[st.codes == c] for c in range(st.n_classes)])
             Q = np.stack([C[st.codes == c].T @ R[st.codes == c] for c in range(st.n_classes)])
-            A, Q = (A, X.T @ (st.a[:, None] * C)), (Q, C.T @ (st.a[:, None] * R))
+            Q = (Q, C.T @ (st.a[:, None] * R))
         else:
             E = st.G
             A = np.stack([X.T @ (g[:, None] * C) for g in st.G.T], axis=1)
@@ -210,28 +213,33 @@ def test_matrix_free_where_the_landmark_costs_say_so():
     """phi_solver="auto" weighs the landmark passes' own flops: a dense step pays
     n d m + n d^2 + d^3, a block iteration n d (q + k): dense at small d,
     matrix-free at large d."""
-    from ikdr.solver.steps import pass_costs, phi_mode
+    from ikdr.solver.steps import PassCosts, phi_mode
 
     y = np.arange(20_000) % 10
     modes = {}
     for d in (256, 4096):
         X = np.broadcast_to(np.zeros((1, d), np.float32), (20_000, d))
-        p = Approximation("nystrom", 256).problem(X, supervised_gamma(y)[0], Gaussian(1.0), None)
-        costs = pass_costs(p, 9)
+        p = resolve(X, Approximation("nystrom", 256)).problem(X, supervised_gamma(y)[0],
+                                                              Gaussian(1.0), None)
+        costs = PassCosts.of_problem(p, 9)
         assert costs.dense > costs.block > 0
-        modes[d] = phi_mode("auto", p, p.n, d, 9, costs=costs)
+        modes[d] = phi_mode("auto", p, 9, costs)
     assert modes == {256: "dense", 4096: "matrix_free"}
 
 
 def test_matrix_free_fit_finds_the_dense_fit(rng):
     from ikdr import principal_angle
-    from ikdr.solver.approximate import approximate_ism
+    from ikdr.reduction.approximate import LandmarkOptions, approximate_ism
+    from ikdr.solver.options import ISMOptions
 
     y = rng.integers(0, 4, 3000)
     X = (rng.standard_normal((4, 60))[y] + rng.standard_normal((3000, 60))).astype(np.float32)
     gamma = supervised_gamma(y)[0]
-    fits = {mode: approximate_ism(X, gamma, Gaussian(8.0), 3, n_landmarks=100, random_state=0,
-                                  phi_solver=mode)[0] for mode in ("dense", "matrix_free")}
+    options = ISMOptions(n_components=3, criterion="eigenvalues", random_state=0)
+    fits = {mode: approximate_ism(X, gamma, Gaussian(8.0), replace(options, phi_solver=mode),
+                                  LandmarkOptions(Approximation("nystrom", 100,
+                                                                random_state=0)))[0]
+            for mode in ("dense", "matrix_free")}
     assert fits["matrix_free"].convergence.dense_phi_evaluations == 0
     assert np.sin(principal_angle(fits["dense"].components, fits["matrix_free"].components)) < 1e-4
 

@@ -58,6 +58,36 @@ def test_float32_scale_bounds():
         kernels.Linear().matrix(np.full((3, 2), 1e15, dtype=np.float32))
 
 
+@pytest.mark.parametrize("sigma_factor, offset, warns", [(1.0, 0.0, False), (256.0, 0.0, True),
+                                                         (1.0, 1000.0, True)])
+def test_float32_passes_warn_where_they_miss_the_documented_tolerance(sigma_factor, offset,
+                                                                      warns):
+    """dtype=float32 warns (RuntimeWarning) where its passes cannot give the objective to
+    1e-4: a bandwidth far above the points' distances, points far from the origin.
+    The estimate it warns on is above the measured error, by less than 30 times."""
+    from ikdr.passes.problem import FLOAT32_OBJECTIVE_TOLERANCE, float32_objective_error
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 3000)
+    Xf = rng.standard_normal((4, 16))[y] + rng.standard_normal((3000, 16)) + offset
+    gamma = ikdr.supervised_gamma(y)[0]
+    W = np.linalg.qr(rng.standard_normal((16, 3)))[0]
+    sigma = sigma_factor * ikdr.median_sigma(Xf @ W, random_state=0)
+    kernel = kernels.Gaussian(sigma)
+    exact = kernel.objective(Xf, W, gamma)
+    measured = abs(kernel.objective(Xf.astype(np.float32), W, gamma) - exact) / abs(exact)
+    estimate = float32_objective_error(Xf, W, sigma)
+    assert measured < estimate < 30 * measured
+    assert (measured > FLOAT32_OBJECTIVE_TOLERANCE) is warns
+    assert (estimate > FLOAT32_OBJECTIVE_TOLERANCE) is warns
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ikdr.ism(Xf, gamma, kernel, 3, dtype=np.float32, max_iter=2, warn=False)
+    precision = [w for w in caught if issubclass(w.category, RuntimeWarning)
+                 and "dtype=float32" in str(w.message)]
+    assert bool(precision) is warns
+
+
 @pytest.mark.parametrize("degree", [300, 1000])
 def test_polynomial_overflow_is_an_error(degree):
     k = kernels.Polynomial(degree=degree)
@@ -147,7 +177,10 @@ def test_tied_eigenvalues_give_a_valid_subspace():
 @pytest.mark.parametrize("make", [
     lambda: ikdr.ISM(n_components=2, tol=1e-14, max_iter=1, support="all",
                      criterion="eigenvalues"),
-    lambda: ikdr.ISMClustering(n_clusters=2, n_components=2, tol=1e-14, max_iter=1),
+    # normalize=True: the papers' alternation, which iterates to tol (the default fit
+    # stops where its criterion does; tests/test_clustering_defaults.py)
+    lambda: ikdr.ISMClustering(n_clusters=2, n_components=2, tol=1e-14, max_iter=1,
+                               normalize=True),
 ])
 def test_fit_warns_convergence_at_max_iter(make):
     est = make()

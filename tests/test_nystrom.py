@@ -1,5 +1,6 @@
 """Landmark (Nystrom) and random-feature ISM."""
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,8 +17,10 @@ from ikdr.passes.factors import select_landmarks
 from ikdr.passes.landmark_clustering import ClusteringLandmarks, nystrom_spectral_embedding
 from ikdr.passes.landmarks import Approximation
 from ikdr.passes.rows import check_rows
-from ikdr.solver.approximate import approximate_ism
-from ikdr.passes.problem import KernelProblem
+from ikdr.passes import resolve
+from ikdr.reduction.approximate import LandmarkOptions, approximate_ism
+from ikdr.solver.options import ISMOptions
+from ikdr.passes.exact import ExactProblem
 from ikdr.spectral import spectral_embedding
 from ikdr.kernels import Gaussian, Linear, Multiquadric, Polynomial, Squared
 
@@ -29,9 +32,8 @@ def wine():
 
 
 def _all_landmarks(X, gamma, kernel, q):
-    a = Approximation("nystrom", X.shape[0])
-    a.index = np.arange(X.shape[0])
-    return a.problem(X, gamma, kernel, None)
+    every_row = Approximation("nystrom", X.shape[0], index=np.arange(X.shape[0]))
+    return resolve(X, every_row).problem(X, gamma, kernel, None)
 
 
 KERNELS = [Gaussian(3.0), Multiquadric(1.0), Polynomial(3, 1.0),
@@ -49,7 +51,7 @@ def test_factored_pass_equals_dense_formula(wine, kernel, paradigm, rng):
         Gamma(rng.standard_normal((X.shape[0], 3)), [1.0, -0.5, 2.0])
     W = np.linalg.qr(rng.standard_normal((13, 3)))[0]
     V = rng.standard_normal((13, 2))
-    exact = KernelProblem(X, gamma, kernel, None)
+    exact = ExactProblem(X, gamma, kernel, None)
     approx = _all_landmarks(X, gamma, kernel, 3)
     assert approx.structure.classes == (paradigm == "classes")
     rel = lambda a, b: np.abs(a - b).max() / np.abs(b).max()  # noqa: E731
@@ -74,8 +76,9 @@ def test_every_point_a_landmark_equals_exact(wine, kernel):
     X, y = wine
     g, _ = supervised_gamma(y)
     exact = ism(X, g, kernel, 3, criterion="angle", tol=1e-9, certify=False)
-    approx, info = approximate_ism(X, g, kernel, 3, n_landmarks=X.shape[0], criterion="angle",
-                                   tol=1e-9)
+    approx, info = approximate_ism(X, g, kernel,
+                                   ISMOptions(n_components=3, criterion="angle", tol=1e-9),
+                                   LandmarkOptions(Approximation("nystrom", X.shape[0])))
     assert info["n_landmarks"] == X.shape[0]
     np.testing.assert_array_equal(info["index"], np.arange(X.shape[0]))
     # m = n is the exact kernel: the exact passes, not the landmark form
@@ -89,8 +92,10 @@ def test_polish_equals_exact_in_fewer_passes(wine):
     g, _ = supervised_gamma(y)
     kw = dict(criterion="angle", tol=1e-8, certify=False)
     exact = ism(X, g, "gaussian", 3, **kw)
-    polished, info = approximate_ism(X, g, "gaussian", 3, n_landmarks=40, polish=True,
-                                     polish_kwargs=kw, random_state=0)
+    polished, info = approximate_ism(X, g, "gaussian",
+                                     ISMOptions(n_components=3, random_state=0, **kw),
+                                     LandmarkOptions(Approximation("nystrom", 40, random_state=0),
+                                                     polish=True))
     assert np.sin(principal_angle(exact.components, polished.components)) < 1e-6
     assert abs(polished.objective - exact.objective) <= 1e-8 * abs(exact.objective)
     assert polished.convergence.phi_evaluations < exact.convergence.phi_evaluations
@@ -129,14 +134,20 @@ def test_coarse_approximation_warns_instead_of_answering_silently(wine):
                  random_state=0).fit(X, y)
 
 
+#: q = 3, the papers' eigenvalue rule
+PAPERS_RULE = ISMOptions(n_components=3, criterion="eigenvalues", random_state=0)
+#: Nystrom landmarks by the "auto" rule, seeded
+SEEDED = LandmarkOptions(Approximation("nystrom", "auto", random_state=0))
+
+
 def test_auto_meets_tolerance_or_warns(wine):
     X, y = wine
     g, _ = supervised_gamma(y)
     # Met: the returned subspace moved by less than the tolerance at the last doubling.
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        res, info = approximate_ism(X, g, Gaussian(5.0), 3, random_state=0, auto_max=178,
-                                    weigh_cost=False)
+        res, info = approximate_ism(X, g, Gaussian(5.0), PAPERS_RULE,
+                                    replace(SEEDED, auto_max=178, weigh_cost=False))
     assert info["auto"][-1][1] < 1e-2 or info["n_landmarks"] == X.shape[0]
     # Flat spectrum (tiny sigma: K close to I, no low-rank structure) and a small
     # budget: the rule cannot meet its tolerance and must say so.
@@ -144,8 +155,9 @@ def test_auto_meets_tolerance_or_warns(wine):
     Xf = rng.standard_normal((400, 6))
     gf, _ = supervised_gamma(rng.integers(0, 3, 400))
     with pytest.warns(ConvergenceWarning, match="budget of 128"):
-        res, info = approximate_ism(Xf, gf, Gaussian(0.3), 2, random_state=0, auto_max=128,
-                                    auto_tol=1e-6, weigh_cost=False)
+        res, info = approximate_ism(Xf, gf, Gaussian(0.3), replace(PAPERS_RULE, n_components=2),
+                                    replace(SEEDED, auto_max=128, auto_tol=1e-6,
+                                            weigh_cost=False))
     assert info["n_landmarks"] == 128
 
 
@@ -204,12 +216,11 @@ def test_float32_pass_agrees(wine, rng):
     g, _ = supervised_gamma(y)
     W = np.linalg.qr(rng.standard_normal((13, 3)))[0]
     p64 = _all_landmarks(X, g, Gaussian(4.0), 3)
-    a = Approximation("nystrom", 60, dtype=np.float32, random_state=0)
-    a.index = np.arange(0, 178, 3)
-    b = Approximation("nystrom", 60, random_state=0)
-    b.index = a.index
-    p32 = a.problem(X.astype(np.float32), g, Gaussian(4.0), None)
-    p64 = b.problem(X, g, Gaussian(4.0), None)
+    index = np.arange(0, 178, 3)
+    a = Approximation("nystrom", 60, dtype=np.float32, random_state=0, index=index)
+    b = Approximation("nystrom", 60, random_state=0, index=index)
+    p32 = resolve(X, a).problem(X.astype(np.float32), g, Gaussian(4.0), None)
+    p64 = resolve(X, b).problem(X, g, Gaussian(4.0), None)
     phi32, phi64 = p32.phi(W)[0], p64.phi(W)[0]
     assert phi32.dtype == np.float64
     np.testing.assert_allclose(phi32, phi64, rtol=0, atol=1e-3 * np.abs(phi64).max())
@@ -333,7 +344,7 @@ def test_auto_picks_landmarks_where_they_pay():
 
 def test_landmark_budget_flop_counts():
     from ikdr.passes.landmarks import landmark_step_costs
-    from ikdr.solver.cost import LandmarkBudget
+    from ikdr.reduction.cost import LandmarkBudget
     assert not LandmarkBudget(300, 10, 2, 3).start(64)[0]
     assert LandmarkBudget(10 ** 6, 784, 5, 4).start(64)[0]
     budget = LandmarkBudget(5000, 784, 4, 4)
@@ -349,7 +360,7 @@ def test_landmark_budget_flop_counts():
 def test_auto_finishes_with_exact_passes_when_growth_stops(wine, monkeypatch):
     """Where the next doubling would cost more than an exact fit, the exact passes
     continue from the last landmark fit: the exact maximum, no warning."""
-    from ikdr.solver import cost
+    from ikdr.reduction import cost
     X, y = wine
     g, _ = supervised_gamma(y)
     monkeypatch.setattr(cost.LandmarkBudget, "start", lambda self, m: (True, "landmarks"))
@@ -357,7 +368,8 @@ def test_auto_finishes_with_exact_passes_when_growth_stops(wine, monkeypatch):
     kw = dict(criterion="gradient", gtol=1e-9, certify=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        res, info = approximate_ism(X, g, Gaussian(5.0), 3, random_state=0, **kw)
+        res, info = approximate_ism(X, g, Gaussian(5.0),
+                                    ISMOptions(n_components=3, random_state=0, **kw), SEEDED)
     exact = ism(X, g, Gaussian(5.0), 3, **kw)
     assert info["approximation"] is None and info["choice"] == "stop"
     assert info["n_landmarks"] == X.shape[0] and info["auto"] == [(64, info["auto"][0][1])]

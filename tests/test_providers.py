@@ -4,7 +4,7 @@ Every provider that :func:`ikdr.passes.resolve` can pick (exact passes in
 memory, exact passes over an ``np.memmap``, Nystrom landmarks read in row
 blocks, Dask tasks over row blocks) must give the W-step what the exact
 passes give: the objective, the dense Phi, the thin product Phi V and
-:math:`\\Phi_0`; and every clustering side the same U-step. The landmark
+:math:`\\Phi_0`; and every clustering provider the same U-step. The landmark
 provider is compared with every row a landmark (then its factored kernel is
 the exact one up to the pseudo-inverse's rounding). Results do not depend on
 the thread count (bitwise) nor on how the rows are cut into blocks (to
@@ -57,8 +57,8 @@ def rows_of(kind, X, memmap, chunk=40, m=N):
 
 def problem_of(kind, X, memmap, gamma, kernel, n_threads=None, chunk=40, m=N):
     rows, approximation = rows_of(kind, X, memmap, chunk, m)
-    passes = resolve(rows, approximation)
-    return passes.problem(passes.check_data(rows), gamma, kernel, n_threads)
+    provider = resolve(rows, approximation)
+    return provider.problem(provider.check_data(rows), gamma, kernel, n_threads)
 
 
 @pytest.fixture(scope="module")
@@ -122,23 +122,24 @@ def test_repeated_dask_passes_give_identical_bits(data, gamma):
 
 
 @pytest.mark.parametrize("kind", ROWS)
-def test_every_clustering_side_gives_the_exact_u_step(kind, data):
+def test_every_clustering_provider_gives_the_exact_u_step(kind, data):
     X, memmap, _, W, _ = data
     rows, approximation = rows_of(kind, X, memmap)
     landmarks = None if approximation is None else ClusteringLandmarks(N, random_state=0)
-    exact_side = resolve_clustering(X)
-    side = resolve_clustering(rows, landmarks)
+    exact_clustering = resolve_clustering(X)
+    clustering = resolve_clustering(rows, landmarks)
     affinity = Gaussian(1.0)
-    U, vals, deg = exact_side.embed(exact_side.points(X, W), affinity, 3, random_state=0)
-    held = side.prepare(rows if kind != "memmap" else memmap)
-    U2, vals2, deg2 = side.embed(side.points(held, W), affinity, 3, random_state=0)
+    U, vals, deg = exact_clustering.embed(exact_clustering.points(X, W), affinity, 3,
+                                          random_state=0)
+    held = clustering.prepare(rows if kind != "memmap" else memmap)
+    U2, vals2, deg2 = clustering.embed(clustering.points(held, W), affinity, 3, random_state=0)
     rtol = max(RTOL[kind], 1e-8)
     np.testing.assert_allclose(vals2, vals, rtol=rtol)
     np.testing.assert_allclose(deg2, deg, rtol=rtol)
     assert ikdr.principal_angle(U, U2) < 1e-6
     F = np.random.default_rng(1).standard_normal((N, 2))
-    exact_trace = exact_side.quadratic_trace(exact_side.points(X, W), affinity, F)
-    assert side.quadratic_trace(side.points(held, W), affinity, F) == \
+    exact_trace = exact_clustering.quadratic_trace(exact_clustering.points(X, W), affinity, F)
+    assert clustering.quadratic_trace(clustering.points(held, W), affinity, F) == \
         pytest.approx(exact_trace, rel=rtol)
 
 
@@ -166,7 +167,7 @@ def test_kdac_existing_dependence_is_computed_on_every_backend(data):
 
 def test_gamma_must_be_factored_for_landmarks(data):
     X, memmap, _, _, _ = data
-    passes = resolve(memmap, Approximation("nystrom", 10))
+    provider = resolve(memmap, Approximation("nystrom", 10))
     with pytest.raises(ValueError, match="factored Gamma"):
-        passes.problem(passes.check_data(memmap), Gamma(dense=np.eye(N)),
-                       Gaussian(1.0), None)
+        provider.problem(provider.check_data(memmap), Gamma(dense=np.eye(N)),
+                         Gaussian(1.0), None)

@@ -10,7 +10,9 @@ import ikdr
 from ikdr import principal_angle
 from ikdr._utils.eig import block_top_eigenvectors, lapack_top
 from ikdr.solver import steps as _solver
-from ikdr.solver.driver import phi_mode
+from ikdr.passes.exact import ExactProblem
+from ikdr.solver.options import ISMOptions
+from ikdr.solver.steps import phi_mode
 from ikdr.kernels import Gaussian, Linear, Polynomial
 
 from ._mixtures import mixture
@@ -101,25 +103,36 @@ def test_matrix_free_hands_over_to_the_trust_region():
     assert abs(free.objective - dense.objective) <= 1e-6 * abs(dense.objective)
 
 
+def _problem(n, d, kernel):
+    """A problem of n samples and d features (its passes are never run)."""
+    X = np.broadcast_to(np.zeros((1, d)), (n, d))
+    return ExactProblem(X, ikdr.supervised_gamma(np.arange(n) % 2)[0], kernel)
+
+
+def _mode(phi_solver, kernel, n, d, q):
+    problem = _problem(n, d, kernel)
+    return phi_mode(phi_solver, problem, q, _solver.PassCosts.of_problem(problem, q))
+
+
 def test_auto_rule():
     g = Gaussian(1.0)
-    assert phi_mode("auto", g, 10_000, 64, 10) == "dense"
-    assert phi_mode("auto", g, 10_000, 300, 10) == "dense"
-    assert phi_mode("auto", g, 10_000, 784, 10) == "hybrid"
-    assert phi_mode("auto", g, 10_000, 3000, 10) == "matrix_free"
-    assert phi_mode("auto", g, 500, 3000, 10) == "dense"      # too few samples
-    assert phi_mode("auto", Linear(), 10_000, 3000, 10) == "dense"   # Phi is W-free
-    assert phi_mode("matrix_free", g, 10, 5, 2) == "matrix_free"
-    assert phi_mode("hybrid", g, 10, 5, 2) == "hybrid"
-    assert phi_mode("dense", g, 10_000, 3000, 10) == "dense"
+    assert _mode("auto", g, 10_000, 64, 10) == "dense"
+    assert _mode("auto", g, 10_000, 300, 10) == "dense"
+    assert _mode("auto", g, 10_000, 784, 10) == "hybrid"
+    assert _mode("auto", g, 10_000, 3000, 10) == "matrix_free"
+    assert _mode("auto", g, 500, 3000, 10) == "dense"      # too few samples
+    assert _mode("auto", Linear(), 10_000, 3000, 10) == "dense"   # Phi is W-free
+    assert _mode("matrix_free", g, 10, 5, 2) == "matrix_free"
+    assert _mode("hybrid", g, 10, 5, 2) == "hybrid"
+    assert _mode("dense", g, 10_000, 3000, 10) == "dense"
     with pytest.raises(ValueError, match="phi_solver"):
-        phi_mode("lanczos", g, 10, 5, 2)
+        ISMOptions(phi_solver="lanczos")
 
 
 @pytest.fixture
 def cheap_blocks(monkeypatch):
     """A block iteration costs 1/1000 of a dense pass: the hybrid always prefers it."""
-    monkeypatch.setattr(_solver._PassCosts, "of", classmethod(
+    monkeypatch.setattr(_solver.PassCosts, "of", classmethod(
         lambda cls, n, d, q: cls(dense=1000.0, block=1.0)))
 
 
@@ -160,7 +173,7 @@ def test_hybrid_forms_phi_when_block_iterations_would_cost_more(supervised):
     # 600 x 30: a block iteration costs about as much as a dense pass, so the
     # predicted iterations of every step cost more and each step forms Phi
     X, y, gamma, kernel = supervised
-    assert _solver._PassCosts.of(600, 30, 3).ratio < 2
+    assert _solver.PassCosts.of(600, 30, 3).ratio < 2
     dense = ikdr.ism(X, gamma, kernel, 3, phi_solver="dense", certify=False, criterion="eigenvalues")
     hybrid = ikdr.ism(X, gamma, kernel, 3, phi_solver="hybrid", certify=False, criterion="eigenvalues")
     assert all(h["eigen_solver"] == "lapack" for h in hybrid.history[1:])

@@ -208,7 +208,7 @@ def test_interrupted_fit_keeps_state(monkeypatch):
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(mod, "ism", interrupted)
+    monkeypatch.setattr(mod, "solve_ism", interrupted)
     with pytest.raises(KeyboardInterrupt):
         est.fit(X0[:, :3], LABELS)
     assert fitted_state(est) == before and est.n_features_in_ == D

@@ -9,7 +9,7 @@ eigenproblems and the trust region stay on the client (docs/distributed.md).
 
 This module is the public face of :mod:`ikdr.passes.dask_data` (the data on
 the cluster and its tasks), :mod:`ikdr.passes.dask` (the problem, the provider
-and the clustering side) and of
+and the clustering provider) and of
 :mod:`ikdr.ksvd.dask_blocks` (KernelSVD's blocks); Dask is an optional
 dependency (``pip install ikdr[dask]``), imported only when such a fit runs.
 

@@ -2,38 +2,44 @@
 
 Functions: :func:`spectral_embedding` (the U-step), :func:`njw_labels` (the
 Ng-Jordan-Weiss rounding), :func:`kernel_degrees`, :func:`auto_kernel`
-(the data-driven default affinity behind ``sigma="auto"``) and
+(the data-driven default affinity behind ``sigma="auto"``),
 :func:`median_scale_gaussian` (its global counterpart for KDAC).
 
-
 U = top-k eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`, :math:`D = \\mathrm{diag}(K 1)`
-(DESIGN.md section 1; dissertation Eq. 3.4). Below ``DENSE_MAX_N`` samples the
+(dissertation Eq. 3.4). Below ``DENSE_MAX_N`` samples the
 n x n matrix is formed and LAPACK solves it; above, a matrix-free Lanczos
 (``scipy.sparse.linalg.eigsh``) runs on a ``LinearOperator`` whose matvec is
 the fused C++ kernel product, so memory stays O(n k).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+
+import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 from sklearn.cluster import KMeans
+from sklearn.manifold import spectral_embedding as laplacian_eigenmaps
+from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._config import fits_memory, require_memory, single_threaded_blas
 from ._utils.eig import lapack_top
-from ._utils.sampling import sample_index
-from .kernels import Gaussian, Kernel, RelativeGaussian
+from .kernels import Kernel, RelativeGaussian
 
-__all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian", "kernel_degrees", "row_normalised", "spectral_embedding", "spectral_gap",
-           "feature_gaps", "median_pairwise_distance_1d", "screen_features",
-           "njw_labels", "AUTO_NEIGHBORS"]
+__all__ = ["DENSE_MAX_N", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian",
+           "kernel_degrees", "row_normalised", "spectral_embedding", "affinity_embedding",
+           "spectral_gap", "njw_labels", "AUTO_NEIGHBORS", "one_thread"]
 
 #: up to this many samples the U-step builds the dense n x n matrix
 DENSE_MAX_N = 3000
 #: from this many samples a warm-started dense U-step (``U0`` given) runs LOBPCG
 #: on the formed matrix before LAPACK's O(n^3) eigensolver
 DENSE_WARM_MIN_N = 1000
+#: above this many samples the dense U-step finds its few eigenpairs by Lanczos
+DENSE_LANCZOS_MIN_N = 500
 #: Above this many columns the matrix-free U-step stores K once (when it fits
 #: the memory budget) instead of recomputing it in every product.
 STORED_KERNEL_MIN_D = 64
@@ -157,7 +163,8 @@ class MatrixFreePoints:
 
 
 def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=None,
-                       n_threads=None, tol=1e-10, normalize=True, U0=None):
+                       n_threads=None, tol=1e-10, normalize=True, U0=None,
+                       dense_solver="lapack"):
     r"""Top ``n_clusters`` eigenvectors of :math:`H D^{-1/2} K D^{-1/2} H`.
 
     With ``normalize=False`` D is the identity: the eigenvectors of
@@ -192,6 +199,10 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         on the formed matrix from U0 from :data:`DENSE_WARM_MIN_N` samples on
         (falling back to LAPACK): digits (n = 1,797), ISMClustering's 20
         U-steps took 16 of its 35 s in LAPACK's full tridiagonalisation.
+    dense_solver : {"lapack", "lanczos"}, default="lapack"
+        How the dense path finds the eigenpairs without ``U0``: LAPACK, or
+        Lanczos above :data:`DENSE_LANCZOS_MIN_N` rows (to ``tol``; see
+        :func:`affinity_embedding`).
 
     Returns
     -------
@@ -209,83 +220,157 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
     k = int(n_clusters)
     if not 1 <= k < n:
         raise ValueError(f"n_clusters={k} must be between 1 and n_samples - 1 = {n - 1}")
-    dense_bytes = dense_step_bytes(n)
+    if U0 is not None and np.shape(U0) != (n, k):
+        U0 = None                       # not a warm start for this problem
+    method = _embedding_method(method, n, on_cluster)
+    if method == "dense":
+        require_memory(dense_step_bytes(n), f"the dense spectral step (n = {n})")
+        K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64, copy=False)
+        return affinity_embedding(K, k, normalize=normalize, U0=U0, random_state=random_state,
+                                  tol=tol, lanczos=dense_solver == "lanczos")
+    op, deg = _normalised_operator(Z, kernel, normalize, n_threads, on_cluster)
+    vals = None
+    if U0 is not None:
+        vals, U = _warm_lobpcg(op, np.asarray(U0, dtype=np.float64))
+    if vals is None:
+        rng = check_random_state(random_state)
+        v0 = rng.uniform(-1, 1, n)
+        vals, U = eigsh(op, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
+    order = np.argsort(vals)[::-1]
+    return np.ascontiguousarray(U[:, order]), vals[order], deg
+
+
+def _embedding_method(method, n, on_cluster):
+    """The U-step's path: "dense" or "lanczos" (see :func:`spectral_embedding`)."""
     if method == "auto":
         # the matrix-free path also when the dense one would exceed the memory budget
         # (and always for points on a cluster: the dense step needs the n x n K)
-        method = "dense" if n <= DENSE_MAX_N and fits_memory(dense_bytes) and not on_cluster \
-            else "lanczos"
+        return "dense" if n <= DENSE_MAX_N and fits_memory(dense_step_bytes(n)) \
+            and not on_cluster else "lanczos"
+    if method not in ("dense", "lanczos"):
+        raise ValueError(f"method must be 'auto', 'dense' or 'lanczos', got {method!r}")
     if method == "dense" and on_cluster:
         raise ValueError("the dense spectral step needs the n x n kernel matrix; points on a "
                          "Dask cluster use method='lanczos'")
-    if method == "dense":
-        require_memory(dense_bytes, f"the dense spectral step (n = {n})")
-        K = kernel.matrix(Z, n_threads=n_threads).astype(np.float64)
-        if normalize:
-            deg = _check_degrees(K.sum(axis=1))
-            s = 1.0 / np.sqrt(deg)
-            M = s[:, None] * K * s[None, :]
-        else:
-            deg = np.ones(n)
-            M = K
-        M -= M.mean(axis=0, keepdims=True)
-        M -= M.mean(axis=1, keepdims=True)
-        # One BLAS thread: OpenBLAS's threaded dsyevr collapses when the cores are
-        # busy (here 0.7 s instead of 14 ms at n = 400, 3.3 s instead of 0.55 s at
-        # n = 2,000 on 2 shared cores), and its gain on an idle machine is small.
-        with single_threaded_blas():
-            vals = None
-            if U0 is not None and np.shape(U0) == (n, k) and n >= DENSE_WARM_MIN_N:
-                # a warm start inside an alternation: LOBPCG's block products with the
-                # dense M cost O(n^2 k) each against dsyevr's O(n^3)
-                vals, U = _warm_lobpcg(M, np.asarray(U0, dtype=np.float64))
-            if vals is None:
-                vals, U = lapack_top(M, k)
-    elif method == "lanczos":
-        K = None
-        if not on_cluster and Z.shape[1] > STORED_KERNEL_MIN_D and \
-                fits_memory(Z.dtype.itemsize * n * n):
-            # Wide points (the first U-step of a clustering runs on X itself): every
-            # fused product would recompute O(n^2 d) distances, and the eigensolver
-            # needs tens to hundreds of products. Forming K once (one such pass) makes
-            # each product a plain O(n^2 k) GEMM.
-            K = kernel.matrix(Z, n_threads=n_threads)
-        if not normalize:
-            deg = np.ones(n)
-        elif K is not None:
-            deg = _check_degrees(K.sum(axis=1, dtype=np.float64))
-        else:
-            deg = _check_degrees(Z.degrees(kernel) if on_cluster else
-                                 kernel.degrees(Z, n_threads=n_threads))
-        s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
+    return method
+
+
+def affinity_embedding(K, n_clusters, *, normalize=True, U0=None, random_state=None,
+                       tol=1e-10, lanczos=False):
+    r"""The dense U-step of a formed affinity matrix K (n x n, float64, overwritten).
+
+    Top ``n_clusters`` eigenpairs of :math:`H D^{-1/2} K D^{-1/2} H`,
+    :math:`D = \mathrm{diag}(K1)` (the identity when ``normalize`` is False):
+    by LOBPCG from ``U0`` from :data:`DENSE_WARM_MIN_N` rows on, else by
+    LAPACK; with ``lanczos`` by Lanczos (ARPACK, seeded by ``random_state``)
+    above :data:`DENSE_LANCZOS_MIN_N` rows, where LAPACK's O(n^3) reduction
+    costs 4-5 times more for a few eigenpairs (n = 1,797, k = 10: 0.40 s
+    against 0.11 s on one core, the same eigenvalues to 1e-15). Where the
+    leading eigenvalues are (nearly) tied the two span the same subspace but
+    may return different bases of it.
+    Returns ``(U, eigenvalues, degrees)`` as :func:`spectral_embedding`.
+    """
+    n = K.shape[0]
+    k = int(n_clusters)
+    if normalize:
+        deg = _check_degrees(K.sum(axis=1))
+        s = 1.0 / np.sqrt(deg)
+        K *= s[:, None]
+        K *= s[None, :]
+    else:
+        deg = np.ones(n)
+    # One BLAS thread: OpenBLAS's threaded dsyevr collapses when the cores are
+    # busy (here 0.7 s instead of 14 ms at n = 400, 3.3 s instead of 0.55 s at
+    # n = 2,000 on 2 shared cores), and its gain on an idle machine is small.
+    with single_threaded_blas():
+        if lanczos and n > DENSE_LANCZOS_MIN_N and k < n // 10:
+            vals, U = _lanczos_top(K, k, tol, random_state)
+            return np.ascontiguousarray(U), vals, deg
+        K -= K.mean(axis=0, keepdims=True)
+        K -= K.mean(axis=1, keepdims=True)
+        vals = None
+        if U0 is not None and np.shape(U0) == (n, k) and n >= DENSE_WARM_MIN_N:
+            # a warm start inside an alternation: LOBPCG's block products with the
+            # dense matrix cost O(n^2 k) each against dsyevr's O(n^3)
+            vals, U = _warm_lobpcg(K, np.asarray(U0, dtype=np.float64))
+        if vals is None:
+            vals, U = lapack_top(K, k)
+    return np.ascontiguousarray(U), vals, deg
+
+
+#: entries of a normalised affinity below this share of its largest are dropped by the
+#: Lanczos U-step when few remain (:data:`SPARSE_DENSITY`): a local-scaling affinity of
+#: 2-D data keeps 9-15 % of its entries above 1e-12 of the largest
+SPARSE_CUTOFF = 1e-12
+#: the Lanczos U-step multiplies by a sparse copy when at most this share of entries is kept
+SPARSE_DENSITY = 0.3
+
+
+def _lanczos_top(M, k, tol, random_state):
+    """Top k eigenpairs of H M H (M symmetric, n x n, overwritten) by Lanczos, descending:
+    M centred in place, or, for a non-negative M of which at most
+    :data:`SPARSE_DENSITY` of the entries exceed :data:`SPARSE_CUTOFF` of the largest,
+    multiplied as a sparse copy without the others."""
+    n = M.shape[0]
+    kept = M > SPARSE_CUTOFF * M.max()
+    if np.count_nonzero(kept) <= SPARSE_DENSITY * kept.size and M.min() >= 0:
+        M[~kept] = 0.0
+        A = sp.csr_matrix(M)
 
         def matmat(V):
             V = np.asarray(V, dtype=np.float64).reshape(n, -1)
-            V = V - V.mean(axis=0, keepdims=True)
-            R = np.ascontiguousarray(s[:, None] * V, dtype=Z.dtype)
-            if K is not None:
-                Y = K @ R
-            elif on_cluster:
-                Y = Z.product(kernel, R)
-            else:
-                Y, _ = kernel.product(Z, R, n_threads=n_threads)
-            Y = s[:, None] * Y.astype(np.float64)
+            Y = A @ (V - V.mean(axis=0, keepdims=True))
             return Y - Y.mean(axis=0, keepdims=True)
 
         op = LinearOperator((n, n), matvec=lambda v: matmat(v)[:, 0], matmat=matmat,
                             dtype=np.float64)
-        vals = None
-        if U0 is not None and np.shape(U0) == (n, k):
-            vals, U = _warm_lobpcg(op, np.asarray(U0, dtype=np.float64))
-        if vals is None:
-            rng = check_random_state(random_state)
-            v0 = rng.uniform(-1, 1, n)
-            vals, U = eigsh(op, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
-        order = np.argsort(vals)[::-1]
-        vals, U = vals[order], U[:, order]
     else:
-        raise ValueError(f"method must be 'auto', 'dense' or 'lanczos', got {method!r}")
-    return np.ascontiguousarray(U), vals, deg
+        M -= M.mean(axis=0, keepdims=True)
+        M -= M.mean(axis=1, keepdims=True)
+        op = M
+    v0 = check_random_state(random_state).uniform(-1, 1, n)
+    vals, U = eigsh(op, k=k, which="LA", v0=v0 - v0.mean(), tol=tol)
+    order = np.argsort(vals)[::-1]
+    return vals[order], U[:, order]
+
+
+def _normalised_operator(Z, kernel, normalize, n_threads, on_cluster):
+    r""":math:`H D^{-1/2} K D^{-1/2} H` as a ``LinearOperator`` (never formed as a
+    matrix unless K is stored for wide points), and the degrees."""
+    n = Z.shape[0]
+    K = None
+    if not on_cluster and Z.shape[1] > STORED_KERNEL_MIN_D and \
+            fits_memory(Z.dtype.itemsize * n * n):
+        # Wide points (the first U-step of a clustering runs on X itself): every
+        # fused product would recompute O(n^2 d) distances, and the eigensolver
+        # needs tens to hundreds of products. Forming K once (one such pass) makes
+        # each product a plain O(n^2 k) GEMM.
+        K = kernel.matrix(Z, n_threads=n_threads)
+    if not normalize:
+        deg = np.ones(n)
+    elif K is not None:
+        deg = _check_degrees(K.sum(axis=1, dtype=np.float64))
+    else:
+        deg = _check_degrees(Z.degrees(kernel) if on_cluster else
+                             kernel.degrees(Z, n_threads=n_threads))
+    s = (1.0 / np.sqrt(deg)).astype(Z.dtype)
+
+    def matmat(V):
+        V = np.asarray(V, dtype=np.float64).reshape(n, -1)
+        V = V - V.mean(axis=0, keepdims=True)
+        R = np.ascontiguousarray(s[:, None] * V, dtype=Z.dtype)
+        if K is not None:
+            Y = K @ R
+        elif on_cluster:
+            Y = Z.product(kernel, R)
+        else:
+            Y, _ = kernel.product(Z, R, n_threads=n_threads)
+        Y = s[:, None] * Y.astype(np.float64)
+        return Y - Y.mean(axis=0, keepdims=True)
+
+    op = LinearOperator((n, n), matvec=lambda v: matmat(v)[:, 0], matmat=matmat,
+                        dtype=np.float64)
+    return op, deg
 
 
 #: LOBPCG residual tolerance of the warm-started U-step (sin of the angle to
@@ -310,7 +395,8 @@ def _warm_lobpcg(op, U0, max_iter=40):
 
 
 def spectral_gap(eigenvalues):
-    r"""How clearly a U-step's embedding splits into its k clusters: :math:`\lambda_{k-1} - \lambda_k`.
+    r"""How clearly a U-step's embedding splits into its k clusters:
+    :math:`\lambda_{k-1} - \lambda_k`.
 
     ``eigenvalues``: the k descending eigenvalues of the centred normalised
     affinity :math:`H D^{-1/2} K D^{-1/2} H` (the U-step, :func:`spectral_embedding`).
@@ -327,110 +413,6 @@ def spectral_gap(eigenvalues):
     return float(vals[k - 2] - vals[k - 1])
 
 
-#: bandwidth of a single feature's U-step in :func:`feature_gaps`: this multiple of
-#: its median pairwise distance (0.25 lost two of eight grids of blobs in KDAC's
-#: feature start, 0.5 none; docs/alternative_clustering.md)
-FEATURE_GAP_SCALE = 0.5
-#: rows of :func:`feature_gaps` (a seeded subsample above this)
-FEATURE_GAP_MAX_SAMPLES = 500
-
-
-def median_pairwise_distance_1d(z):
-    """Median of :math:`|z_i - z_j|` over the pairs i < j of a 1-D sample (O(m^2))."""
-    z = np.asarray(z, dtype=np.float64).ravel()
-    if z.shape[0] < 2:
-        return 0.0
-    # every pair twice off the diagonal: the same median as the pairs', without
-    # building their index
-    D = np.abs(np.subtract.outer(z, z))
-    return float(np.median(D[~np.eye(z.shape[0], dtype=bool)]))
-
-
-def feature_gaps(X, n_groups, *, max_samples=FEATURE_GAP_MAX_SAMPLES, random_state=None):
-    r"""How clearly each single feature splits into ``n_groups`` clusters.
-
-    For every column j: the :func:`spectral_gap` of the ``n_groups``-cluster
-    U-step of :math:`X_{:,j}` alone, with a Gaussian at
-    :data:`FEATURE_GAP_SCALE` x its median pairwise distance. A feature
-    holding that many separated groups scores near 1, a unimodal one (noise)
-    low: 1-D standard-normal noise scored at most 0.21 on 300-600 rows, the
-    informative features of a grid of blobs 0.65-0.91 (``n_groups`` = k, KDAC)
-    and of make_blobs / make_classification with 3 informative features among
-    30-50 0.27-0.50 (``n_groups`` = 2, ISMClustering;
-    docs/alternative_clustering.md). On a seeded subsample of at most
-    ``max_samples`` rows; d dense eigenproblems of that size.
-    """
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    rows = sample_index(n, max_samples, random_state)
-    rows = np.arange(n) if rows is None else np.sort(rows)
-    scores = np.zeros(d)
-    for j in range(d):
-        z = np.ascontiguousarray(X[rows, j:j + 1])
-        s = FEATURE_GAP_SCALE * median_pairwise_distance_1d(z)
-        if s > 0:
-            _, vals, _ = spectral_embedding(z, Gaussian(s).fit(z), n_groups,
-                                            random_state=random_state)
-            scores[j] = spectral_gap(vals)
-    return scores
-
-
-#: a feature joins the screen when its 2-group gap (:func:`feature_gaps`) reaches
-#: this: 1-D standard-normal noise of 300-600 rows scored at most 0.21, the
-#: informative features of 4 blobs in 3 of 50 features 0.27-0.43 and of
-#: make_classification 3 of 30 0.32-0.50 (docs/alternative_clustering.md)
-SCREEN_MIN_GAP = 0.25
-#: the screen is taken when the k-cluster spectral gap of the screened features at
-#: W = I beats that of all features by this much (4 blobs in 3 of 50: 0.110 against
-#: 0.001; face, 20 clusters: 0.007 against 0.003, where the screen lost 0.28 NMI)
-SCREEN_GAP_MARGIN = 0.05
-#: rows of the screen's two U-steps (a seeded subsample above this)
-SCREEN_MAX_SAMPLES = 1000
-
-
-def screen_features(X, n_clusters, *, random_state=None):
-    r"""The features the clustering estimators' W may use when a few carry the clusters.
-
-    1. Candidates: the features whose 2-group :func:`feature_gaps` is at
-       least :data:`SCREEN_MIN_GAP` (a bimodal feature; noise scores lower).
-    2. Taken when the ``n_clusters``-cluster :func:`spectral_gap` of the
-       local-scaling U-step (:func:`auto_kernel`) on the candidates alone beats
-       the one on all features by :data:`SCREEN_GAP_MARGIN`: spectral
-       clustering of all features is dominated by the noise there, and so is
-       the start of every alternation (ISMClustering on 4 blobs in 3 of 50
-       features 0.26 -> 0.90; docs/alternative_clustering.md).
-
-    Cost: d dense eigenproblems of at most 500 rows, two U-steps of at most
-    :data:`SCREEN_MAX_SAMPLES` rows.
-
-    Returns
-    -------
-    columns : ndarray of int or None
-        The screened features, or None (use all).
-    scores : ndarray (d,)
-        Every feature's 2-group gap.
-    gaps : tuple of float or None
-        The spectral gaps of all features and of the candidates (None when
-        no proper subset was a candidate).
-    """
-    X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    scores = feature_gaps(X, 2, random_state=random_state)
-    columns = np.flatnonzero(scores >= SCREEN_MIN_GAP)
-    if columns.size == 0 or columns.size == d:
-        return None, scores, None
-    rows = sample_index(n, SCREEN_MAX_SAMPLES, random_state)
-    Xs = X if rows is None else X[np.sort(rows)]
-    gaps = []
-    for Z in (Xs, Xs[:, columns]):
-        Z = np.ascontiguousarray(Z)
-        _, vals, _ = spectral_embedding(Z, auto_kernel(Z, n_clusters), n_clusters,
-                                        random_state=random_state)
-        gaps.append(spectral_gap(vals))
-    taken = gaps[1] >= gaps[0] + SCREEN_GAP_MARGIN
-    return (columns if taken else None), scores, tuple(gaps)
-
-
 def row_normalised(U):
     """Rows of U scaled to unit length (zero rows kept): the NJW rounding's input."""
     norms = np.linalg.norm(U, axis=1, keepdims=True)
@@ -443,5 +425,19 @@ def njw_labels(U, n_clusters, *, random_state=None, n_init=10):
     km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state)
     # k-means on an n x k embedding is light; its OpenMP threads only add
     # contention on busy cores (47 ms instead of ~1 ms per run at n = 400).
-    with threadpool_limits(limits=1):
+    with one_thread():
         return km.fit_predict(row_normalised(U))
+
+
+_controller = None
+
+
+def one_thread():
+    """Every thread pool (BLAS, OpenMP) at one thread, for light work such as k-means
+    on an n x k embedding: threadpoolctl's limit through one controller made at the
+    first call (a new one scans the loaded libraries, 3-7 ms a time)."""
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1)
+

@@ -222,6 +222,20 @@ struct TileKernels {
   void (*pass_task)(const PassPlan<T>& plan, Index task, PassScratch<T>& scratch);
   // Symmetric passes: the block pair (I, J), I <= J (I == J: the diagonal block).
   void (*pair_task)(const PassPlan<T>& plan, Index I, Index J, PassScratch<T>& scratch);
+  // Thin products of a block of rows of X, X (rows x d, row length ldx), for
+  // the landmark passes' projections and X^T O (cpp/src/tiles/thin_ops.hpp),
+  // on the calling thread.
+  // y (rows x cols, row length ldy) = X M, M (d x cols) given transposed as mt
+  // (cols x ldm, ldm >= d a multiple of simd_width, zero past d):
+  void (*thin_product)(const T* x, Index ldx, Index rows, Index d, const T* mt, Index ldm,
+                       Index cols, T* y, Index ldy);
+  // yt (cols x d, row length ldy >= d rounded up to a multiple of simd_width)
+  // = O^T X, row i of O at o + index[i] ldo (index null: o + i ldo):
+  void (*thin_product_transposed)(const T* x, Index ldx, Index rows, Index d, const T* o,
+                                  Index ldo, const Index* index, Index cols, T* yt, Index ldy);
+  // out[j] += the sum over the rows, in order, of c[i][j] in double (j < cols;
+  // row i of c at c + i ldc): the class sums of the landmark passes' kernel rows.
+  void (*column_sums)(const T* c, Index ldc, Index rows, Index cols, double* out);
 };
 
 const TileKernels<double>& tile_kernels_double();

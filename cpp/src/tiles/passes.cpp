@@ -2,6 +2,7 @@
 // block-pair tasks of symmetric passes, made of the tile operations of
 // tile_ops.hpp. Compiled once per instruction set; the table of entry points
 // (TileKernels) is chosen at run time by dispatch.cpp.
+#include "thin_ops.hpp"
 #include "tile_ops.hpp"
 
 namespace ikdr {
@@ -249,6 +250,9 @@ TileKernels<T> make_kernels() {
   k.simd_width = Simd<T>::width;
   k.pass_task = &pass_task<T>;
   k.pair_task = &pair_task<T>;
+  k.thin_product = &thin_product<T>;
+  k.thin_product_transposed = &thin_product_transposed<T>;
+  k.column_sums = &column_sums<T>;
   return k;
 }
 

@@ -249,16 +249,28 @@ inline double tile_sum(const T* x) {
 // out[0, lanes of v) += v in double, by whole vectors (float32: each half
 // widened to a register of doubles). Written per vector: the accumulation
 // loop before it uses every register, and a flush taking the row's vectors
-// by reference made the compiler spill inside that loop.
+// by reference made the compiler spill inside that loop. The float32 halves
+// are taken by register operations (a copy through memory, memcpy from &v,
+// made GCC keep every accumulator of the loop before it on the stack: a
+// store and a reload around each FMA of the float32 tiles).
 inline void add_to_double(double* out, vdouble v) { store(out, load(out) + v); }
 inline void add_to_double(double* out, vfloat v) {
-  typedef float vhalf __attribute__((vector_size(IKDR_VECTOR_BYTES / 2), aligned(4), __may_alias__));
   constexpr Index H = Simd<double>::width;
-  for (Index h = 0; h < Simd<float>::width; h += H) {
-    vhalf part;
-    std::memcpy(&part, reinterpret_cast<const float*>(&v) + h, sizeof part);
-    add_to_double(out + h, __builtin_convertvector(part, vdouble));
-  }
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+  const __m512 x = (__m512)v;
+  add_to_double(out, (vdouble)_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
+  add_to_double(out + H, (vdouble)_mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1)));
+#elif defined(__AVX__) && IKDR_VECTOR_BYTES == 32
+  const __m256 x = (__m256)v;
+  add_to_double(out, (vdouble)_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+  add_to_double(out + H, (vdouble)_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+#elif defined(__SSE2__) && IKDR_VECTOR_BYTES == 16
+  const __m128 x = (__m128)v;
+  add_to_double(out, (vdouble)_mm_cvtps_pd(x));
+  add_to_double(out + H, (vdouble)_mm_cvtps_pd(_mm_movehl_ps(x, x)));
+#else
+  for (Index l = 0; l < Simd<float>::width; ++l) out[l] += double(v[l]);
+#endif
 }
 
 }  // namespace

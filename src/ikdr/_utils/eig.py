@@ -25,6 +25,13 @@ EIGEN_SOLVERS = ("auto", "lapack", "power", "cpm")
 CPM_MIN_SEPARATION = 1e8
 
 
+def check_eigen_solver(name):
+    """Raise a ValueError unless ``name`` is one of :data:`EIGEN_SOLVERS`."""
+    if name not in EIGEN_SOLVERS:
+        raise ValueError(f"eigen_solver must be one of {', '.join(map(repr, EIGEN_SOLVERS))}; "
+                         f"got {name!r}")
+
+
 def fix_signs(vecs):
     # Deterministic orientation: the largest-magnitude entry of each column is positive.
     idx = np.argmax(np.abs(vecs), axis=0)
@@ -98,9 +105,7 @@ def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
     info : dict with ``method`` ("lapack", "power", "power->lapack", "cpm",
         "cpm->lapack", "low rank" or "lobpcg") and ``iterations``
     """
-    if method not in EIGEN_SOLVERS:
-        raise ValueError(f"eigen_solver must be one of {', '.join(map(repr, EIGEN_SOLVERS))}; "
-                         f"got {method!r}")
+    check_eigen_solver(method)
     if isinstance(A, SymmetricOperator):
         vals, vecs, info = A.top_eigenpairs(q)
         return vals, fix_signs(vecs), info
@@ -350,8 +355,15 @@ def _complement_vectors(Q, count):
 
 def gap_spectrum(A, minimum=1):
     """The eigenvalues :func:`ikdr.solver.driver.choose_n_components` searches for the
-    largest gap: all of them for a dense A, the largest ``minimum +``
-    :data:`SPECTRUM_WINDOW` for a :class:`SymmetricOperator`."""
+    largest gap: the largest ``minimum +`` :data:`SPECTRUM_WINDOW`, descending, of
+    a dense A or of a :class:`SymmetricOperator`.
+
+    The window keeps the default q a reduction on wide data: over the whole
+    spectrum of a wide Phi_0 the largest gap can lie at its far end (wide
+    sparse counts, 2,048 features and 4 clusters: q = 2,047, and each
+    trust-region step of the W-step took 12 s), and the same rule must hold
+    whether Phi_0 is formed or an operator."""
+    window = int(minimum) + SPECTRUM_WINDOW
     if isinstance(A, SymmetricOperator):
-        return A.top_eigenpairs(int(minimum) + SPECTRUM_WINDOW)[0]
-    return np.linalg.eigvalsh(A)
+        return A.top_eigenpairs(window)[0]
+    return np.linalg.eigvalsh(A)[::-1][:window]

@@ -163,6 +163,16 @@ class TargetRequiredMixin:
         return tags
 
 
+class SparseInputMixin:
+    """Tags an estimator whose ``fit`` and ``transform`` take ``scipy.sparse`` X as
+    it is (never made dense), for scikit-learn's checks and tools."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
 class NewParametersOnLoad:
     """Estimators pickled by an earlier ikdr lack the parameters added since. On
     load each gets the value in ``_earlier_parameters`` (the one that does what

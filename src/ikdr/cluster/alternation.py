@@ -3,7 +3,7 @@ r"""Clustering paradigms of ISM: W and a spectral embedding U learned together.
 Every paradigm here is a Gamma builder plus the shared U-step
 (:func:`ikdr.spectral.spectral_embedding`); the W-step is always the one
 ISM solver (:func:`ikdr.ism`) with D held fixed inside the step
-(DESIGN.md sections 1 and 3). The alternation:
+(docs/guide/paradigms.md). The alternation:
 
 1. U-step at W = I (the full data): :math:`U_0`, :math:`D_0` (ISM paper,
    section 2: "by initializing W to an identity matrix, Y is initialized to
@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._utils.eig import gap_spectrum
+from .._utils.eig import check_eigen_solver, gap_spectrum
 from .._utils.progress import IterationReport
 from .._utils.subspace import subspace_change
 from .._utils.typing import ArrayLike, RandomStateLike
@@ -40,8 +40,9 @@ from ..gamma import Gamma, clustering_gamma
 from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import choose_n_components, solve_ism
+from ..solver.options import ISMOptions
 
-__all__ = ["AlternationResult", "alternate", "alternate_on", "default_n_components",
+__all__ = ["AlternationOptions", "AlternationResult", "alternate", "default_n_components",
            "ISM_MAX_ITER"]
 
 #: cap on the ISM iterations of one W-step (the authors' code uses 10-20);
@@ -85,6 +86,84 @@ def default_n_components(phi0_eigenvalues: ArrayLike, n_clusters: int, n_feature
         return int(min(q, max(1, n_features - 1)))
     floor = int(n_clusters) if guided else min(int(n_clusters), max(2, int(n_features) // 2))
     return int(min(n_features, max(q, floor)))
+
+
+@dataclass(frozen=True)
+class AlternationOptions:
+    """Settings of one U/W alternation (see :func:`alternate` for each), made and checked once.
+
+    :func:`alternate` and the clustering estimators build one; the loop
+    (:func:`alternate_on`, the default fit's :func:`ikdr.cluster.selection.refine`)
+    receives it and checks nothing again. A run that needs other settings (its own
+    q, its progress report, a guided paradigm) derives them with
+    :func:`dataclasses.replace`, which checks the new values the same way.
+
+    Parameters
+    ----------
+    n_clusters : int
+    n_components : int or None, default=None
+        q; None: :func:`default_n_components` at the first W-step.
+    normalize : bool, default=True
+    max_iter : int, default=20
+        Outer iterations (W-steps) at most.
+    tol : float, default=1e-3
+    random_state : int, RandomState or None, default=None
+    n_threads : int or None, default=None
+    warn : bool, default=True
+    alternative : bool, default=False
+    guided : bool, default=False
+    eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
+    report : IterationReport or None, default=None
+        Receives every outer iteration; at ``verbose >= 2`` the W-steps' ISM
+        iterations too.
+
+    Raises
+    ------
+    ValueError
+        When a value is out of range.
+    """
+
+    n_clusters: int
+    n_components: int | None = None
+    normalize: bool = True
+    max_iter: int = 20
+    tol: float = 1e-3
+    random_state: RandomStateLike = None
+    n_threads: int | None = None
+    warn: bool = True
+    alternative: bool = False
+    guided: bool = False
+    eigen_solver: str = "auto"
+    report: IterationReport | None = None
+
+    def __post_init__(self) -> None:
+        if int(self.n_clusters) < 1:
+            raise ValueError(f"n_clusters must be >= 1, got {self.n_clusters}")
+        if int(self.max_iter) < 1:
+            raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
+        if not (self.tol > 0):
+            raise ValueError(f"tol must be positive, got {self.tol}")
+        check_eigen_solver(self.eigen_solver)
+        # frozen: the normalised values are set through object.__setattr__
+        object.__setattr__(self, "n_clusters", int(self.n_clusters))
+        object.__setattr__(self, "max_iter", int(self.max_iter))
+        object.__setattr__(self, "normalize", bool(self.normalize))
+        if self.n_components is not None:
+            object.__setattr__(self, "n_components", int(self.n_components))
+
+    def w_step(self, n_components: int, max_iter: int, phi_solver: str) -> ISMOptions:
+        """The options of the W-steps' ISM: q columns, at most ``max_iter`` iterations
+        by the papers' eigenvalue rule, no certificate (its Hessian part is not
+        stored) and no warnings (the outer loop judges)."""
+        callback = None
+        if self.report is not None and self.report.verbose >= 2:
+            callback = IterationReport("  W-step ISM", self.report.verbose,
+                                       stream=self.report.stream).ism_step
+        return ISMOptions(n_components=n_components, criterion="eigenvalues",
+                          max_iter=max_iter, certify=False, warn=False,
+                          eigen_solver=self.eigen_solver, phi_solver=phi_solver,
+                          callback=callback, n_threads=self.n_threads,
+                          random_state=self.random_state)
 
 
 @dataclass
@@ -212,60 +291,60 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
     Returns
     -------
     AlternationResult
+
+    Raises
+    ------
+    ValueError
+        A setting out of range, checked once before any work
+        (:class:`AlternationOptions`).
     """
+    options = AlternationOptions(n_clusters, n_components=n_components, normalize=normalize,
+                                 max_iter=max_iter, tol=tol, random_state=random_state,
+                                 n_threads=n_threads, warn=warn, alternative=alternative,
+                                 guided=guided, eigen_solver=eigen_solver, report=report)
     side = resolve_clustering(X, landmarks)
-    return alternate_on(side, X, kernel, n_clusters, build_gamma, affinity=affinity,
-                        n_components=n_components, normalize=normalize, max_iter=max_iter,
-                        tol=tol, random_state=random_state, measure=measure,
-                        n_threads=n_threads, report=report, warn=warn,
-                        alternative=alternative, guided=guided, start=start,
-                        eigen_solver=eigen_solver, stacklevel=3)
+    return alternate_on(side, X, kernel, options, build_gamma, affinity=affinity,
+                        measure=measure, start=start, stacklevel=3)
 
 
-def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, affinity=None,
-                 n_components=None, normalize=True, max_iter=20, tol=1e-3,
-                 random_state=None, measure=None, n_threads=None, report=None, warn=True,
-                 alternative=False, guided=False, start=None, eigen_solver="auto",
-                 stacklevel=2):
+def alternate_on(side, X, kernel, options, build_gamma=clustering_gamma, *, affinity=None,
+                 measure=None, start=None, stacklevel=2):
     r""":func:`alternate` on a resolved clustering side (``side``: the exact,
-    landmark or Dask side of :func:`ikdr.passes.resolve_clustering`). The loop
-    sees the data only through the side: its U-step (``embed``), the points
-    XW (``points``), the W-step's provider (``ism_passes``) and
+    landmark or Dask side of :func:`ikdr.passes.resolve_clustering`) with the
+    settings ``options`` (an :class:`AlternationOptions`). The loop sees the
+    data only through the side: its U-step (``embed``), the points XW
+    (``points``), the W-step's provider (``w_step_provider``) and
     :math:`\Phi_0` (``phi0``). See :func:`alternate` for the parameters."""
     t0 = time.perf_counter()
+    o = options
+    n_clusters, random_state, n_threads = o.n_clusters, o.random_state, o.n_threads
     affinity = kernel if affinity is None else affinity
     X = side.prepare(X)
     d = X.shape[1]
     first = X if start is None else side.points(X, np.asarray(start, dtype=np.float64))
     U, vals, deg = side.embed(first, affinity, n_clusters, random_state=random_state,
-                              n_threads=n_threads, normalize=normalize)
+                              n_threads=n_threads, normalize=o.normalize)
     gamma = build_gamma(U, deg)
-    passes = side.ism_passes(X.shape[0])
-    if n_components is None:
+    provider = side.w_step_provider(X.shape[0])
+    if o.n_components is None:
         phi0 = side.phi0(X, gamma, kernel)
         # Phi_0 of sparse X with many features is an operator: its leading eigenvalues
-        q = default_n_components(gap_spectrum(phi0, n_clusters), n_clusters, d,
-                                 alternative=alternative, guided=guided)
+        q = default_n_components(gap_spectrum(phi0, o.n_clusters), o.n_clusters, d,
+                                 alternative=o.alternative, guided=o.guided)
     else:
-        q = int(n_components)
+        q = o.n_components
     W = None
     history = []
     converged = False
     best: Any = None
-    inner = None
-    if report is not None and report.verbose >= 2:
-        inner = IterationReport("  W-step ISM", report.verbose, stream=report.stream).ism_step
-    for it in range(1, max_iter + 1):
-        # The inner W-steps skip the Hessian part of the certificate (not stored).
-        result = solve_ism(passes, X, gamma, kernel, q, W0=W, max_iter=ISM_MAX_ITER,
-                           n_threads=n_threads, random_state=random_state, warn=False,
-                           certify=False, callback=inner, phi_solver=side.phi_solver,
-                           eigen_solver=eigen_solver)
+    w_step = o.w_step(q, ISM_MAX_ITER, side.phi_solver)
+    for it in range(1, o.max_iter + 1):
+        result = solve_ism(provider, X, gamma, kernel, w_step, W0=W)
         W_new = result.components
         q = W_new.shape[1]
         Z = side.points(X, W_new)
         U_new, vals, deg = side.embed(Z, affinity, n_clusters, random_state=random_state,
-                                      n_threads=n_threads, normalize=normalize, U0=U)
+                                      n_threads=n_threads, normalize=o.normalize, U0=U)
         dU = subspace_change(U, U_new)
         dW = np.inf if W is None else subspace_change(W, W_new)
         U, W = U_new, W_new
@@ -279,20 +358,20 @@ def alternate_on(side, X, kernel, n_clusters, build_gamma=clustering_gamma, *, a
         entry["cost"] = -entry["objective"]
         entry["time"] = time.perf_counter() - t0
         history.append(entry)
-        if report is not None:
-            report(it, entry["objective"], max(dU, dW), quality=entry["quality"],
-                   ism_iter=result.n_iter)
+        if o.report is not None:
+            o.report(it, entry["objective"], max(dU, dW), quality=entry["quality"],
+                     ism_iter=result.n_iter)
         if best is None or entry["objective"] > best[0]:
             best = (entry["objective"], it, W, U, vals, deg)
-        if dU < tol and dW < tol:
+        if dU < o.tol and dW < o.tol:
             converged = True
             break
         gamma = build_gamma(U, deg)
     _, best_it, W, U, vals, deg = best
-    if not converged and warn:
-        warnings.warn(f"the U/W alternation did not converge in max_iter={max_iter} outer "
+    if not converged and o.warn:
+        warnings.warn(f"the U/W alternation did not converge in max_iter={o.max_iter} outer "
                       f"iterations (last changes: U {history[-1]['u_change']:.3g}, "
-                      f"W {history[-1]['w_change']:.3g}, tol={tol}); returning the iterate "
+                      f"W {history[-1]['w_change']:.3g}, tol={o.tol}); returning the iterate "
                       f"with the highest objective (iteration {best_it})", ConvergenceWarning,
                       stacklevel=stacklevel)
     return AlternationResult(components=W, embedding=U, eigenvalues=vals, degrees=deg,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -23,7 +24,7 @@ from .._utils.sampling import sample_rows
 from .._utils.sparse import START_COMPONENTS, stored_columns
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
-from .._utils.validation import NewParametersOnLoad, keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_state_on_error
 from ..gamma import centered, clustering_gamma, kernel_factor, semi_supervised_gamma
 from ..kernels import MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel
 from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
@@ -31,8 +32,10 @@ from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
 from ..passes.sparse_rows import DENSE_PHI_MAX_FEATURES, is_sparse
 from ..solver.importances import feature_importances
-from ..spectral import auto_kernel, njw_labels, screen_features, spectral_gap
-from .alternation import alternate_on
+from ..spectral import auto_kernel, njw_labels, spectral_gap
+from .alternation import AlternationOptions, alternate_on
+from .selection import MAX_W_STEPS, refine, scored_starts
+from .docstrings import COMMON_ATTRS, COMMON_PARAMS
 
 #: another start's run replaces the default run only when the spectral gap of its
 #: final U-step is larger by this much (face, 20 clusters: gaps 0.001 and 0.007
@@ -44,7 +47,8 @@ __all__ = ["AlternatingClustering", "ISMClustering", "SemiSupervisedISM", "COMMO
            "COMMON_ATTRS"]
 
 
-class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEstimator):
+class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin, TransformerMixin,
+                            BaseEstimator):
     """Shared parameter constraints, checks, fitted attributes and transform."""
 
     #: ikdr 0.1's behaviour for the parameters added since (pickles of 0.1 load with it)
@@ -109,95 +113,183 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         start basis (X itself, every distance kept, up to 20 features)."""
         return side.points(X, None) if is_sparse(X) else X
 
+    def _sigma_rule(self):
+        """``sigma`` as a kernel's bandwidth: "auto" stands for the median rule
+        wherever local scaling does not replace the kernel."""
+        return "median" if self._sigma_auto() else self.sigma
+
+    def _sigma_auto(self):
+        return isinstance(self.sigma, str) and self.sigma == "auto"
+
+    def _named_kernels(self):
+        """``kernel`` and ``affinity`` (None stays None) as kernels, built once by
+        :func:`ikdr.kernels.make_kernel`: every name of a kernel gives the same object."""
+        affinity = None if self.affinity is None else make_kernel(self.affinity)
+        return make_kernel(self.kernel, sigma=self._sigma_rule()), affinity
+
+    def _local_scaling(self):
+        """Which roles ``sigma="auto"`` turns into local scaling: a kernel given by name
+        that is an affinity with one global bandwidth still to be fitted (the
+        Gaussian, under any of its names), as ``kernel`` or as ``affinity`` (None
+        counts as the kernel's own). Asked of the built kernels, never of the names."""
+        if not self._sigma_auto():
+            return {"kernel": False, "affinity": False}
+        kernel, affinity = self._named_kernels()
+
+        def rule_affinity(spec, built):
+            return (not isinstance(spec, Kernel) and built.is_affinity and not built.is_resolved
+                    and not built.needs_all_rows)
+
+        by_name = rule_affinity(self.kernel, kernel)
+        return {"kernel": by_name,
+                "affinity": (by_name if affinity is None else
+                             rule_affinity(self.affinity, affinity))}
+
     def _landmark_kernel(self):
         """The W-step kernel of the landmark path: local scaling has per-point
         bandwidths of all n points, so ``sigma="auto"`` uses the median rule there."""
-        auto = isinstance(self.sigma, str) and self.sigma == "auto"
-        return make_kernel(self.kernel, sigma="median" if auto else self.sigma)
+        return self._named_kernels()[0]
 
     def _check_common(self, X, side):
         """Validate the data-dependent parameters (the others are checked by
         ``_parameter_constraints`` in :meth:`_input`); return (kernel, affinity,
-        n_clusters, q, normalize)."""
-        self._max_iter = int(self.max_iter)
+        options): the fitted kernels and the alternation's settings, an
+        :class:`ikdr.cluster.alternation.AlternationOptions` made once."""
         n, d = X.shape
         k = int(self.n_clusters)
         if n <= k:
             raise ValueError(f"n_samples={n} must be larger than n_clusters={k} "
                              "(fewer samples than clusters)")
         q = None if self.n_components is None else check_n_components(self.n_components, d)
-        sigma_auto = isinstance(self.sigma, str) and self.sigma == "auto"
-        # a fixed bandwidth rule where local scaling is not used (it needs all rows)
-        sigma = "median" if sigma_auto else self.sigma
+        named, named_affinity = self._named_kernels()
         # local scaling needs every row at hand; elsewhere (a memmap read in
         # blocks, a cluster) the bandwidths are fitted on a sample of rows
-        auto = sigma_auto and side.rows_in_memory
-        X = self._points0(X, side)
+        local = {role: on and side.rows_in_memory for role, on in self._local_scaling().items()}
+        X = self._points0(X, side)      # sparse X: its rows at W = I as dense points
         fit_on = X if side.rows_in_memory else sample_rows(X, MEDIAN_SUBSAMPLE, self.random_state)
-        if auto and isinstance(self.kernel, str) and self.kernel.lower() == "gaussian":
-            kernel = auto_kernel(X, k)
-        elif not side.rows_in_memory:
-            kernel = self._landmark_kernel().fit(fit_on, random_state=self.random_state)
-        else:
-            kernel = make_kernel(self.kernel, sigma=sigma).fit(X, random_state=self.random_state)
-        gaussian_affinity = isinstance(self.affinity, str) and self.affinity.lower() == "gaussian"
+        kernel = auto_kernel(X, k) if local["kernel"] else \
+            named.fit(fit_on, random_state=self.random_state)
         if self.affinity is None and kernel.is_affinity:
             affinity = kernel
-        elif (self.affinity is None or gaussian_affinity) and auto:
+        elif local["affinity"] or (self.affinity is None and self._sigma_auto()
+                                   and side.rows_in_memory):
             # a kernel that is no affinity (polynomial, linear, squared,
             # multiquadric) finds the subspace but cannot cluster XW by itself
             affinity = auto_kernel(X, k)
         elif self.affinity is None:
-            affinity = Gaussian(sigma).fit(fit_on, random_state=self.random_state)
+            affinity = Gaussian(self._sigma_rule()).fit(fit_on, random_state=self.random_state)
         else:
-            affinity = make_kernel(self.affinity).fit(fit_on, random_state=self.random_state)
+            affinity = named_affinity.fit(fit_on, random_state=self.random_state)
         if isinstance(self.normalize, str):
             normalize = affinity.is_affinity
         else:
             normalize = bool(self.normalize)
-        return kernel, affinity, k, q, normalize
+        # the estimator warns itself, once per fit, after choosing among its runs
+        options = AlternationOptions(k, n_components=q, normalize=normalize,
+                                     max_iter=self.max_iter, tol=self.tol,
+                                     random_state=self.random_state, warn=False,
+                                     eigen_solver=self.eigen_solver)
+        return kernel, affinity, options
 
-    def _auto_gaussian(self):
-        """Whether the kernel is the default Gaussian at ``sigma="auto"`` (and the
-        affinity the default): the data-driven starts apply only then."""
-        return (isinstance(self.sigma, str) and self.sigma == "auto" and
-                isinstance(self.kernel, str) and self.kernel.lower() == "gaussian" and
-                (self.affinity is None or (isinstance(self.affinity, str) and
-                                           self.affinity.lower() == "gaussian")))
+    def _selects(self, X, side):
+        """Whether the fit is the default one (:mod:`ikdr.cluster.selection`): the
+        Gaussian kernel at ``sigma="auto"`` in both roles, ``normalize="auto"``,
+        the rows in memory and exact passes. Any other setting runs the papers'
+        alternation with that setting. The selection reads X's columns densely
+        (screens, neighbour graphs): sparse X takes it up to
+        :data:`~ikdr._utils.sparse.START_COMPONENTS` features (its dense form is
+        then no larger than the start points every sparse fit makes), and the
+        alternation on its stored columns above."""
+        local = self._local_scaling()
+        return (local["kernel"] and local["affinity"] and side.rows_in_memory
+                and (not is_sparse(X) or X.shape[1] <= START_COMPONENTS)
+                and isinstance(self.normalize, str)
+                and getattr(self, "approximation", None) is None)
 
-    def _screened_run(self, X, side, kernel, affinity, k, q, measure_with=None):
-        """The run of the alternation: on every feature, or, at the defaults, on
-        the features :func:`ikdr.spectral.screen_features` takes (local scaling
-        fitted on them; W is zero elsewhere). Sets ``feature_scores_``.
-        ``measure_with(affinity)``: the paradigm's measure."""
-        columns, self.feature_scores_ = None, None
-        # sparse X: screened where its start points are X itself, all-zero columns left out
-        screen = not is_sparse(X) or X.shape[1] <= START_COMPONENTS
-        if self._auto_gaussian() and side.rows_in_memory and X.shape[1] > 2 and screen:
-            columns, self.feature_scores_, _ = screen_features(
-                self._points0(X, side), k, random_state=self.random_state)
-        if columns is None:     # sparse X: at most the features whose dense Phi is formed
-            columns = stored_columns(X, DENSE_PHI_MAX_FEATURES)
-        else:
-            kernel = affinity = auto_kernel(np.asarray(self._points0(X, side))[:, columns], k)
-            q = None if q is None else min(q, columns.size)
-        measure = None if measure_with is None else measure_with(affinity)
-        return [(kernel, affinity, measure, None, q, columns)]
+    def _select(self, X, kernel, options, build_gamma=clustering_gamma, measure_with=None):
+        """The default fit: starts, criterion and W-steps (:mod:`ikdr.cluster.selection`),
+        stored. ``kernel``: the local-scaling kernel of X; ``options``: the
+        alternation's settings; ``measure_with(kernel)``: the paradigm's measure for
+        a W-step kernel."""
+        if is_sparse(X):        # at most START_COMPONENTS columns (_selects)
+            X = X.toarray()
+        found = scored_starts(X, options.n_clusters, kernel, random_state=self.random_state)
+        self.feature_scores_ = found.feature_scores
+        candidates = found.candidates
+        first = int(np.argmin([c.criterion for c in candidates]))   # ties: the earlier
+        start = candidates[first]
+        run_kernel = found.kernels[None if start.columns is None else "screened"]
+        q = options.n_components
+        if q is not None and start.columns is not None:
+            q = min(q, start.columns.size)
+        steps = min(options.max_iter, MAX_W_STEPS)
+        with IterationReport(type(self).__name__, self.verbose, total=steps) as report:
+            chosen = refine(np.asarray(X), start, run_kernel, found.criterion, build_gamma,
+                            replace(options, n_components=q, max_iter=steps, report=report),
+                            measure=None if measure_with is None else measure_with(run_kernel),
+                            dtype=self._dtype)
+        chosen.candidates = candidates[:first] + chosen.candidates + candidates[first + 1:]
+        self._store_selection(chosen, X.shape[1], first)
+        if not self.converged_:
+            warnings.warn(f"{type(self).__name__}: the criterion still fell at the last of "
+                          f"{steps} W-steps (max_iter={options.max_iter}, at most {MAX_W_STEPS} "
+                          f"in the default fit), so the W-steps did not converge; the last "
+                          "iterate is kept", ConvergenceWarning, stacklevel=3)
+        return chosen
 
-    def _alternate(self, X, side, kernel, affinity, k, q, normalize,
-                   build_gamma=clustering_gamma, measure=None, alternative=False, guided=False,
-                   starts=None):
-        """Run the alternation and store the result.
+    def _store_selection(self, chosen, n_features, start):
+        """The fitted attributes of the default fit."""
+        best = chosen.chosen
+        W = chosen.components
+        if best.columns is not None:         # W is zero on the other features
+            full = np.zeros((n_features, W.shape[1]))
+            full[best.columns] = W
+            W = full
+        position = [h["candidate"] for h in chosen.history].index(best.name)
+        entry = chosen.history[position]
+        self.components_ = W
+        self.embedding_ = best.embedding
+        self.eigenvalues_ = best.eigenvalues
+        self.degrees_ = best.degrees
+        self.labels_ = best.labels
+        self.n_iter_ = len(chosen.history) - 1
+        # the run ends when the criterion refuses an iterate (or no W-step can move)
+        self.converged_ = len(chosen.history) == 1 or not chosen.history[-1]["accepted"]
+        self.history_ = chosen.history
+        self.best_iteration_ = position + 1
+        self.objective_ = entry["objective"]
+        self.quality_ = entry["quality"]
+        self.criterion_ = best.criterion
+        self.selection_ = [{"candidate": c.name, "criterion": c.criterion, "labels": c.labels}
+                           for c in chosen.candidates]
+        self.kernel_ = chosen.kernel
+        self.affinity_ = best.affinity
+        self.sigma_ = chosen.kernel.gaussian_sigma
+        self.normalize_ = True
+        self.n_landmarks_ = None
+        # columns weighted by their eigenvalues of Phi, as the supervised ISM's (make_
+        # classification 4 of 30-60, seed 2: recall 0.25-0.50 -> 0.75 against equal weights)
+        self.feature_importances_ = feature_importances(W, chosen.eigenvalues)
+        self.support_ = np.arange(n_features) if best.columns is None else best.columns
+        self.start_ = start
+        self.start_gaps_ = None
 
-        ``starts``: several runs, each ``(kernel, affinity, measure, start, q,
-        columns)`` (``start``: the first U-step's projection, ``columns``: the
+    def _alternate(self, X, side, kernel, affinity, options, build_gamma=clustering_gamma,
+                   measure=None, starts=None):
+        """Run the papers' alternation with the given setting and store the result.
+
+        ``options``: the alternation's settings (an
+        :class:`ikdr.cluster.alternation.AlternationOptions`). ``starts``: several
+        runs, each ``(kernel, affinity, measure, start, q, columns)`` (``start``:
+        the first U-step's projection, ``columns``: the
         features the run's W may use, None for all). The first is the default;
         another is kept only when the spectral gap of its final U-step
         (:func:`ikdr.spectral.spectral_gap`) exceeds the default's by at least
         :data:`START_GAP_MARGIN` (the largest such)."""
         work = side.working_data(X, self._dtype)
-        if starts is None:
-            starts = [(kernel, affinity, measure, None, q, None)]
+        if starts is None:      # sparse X: at most the features whose dense Phi is formed
+            starts = [(kernel, affinity, measure, None, options.n_components,
+                       stored_columns(X, DENSE_PHI_MAX_FEATURES))]
         outs = []
         for kern, aff, meas, start, n_components, columns in starts:
             run_side, run_work = side, work
@@ -210,14 +302,10 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
             if start is None and is_sparse(run_work):      # the first U-step's points
                 start = run_side.basis_for(run_work)
             with IterationReport(type(self).__name__, self.verbose,
-                                 total=self._max_iter) as report:
-                out = alternate_on(run_side, run_work, kern, k, build_gamma,
-                                   affinity=aff, n_components=n_components,
-                                   normalize=normalize, max_iter=self._max_iter, tol=self.tol,
-                                   random_state=self.random_state, measure=meas,
-                                   report=report, warn=False, alternative=alternative,
-                                   guided=guided, start=start,
-                                   eigen_solver=self.eigen_solver)
+                                 total=options.max_iter) as report:
+                run = replace(options, n_components=n_components, report=report)
+                out = alternate_on(run_side, run_work, kern, run, build_gamma, affinity=aff,
+                                   measure=meas, start=start)
             if columns is not None:         # W is zero on the other features
                 W = np.zeros((X.shape[1], out.components.shape[1]), dtype=out.components.dtype)
                 W[columns] = out.components
@@ -231,16 +319,17 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         out = outs[best]
         if not out.converged:
             warnings.warn(f"{type(self).__name__}: the U/W alternation did not converge in "
-                          f"max_iter={self._max_iter} outer iterations (last changes: U "
+                          f"max_iter={options.max_iter} outer iterations (last changes: U "
                           f"{out.history[-1]['u_change']:.3g}, W "
-                          f"{out.history[-1]['w_change']:.3g}, tol={self.tol}); the iterate "
+                          f"{out.history[-1]['w_change']:.3g}, tol={options.tol}); the iterate "
                           f"with the highest objective (iteration {out.best_iteration}) is "
                           "kept", ConvergenceWarning, stacklevel=3)
-        self._store(out, normalize)
+        self._store(out, options.normalize)
         columns = starts[best][5]
         self.support_ = np.arange(X.shape[1]) if columns is None else np.asarray(columns)
         self.start_ = best
         self.start_gaps_ = gaps
+        self.feature_scores_ = getattr(self, "feature_scores_", None)
         return out
 
     def _store(self, out, normalize):
@@ -259,6 +348,8 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         self.best_iteration_ = out.best_iteration
         self.objective_ = out.objective
         self.quality_ = out.history[self.best_iteration_ - 1]["quality"]
+        self.criterion_ = None
+        self.selection_ = None
         self.n_landmarks_ = out.n_landmarks
         # equal column weights: the alternation does not keep the W-step's Phi eigenvalues
         self.feature_importances_ = feature_importances(out.components)
@@ -269,148 +360,6 @@ class AlternatingClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin,
         return project_data(self, X, self.components_)
 
 
-COMMON_PARAMS = r"""
-    n_clusters : int
-        Number of clusters k (>= 2).
-    n_components : int or None, default=None
-        q, the dimension of the learned subspace. ``None`` picks q by the
-        largest eigengap of :math:`\Phi_0` at the first W-step (dissertation
-        Eq. 3.11: the gap between the q-th and (q+1)-th largest eigenvalues),
-        but at least ``min(n_clusters, max(2, n_features // 2))`` (SemiSupervisedISM
-        and KDAC, whose objectives have a second term on W: at least
-        ``min(n_features, n_clusters)``) and at most ``n_features``
-        (:func:`ikdr.default_n_components`).
-    kernel : str or Kernel, default="gaussian"
-        Any ISM kernel or conic combination (:mod:`ikdr.kernels`).
-    sigma : float, "auto" or "median", default="auto"
-        Bandwidth of ``kernel="gaussian"``. "auto" (chosen from the data
-        alone, no labels): local scaling, the relative Gaussian
-        :math:`\exp(-\|W^T(x_i - x_j)\|^2 / 2\sigma_i\sigma_j)` with
-        :math:`\sigma_i` the distance of :math:`x_i` to its 7th nearest
-        neighbour in X, used by both the W-step kernel and the U-step affinity
-        (:func:`ikdr.spectral.auto_kernel`: rule, measurements and cost, one
-        k-NN query). It raises ValueError when every sample is identical or
-        n_samples < 3 x n_clusters. "median": a global Gaussian at the median
-        pairwise distance of X (the papers' choice). A float: that global
-        bandwidth. All are fixed for the whole run.
-    max_iter : int, default=20
-        Cap on the outer U/W iterations.
-    tol : float, default=1e-3
-        Stop when the relative subspace changes of U and W are both below tol.
-    affinity : None, str or Kernel, default=None
-        Kernel of the U-step (spectral clustering of XW). None: ``kernel``
-        itself (the papers' single-kernel objective) when it is an affinity
-        (Gaussian, relative Gaussian, even-degree polynomial with c >= 0);
-        otherwise (polynomial of odd degree, linear, squared, multiquadric) the
-        Gaussian of ``sigma`` ("auto": local scaling, :func:`ikdr.spectral.auto_kernel`):
-        such a global kernel finds the subspace in the W-step but cannot
-        cluster XW by itself (unsupervised wine, q = 3: polynomial 0.70 -> 0.86,
-        linear 0.84 -> 0.90; :doc:`/clustering_defaults`). ISM keeps ``kernel``
-        in the W-step and D comes from the affinity in both steps. A Gaussian
-        given by name uses ``sigma`` ("auto": local scaling; else the median
-        distance of X). Pass the kernel itself (e.g. ``affinity="linear"``)
-        for the single-kernel objective with a non-affinity kernel.
-    normalize : "auto" or bool, default="auto"
-        Degree normalisation :math:`D = \mathrm{diag}(K_{XW}1)` of the papers.
-        "auto" uses it when the U-step kernel is non-negative by construction
-        (Gaussian, relative Gaussian, even-degree polynomial) and otherwise
-        D = I: the U-step then maximises the plain HSIC
-        :math:`\mathrm{Tr}(U^THK_{XW}HU)`, which needs no positive degrees
-        (linear, squared, multiquadric and odd polynomial kernels take
-        negative values, so ``K 1`` can vanish or change sign).
-    random_state : int, RandomState instance or None
-        Seeds the median heuristic's subsample, the Lanczos start vector and k-means.
-    verbose : int, default=0
-        1 prints one line per outer U/W iteration (objective, the larger
-        subspace change of U and W, quality, ISM iterations, time); 2 also
-        the W-steps' ISM iterations. With tqdm installed, a progress bar on a
-        terminal.
-    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
-        Precision of the C++ kernel products during ``fit``. ``np.float32``
-        runs the fused products (and their BLAS calls) in single precision,
-        about twice as fast at large n, with HSIC agreeing to about 1e-4
-        relative; the certificate and the fitted attributes stay float64.
-    approximation : {None, "nystrom"}, default=None
-        "nystrom": U-steps by Nystrom spectral embedding (Fowlkes et al.
-        2004: left singular vectors of :math:`HD^{-1/2}CK_{mm}^{+1/2}`,
-        :math:`O(nm^2)`) and W-steps by landmark passes (:mod:`ikdr.passes.landmarks`),
-        so the whole alternation is near-linear in n; X may be an
-        ``np.memmap``. Serves the Gaussian, multiquadric and polynomial
-        kernels; ``sigma="auto"`` uses the median rule on this path.
-    n_landmarks : "auto" or int, default="auto"
-        m. "auto": doubled from 64 at the first U-step until the embedding
-        moves by less than 0.01 (``ConvergenceWarning`` at 2,048); the m
-        used is ``n_landmarks_``.
-    eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
-        How each W-step finds the top-q eigenvectors of a dense :math:`\Phi`
-        (as :class:`ikdr.ISM`'s); "cpm" is the coordinate-wise power method
-        (Lei, Zhong and Dhillon 2016; :doc:`/cpm`).
-"""
-
-COMMON_ATTRS = r"""
-    labels_ : ndarray (n_samples,)
-        k-means labels of the row-normalised embedding (Ng-Jordan-Weiss).
-    components_ : ndarray (n_features, n_components)
-        W, orthonormal columns.
-    embedding_ : ndarray (n_samples, n_clusters)
-        U, the final spectral embedding of XW.
-    eigenvalues_ : ndarray (n_clusters,)
-        Eigenvalues belonging to U; their sum is ``quality_``.
-    degrees_ : ndarray (n_samples,)
-        Diagonal of the final D (ones when not normalised).
-    quality_ : float
-        Clustering quality CQ = :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U)`
-        (dissertation Table 3.1; at most n_clusters when normalised).
-    n_iter_ : int
-        Outer U/W iterations.
-    objective_ : float
-        The paradigm's objective at ``best_iteration_``.
-    best_iteration_ : int
-        The (1-based) outer iteration whose W, U are returned: the one with
-        the highest objective (D is held fixed in the W-step, so the true
-        objective need not rise monotonically).
-    converged_ : bool
-        Whether the U and W changes both fell below ``tol`` before ``max_iter``.
-    history_ : list of dict
-        Per outer iteration: ``objective`` (the paradigm's objective, maximised),
-        ``cost`` (its negative, the thesis' convention), ``quality``,
-        ``u_change``, ``w_change``, ``ism_iterations``, ``time`` and the
-        paradigm's own terms.
-    kernel_ : Kernel
-        The W-step kernel with fitted parameters.
-    affinity_ : Kernel
-        The U-step kernel (``kernel_`` unless ``affinity`` was given).
-    sigma_ : float or None
-        Bandwidth of the W-step kernel when it is a plain Gaussian; None for
-        other kernels (a local-scaling Gaussian has one bandwidth per point).
-    normalize_ : bool
-        Whether D was the degree matrix (True) or the identity.
-    feature_importances_ : ndarray (n_features,)
-        Squared row norms of W divided by q (columns weighted equally; sums
-        to 1): the weight of each input feature in the learned subspace.
-    n_landmarks_ : int or None
-        Landmarks used with ``approximation="nystrom"`` (None otherwise).
-    feature_scores_ : ndarray (n_features,) or None
-        Each feature's 2-group gap (:func:`ikdr.spectral.feature_gaps`) when
-        the default kernel let the features be screened (KDAC: each feature's
-        k-group gap in X without the existing clusters' means, see its
-        Notes); None otherwise.
-    support_ : ndarray of int
-        The features W may use: all, unless :func:`ikdr.spectral.screen_features`
-        took a few (4 blobs in 3 of 50 features: ISMClustering 0.26 -> 0.90;
-        :doc:`/alternative_clustering`); ``components_`` is zero elsewhere.
-    start_ : int
-        Which of the runs was kept (KDAC's feature start is 1, see its Notes;
-        0 when there was one run).
-    start_gaps_ : ndarray
-        The spectral gap :math:`\lambda_{k-1} - \lambda_k` of each run's final
-        U-step (:func:`ikdr.spectral.spectral_gap`); a run other than the
-        first is kept only when its gap is larger by at least 0.05.
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-"""
-
-
 class ISMClustering(AlternatingClustering):
     __doc__ = r"""Unsupervised interpretable kernel dimension reduction for clustering.
 
@@ -418,6 +367,22 @@ class ISMClustering(AlternatingClustering):
     (:math:`W^TW = I`) and U (:math:`U^TU = I`) (Niu, Dy, Jordan 2011; ISM
     paper section 2): the U-step is spectral clustering of XW, the W-step is
     ISM with :math:`\Gamma = D^{-1/2} H U U^T H D^{-1/2}` and D held fixed.
+
+    The default fit (:mod:`ikdr.cluster.selection`) chooses its start, its
+    U-step and how far the alternation goes with a label-free criterion,
+    the normalised cut of the clusters under three neighbourhood graphs of X
+    (:class:`ikdr.cluster.criterion.PartitionCriterion`). Starts: spectral
+    clustering of X on its 10-NN graph (as scikit-learn's
+    ``SpectralClustering(affinity="nearest_neighbors")``) and with the
+    local-scaling affinity, and the same on a few features when the feature
+    screen takes them; from the lowest-cut start, W-steps with the U-step of
+    the start's kind on XW are kept while they lower the cut. W is then the
+    subspace in which ISM's kernel matches the kept clusters
+    (``feature_importances_``). At least the better of k-means and kNN
+    spectral clustering less 0.02 NMI on every data set of
+    :doc:`/benchmarks/clustering_quality`; :doc:`/clustering_defaults`.
+    Any other setting of ``kernel``, ``sigma``, ``affinity`` or
+    ``normalize``, or ``approximation``, runs the papers' alternation as set.
 
     Parameters
     ----------""" + COMMON_PARAMS + r"""
@@ -468,11 +433,14 @@ class ISMClustering(AlternatingClustering):
 
     @keep_state_on_error
     def fit(self, X, y=None):
-        """Learn W, U and the labels from X (n x d); y is ignored."""
+        """Learn W, U and the labels from X (n x d; dense, or ``scipy.sparse`` and
+        never made dense: :doc:`/guide/sparse`); y is ignored."""
         X, _, side = self._input(X)
-        kernel, affinity, k, q, normalize = self._check_common(X, side)
-        self._alternate(X, side, kernel, affinity, k, q, normalize,
-                        starts=self._screened_run(X, side, kernel, affinity, k, q))
+        kernel, affinity, options = self._check_common(X, side)
+        if self._selects(X, side):
+            self._select(X, kernel, options)
+        else:
+            self._alternate(X, side, kernel, affinity, options)
         return self
 
 
@@ -546,12 +514,14 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
 
     @keep_state_on_error
     def fit(self, X, scores):
-        """Learn W, U and the labels from X (n x d) and expert scores (n x r or n)."""
+        """Learn W, U and the labels from X (n x d; dense or ``scipy.sparse``,
+        :doc:`/guide/sparse`) and expert scores (n x r or n)."""
         if scores is None:
             raise ValueError("SemiSupervisedISM requires y to be passed, but the target y is "
                              "None: give the expert scores, fit(X, scores)")
         X, scores, side = self._input(X, scores, multi_output=True, y_numeric=True)
-        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        kernel, affinity, options = self._check_common(X, side)
+        options = replace(options, guided=True)     # the scores are a second term on W
         scores = np.asarray(scores, dtype=np.float64).reshape(X.shape[0], -1)
         if np.all(np.ptp(scores, axis=0) == 0):
             raise ValueError("scores are constant; they carry no guidance")
@@ -572,9 +542,10 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
                         "objective": quality + weight["mu"] * score_term}
             return measure
 
-        starts = self._screened_run(X, side, kernel, affinity, k, q, measure_with)
-        self._alternate(X, side, kernel, affinity, k, q, normalize, build, None, guided=True,
-                        starts=starts)
+        if self._selects(X, side):
+            self._select(X, kernel, options, build, measure_with)
+        else:
+            self._alternate(X, side, kernel, affinity, options, build, measure_with(affinity))
         self.mu_ = weight["mu"]
         return self
 

@@ -2,6 +2,7 @@ r"""Kernel dimension alternative clustering (KDAC) solved by ISM (dissertation c
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -18,13 +19,14 @@ from ..passes.sparse_rows import DENSE_PHI_MAX_FEATURES
 from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_matrix, check_positive
 from .._utils.validation import keep_state_on_error
-from ..gamma import alternative_gamma, centered
+from ..gamma import alternative_gamma, centered, clustering_gamma
 from ..kernels import Gaussian, KernelLike, median_sigma
 from ..metrics import nmi
 from ..passes.dask_data import check_target, is_dask_array
-from ..spectral import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
-                        median_pairwise_distance_1d, median_scale_gaussian)
+from ..spectral import median_scale_gaussian
 from .ism_clustering import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
+from .screen import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
+                     median_pairwise_distance_1d)
 
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"]
 
@@ -134,7 +136,7 @@ def feature_start(X, Y, n_clusters, *, random_state=None):
 
     Residual :math:`R = X - \bar Y \bar Y^+ X` (X with the existing
     clusters' means removed, :math:`\bar Y` the centred one-hot matrix), then
-    :func:`ikdr.spectral.feature_gaps` of R with k groups: a feature that
+    :func:`ikdr.cluster.screen.feature_gaps` of R with k groups: a feature that
     carries k clusters besides the existing view scores near 1, a unimodal
     (noise) feature low (grids of blobs: 0.65-0.90 against at most 0.21 for
     0-50 noise features), and the existing view's own features low too, their
@@ -205,6 +207,11 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
     existing_dependence_ : float
         :func:`existing_dependence` of ``y_existing`` at W = I: how many
         times its normalised HSIC with X exceeds that of a random relabelling.
+        Below 2 the existing clustering is not visible in X, there is nothing
+        to leave out, and KDAC at its defaults fits as ISMClustering's default
+        fit (its penalty term, the same for every W in expectation, is left
+        out of the W-steps; ``novelty_`` and the history's
+        ``alternativeness`` still report it).
         With ``n_components=None``, q stays below d (an alternative view leaves
         a direction out) only when it is at least 3; below, the existing
         clustering is not visible in X and q follows :func:`ikdr.default_n_components`
@@ -280,15 +287,16 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
 
     @keep_state_on_error
     def fit(self, X, y_existing):
-        """Find an alternative clustering of X (n x d) to ``y_existing``
-        (a label vector, or a list of label vectors of earlier clusterings)."""
+        """Find an alternative clustering of X (n x d; dense, or ``scipy.sparse``
+        and never made dense: :doc:`/guide/sparse`) to ``y_existing`` (a label
+        vector, or a list of label vectors of earlier clusterings)."""
         X, _, side = self._input(X)
         # the existing clustering is checked before any work (the k-NN query of
         # sigma="auto", the kernels): a wrong length fails at once
         if is_dask_array(y_existing):      # gathered, its length checked first
             y_existing = check_target(y_existing, X.shape[0], "y_existing")
         Y, existing = existing_clusterings(y_existing, X.shape[0])
-        kernel, affinity, k, q, normalize = self._check_common(X, side)
+        kernel, affinity, options = self._check_common(X, side)
         lam = float(self.lam)
         Yc = centered(Y)
         # q below d only when the existing clustering is visible in X: against a
@@ -296,8 +304,9 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         # hold rings or moons (docs/clustering_defaults.md)
         # on at most 1,000 sampled rows, gathered from wherever X lives: the same
         # value in memory, from a memmap and on a cluster
-        points = self._points0(X, side)     # X, or sparse X's start points
-        self.existing_dependence_ = existing_dependence(points, affinity, Y, normalize=normalize,
+        points = self._points0(X, side)     # X, or sparse X's rows at W = I as dense points
+        self.existing_dependence_ = existing_dependence(points, affinity, Y,
+                                                        normalize=options.normalize,
                                                         random_state=self.random_state)
         alternative = self.existing_dependence_ >= DEPENDENCE_THRESHOLD
         if alternative:
@@ -313,13 +322,36 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 return {"alternativeness": alt, "objective": quality - lam * alt}
             return measure
 
+        if self.existing_dependence_ < FEATURE_START_DEPENDENCE and self._selects(X, side):
+            # Nothing to leave out: the existing clustering is not visible in X, so its
+            # HSIC with XW is the same for every W in expectation and its penalty, of the
+            # size of the clusters (unnormalised Y), only adds noise to the W-steps (on
+            # make_classification 3 of 60 it steered W to noise features: recall 0.67).
+            # KDAC is then ISMClustering's default fit; the history still reports the
+            # alternativeness.
+            self._select(X, kernel, options, clustering_gamma, measure_with)
+        else:
+            # the existing clustering is a second term on W
+            options = replace(options, alternative=alternative, guided=True)
+            self._alternative_runs(X, points, side, (kernel, affinity), options, Y, build,
+                                   measure_with)
+        self.alternativeness_ = self.history_[self.best_iteration_ - 1]["alternativeness"]
+        self.novelty_ = max(nmi(y, self.labels_) for y in existing)
+        return self
+
+    def _alternative_runs(self, X, points, side, kernels, options, Y, build, measure_with):
+        """The alternation against an existing clustering (one-hot Y), with the
+        feature start (see the Notes) when the clustering is visible in X.
+        ``points``: X's rows at W = I (X itself, or sparse X's start points)."""
+        kernel, affinity = kernels
+        k, q = options.n_clusters, options.n_components
         # sparse X: W on its stored columns, at most the widest whose dense Phi is formed
         starts = [(kernel, affinity, measure_with(affinity), None, q,
                    stored_columns(X, DENSE_PHI_MAX_FEATURES))]
         self.feature_scores_ = None
         # the feature start needs X's own columns (sparse X: its points are X itself)
-        if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and self._auto_gaussian() \
-                and side.rows_in_memory and points.shape[1] == X.shape[1]:
+        if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and side.rows_in_memory \
+                and all(self._local_scaling().values()) and points.shape[1] == X.shape[1]:
             # a second start from the feature that best clusters what the existing
             # view leaves, with the bandwidth of that projection; the run whose
             # final U-step separates its k clusters best is kept (the HSIC
@@ -338,21 +370,13 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 g = Gaussian(sigma0).fit(points[:, columns])
                 starts.append((g, g, measure_with(g), start[columns],
                                1 if q is None else min(q, columns.size), columns))
-        out = self._alternate(X, side, kernel, affinity, k, q, normalize, build, None,
-                              alternative=alternative, guided=True, starts=starts)
-        self.alternativeness_ = out.history[self.best_iteration_ - 1]["alternativeness"]
-        self.novelty_ = max(nmi(y, self.labels_) for y in existing)
-        return self
+        self._alternate(X, side, kernel, affinity, options, build, None, starts=starts)
 
     def _global_scale(self, kernel, affinity):
         """sigma="auto" against an existing clustering visible in X: the local-scaling
         kernels of the default become one global Gaussian at their median scale
         (:func:`ikdr.spectral.median_scale_gaussian`; :doc:`/clustering_defaults`)."""
-        if not (isinstance(self.sigma, str) and self.sigma == "auto"):
-            return kernel, affinity
-        default = {"kernel": isinstance(self.kernel, str) and self.kernel.lower() == "gaussian",
-                   "affinity": self.affinity is None or (isinstance(self.affinity, str) and
-                                                         self.affinity.lower() == "gaussian")}
+        default = self._local_scaling()
         swap = {}
         for role, K in (("kernel", kernel), ("affinity", affinity)):
             # the default's local-scaling kernel (its bandwidths need all rows)

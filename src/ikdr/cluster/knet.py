@@ -12,17 +12,19 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
 from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error
 from ..kernels import Gaussian
-from ..spectral import (auto_kernel, median_scale_gaussian, njw_labels,
-                       row_normalised, screen_features, spectral_embedding)
+from ..spectral import (auto_kernel, one_thread, median_scale_gaussian, njw_labels,
+                       row_normalised, spectral_embedding)
 from .._utils.typing import RandomStateLike, SigmaLike
 
-from .knet_training import (PREDICT_CHUNK, kernel_times, partition_hsic, spread, u_gradient, train_knet)
+from .criterion import PartitionCriterion
+from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
+from .screen import screen_features
+from .selection import START_TOL, scored_starts
 
 __all__ = ["KNetClustering"]
 
@@ -88,24 +90,25 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     from NMI 0.63 to 0.19; on circles, moons, spiral, face and wine it is
     8-13 % and nothing changes.
 
-    Output. Three partitions are formed: k-means on :math:`\psi_\theta(X)`
+    Output. Candidate partitions are formed: k-means on :math:`\psi_\theta(X)`
     (Alg. 3), the NJW rounding of U (k-means on the row-normalised spectral
-    embedding of the learned kernel 4.10) and the NJW rounding of the
-    local-scaling affinity on :math:`\psi_\theta(X)` (the default affinity of
-    the ISM estimators, :func:`ikdr.spectral.auto_kernel`); ``labels_`` is the
-    one with the largest HSIC (4.4) under that local-scaling affinity, the
-    better discrete solution of (4.5) by a judge without a global bandwidth.
-    This uses no labels. Judged by the learned kernel itself, whose sigma is
-    small enough for the spiral and the moons, a partition that isolates the
-    few outliers of a wide cluster scored highest (varied-variance blobs:
-    NMI 0.02-0.04; with the local judge 0.71-0.93). After the
-    rounds of ``"fixed"`` the three mostly agree (k-means on the gathered
-    groups wins on the moons, circles, Moon and Spiral); on the untrained
-    starts of blobs and varied blobs the local rounding usually wins, on
-    cancer k-means. ``rounding_`` tells which.
-    After a fragmented start (digits, breast cancer, most blobs) the same
-    three partitions are formed on the start, :math:`\psi(X) = X`, i.e. of X
-    itself.
+    embedding of the learned kernel 4.10) and, at ``sigma="auto"``, the two
+    starts of the ISM estimators' default fit on X (spectral clustering of
+    the 10-NN graph, as scikit-learn's, and of the local-scaling affinity;
+    :func:`ikdr.cluster.selection.scored_starts`), otherwise the NJW rounding
+    of the local-scaling affinity on :math:`\psi_\theta(X)`. ``labels_`` is
+    the one with the lowest multi-graph normalised cut on X
+    (:class:`ikdr.cluster.criterion.PartitionCriterion`, which reads no
+    labels; ``partition_criterion_``, ``rounding_``). Judged by the learned
+    kernel itself, whose sigma is small enough for the spiral and the moons,
+    a partition that isolates the few outliers of a wide cluster scored
+    highest (varied-variance blobs: NMI 0.02-0.04); the criterion's graphs
+    of three scales do not reward that. After the rounds of ``"fixed"``
+    k-means on the gathered groups usually wins (moons, circles, Moon,
+    Spiral); after a fragmented start (digits, breast cancer, most blobs)
+    :math:`\psi(X) = X` and the candidates are partitions of X itself, where
+    the 10-NN graph wins on digits and breast cancer
+    (:doc:`/clustering_defaults`).
 
     The embedding is the network output rescaled to the spread of the
     training data, :math:`\psi = c f_\theta(X) / s(f_\theta(X))` (s: root
@@ -199,22 +202,20 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     n_rejected_ : int
         Rounds undone because their epoch lowered (4.8a) or its part over
         pairs of distinct points.
-    rounding_ : {"kmeans", "spectral", "local"}
-        Which partition of ``embedding_`` became ``labels_``: k-means on it,
-        the NJW rounding of ``U_`` or that of the local-scaling affinity on it.
-    partition_hsic_ : dict
-        HSIC (4.4) of each of these candidate partitions under the
-        local-scaling affinity on ``embedding_`` (X itself when no round was
-        kept; the learned kernel when n_samples < 3 x n_clusters); the largest
-        wins.
+    rounding_ : {"kmeans", "spectral", "local", "graph", "kernel"}
+        Which candidate became ``labels_``: k-means on ``embedding_``, the NJW
+        rounding of ``U_``, that of the local-scaling affinity on
+        ``embedding_``, or a start of the default fit on X (see "Output").
+    partition_criterion_ : dict
+        The criterion of each candidate (lower is better; the lowest wins).
     support_ : ndarray of int
         The features the network reads: all, unless at ``sigma="auto"``
-        :func:`ikdr.spectral.screen_features` took a few (iris 0.63 -> 0.85,
+        :func:`ikdr.cluster.screen.screen_features` took a few (iris 0.63 -> 0.85,
         4 blobs in 3 of 50 features 0.30 -> 0.91;
         :doc:`/alternative_clustering`). ``transform`` and ``predict`` read
         the same columns of their X.
     feature_scores_ : ndarray (n_features,) or None
-        Each feature's 2-group gap (:func:`ikdr.spectral.feature_gaps`) at
+        Each feature's larger 2- or 3-group gap (:func:`ikdr.cluster.screen.feature_gaps`) at
         ``sigma="auto"`` with more than 2 features; None otherwise.
 
     References
@@ -345,8 +346,12 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         k, lam, batch, hidden = self._check_params(n, d)
         rng = check_random_state(self.random_state)
         seed = rng.randint(2**31 - 1)
+        found = None
         if auto:
-            kernel = median_scale_gaussian(auto_kernel(X, k))
+            local = auto_kernel(X, k)
+            kernel = median_scale_gaussian(local)
+            # the default fit's starts on X and the criterion that judges the rounding
+            found = scored_starts(X, k, local, screen=False, random_state=seed)
         else:
             kernel = Gaussian(self.sigma).fit(X, random_state=seed)
         embedding_kernel = (Gaussian(self.embedding_sigma).fit(X, random_state=seed)
@@ -382,7 +387,8 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         # the rounding and predict need the eigenvectors of the learned embedding: "fixed"
         # kept the start's U, "sma" one Cayley step from them
         moved = self.update == "sma" or (self.update == "fixed" and out.n_accepted > 0)
-        self._round(out.embedding, kernel, k, out.U, out.degrees, rng, recompute_u=moved)
+        self._round(out.embedding, kernel, k, out.U, out.degrees, rng, recompute_u=moved,
+                    starts=found, trained=out.n_accepted > 0, X=X)
         self.n_iter_ = out.n_iter
         self.n_rejected_ = out.n_rejected
         self.converged_ = out.converged
@@ -390,37 +396,43 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         self.history_ = out.history
         return self
 
-    def _round(self, Psi, kernel, k, U, degrees, rng, recompute_u=False):
+    def _round(self, Psi, kernel, k, U, degrees, rng, recompute_u=False, starts=None,
+               trained=True, X=None):
         """Turn the learned embedding into labels (see the class docstring, "Output").
 
         Candidates: k-means on psi(X) (Alg. 3), the NJW rounding of the
-        spectral embedding of the learned kernel, and the NJW rounding of the
-        local-scaling affinity on psi(X) (:func:`ikdr.spectral.auto_kernel`).
-        The one with the largest HSIC (Eq. 4.4) under the local-scaling
-        affinity wins: a judge without a global bandwidth (under the learned
-        kernel's small sigma a partition isolating a few outliers scored
-        highest).
+        spectral embedding of the learned kernel and, at ``sigma="auto"``, the
+        starts of the clustering estimators' default fit on X (``starts``,
+        :func:`ikdr.cluster.selection.scored_starts`); otherwise the NJW
+        rounding of the local-scaling affinity on psi(X)
+        (:func:`ikdr.spectral.auto_kernel`).
+        The one with the lowest label-free criterion on X wins
+        (:class:`ikdr.cluster.criterion.PartitionCriterion`).
         """
         if recompute_u:
-            U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
+            U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1),
+                                               dense_solver="lanczos", tol=START_TOL)
         seed = rng.randint(2**31 - 1)
-        if Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
-            judge = auto_kernel(Psi, k)
-            U_local, _, degrees_local = spectral_embedding(Psi, judge, k, random_state=seed)
-        else:  # too few points for local bandwidths: the learned kernel judges alone
-            judge, U_local, degrees_local = kernel, None, degrees
         # k-means on n x k data is light; its OpenMP threads only fight busy cores
-        with threadpool_limits(limits=1):
+        with one_thread():
             km = KMeans(n_clusters=k, n_init=10, random_state=rng.randint(2**31 - 1)).fit(Psi)
             njw = KMeans(n_clusters=k, n_init=10,
                          random_state=rng.randint(2**31 - 1)).fit(row_normalised(U))
-            candidates = {"kmeans": km.labels_, "spectral": njw.labels_}
-            if U_local is not None:
-                candidates["local"] = njw_labels(U_local, k, random_state=seed)
-        self.partition_hsic_ = {name: partition_hsic(Psi, judge, degrees_local, labels, k)
-                                for name, labels in candidates.items()}
+        candidates = {"kmeans": km.labels_, "spectral": njw.labels_}
+        if starts is None and Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
+            # (with the default fit's starts it never won alone: its ties with them,
+            # moons-2 and iris, go to the starts at the same cut)
+            U_local, _, _ = spectral_embedding(Psi, auto_kernel(Psi, k), k, random_state=seed,
+                                               dense_solver="lanczos", tol=START_TOL)
+            candidates["local"] = njw_labels(U_local, k, random_state=seed)
+        if starts is not None:
+            candidates.update({c.name: c.labels for c in starts.candidates})
+            judge = starts.criterion
+        else:
+            judge = PartitionCriterion(X, k)
+        self.partition_criterion_ = {name: judge(labels) for name, labels in candidates.items()}
         # ties keep the earlier candidate (k-means, then the learned kernel's)
-        self.rounding_ = max(candidates, key=lambda name: self.partition_hsic_[name])
+        self.rounding_ = min(candidates, key=lambda name: self.partition_criterion_[name])
         self.labels_ = candidates[self.rounding_]
         self.U_ = U
         self.degrees_ = degrees
@@ -460,9 +472,10 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         if self.rounding_ == "kmeans":
             d2 = ((Psi[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
             return np.argmin(d2, axis=1)
-        if self.rounding_ == "local":
-            # the local bandwidths belong to the training points: the label of the
-            # nearest training point in the embedding
+        if self.rounding_ not in ("kmeans", "spectral"):
+            # a partition of the training points (the local rounding, whose bandwidths
+            # belong to them, or a start on X): the label of the nearest training
+            # point in the embedding
             from sklearn.neighbors import NearestNeighbors
 
             nearest = NearestNeighbors(n_neighbors=1).fit(self.embedding_).kneighbors(

@@ -18,7 +18,8 @@ from ..gamma import Gamma, centered, clustering_gamma
 from ..kernels import Kernel
 from ..spectral import (kernel_degrees, spectral_embedding)
 
-__all__ = ["KNetTraining", "cayley_step", "knet_objective_and_gradient", "train_knet", "PREDICT_CHUNK", "kernel_times", "partition_hsic", "spread", "u_gradient"]
+__all__ = ["KNetTraining", "cayley_step", "knet_objective_and_gradient", "train_knet",
+           "PREDICT_CHUNK", "kernel_times", "spread", "u_gradient"]
 
 
 def knet_objective_and_gradient(Psi: np.ndarray, gamma: Gamma, kernel: Kernel, *,
@@ -28,7 +29,7 @@ def knet_objective_and_gradient(Psi: np.ndarray, gamma: Gamma, kernel: Kernel, *
     \exp(-\|\psi_i - \psi_j\|^2 / 2\sigma^2)` (dissertation Eq. 4.11).
 
     :math:`\nabla_\Psi J = -(2/\sigma^2) L(\Gamma \circ K) \Psi`, a Laplacian
-    product the fused C++ core forms tile by tile (DESIGN.md section 5): its
+    product the fused C++ core forms tile by tile: its
     gradient mode returns :math:`2 L(\Gamma \circ f') R` with
     :math:`f' = -K/2\sigma^2`, i.e. :math:`-(1/\sigma^2) L(\Gamma\circ K)\Psi`,
     which is half the gradient (J counts every pair twice).
@@ -53,7 +54,7 @@ def cayley_step(U: np.ndarray, G: np.ndarray, tau: float) -> np.ndarray:
 
     :math:`U^+ = (I - \tfrac\tau2 A)^{-1}(I + \tfrac\tau2 A)U` with the
     skew-symmetric :math:`A = G U^T - U G^T` (dissertation Eq. 4.15-4.17 with
-    the sign fixed so that A is skew and the step ascends; DESIGN.md section 5).
+    the sign fixed so that A is skew and the step ascends).
     With :math:`A = L R^T`, :math:`L = [G, U]`, :math:`R = [U, -G]`, the
     Sherman-Morrison-Woodbury identity gives
     :math:`U^+ = U + \tau L (I - \tfrac\tau2 R^T L)^{-1} R^T U` in
@@ -84,18 +85,6 @@ def kernel_times(A, B, kernel, R):
         K = kernel.matrix(A[start:start + PREDICT_CHUNK], B)
         out.append(K.sum(axis=1) if R is None else K @ R)
     return np.concatenate(out, axis=0)
-
-
-def partition_hsic(Psi, kernel, degrees, labels, k):
-    r"""HSIC (Eq. 4.4, up to the constant) of a partition with the learned kernel:
-    :math:`\mathrm{Tr}(Y^T H D^{-1/2} K D^{-1/2} H Y)` with Y the orthonormalised
-    centred indicator matrix (Eq. 4.5 restricted to partitions)."""
-    Y = centered(np.eye(k)[labels])
-    Y = Y[:, np.linalg.norm(Y, axis=0) > 0]
-    if Y.shape[1] == 0:
-        return -np.inf
-    Q = np.linalg.qr(Y)[0]
-    return u_gradient(Psi, kernel, Q, degrees)[1]
 
 
 def _self_similarity(U, degrees):
@@ -216,6 +205,129 @@ def _sma_step(Psi, kernel, U, degrees, tau):
     return U, tau
 
 
+class _Rounds:
+    """The state of KNet's rounds: the networks and their optimiser, U, D, Gamma, the
+    ascended kernel and the counters. :func:`train_knet` runs them; each method is
+    one part of a round."""
+
+    def __init__(self, X, kernel, n_clusters, encoder, decoder, options, rng):
+        self.X, self.kernel, self.k = X, kernel, int(n_clusters)
+        self.encoder, self.decoder = encoder, decoder
+        self.o = options
+        self.params = encoder.params + (decoder.params if decoder is not None else [])
+        self.optimizer = Adam(self.params, options["learning_rate"])
+        self.rng = rng
+        self.shuffle = np.random.default_rng(rng.randint(2**31 - 1))
+        self.spread0 = spread(X)
+        self.n_rejected = self.halvings = 0
+        self.tau = 1.0
+
+    def start(self):
+        r"""U, D and Gamma of the start (spectral clustering of psi(X) = X); returns
+        (Tr(Gamma K) of the start, whether it is fragmented)."""
+        self.Psi = _embed(self.encoder, self.X, self.spread0)
+        self.U, _, self.degrees = spectral_embedding(self.Psi, self.kernel, self.k,
+                                                     random_state=self.rng.randint(2**31 - 1))
+        self.gamma = clustering_gamma(self.U, self.degrees)
+        value = self.kernel.objective(self.Psi, None, self.gamma)
+        # More of Tr(Gamma K) from the points' similarity to themselves than from pairs:
+        # the kernel isolates points of X and U holds indicators of them, not clusters
+        # (digits at the 7-NN median sigma: 97 %, its NJW partition 9 clusters of 1-7
+        # points; the clean data sets 8-13 %). Epochs on that Gamma only push the
+        # isolated points further out (digits: NMI of k-means on psi 0.63 -> 0.19).
+        return value, _self_similarity(self.U, self.degrees) > _FRAGMENTED_SELF_SHARE * value
+
+    def fix_target(self):
+        """``update="fixed"``: the plain HSIC of the wide embedding kernel against the
+        start's U (D = I); returns its value at the start."""
+        # The normalised objective of the narrow affinity is already near its maximum k
+        # on the moons (1.998 of 2) and only its degrees move (every round undone); the
+        # wide kernel sees whole clusters, so ascending it gathers each cluster into a
+        # compact group. Its U-step would follow that wide kernel to a convex split
+        # (moons NMI 0.49-0.57, circles 0.00), so U stays the affinity's.
+        self.ascended = self.o["embedding_kernel"]
+        self.gamma = clustering_gamma(self.U, np.ones(self.X.shape[0]))
+        return self.ascended.objective(self.Psi, None, self.gamma)
+
+    def epochs(self):
+        """``epochs_per_iter`` epochs of Adam ascent on mini-batches (the batch's rows of
+        Gamma's factor); returns the saved parameters and optimiser state."""
+        saved = ([p.copy() for p in self.params], self.optimizer.state())
+        factor, scale = self.gamma.factor, self.gamma.scale
+        n, batch = self.X.shape[0], self.o["batch_size"]
+        for _ in range(int(self.o["epochs_per_iter"])):
+            order = self.shuffle.permutation(n)
+            for first in range(0, n, batch):
+                idx = order[first:first + batch]
+                if idx.shape[0] <= self.k and first > 0:  # fold a tiny tail into the last batch
+                    continue
+                _, grads = _batch_objective(self.X[idx], Gamma(factor[idx], scale),
+                                            self.ascended, self.encoder, self.decoder,
+                                            self.o["lam"], self.spread0, keep=True,
+                                            with_value=False)
+                self.optimizer.step([-g for g in grads])
+        return saved
+
+    def judge(self, Psi_new, value_before):
+        """(value after the epochs, whether they lowered the objective, new degrees)."""
+        if self.o["update"] == "fixed":
+            # Gamma does not depend on psi, so the points' similarity to themselves,
+            # sum_i ||(HU)_i||^2, is constant: a rise is a rise over pairs.
+            value = self.ascended.objective(Psi_new, None, self.gamma)
+            return value, value < value_before, self.degrees
+        # Eq. 4.8a judged at the old U with D recomputed. (Judging after the U-step
+        # instead kept most rounds on the moons and raised the objective, but tore a
+        # moon apart: NMI 1.0 -> 0.60 at n = 600.)
+        degrees = kernel_degrees(Psi_new, self.kernel)
+        value = u_gradient(Psi_new, self.kernel, self.U, degrees)[1]
+        # The same objective without each point's similarity to itself, k(psi_i, psi_i)
+        # = 1: that part, sum_i ||(HU)_i||^2 / d_i, rises only as degrees fall towards
+        # 1, i.e. by isolating points, never by gathering a cluster (digits: every kept
+        # round raised (4.8a) 9.885 -> 9.958 through it while the rest fell 0.33 -> 0.04).
+        pairs_before = value_before - _self_similarity(self.U, self.degrees)
+        pairs_after = value - _self_similarity(self.U, degrees)
+        return value, value < value_before or pairs_after < pairs_before, degrees
+
+    def undo(self, saved):
+        """Restore the parameters and halve the step (see :class:`KNetClustering`);
+        returns whether the step size is exhausted."""
+        for p, old in zip(self.params, saved[0]):
+            p[...] = old
+        self.optimizer.restore(saved[1])
+        self.optimizer.lr *= 0.5
+        self.n_rejected += 1
+        self.halvings += 1
+        return self.halvings >= _MAX_HALVINGS
+
+    def update_u(self, degrees, value):
+        """The U-step of the update rule after a kept round; returns (change of UU^T,
+        the objective after it)."""
+        update = self.o["update"]
+        if update == "fixed":
+            return 0.0, value
+        if update == "eig":
+            # dense up to DENSE_MAX_N; above, LOBPCG warm-started from the previous U.
+            U_new, vals, self.degrees = spectral_embedding(
+                self.Psi, self.kernel, self.k, random_state=self.rng.randint(2**31 - 1),
+                U0=self.U)
+            value = float(np.sum(vals))  # Tr(U^T H D^-1/2 K D^-1/2 H U)
+        else:
+            self.degrees = degrees
+            U_new, self.tau = _sma_step(self.Psi, self.kernel, self.U, self.degrees, self.tau)
+            value = None
+        change = np.sqrt(max(2.0 * (self.k - np.sum((self.U.T @ U_new) ** 2)), 0.0) / self.k)
+        self.U = U_new
+        self.gamma = clustering_gamma(self.U, self.degrees)
+        if value is None:
+            value = self.kernel.objective(self.Psi, None, self.gamma)
+        return change, value
+
+    def result(self, history, n_iter, converged, stop_reason):
+        return KNetTraining(embedding=self.Psi, U=self.U, degrees=self.degrees, history=history,
+                            n_iter=n_iter, n_rejected=self.n_rejected, converged=converged,
+                            stop_reason=stop_reason, spread=self.spread0)
+
+
 def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel=None,
                lam=0.0, learning_rate=1e-2, batch_size=200, max_iter=100, epochs_per_iter=1,
                tol=1e-3, update="fixed", rng=None, report=None):
@@ -264,129 +376,43 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel
     -------
     KNetTraining
     """
-    rng = check_random_state(rng)
-    n = X.shape[0]
-    k = int(n_clusters)
-    fixed = update == "fixed"
-    if fixed and embedding_kernel is None:
+    if update == "fixed" and embedding_kernel is None:
         raise ValueError('update="fixed" needs the embedding_kernel the network ascends')
-    params = encoder.params + (decoder.params if decoder is not None else [])
-    optimizer = Adam(params, learning_rate)
-    shuffle = np.random.default_rng(rng.randint(2**31 - 1))
-    spread0 = spread(X)
-    Psi = _embed(encoder, X, spread0)
-    U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1))
-    gamma = clustering_gamma(U, degrees)
-    start_value = kernel.objective(Psi, None, gamma)
-    if _self_similarity(U, degrees) > _FRAGMENTED_SELF_SHARE * start_value:
-        # More of Tr(Gamma K) comes from the points' similarity to themselves than from
-        # pairs: the kernel isolates points of X and U holds indicators of them, not
-        # clusters (digits at the 7-NN median sigma: 97 %, its NJW partition 9 clusters of
-        # 1-7 points; the clean data sets 8-13 %). Epochs on that Gamma only push the
-        # isolated points further out (digits: NMI of k-means on psi 0.63 -> 0.19), so the
-        # start is kept.
-        return KNetTraining(embedding=Psi, U=U, degrees=degrees, history=[start_value],
-                            n_iter=0, n_rejected=0, converged=False,
-                            stop_reason="fragmented start", spread=spread0)
-    if fixed:
-        # The plain HSIC of the embedding kernel against the start's clusters. The
-        # normalised objective of the narrow affinity is already near its maximum k on
-        # the moons (1.998 of 2) and only its degrees move (every round undone);
-        # the wide kernel sees whole clusters, so ascending it gathers each cluster into
-        # a compact group. Its U-step would follow that wide kernel to a convex split
-        # (moons NMI 0.49-0.57, circles 0.00), so U stays the affinity's.
-        ascended = embedding_kernel
-        gamma = clustering_gamma(U, np.ones(n))
-        history = [ascended.objective(Psi, None, gamma)]
-    else:
-        ascended = kernel
-        history = [start_value]
-    tau = 1.0
-    converged = False
-    stop_reason = "max_iter"
-    n_iter = 0
-    n_rejected = 0
-    halvings = 0
+    rounds = _Rounds(X, kernel, n_clusters, encoder, decoder,
+                     {"embedding_kernel": embedding_kernel, "lam": lam,
+                      "learning_rate": learning_rate, "batch_size": batch_size,
+                      "epochs_per_iter": epochs_per_iter, "update": update},
+                     check_random_state(rng))
+    value, fragmented = rounds.start()
+    if fragmented:
+        return rounds.result([value], 0, False, "fragmented start")
+    rounds.ascended = kernel
+    history = [rounds.fix_target() if update == "fixed" else value]
+    n_iter, converged, stop_reason = 0, False, "max_iter"
     for n_iter in range(1, int(max_iter) + 1):
-        factor, scale = gamma.factor, gamma.scale
-        value_before = history[-1]
-        saved = ([p.copy() for p in params], optimizer.state())
-        for _ in range(int(epochs_per_iter)):
-            order = shuffle.permutation(n)
-            for start in range(0, n, batch_size):
-                idx = order[start:start + batch_size]
-                if idx.shape[0] <= k and start > 0:  # fold a tiny tail into the last batch
-                    continue
-                _, grads = _batch_objective(X[idx], Gamma(factor[idx], scale), ascended, encoder,
-                                            decoder, lam, spread0, keep=True, with_value=False)
-                optimizer.step([-g for g in grads])
-        Psi_new = _embed(encoder, X, spread0)
-        if fixed:
-            # Gamma does not depend on psi, so the points' similarity to themselves,
-            # sum_i ||(HU)_i||^2, is constant: a rise is a rise over pairs.
-            value_after = ascended.objective(Psi_new, None, gamma)
-            lowered = value_after < value_before
-        else:
-            # Eq. 4.8a judged at the old U with D recomputed. (Judging after the U-step
-            # instead kept most rounds on the moons and raised the objective, but tore a
-            # moon apart: NMI 1.0 -> 0.60 at n = 600.)
-            degrees_new = kernel_degrees(Psi_new, kernel)
-            value_after = u_gradient(Psi_new, kernel, U, degrees_new)[1]
-            # The same objective without each point's similarity to itself,
-            # k(psi_i, psi_i) = 1: that part, sum_i ||(HU)_i||^2 / d_i, rises only as
-            # degrees fall towards 1, i.e. by isolating points, never by gathering a
-            # cluster (digits: every kept round raised (4.8a) 9.885 -> 9.958 through it
-            # while the rest fell 0.33 -> 0.04).
-            pairs_before = value_before - _self_similarity(U, degrees)
-            pairs_after = value_after - _self_similarity(U, degrees_new)
-            lowered = value_after < value_before or pairs_after < pairs_before
+        saved = rounds.epochs()
+        Psi_new = _embed(encoder, X, rounds.spread0)
+        value_after, lowered, degrees = rounds.judge(Psi_new, history[-1])
         if lowered:
             # The epoch holds D fixed (a surrogate of Eq. 4.8a) or runs on mini-batches;
             # when it lowers the objective, or (eig, sma) raises it only by fragmenting
             # the data, undo it and halve the step, so the rounds ascend monotonically
             # and cannot wander away from the spectral-clustering start.
-            for p, old in zip(params, saved[0]):
-                p[...] = old
-            optimizer.restore(saved[1])
-            optimizer.lr *= 0.5
-            n_rejected += 1
-            halvings += 1
+            exhausted = rounds.undo(saved)
             history.append(history[-1])
             if report is not None:  # one line per round, kept or undone
                 report(n_iter, history[-1], 0.0, round="undone")
-            if halvings >= _MAX_HALVINGS:
+            if exhausted:
                 stop_reason = "step size exhausted"
                 break
             continue
-        Psi = Psi_new
-        if fixed:
-            U_new, value = U, value_after
-        elif update == "eig":
-            # dense up to DENSE_MAX_N; above, LOBPCG warm-started from the previous U.
-            U_new, vals, degrees = spectral_embedding(
-                Psi, kernel, k, random_state=rng.randint(2**31 - 1), U0=U)
-            value = float(np.sum(vals))  # Tr(U^T H D^-1/2 K D^-1/2 H U)
-        else:
-            degrees = degrees_new
-            U_new, tau = _sma_step(Psi, kernel, U, degrees, tau)
-            value = None
-        change = np.sqrt(max(2.0 * (k - np.sum((U.T @ U_new) ** 2)), 0.0) / k)
-        if not fixed:
-            U = U_new
-            gamma = clustering_gamma(U, degrees)
-            if value is None:
-                value = kernel.objective(Psi, None, gamma)
+        rounds.Psi = Psi_new
+        change, value = rounds.update_u(degrees, value_after)
         gain = (value - history[-1]) / max(abs(value), np.finfo(float).tiny)
         history.append(value)
         if report is not None:
             report(n_iter, history[-1], change)
         if change < tol and gain < tol:
-            converged = True
-            stop_reason = "converged"
+            converged, stop_reason = True, "converged"
             break
-    return KNetTraining(embedding=Psi, U=U, degrees=degrees, history=history, n_iter=n_iter,
-                        n_rejected=n_rejected, converged=converged, stop_reason=stop_reason,
-                        spread=spread0)
-
-
-
+    return rounds.result(history, n_iter, converged, stop_reason)

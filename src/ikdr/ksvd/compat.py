@@ -13,6 +13,8 @@ a3, without the asymmetric kernel).
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -66,12 +68,30 @@ def _double_centred(G):
     return centered(centered(G).T).T
 
 
-def _kernel_of(D, C, other, rows_mapped, kernel_matrix, center):
-    """(X, Z, G, features matrix): the kernel of the mapped points and the matrix
-    whose SVD gives the features (G, or H G H with ``center``)."""
-    X, Z = _assemble(D, C, other, rows_mapped)
-    G = kernel_matrix(X, Z)
-    return X, Z, G, (_double_centred(G) if center else G)
+@dataclass(frozen=True)
+class MapTask:
+    """What the learned map (a3) is fitted to: the points ``D`` that C maps (one
+    per row), the ``other`` side (None: both sides are DC, a symmetric kernel),
+    ``rows_mapped`` (the mapped points are the kernel's rows), the kernel
+    (``kernel_matrix``, its ``kind`` and bandwidth ``gamma``), the one-hot
+    target ``Y``, ``center`` (learn on H G H) and the head's L2 weight ``alpha``."""
+
+    D: np.ndarray
+    other: np.ndarray | None
+    rows_mapped: bool
+    kernel_matrix: Callable
+    kind: str
+    gamma: float
+    Y: np.ndarray
+    center: bool = False
+    alpha: float = LEARNED_ALPHA
+
+    def kernel_of(self, C):
+        """(X, Z, G, features matrix): the kernel of the mapped points and the
+        matrix whose SVD gives the features (G, or H G H with ``center``)."""
+        X, Z = _assemble(self.D, C, self.other, self.rows_mapped)
+        G = self.kernel_matrix(X, Z)
+        return X, Z, G, (_double_centred(G) if self.center else G)
 
 
 def fixed_map(D, compat, rng):
@@ -198,8 +218,8 @@ def learn_compat_map(X: ArrayLike, y: ArrayLike, n_components: int = 4, *, kerne
         raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
     gamma = (check_bandwidth(gamma, "gamma") if gamma is not None
              else median_sigma(X, random_state=check_random_state(random_state)))
-    return learn_map(X, None, True, np.eye(X.shape[1]), y, r, kernel, gamma,
-                     dense_kernel_matrix(kernel, gamma), center=bool(center),
+    return learn_map(X, None, True, np.eye(X.shape[1]), y, r,
+                     (kernel, gamma, dense_kernel_matrix(kernel, gamma)), center=bool(center),
                      max_iter=int(max_iter))
 
 
@@ -212,12 +232,12 @@ def _softmax_loss(logits, Y):
     return loss, (P - Y) / n
 
 
-def learned_objective(C, W, b, *, D, other, rows_mapped, V, mu, sd, Y, kernel_matrix, kind,
-                      gamma, alpha, center=False, evaluated=None):
+def learned_objective(C, W, b, task, *, V, mu, sd, evaluated=None):
     r"""Downstream loss of a3 and its gradients with respect to C, W and b.
 
-    With the points :math:`P = DC` on the mapped side (``other=None``: on
-    both sides, :math:`X = Z = P`), :math:`G = \kappa(X, Z)` (N x M), or
+    With the points :math:`P = DC` of ``task`` (a :class:`MapTask`) on the
+    mapped side (``other=None``: on both sides, :math:`X = Z = P`),
+    :math:`G = \kappa(X, Z)` (N x M), or
     :math:`G_c = H_N G H_M` with ``center`` (:math:`H_n = I - 11^T/n`), features
     :math:`F = (G_c V - \mu) / s` (V, mu, s held fixed: the paper detaches V
     and refreshes it by an SVD between steps), the loss is the mean softmax
@@ -240,28 +260,27 @@ def learned_objective(C, W, b, *, D, other, rows_mapped, V, mu, sd, Y, kernel_ma
     loss : float
     grad_C, grad_W, grad_b : ndarrays shaped like C, W, b
     """
-    X, Z, G, Gf = (evaluated if evaluated is not None
-                   else _kernel_of(D, C, other, rows_mapped, kernel_matrix, center))
+    X, Z, G, Gf = evaluated if evaluated is not None else task.kernel_of(C)
     F = (Gf @ V - mu) / sd
-    loss, dlogits = _softmax_loss(F @ W + b, Y)
-    loss += 0.5 * alpha * float(np.sum(W * W))
-    grad_W = F.T @ dlogits + alpha * W
+    loss, dlogits = _softmax_loss(F @ W + b, task.Y)
+    loss += 0.5 * task.alpha * float(np.sum(W * W))
+    grad_W = F.T @ dlogits + task.alpha * W
     grad_b = dlogits.sum(axis=0)
     dG = ((dlogits @ W.T) / sd) @ V.T
-    if center:
+    if task.center:
         dG = _double_centred(dG)
-    if kind == "sne":
+    if task.kind == "sne":
         Q = G * (dG - np.sum(dG * G, axis=1, keepdims=True))
     else:
         Q = dG * G
-    scale = 2.0 / gamma ** 2
+    scale = 2.0 / task.gamma ** 2
     grad_X = lambda: scale * (Q @ Z - Q.sum(axis=1)[:, None] * X)  # noqa: E731
     grad_Z = lambda: scale * (Q.T @ X - Q.sum(axis=0)[:, None] * Z)  # noqa: E731
-    if other is None:
+    if task.other is None:
         dP = grad_X() + grad_Z()
     else:
-        dP = grad_X() if rows_mapped else grad_Z()
-    return loss, D.T @ dP, grad_W, grad_b
+        dP = grad_X() if task.rows_mapped else grad_Z()
+    return loss, task.D.T @ dP, grad_W, grad_b
 
 
 def _top_right_vectors(G, r, previous):
@@ -276,46 +295,42 @@ def _top_right_vectors(G, r, previous):
     return V * signs  # keep the orientation the head was trained on
 
 
-def learn_map(D, other, rows_mapped, C0, y, r, kind, gamma, kernel_matrix, *,
-              center=False, max_iter=LEARNED_MAX_ITER, step=LEARNED_STEP,
-              alpha=LEARNED_ALPHA):
+def learn_map(D, other, rows_mapped, C0, y, r, kernel, *, center=False,
+              max_iter=LEARNED_MAX_ITER, step=LEARNED_STEP):
     """Optimise C (a3) on the softmax loss of a linear head on the features GV.
 
     Alternates, as the paper (App. C.3): an SVD of G(C) (H G H with
     ``center``) gives V, held fixed; then one Adam step on (C, W, b) along
     :func:`learned_objective`. ``other=None`` maps both sides (a symmetric
-    kernel between the points DC). Full-batch, numpy only. Returns C and the
-    loss history.
+    kernel between the points DC). ``kernel``: ``(kind, gamma, kernel
+    matrix)``. Full-batch, numpy only. Returns C and the loss history.
     """
     classes, codes = np.unique(y, return_inverse=True)
-    Y = np.eye(classes.size)[codes]
+    kind, gamma, kernel_matrix = kernel
+    task = MapTask(D, other, rows_mapped, kernel_matrix, kind, gamma,
+                   Y=np.eye(classes.size)[codes], center=center)
     C = np.array(C0, dtype=np.float64)
-    W = np.zeros((r, classes.size))
-    b = np.zeros(classes.size)
     with small_problem_blas(D.size):
-        return _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix,
-                          center, max_iter, step, alpha)
+        return _adam_loop(task, C, r, max_iter, step)
 
 
-def _adam_loop(D, other, rows_mapped, C, W, b, Y, r, kind, gamma, kernel_matrix, center,
-               max_iter, step, alpha):
+def _adam_loop(task, C, r, max_iter, step):
+    W = np.zeros((r, task.Y.shape[1]))
+    b = np.zeros(task.Y.shape[1])
     V = mu = sd = None
     history = []
     # C's step is relative to its scale, so the map's units do not matter
     c_scale = max(float(np.sqrt(np.mean(C * C))), np.finfo(float).tiny)
     optimizer = Adam([C, W, b], step, scales=[c_scale, 1.0, 1.0])
     for it in range(1, max_iter + 1):
-        evaluated = _kernel_of(D, C, other, rows_mapped, kernel_matrix, center)
+        evaluated = task.kernel_of(C)
         G = evaluated[3]
         V = _top_right_vectors(G, r, V)
         if mu is None:
             F0 = G @ V
             mu, sd = F0.mean(axis=0), F0.std(axis=0)
             sd = np.where(sd > 0, sd, 1.0)
-        loss, *grads = learned_objective(C, W, b, D=D, other=other, rows_mapped=rows_mapped,
-                                         V=V, mu=mu, sd=sd, Y=Y, kernel_matrix=kernel_matrix,
-                                         kind=kind, gamma=gamma, alpha=alpha, center=center,
-                                         evaluated=evaluated)
+        loss, *grads = learned_objective(C, W, b, task, V=V, mu=mu, sd=sd, evaluated=evaluated)
         history.append(loss)
         optimizer.step(grads)
     return C, history

@@ -33,7 +33,7 @@ from .metrics import svd_accuracy
 from .solvers import choose_solver, solve_ksvd
 from .._utils.progress import check_verbose
 from .._utils.validation import check_bandwidth, check_scale
-from .._utils.validation import NewParametersOnLoad, keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_state_on_error
 from .._utils.typing import RandomStateLike
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
@@ -43,7 +43,7 @@ _MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
 
 
 # ---------------------------------------------------------------- estimator
-class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
+class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEstimator):
     r"""Asymmetric kernel SVD (KSVD) between two point sets.
 
     With :math:`G_{ij} = \kappa(x_i, z_j)` (n x m), KSVD is the rank-r
@@ -391,17 +391,13 @@ class KernelSVD(NewParametersOnLoad, TransformerMixin, BaseEstimator):
         kind, gamma, degree, _ = self._kernel_spec()
         gamma = float(gamma) if gamma is not None else self._median_gamma(X0, Z0, rng)
         r = min(int(self.n_components), *X0.shape[:1], *Z0.shape[:1])
-        C, history = learn_map(D, other, rows_mapped, C0, y, r, kind, gamma,
-                               dense_kernel_matrix(kind, gamma, degree), center=bool(self.center))
+        C, history = learn_map(D, other, rows_mapped, C0, y, r,
+                               (kind, gamma, dense_kernel_matrix(kind, gamma, degree)),
+                               center=bool(self.center))
         out.update(history=history, gamma=gamma)
         return C
 
     # -- fitting
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
     @keep_state_on_error
     def fit(self, X, Z=None, y=None):
         """Fit on the rows and columns of X, or on the point sets X and Z.

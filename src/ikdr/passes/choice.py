@@ -1,23 +1,28 @@
-"""The one place that picks how the passes of a fit are computed.
+"""The one place that builds the providers: how the passes of a fit are computed.
 
 :func:`resolve` looks at where the rows live (an in-memory array or memmap,
-or a row-chunked Dask array) and at the ``approximation`` asked for, and
-returns the provider; every estimator calls it once per ``fit`` and the
-public :func:`ikdr.ism` calls it first. The solver, the alternation and the
-spectral step receive the provider and never look at X's type themselves.
+or a row-chunked Dask array) and at the ``approximation`` asked for (an
+:class:`~ikdr.passes.landmarks.Approximation`: landmark settings), and
+builds the W-step's provider; :func:`resolve_clustering` does the same for
+the clustering alternation, whose provider adds the U-step to the W-step's.
+Every estimator and algorithm function gets its providers here (a
+clustering provider makes its W-steps' own); the solver, the alternation
+and the spectral step receive them and never look at X's type themselves.
 
 ====================  =======================  ======================================
-rows                  ``approximation``        provider (W-step / clustering side)
+rows                  ``approximation``        provider (W-step / clustering)
 ====================  =======================  ======================================
 ndarray               None                     ExactPasses / ExactClustering
 scipy.sparse          None                     SparsePasses / SparseClustering
-scipy.sparse          an ``Approximation``     Approximation / SparseClusteringLandmarks
-ndarray or memmap     an ``Approximation``     Approximation / ClusteringLandmarks
+scipy.sparse          an ``Approximation``     LandmarkPasses / SparseClusteringLandmarks
+ndarray or memmap     an ``Approximation``     LandmarkPasses / ClusteringLandmarks
 Dask array            None                     DaskPasses / ClusteringPasses
-Dask array            an ``Approximation``     Approximation (W-step only)
+Dask array            an ``Approximation``     LandmarkPasses (W-step only)
 ====================  =======================  ======================================
 """
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import validate_data
@@ -29,7 +34,7 @@ from .dask_data import is_dask_array, is_distributed
 from .dask_data import validate_data as validate_dask_data
 from .exact import ExactClustering, ExactPasses
 from .landmark_clustering import ClusteringLandmarks
-from .landmarks import check_landmark_options, landmark_data
+from .landmarks import Approximation, LandmarkPasses, check_landmark_options, landmark_data
 from .sparse import (SparseClustering, SparseClusteringLandmarks, SparsePasses, sparse_data,
                      sparse_project)
 from .sparse_rows import is_sparse
@@ -42,9 +47,9 @@ MEMORY, BLOCKS, CLUSTER = "memory", "blocks", "cluster"
 
 def fit_data(estimator, X, y=None, *, approximation=None, kernel=None, y_required=True,
              multi_output=True, **check_options):
-    """The estimators' one entry check: validated ``(X, y, rows)``.
+    """The estimators' one entry check: validated ``(X, y, location)``.
 
-    ``rows`` says where the rows live and so which provider
+    ``location`` says where the rows live and so which provider
     :func:`resolve` will pick: :data:`MEMORY` (scikit-learn's
     ``validate_data``, float64, then the scale check), :data:`BLOCKS` (an
     ``approximation`` was asked for: X, an ndarray or ``np.memmap``, is
@@ -95,13 +100,18 @@ def project_data(estimator, X, W):
     return X @ W
 
 
-def resolve(X, approximation=None, *, dtype=None):
-    """The W-step's provider for X: ``approximation`` itself (landmarks or random
-    features, whose passes are sums over row blocks: of an array or memmap, or
-    of a Dask array's chunks on its cluster), the exact Dask passes for a
-    row-chunked dask X, else the exact passes in memory."""
+def resolve(X: Any, approximation: Approximation | None = None, *,
+            dtype: Any = None) -> ExactPasses | LandmarkPasses | DaskPasses | SparsePasses:
+    """The W-step's provider for X: the landmark (or random-feature) passes of
+    ``approximation``, whose passes are sums over row blocks (of an array or
+    memmap, or of a Dask array's chunks on its cluster); the exact Dask passes
+    for a row-chunked dask X; else the exact passes in memory. ``dtype``: the
+    precision of the exact passes (None: X's own; an approximation has its own)."""
     if approximation is not None:
-        return approximation       # landmark passes: over row blocks or a cluster's chunks
+        if not isinstance(approximation, Approximation):
+            raise TypeError(f"approximation must be an ikdr.passes.landmarks.Approximation or "
+                            f"None, got {type(approximation).__name__}")
+        return LandmarkPasses(approximation)
     if is_distributed(X):
         return DaskPasses(dtype)
     if is_sparse(X):
@@ -110,10 +120,10 @@ def resolve(X, approximation=None, *, dtype=None):
 
 
 def resolve_clustering(X, landmarks=None, *, dtype=None, random_state=None):
-    """The clustering alternation's side for X: ``landmarks`` (a
+    """The clustering alternation's provider for X: ``landmarks`` (a
     :class:`~ikdr.passes.landmark_clustering.ClusteringLandmarks`; its sparse twin for
-    sparse X), the Dask side for a row-chunked dask X, the sparse side for sparse X
-    (``random_state`` seeds its start basis), else the exact side."""
+    sparse X), the Dask provider for a row-chunked dask X, the sparse provider for
+    sparse X (``random_state`` seeds its start basis), else the exact one."""
     if isinstance(landmarks, ClusteringLandmarks) and is_sparse(X) and \
             not isinstance(landmarks, SparseClusteringLandmarks):
         return SparseClusteringLandmarks.like(landmarks)

@@ -20,14 +20,14 @@ J, then the row blocks are summed by a binary tree in the order of I: the
 reduction order is fixed, so repeated runs give identical bits.
 
 W, the small eigenproblems and the trust region stay on the client (see
-:func:`ikdr.ism`); :class:`DaskProblem` is the solver's problem object (an
-:class:`ikdr.passes.problem.KernelProblem`) whose passes are these tasks.
+:func:`ikdr.ism`); :class:`DaskProblem` is the solver's problem
+(:class:`ikdr.solver.problem.KernelProblem`) whose passes are these tasks.
 
 Entry points: pass a row-chunked dask array to ``ISM.fit``, ``ism``, the
 clustering estimators (``ISMClustering``, ``SemiSupervisedISM``, ``KDAC``) or
 :func:`ikdr.alternate`, ``KernelSVD(solver="nystrom").fit`` or ``transform``.
-The solver takes it through its ``approximation`` hook (:class:`Passes`), the
-clustering alternation through its landmark side's shape
+:func:`ikdr.passes.resolve` picks the W-step's provider (:class:`DaskPasses`)
+and :func:`ikdr.passes.resolve_clustering` the clustering provider
 (:class:`ClusteringPasses`). With an active
 ``dask.distributed.Client`` the tasks run on its workers (otherwise on Dask's
 local scheduler). Dask is an optional dependency (``pip install ikdr[dask]``);
@@ -40,13 +40,17 @@ is submitted; the error names the chunk size to use).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._utils.validation import check_dtype, check_finite_result
+from .._utils.typing import RandomStateLike
 from ..gamma import Gamma
+from ..kernels import Kernel
 from ..spectral import MatrixFreePoints, spectral_embedding
 from .dask_data import (DaskData, as_data, check_row_chunked, degree_task, is_distributed, lowrank_task)
-from .problem import KernelProblem
+from .problem import BaseProblem
 from .rows import fit_kernel_on_rows
 
 __all__ = ["is_distributed", "DaskProblem", "DaskPasses", "Projected", "ClusteringPasses",
@@ -90,36 +94,37 @@ def phi0(kernel, X, gamma):
     return check_finite_result(0.5 * (out + out.T), f"Phi_0 of the kernel {kernel!r}")
 
 
-# ---------------------------------------------------------------- the solver's problem and hook
-class DaskProblem(KernelProblem):
-    """The ISM problem of :mod:`ikdr.passes.problem` with every pass mapped over
-    block pairs of a :class:`DaskData`.
-
-    Only ``product``, ``objective`` and ``phi0`` are replaced (as
-    :class:`ikdr.passes.landmarks.LandmarkProblem` does); the counted calls, the
-    Hessian products, the trust region and the certificate run unchanged on
-    the client on top of them.
-    """
-
-    supports_coarse = False     # its passes are the cluster's, not the kernel layer's
+# ---------------------------------------------------------------- the solver's problem and provider
+class DaskProblem(BaseProblem):
+    """The solver's problem (:class:`ikdr.solver.problem.KernelProblem`) with every
+    pass mapped over block pairs of a :class:`DaskData`: the trust region and
+    the certificate run unchanged on the client on top of them."""
 
     def __init__(self, X, gamma, kernel, n_threads=None):
         _refuse_local_bandwidths(kernel)
         super().__init__(X, gamma, kernel, n_threads)
 
-    def product(self, W, V=None, native=False):
-        out, value = self._data(native).reduce_pairs(self.kernel, W, V, "phi", self.gamma)
+    def _phi(self, W: np.ndarray, V: np.ndarray | None,
+             own_dtype: bool) -> tuple[np.ndarray, float]:
+        out, value = self.data(own_dtype).reduce_pairs(self.kernel, W, V, "phi", self.gamma)
         if V is None:
             out = 0.5 * (out + out.T)
         check_finite_result(out, lambda: f"Phi(W) of the kernel {self.kernel!r}")
         return out, float(value)
 
-    def objective(self, W, native=False):
-        self.n_objective += 1
-        _, value = self._data(native).reduce_pairs(self.kernel, W, None, "objective", self.gamma)
+    def phi(self, W: np.ndarray, own_dtype: bool = False) -> tuple[np.ndarray, float]:
+        return self._phi(W, None, own_dtype)
+
+    def phi_product(self, W: np.ndarray, V: np.ndarray,
+                    own_dtype: bool = False) -> tuple[np.ndarray, float]:
+        return self._phi(W, V, own_dtype)
+
+    def objective(self, W: np.ndarray, own_dtype: bool = False) -> float:
+        _, value = self.data(own_dtype).reduce_pairs(self.kernel, W, None, "objective",
+                                                     self.gamma)
         return float(value)
 
-    def phi0(self):
+    def phi0(self) -> np.ndarray:
         return phi0(self.kernel, self.X64, self.gamma)
 
 
@@ -135,14 +140,15 @@ class DaskPasses:
     def __init__(self, dtype=None):
         self.dtype = check_dtype(dtype, allow_none=True)
 
-    def check_data(self, X):
+    def check_data(self, X: Any) -> DaskData:
         data = as_data(X)
         return data if self.dtype is None else data.astype(self.dtype)
 
-    def fit_kernel(self, kernel, X, random_state=None):
+    def fit_kernel(self, kernel: Kernel, X: Any, random_state: RandomStateLike = None) -> Kernel:
         return fit_kernel(kernel, X, random_state)
 
-    def problem(self, X, gamma, kernel, n_threads):
+    def problem(self, X: Any, gamma: Gamma, kernel: Kernel,
+                n_threads: int | None) -> DaskProblem:
         return DaskProblem(X, gamma, kernel, n_threads)
 
 
@@ -187,9 +193,9 @@ class Projected(MatrixFreePoints):
 
 
 class ClusteringPasses:
-    """The distributed side of the clustering alternation (ISMClustering,
+    """The distributed provider of the clustering alternation (ISMClustering,
     SemiSupervisedISM, KDAC, :func:`ikdr.alternate`): the shape of
-    :class:`ikdr.passes.landmark_clustering.ClusteringLandmarks` (``embed``, ``ism_passes``,
+    :class:`ikdr.passes.landmark_clustering.ClusteringLandmarks` (``embed``, ``w_step_provider``,
     ``phi0``, ``quadratic_trace``, ``n_landmarks``) plus ``points``. The
     U-step's Lanczos / LOBPCG products and degrees and the W-step's passes run
     as block-pair tasks; the n x k embedding U, the k x k eigenproblems and W
@@ -223,7 +229,7 @@ class ClusteringPasses:
             Z = Projected(Z, None)
         return spectral_embedding(Z, affinity, n_clusters, **options)
 
-    def ism_passes(self, n):
+    def w_step_provider(self, n):
         """The W-step's provider: the Dask passes."""
         return DaskPasses()
 

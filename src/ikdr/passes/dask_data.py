@@ -182,16 +182,18 @@ def validate_data(estimator, X, y=None, *, y_required=True, name_y="y"):
 
 
 # ---------------------------------------------------------------- tasks (run on the workers)
-def _pair_task(kernel, W, V, mode, X_I, X_J, g_I, g_J, scale, R_I, R_J):
+def _pair_task(kernel, W, V, mode, block_I, block_J, scale):
     """One block pair (rows I, columns J) of a pass, reduced inside the task.
 
-    ``mode``: "objective" (value mode, no right-hand side), "phi" (gradient
-    mode, right-hand side X V or X itself when V is None: returns
-    ``X_I^T (G R)_I``, d x k) or "product" (value mode with the client's
-    right-hand side blocks R: returns the n_I x k rows of (Gamma o K) R).
-    Returns ``(array or None, row sums)``; the row sums are summed to a
-    scalar except in "product" mode (degrees).
+    ``block_I``, ``block_J``: ``(X, Gamma factor rows or None, right-hand side
+    rows or None)`` of each block. ``mode``: "objective" (value mode, no
+    right-hand side), "phi" (gradient mode, right-hand side X V or X itself
+    when V is None: returns ``X_I^T (G R)_I``, d x k) or "product" (value mode
+    with the client's right-hand side blocks R: returns the n_I x k rows of
+    (Gamma o K) R). Returns ``(array or None, row sums)``; the row sums are
+    summed to a scalar except in "product" mode (degrees).
     """
+    (X_I, g_I, R_I), (X_J, g_J, R_J) = block_I, block_J
     Z_I = X_I if W is None else np.ascontiguousarray(X_I @ W)
     Z_J = X_J if W is None else np.ascontiguousarray(X_J @ W)
     gamma_I = None if g_I is None else Gamma(g_I, scale)
@@ -342,8 +344,8 @@ class DaskData:
         R_blocks = R_blocks or [None] * len(self.blocks)
         rows = []
         for i, X_I in enumerate(self.blocks):
-            parts = [task(kd, Wd, Vd, mode, X_I, X_J, g_blocks[i], g_blocks[j], scale,
-                          R_blocks[i], R_blocks[j])
+            block_I = (X_I, g_blocks[i], R_blocks[i])
+            parts = [task(kd, Wd, Vd, mode, block_I, (X_J, g_blocks[j], R_blocks[j]), scale)
                      for j, X_J in enumerate(self.blocks)]
             rows.append(add(*parts))
         return rows

@@ -135,50 +135,79 @@ class _Factor:
     (:class:`ikdr._native.LandmarkFactor`), or None (exact finite-rank
     and random-feature factors: their rows are made here)."""
 
-    def __init__(self, rows, core, uses, native=None):
+    def __init__(self, rows, core, uses, native=None, core_factors=None):
         self.rows = rows
         self.core = np.asarray(core, dtype=np.float64)
         self.uses = list(uses)
         self.native = native
+        self._core_factors = core_factors
 
     @property
     def products(self):
         """True when the factor enters Phi (a use other than the objective's value)."""
         return any(kind != "value" for kind, _ in self.uses)
 
+    @property
+    def core_factors(self):
+        """``(P, N, upper)`` with :math:`S = PP^T - NN^T` (N None when S is
+        positive semidefinite; ``upper``: P is upper triangular), so that a
+        dense Phi's :math:`A S A^T` is :math:`(AP)(AP)^T - (AN)(AN)^T`: a
+        symmetric rank-k product, half the flops of :math:`(AS)A^T`."""
+        if self._core_factors is None:
+            self._core_factors = _symmetric_factors(self.core)
+        return self._core_factors
+
+
+def _symmetric_factors(S, rcond=0.0):
+    """``(P, N, False)``: :math:`S = PP^T - NN^T` from the eigenvalues of the
+    symmetric S (those at most ``rcond`` of the largest in magnitude dropped)."""
+    vals, vecs = scipy.linalg.eigh(0.5 * (S + S.T))
+    top = np.abs(vals).max() if vals.size else 0.0
+    pos, neg = vals > rcond * top, vals < -rcond * top
+    P = vecs[:, pos] * np.sqrt(vals[pos])
+    N = vecs[:, neg] * np.sqrt(-vals[neg]) if neg.any() else None
+    return P, N, False
+
 
 def _pinv_symmetric(K, rcond):
-    """:math:`K^+` of a symmetric K: by Cholesky (a third of the eigensolver's
-    flops) when K is well conditioned (every squared pivot above
-    ``_CHOLESKY_MIN_PIVOT`` of the largest diagonal entry), else by eigenvalues
-    with those below ``rcond`` (relative) dropped: rank-deficient (polynomial,
-    many landmarks at a wide sigma) and indefinite (multiquadric) kernels."""
+    """:math:`K^+` of a symmetric K and its factors (:attr:`_Factor.core_factors`):
+    by Cholesky (a third of the eigensolver's flops) when K is well conditioned
+    (every squared pivot above ``_CHOLESKY_MIN_PIVOT`` of the largest diagonal
+    entry), :math:`K^{-1} = L^{-T}L^{-1}`, else by eigenvalues with those below
+    ``rcond`` (relative) dropped: rank-deficient (polynomial, many landmarks at
+    a wide sigma) and indefinite (multiquadric) kernels."""
     K = 0.5 * (K + K.T)
+    m = K.shape[0]
     scale = float(np.max(np.abs(np.diag(K)))) if K.size else 0.0
     if scale > 0:
         try:
             factor = scipy.linalg.cho_factor(K, lower=True)
             if float(np.min(np.diag(factor[0]))) ** 2 > _CHOLESKY_MIN_PIVOT * scale:
-                return scipy.linalg.cho_solve(factor, np.eye(K.shape[0]))
+                upper = scipy.linalg.solve_triangular(factor[0], np.eye(m), lower=True).T
+                return scipy.linalg.cho_solve(factor, np.eye(m)), (np.triu(upper), None, True)
         except np.linalg.LinAlgError:
             pass
     vals, vecs = scipy.linalg.eigh(K)
     top = np.abs(vals).max() if vals.size else 0.0
     keep = np.abs(vals) > rcond * top
     if not keep.any():
-        return np.zeros_like(K)
+        return np.zeros_like(K), (np.zeros((m, 0)), None, False)
     V = vecs[:, keep]
-    return (V / vals[keep]) @ V.T
+    kept = vals[keep]
+    pos, neg = kept > 0, kept < 0
+    factors = (V[:, pos] / np.sqrt(kept[pos]), V[:, neg] / np.sqrt(-kept[neg]) if neg.any() else None,
+               False)
+    return (V / kept) @ V.T, factors
 
 
 def _landmark_factor(kfun, ZL, dtype, part):
     ZLd = np.ascontiguousarray(ZL, dtype=dtype)
     Kmm = np.asarray(kfun(np.ascontiguousarray(ZL, dtype=np.float64), None), dtype=np.float64)
     rcond = 1e-10 if np.dtype(dtype) == np.float64 else 1e-5
-    S = _pinv_symmetric(Kmm, rcond)
+    S, core_factors = _pinv_symmetric(Kmm, rcond)
     native = None if part.terms is None else LandmarkFactor(part.terms, ZLd,
                                                             part.negative_reciprocal)
-    return _Factor(lambda Zb: kfun(Zb, ZLd), S, list(part.uses), native)
+    return _Factor(lambda Zb: kfun(Zb, ZLd), S, list(part.uses), native, core_factors)
 
 
 def _rff_factor(omega, offset, uses):
@@ -190,7 +219,7 @@ def _rff_factor(omega, offset, uses):
         np.cos(out, out=out)
         out *= scale
         return out
-    return _Factor(rows, np.eye(D), uses)
+    return _Factor(rows, np.eye(D), uses, core_factors=(np.eye(D), None, True))
 
 
 #: kernel blocks with fewer entries than this run on one thread of the core:

@@ -1,9 +1,9 @@
-r"""The clustering side of the landmark passes: Nystrom U-steps and the W-step's landmarks.
+r"""The clustering provider of the landmark passes: Nystrom U-steps and the W-step's landmarks.
 
 The U-step of the alternation with m landmarks (Fowlkes, Belongie, Chung,
 Malik, TPAMI 2004): the top eigenvectors of the normalised kernel from the
 n x m columns :math:`C = K(Z, Z_L)` and :math:`K(Z_L, Z_L)`, :math:`O(n m^2)`,
-never n x n. :class:`ClusteringLandmarks` is the alternation's side object
+never n x n. :class:`ClusteringLandmarks` is the alternation's provider
 (the same shape as :class:`ikdr.passes.exact.ExactClustering` and
 :class:`ikdr.distributed.ClusteringPasses`).
 """
@@ -17,8 +17,8 @@ from .._utils.subspace import subspace_change
 from ..gamma import Gamma
 from .exact import points_in_memory
 from .factors import DEFAULT_LANDMARK_METHOD, kernel_block, select_landmarks
-from .landmarks import (AUTO_START, THREADED_BLOCK_FLOPS, Approximation, LandmarkProblem,
-                        auto_landmarks, blas_threads, check_n_landmarks)
+from .landmarks import (AUTO_START, THREADED_BLOCK_FLOPS, Approximation, LandmarkPasses,
+                        LandmarkProblem, auto_landmarks, blas_threads, check_n_landmarks)
 from .rows import row_blocks, rows_per_block
 
 __all__ = ["nystrom_spectral_embedding", "ClusteringLandmarks"]
@@ -108,13 +108,14 @@ def _nystrom_embedding(Z, kernel, n_clusters, n_landmarks, normalize, method, ra
 
 
 class ClusteringLandmarks:
-    """The landmark side of the clustering alternation (ISMClustering,
+    """The landmark provider of the clustering alternation (ISMClustering,
     SemiSupervisedISM, KDAC): Nystrom U-steps (:func:`nystrom_spectral_embedding`),
-    Nystrom W-steps (the :func:`ikdr.ism` hook) and the paradigms' extra traces,
-    all with the same m. ``n_landmarks="auto"`` is resolved at the first U-step
-    (on X): m doubles from :data:`AUTO_START` until the embedding's subspace
-    moves by less than :data:`AUTO_TOL` (``ikdr._utils.subspace.subspace_change``),
-    then stays fixed; the m used is ``n_landmarks``."""
+    Nystrom W-steps (a :class:`~ikdr.passes.landmarks.LandmarkPasses`) and the
+    paradigms' extra traces, all with the same m. ``n_landmarks="auto"`` is
+    resolved at the first U-step (on X): m doubles from :data:`AUTO_START`
+    until the embedding's subspace moves by less than :data:`AUTO_TOL`
+    (``ikdr._utils.subspace.subspace_change``), then stays fixed; the m used
+    is ``n_landmarks``."""
 
     def __init__(self, n_landmarks="auto", *, dtype=None, random_state=None,
                  method=DEFAULT_LANDMARK_METHOD):
@@ -161,24 +162,24 @@ class ClusteringLandmarks:
         """X unchanged: the landmark passes cast it block by block (a memmap is not copied)."""
         return X
 
-    points = staticmethod(points_in_memory)      # the same points as the exact side
+    points = staticmethod(points_in_memory)      # the same points as the exact provider
 
-    def ism_passes(self, n):
-        """The W-step's provider: landmark passes with the side's m."""
-        return self.approximation(n)
+    def w_step_provider(self, n):
+        """The W-step's provider: landmark passes with this provider's m."""
+        return LandmarkPasses(self.approximation(n))
 
     def approximation(self, n):
+        """The landmark settings of the W-steps (m fixed by the first U-step)."""
         m = min(n, AUTO_START if self.n_landmarks == "auto" else self.n_landmarks)
         return Approximation("nystrom", m, method=self.method, dtype=self.dtype,
                              random_state=self.random_state)
 
     def phi0(self, X, gamma, kernel):
-        return self.approximation(X.shape[0]).problem(X, gamma, kernel, None).phi0()
+        return self.w_step_provider(X.shape[0]).problem(X, gamma, kernel, None).phi0()
 
     def quadratic_trace(self, Z, kernel, factor):
         r""":math:`\mathrm{Tr}(F^T K_Z F) \approx \mathrm{Tr}(F^T C S C^T F)` with the landmarks."""
-        n = Z.shape[0]
-        approx = self.approximation(n)
         Zc = np.ascontiguousarray(Z)
-        problem = LandmarkProblem(Zc, Gamma(factor), kernel, None, approximation=approx)
+        problem = LandmarkProblem(Zc, Gamma(factor), kernel, None,
+                                  provider=self.w_step_provider(Z.shape[0]))
         return problem.objective(np.eye(Z.shape[1]))

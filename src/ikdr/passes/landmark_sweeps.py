@@ -150,28 +150,34 @@ class GammaStructure:
 
 
 
-def _class_products(A, B, structure, rows, dtype):
-    """Per row block of a supervised Gamma (class indicators, docs/maths.md section 5):
-    ``A_c^T B_c`` for every class c (classes x a x b) and ``A^T diag(a) B`` (float64),
-    the two pieces every landmark pass combines."""
+def _per_class(A, B, structure, rows):
+    """``A_c^T B_c`` for every class c of a supervised Gamma's row block (class
+    indicators, docs/maths.md section 5): classes x a x b, float64."""
     codes = structure.codes[rows]
     per_class = np.zeros((structure.n_classes, A.shape[1], B.shape[1]))
     for c in range(structure.n_classes):
         members = codes == c
         if members.any():
             per_class[c] = A[members].T @ B[members]
+    return per_class
+
+
+def _class_products(A, B, structure, rows, dtype):
+    """Per row block of a supervised Gamma: ``A_c^T B_c`` for every class c
+    (:func:`_per_class`) and ``A^T diag(a) B`` (float64), the two pieces the
+    landmark passes' C^T Gamma R terms combine."""
     cross = A.T @ (structure.a[rows].astype(dtype)[:, None] * B)
-    return per_class, np.asarray(cross, dtype=np.float64)
+    return _per_class(A, B, structure, rows), np.asarray(cross, dtype=np.float64)
 
 #: the rows of a block view of the structure (every row of the block)
 _ALL = slice(None)
 
 
 def _x_gamma_c(st, Xb, C):
-    """Per block: class terms ``(sum_c X_c^T C_c per class, X^T diag(a) C)`` or
-    general ``X^T diag(g_r) C`` for every r, all d x m (float64)."""
+    """Per block: ``X_c^T C_c`` per class (classes x d x m) or general
+    ``X^T diag(g_r) C`` for every r (d x r x m), float64."""
     if st.classes:
-        return _class_products(Xb, C, st, _ALL, C.dtype)
+        return _per_class(Xb, C, st, _ALL)
     Gb = st.G.astype(C.dtype)
     return np.stack([np.asarray(Xb.T @ (Gb[:, j, None] * C), dtype=np.float64)
                      for j in range(Gb.shape[1])], axis=1)
@@ -281,9 +287,8 @@ def native_first_sweep(X_b, st, W, V, factors, dense, dtype, block_rows, n_threa
                                  block_rows=block_rows, n_threads=n_threads, dtype=dtype)
     if not st.classes:
         return [tuple(p) for p in parts]
-    # E = X^T diag(a) C = sum_c p_c X_c^T C_c (a_i = p of row i's class): no second product
-    return [(P, None if A is None else (A, np.tensordot(st.p, A, axes=1)),
-             None if Q is None else (Q, np.tensordot(st.p, Q, axes=1))) for P, A, Q in parts]
+    # C^T diag(a) R = sum_c p_c C_c^T R_c (a_i = p of row i's class): no second product
+    return [(P, A, None if Q is None else (Q, np.tensordot(st.p, Q, axes=1))) for P, A, Q in parts]
 
 
 def native_second_sweep(X_b, st, W, V, factors, rhs, dense, dtype, block_rows, n_threads=None):
@@ -344,7 +349,8 @@ def pass_flops(n, d, q, m, *, k=0, dense=False, groups=1, classes=True):
     flops = sweeps * (2.0 * n * d * (q + k) + 2.0 * n * q * m)
     if dense:
         # X_c^T C_c, the degree term (upper triangle), the per-class assembly
-        flops += 2.0 * n * d * m * r + n * d * d + 2.0 * groups * (d * m * m + d * d * m)
+        # (D_c P, triangular, and its symmetric rank-m product; LandmarkProblem._quadratic)
+        flops += 2.0 * n * d * m * r + n * d * d + groups * (d * m * m + d * d * m)
     if k:
         # C_c^T R_c, the second sweep's weights C H, X^T O
         flops += 2.0 * n * m * r * k + 2.0 * n * m * r * (1 + k) + 2.0 * n * d * k

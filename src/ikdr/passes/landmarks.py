@@ -60,27 +60,34 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import scipy.linalg.blas
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from threadpoolctl import ThreadpoolController
 
 from .._config import get_num_threads
+from .._utils.typing import RandomStateLike
 from .._utils.subspace import principal_angle
+from ..gamma import Gamma
+from ..kernels import Kernel
 from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
                       kernel_factors, select_landmarks)
 from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sweep, native_rhs,
                               native_second_sweep, numpy_first_sweep, numpy_second_sweep,
                               pass_flops)
-from .problem import KernelProblem
+from .problem import BaseProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 from .sparse_rows import check_sparse, forms_dense_phi, is_sparse, sparse_phi0
 
-__all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS", "Approximation",
-           "LandmarkProblem", "auto_landmarks", "landmark_data", "check_n_landmarks",
-           "blas_threads", "THREADED_BLOCK_FLOPS", "check_landmark_options", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
+__all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS",
+           "Approximation", "LandmarkPasses", "LandmarkProblem", "auto_landmarks", "landmark_data",
+           "check_n_landmarks", "blas_threads", "THREADED_BLOCK_FLOPS", "check_landmark_options",
+           "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
 
 APPROXIMATIONS = (None, "nystrom", "rff")
 #: ``n_landmarks="auto"`` starts here and doubles ...
@@ -108,13 +115,11 @@ def _controller(cache=[]):  # noqa: B006 (a per-process cache of one controller)
     return cache[0]
 
 
-class LandmarkProblem(KernelProblem):
+class LandmarkProblem(BaseProblem):
     """Objective, Phi and Phi-products of ``Tr(Gamma K_XW)`` with every kernel
     matrix replaced by its landmark (or random-feature) factorisation: the
-    passes of :class:`ikdr.passes.problem.KernelProblem` (``product``,
-    ``objective``, ``phi0``) replaced, its counters and Hessian products
-    inherited, so the driver, its trust region and its certificate run on it
-    unchanged.
+    solver's problem (:class:`ikdr.solver.problem.KernelProblem`), so the
+    driver, its trust region and its certificate run on it unchanged.
 
     The landmark *indices* are fixed for the problem's life (chosen lazily on
     XW at the first W the solver evaluates, i.e. the Phi_0 start); the
@@ -129,19 +134,22 @@ class LandmarkProblem(KernelProblem):
     #: of steps (measured: 22 steps, 60 passes, 1,000 x 7, m = 64)
     objective_floor = 1e-6
 
-    def __init__(self, X, gamma, kernel, n_threads, *, approximation):
+    def __init__(self, X, gamma, kernel, n_threads, *, provider):
         super().__init__(X, gamma, kernel, n_threads)
         self._X64 = X         # passes cast X block by block; never a whole copy
-        self.approx = approximation
-        self.dtype = approximation.compute_dtype(X)
+        self.provider = provider
+        self.approx = approximation = provider.approximation
+        #: the precision of the landmark passes (the approximation's, else X's)
+        self.pass_dtype = approximation.compute_dtype(X)
         self.structure = GammaStructure(gamma)
         self.rows = row_source(X, approximation.block_rows)
         # sparse rows with many features: products only, never the d x d Phi
         self.supports_dense_phi = not is_sparse(X) or forms_dense_phi(X.shape[1])
-        self.index = approximation.index
+        self.index = provider.index
         self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
         self._factor_cache = None   # (W's bytes and dtype, the factors of the last pass)
+        self._precision_checked = self.pass_dtype != np.float32  # check_own_precision
 
     # -- landmarks ------------------------------------------------------------
     def _ensure_landmarks(self, W):
@@ -149,9 +157,9 @@ class LandmarkProblem(KernelProblem):
             return
         a = self.approx
         Z = self.rows.project(W, np.float64)
-        self.index = select_landmarks(Z, min(a.m, self.X.shape[0]), method=a.method,
+        self.index = select_landmarks(Z, min(a.n_landmarks, self.X.shape[0]), method=a.method,
                                       kernel=self.kernel, random_state=a.random_state)
-        a.index = self.index
+        self.provider.index = self.index
         self.XL = self.rows.take(self.index)
 
     def _factors(self, W):
@@ -159,12 +167,12 @@ class LandmarkProblem(KernelProblem):
         if not np.any(W):
             # W = 0 (Phi_0): every beta is 0 and every kernel matrix is constant,
             # which one landmark reproduces exactly.
-            return kernel_factors(self.kernel, np.zeros((1, q)), self.dtype)
+            return kernel_factors(self.kernel, np.zeros((1, q)), self.pass_dtype)
         self._ensure_landmarks(W)
         if self.approx.kind == "rff" and self.rff is None:
             self.rff = self.approx.rff_parameters(q)
         ZL = None if self.XL is None else self.XL @ W
-        return kernel_factors(self.kernel, ZL, self.dtype, rff=self.rff)
+        return kernel_factors(self.kernel, ZL, self.pass_dtype, rff=self.rff)
 
     def _pass(self, W, V=None, dense=False):
         """One pass: (objective, dense Phi or None, Phi V or None).
@@ -178,11 +186,11 @@ class LandmarkProblem(KernelProblem):
         threaded BLAS on busy cores was measured 10x slower (digits, m = 200:
         2.3 s against 0.25 s a pass)."""
         n, d = self.X.shape
-        m = self.approx.m if isinstance(self.approx.m, int) else 1
+        m = self.approx.n_landmarks if isinstance(self.approx.n_landmarks, int) else 1
         big = min(n, rows_per_block(d, self.approx.block_rows, m)) * d * m > THREADED_BLOCK_FLOPS
         with blas_threads(False):       # m x m algebra: K_mm and its pseudo-inverse
             # the products of one eigensolve share W: its factors are made once
-            key = (np.asarray(W).tobytes(), str(self.dtype))
+            key = (np.asarray(W).tobytes(), str(self.pass_dtype))
             if self._factor_cache is None or self._factor_cache[0] != key:
                 self._factor_cache = (key, self._factors(W))
             factors = self._factor_cache[1]
@@ -203,13 +211,13 @@ class LandmarkProblem(KernelProblem):
         # call per sweep); float64 rows of a float32 pass are cast block by block
         # here, and a cluster maps the same call over its chunks.
         whole = native and isinstance(self.rows, MemoryRows) and \
-            self.X.dtype in (self.dtype, np.dtype(np.float32))
-        block_rows = native_block_rows(d, width, self.dtype, self.approx.block_rows)
+            self.X.dtype in (self.pass_dtype, np.dtype(np.float32))
+        block_rows = native_block_rows(d, width, self.pass_dtype, self.approx.block_rows)
         if native:
-            first, first_args = native_first_sweep, (W, V, factors, dense, self.dtype, block_rows,
-                                                     self.n_threads)
+            first, first_args = native_first_sweep, (W, V, factors, dense, self.pass_dtype,
+                                                     block_rows, self.n_threads)
         else:
-            first, first_args = numpy_first_sweep, (W, V, factors, dense, self.dtype)
+            first, first_args = numpy_first_sweep, (W, V, factors, dense, self.pass_dtype)
         sums = self.rows.map_reduce(first, st.block, first_args, width=width, whole=whole)
         objective = 0.0
         phi = np.zeros((d, d)) if dense else None
@@ -222,7 +230,7 @@ class LandmarkProblem(KernelProblem):
                     continue
                 sign = 1.0 if kind == "inner" else -1.0
                 if dense:
-                    phi += sign * coef * self._quadratic(A, f.core)
+                    phi += sign * coef * self._quadratic(A, f)
                 if kind == "laplacian":
                     lap_weight[i] += coef
                     need_second = True
@@ -234,13 +242,14 @@ class LandmarkProblem(KernelProblem):
         if V is not None or (dense and need_second):
             if native:
                 k = 0 if V is None else V.shape[1]
-                rhs = native_rhs(st, factors, sums, lap_weight, k, self.dtype)
-                second, second_args = native_second_sweep, (W, V, factors, rhs, dense and need_second,
-                                                            self.dtype, block_rows, self.n_threads)
+                rhs = native_rhs(st, factors, sums, lap_weight, k, self.pass_dtype)
+                second, second_args = native_second_sweep, (
+                    W, V, factors, rhs, dense and need_second, self.pass_dtype, block_rows,
+                    self.n_threads)
             else:
                 SPs = [f.core @ P for f, (P, _, _) in zip(factors, sums)]
                 second, second_args = numpy_second_sweep, (W, V, factors, [Q for _, _, Q in sums],
-                                                           SPs, lap_weight, dense, self.dtype)
+                                                           SPs, lap_weight, dense, self.pass_dtype)
             phi, PV = self.rows.map_reduce(
                 second, st.block, second_args,
                 start=[phi, np.zeros((d, V.shape[1])) if V is not None else None], width=width,
@@ -249,65 +258,92 @@ class LandmarkProblem(KernelProblem):
             phi = 0.5 * (phi + phi.T)
         return objective, phi, PV
 
-    def _quadratic(self, A, S):
-        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products:
-        :math:`\sum_g s_g A_g S A_g^T` as one d x (groups m) x d product."""
+    def _quadratic(self, A, factor):
+        r""":math:`X^T(\Gamma\circ CSC^T)X` from the first sweep's d x m products,
+        with :math:`S = PP^T - NN^T` (:attr:`~ikdr.passes.factors._Factor.core_factors`).
+
+        Classes: with :math:`D_c = B_c - p_c B` (:math:`B = \sum_c B_c`), the
+        class identity of the module docstring is
+        :math:`\sum_c B_cSB_c^T - ESB^T - BSE^T + sBSB^T = \sum_c D_cSD_c^T`
+        (:math:`E = \sum_c p_cB_c`, :math:`s = \sum_c p_c^2`); general:
+        :math:`\sum_g s_g A_gSA_g^T`. Each term is :math:`(D_cP)(D_cP)^T` (less
+        the same with N): one symmetric rank-m update per class, d^2 m flops
+        instead of the 2 d^2 m of :math:`(D_cS)D_c^T`, plus the d m^2 of
+        :math:`D_cP` (a triangular product after a Cholesky factorisation)."""
+        P, N, upper = factor.core_factors
         st = self.structure
         if st.classes:
-            Bc, Ea = A
-            d = Bc.shape[1]
-            B = Bc.sum(axis=0)
-            flat = np.ascontiguousarray(Bc.transpose(1, 0, 2)).reshape(d, -1)
-            out = (Bc @ S).transpose(1, 0, 2).reshape(d, -1) @ flat.T
-            BS = B @ S
-            cross = Ea @ BS.T
-            return out - cross - cross.T + st.ssq * (BS @ B.T)
-        d = A.shape[0]
-        return ((A @ S) * st.s[None, :, None]).reshape(d, -1) @ A.reshape(d, -1).T
+            D = A - st.p[:, None, None] * A.sum(axis=0)
+            weights = np.ones(A.shape[0])
+        else:
+            D = np.ascontiguousarray(A.transpose(1, 0, 2))
+            weights = np.asarray(st.s, dtype=np.float64)
+        d = self.X.shape[1]
+        out = np.zeros((d, d), order="F")  # dsyrk's operand: its upper triangle is summed
+        for side, sign in ((P, 1.0), (N, -1.0)):
+            if side is None or side.shape[1] == 0:
+                continue
+            for weight, Dg in zip(weights, D):  # (upper: P alone, D overwritten once)
+                if weight == 0.0:
+                    continue
+                # Y^T = P^T D_g^T, D_g (row-major d x m) read as the column-major
+                # D_g^T: with P upper triangular a dtrmm in place (half a GEMM)
+                if upper:
+                    Yt = scipy.linalg.blas.dtrmm(1.0, side, Dg.T, side=0, lower=0, trans_a=1,
+                                                 overwrite_b=1)
+                else:
+                    Yt = (Dg @ side).T
+                # Y Y^T = (Y^T)^T (Y^T)
+                out = scipy.linalg.blas.dsyrk(sign * weight, Yt, beta=1.0, c=out, trans=1,
+                                              lower=0, overwrite_c=1)
+        return out + np.triu(out, 1).T
 
-    def step_costs(self, q, k):
+    def step_costs(self, q: int, k: int) -> tuple[float, float]:
         """(dense Phi step, pass with k columns) in flops (:func:`landmark_step_costs`):
         the solver weighs matrix-free steps by them. Landmarks: the
         approximation's m (256 while "auto" has not chosen), one factor per
         kernel member."""
-        m = self.approx.m if isinstance(self.approx.m, int) else 256
+        m = self.approx.n_landmarks if isinstance(self.approx.n_landmarks, int) else 256
         m *= len(list(self.kernel.members()))
         st = self.structure
         n, d = self.X.shape
         return landmark_step_costs(n, d, q, m, k, groups=st.n_classes if st.classes
                                    else st.G.shape[1], classes=st.classes)
 
-    # -- the driver's interface (counters and Hessian products inherited) -------
-    def _pass_in(self, native, W, V=None, dense=False):
-        """A pass in the problem's precision (``native``: the plain steps) or in
+    # -- the solver's interface -----------------------------------------------
+    def _pass_in(self, own_dtype, W, V=None, dense=False):
+        """A pass in the problem's precision (``own_dtype``: the plain steps) or in
         float64, as the exact problem's trust region and certificate get theirs:
         float32 block sums carry relative errors near 1e-6, enough to refuse
         good steps and to stall a trust region (measured: 89 passes instead of
         about 10 at 30,000 x 784)."""
-        if native or self.dtype == np.float64:
+        if own_dtype or self.pass_dtype == np.float64:
+            if own_dtype and np.any(W):  # (Phi_0's W = 0 has no distances to check)
+                self.check_own_precision(W)
             return self._pass(W, V=V, dense=dense)
-        saved, self.dtype = self.dtype, np.dtype(np.float64)
+        saved, self.pass_dtype = self.pass_dtype, np.dtype(np.float64)
         try:
             return self._pass(W, V=V, dense=dense)
         finally:
-            self.dtype = saved
+            self.pass_dtype = saved
 
-    def phi0(self):
+    def phi0(self) -> np.ndarray:
         d = self.X.shape[1]
         if not self.supports_dense_phi:
             # at W = 0 every kernel value is f(0): the exact Phi_0, as an operator
             return sparse_phi0(self.kernel, self.X, self.gamma, dense=False)
         return self._pass_in(False, np.zeros((d, 1)), dense=True)[1]
 
-    def objective(self, W, native=False):
-        self.n_objective += 1
-        return self._pass_in(native, W)[0]
+    def objective(self, W: np.ndarray, own_dtype: bool = False) -> float:
+        return self._pass_in(own_dtype, W)[0]
 
-    def product(self, W, V=None, native=False):
-        if V is None:
-            objective, phi, _ = self._pass_in(native, W, dense=True)
-            return phi, objective
-        objective, _, PV = self._pass_in(native, W, V=np.asarray(V, dtype=np.float64))
+    def phi(self, W: np.ndarray, own_dtype: bool = False) -> tuple[np.ndarray, float]:
+        objective, phi, _ = self._pass_in(own_dtype, W, dense=True)
+        return phi, objective
+
+    def phi_product(self, W: np.ndarray, V: np.ndarray,
+                    own_dtype: bool = False) -> tuple[np.ndarray, float]:
+        objective, _, PV = self._pass_in(own_dtype, W, V=np.asarray(V, dtype=np.float64))
         return PV, objective
 
 
@@ -323,7 +359,7 @@ def landmark_step_costs(n, d, q, m, k, *, groups, classes=True):
     eigendecomposition of the d x d Phi, counted as 4 d^3 (LAPACK's eigh on one
     thread measured 0.26 s at d = 2,048, about 4 d^3 at the float32 GEMM rate):
     no panel amortises it here. The solver's choice of Phi solver and the
-    "auto" landmark budget (:mod:`ikdr.solver.cost`) both read it."""
+    "auto" landmark budget (:mod:`ikdr.reduction.cost`) both read it."""
     shape = dict(groups=groups, classes=classes)
     factor = EIGH_FLOPS * float(m) ** 3
     return (pass_flops(n, d, q, m, dense=True, **shape) + 4.0 * d ** 3 + factor,
@@ -347,34 +383,47 @@ def check_n_landmarks(n_landmarks, n_samples=None):
     return m
 
 
+@dataclass(frozen=True, eq=False)
 class Approximation:
-    """Settings of a landmark or random-feature approximation, handed to
-    :func:`ikdr.ism` as ``approximation=`` (the solver's hook).
+    """Settings of a landmark or random-feature approximation: what
+    :func:`ikdr.ism` takes as ``approximation=``, and what
+    :func:`ikdr.passes.resolve` builds the landmark provider
+    (:class:`LandmarkPasses`) from. Frozen: a fit with other settings derives
+    them with :func:`dataclasses.replace`.
 
     Parameters
     ----------
     kind : {"nystrom", "rff"}
-    n_landmarks : int
-        m landmarks (Nystrom) or D random features (rff).
+    n_landmarks : int or "auto"
+        m landmarks (Nystrom) or D random features (rff); "auto" only where a
+        caller grows m itself (:func:`ikdr.reduction.approximate.approximate_ism`).
     method : {"uniform", "kmeans++", "leverage"}
     dtype : numpy dtype or None
         Precision of the block products (None: float32 for float32 X, else float64).
-    random_state, block_rows
+    random_state : int, RandomState or None
+        Seeds the landmarks (or the random features).
+    block_rows : int or None
+        Rows per block of the passes.
+    index : ndarray of int or None
+        Fixed landmark rows; None: chosen on XW at the first W a fit evaluates.
     """
 
-    def __init__(self, kind="nystrom", n_landmarks=256, *, method=DEFAULT_LANDMARK_METHOD,
-                 dtype=None, random_state=None, block_rows=None):
-        if kind not in ("nystrom", "rff"):
-            raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {kind!r}")
-        if method not in LANDMARK_METHODS:
-            raise ValueError(f"landmark method must be one of {LANDMARK_METHODS}, got {method!r}")
-        self.kind = kind
-        self.m = check_n_landmarks(n_landmarks)
-        self.method = method
-        self.dtype = dtype
-        self.random_state = random_state
-        self.block_rows = block_rows
-        self.index = None
+    kind: str = "nystrom"
+    n_landmarks: int | str = 256
+    method: str = DEFAULT_LANDMARK_METHOD
+    dtype: Any = None
+    random_state: RandomStateLike = None
+    block_rows: int | None = None
+    index: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("nystrom", "rff"):
+            raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {self.kind!r}")
+        if self.method not in LANDMARK_METHODS:
+            raise ValueError(f"landmark method must be one of {LANDMARK_METHODS}, got "
+                             f"{self.method!r}")
+        # frozen: the checked value is set through object.__setattr__
+        object.__setattr__(self, "n_landmarks", check_n_landmarks(self.n_landmarks))
 
     def compute_dtype(self, X):
         if self.dtype is not None:
@@ -385,24 +434,39 @@ class Approximation:
         """(omega, offset) of the random features in the q-dimensional projected space,
         drawn once per problem from ``random_state`` (omega unscaled: divided by sigma)."""
         rng = check_random_state(self.random_state)
-        return rng.standard_normal((q, self.m)), rng.uniform(0, 2 * np.pi, self.m)
+        m = self.n_landmarks
+        return rng.standard_normal((q, m)), rng.uniform(0, 2 * np.pi, m)
 
-    # -- the solver's hook ------------------------------------------------------
-    def check_data(self, X):
+
+class LandmarkPasses:
+    """The W-step's landmark provider (``check_data``, ``fit_kernel``, ``problem``,
+    as the exact and Dask providers), built by :func:`ikdr.passes.resolve` from
+    an :class:`Approximation`. ``index``: the landmark rows, chosen by the
+    first problem that needs them and kept for the provider's later problems
+    (the W-steps of a clustering alternation share them)."""
+
+    name = "landmarks"
+
+    def __init__(self, approximation: Approximation) -> None:
+        self.approximation = approximation
+        self.index = approximation.index
+
+    def check_data(self, X: Any) -> Any:
         """X by row blocks (an ndarray or memmap, never copied whole), or on its
         cluster (a row-chunked dask array: the passes map over its chunks)."""
         if is_distributed(X):
             return as_data(X)
         if is_sparse(X):
             return check_sparse(X)
-        return check_rows(X, block_rows=self.block_rows)
+        return check_rows(X, block_rows=self.approximation.block_rows)
 
-    def fit_kernel(self, kernel, X, random_state=None):
+    def fit_kernel(self, kernel: Kernel, X: Any, random_state: RandomStateLike = None) -> Kernel:
         return fit_kernel_on_rows(kernel, X, random_state)
 
-    def problem(self, X, gamma, kernel, n_threads):
-        check_kernel_approximable(kernel, self.kind)
-        return LandmarkProblem(X, gamma, kernel, n_threads, approximation=self)
+    def problem(self, X: Any, gamma: Gamma, kernel: Kernel,
+                n_threads: int | None) -> LandmarkProblem:
+        check_kernel_approximable(kernel, self.approximation.kind)
+        return LandmarkProblem(X, gamma, kernel, n_threads, provider=self)
 
 
 def check_landmark_options(estimator, n, kernel):

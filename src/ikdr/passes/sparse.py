@@ -19,17 +19,20 @@ picked by :mod:`ikdr.passes.choice`.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.utils.validation import validate_data
 
 from .._utils.sparse import FLOATS, START_COMPONENTS, check_sparse, start_basis
 from .._utils.validation import check_dtype, check_finite_result
 from ..gamma import Gamma
+from ..kernels import Kernel
 from ..spectral import spectral_embedding
 from .landmark_clustering import ClusteringLandmarks
 from .landmarks import check_landmark_options
-from .problem import KernelProblem
-from .sparse_rows import forms_dense_phi, sparse_phi0
+from .problem import BaseProblem
+from .sparse_rows import DENSE_PHI_MAX_FEATURES, forms_dense_phi, sparse_phi0
 
 __all__ = ["SparsePasses", "SparseProblem", "SparseClustering", "SparseClusteringLandmarks",
            "sparse_data", "sparse_project", "PHI_BLOCK_BYTES", "PANEL_FLOPS",
@@ -78,45 +81,36 @@ def sparse_project(estimator, X, W):
     return np.asarray(X @ np.asarray(W, dtype=np.float64))
 
 
-class SparseProblem(KernelProblem):
-    """f(W) = Tr(Gamma K_XW) for sparse rows X (module docstring): the passes of
-    :class:`~ikdr.passes.problem.KernelProblem` with X read through products."""
+class SparseProblem(BaseProblem):
+    """f(W) = Tr(Gamma K_XW) for sparse rows X (module docstring): the passes of the
+    solver's problem (:class:`ikdr.solver.problem.KernelProblem`) with X read
+    through products."""
 
     supports_coarse = False         # no float32 dense pass: its cost is the panel's
 
-    def __init__(self, X, gamma, kernel, n_threads=None):
+    def __init__(self, X: Any, gamma: Gamma, kernel: Kernel, n_threads: int | None = None):
         super().__init__(X, gamma, kernel, n_threads)
         self.supports_dense_phi = forms_dense_phi(self.d)
         self._columns = None        # CSC copy for the dense Phi's column blocks
 
-    @property
-    def X64(self):
-        if self._X64 is None:
-            self._X64 = self.X.astype(np.float64)
-        return self._X64
-
-    def _points(self, W, dtype):
+    def _points(self, W: np.ndarray, own_dtype: bool) -> np.ndarray:
+        """Z = XW, dense, in the problem's own dtype or in float64."""
+        if own_dtype:
+            self.check_own_precision(W)
+        dtype = self.dtype if own_dtype else np.dtype(np.float64)
         return np.ascontiguousarray(self.X @ np.asarray(W, dtype=np.float64), dtype=dtype)
 
-    def phi0(self):
+    def phi0(self) -> Any:
+        r""":math:`\Phi_0`: d x d up to ``DENSE_PHI_MAX_FEATURES`` features, else an operator."""
         return sparse_phi0(self.kernel, self.X64, self.gamma, dense=self.supports_dense_phi)
 
-    def product(self, W, V=None, native=False):
-        dtype = self.native_dtype if native else np.dtype(np.float64)
-        Z = self._points(W, dtype)
-        if V is None:
-            return self._dense_phi(Z, dtype)
-        R = self._points(V, dtype)
-        GR, objective = self.kernel.gradient_product(Z, R, self.gamma, n_threads=self.n_threads)
-        out = np.asarray(self.X.T @ np.asarray(GR, dtype=np.float64))
-        check_finite_result(out, lambda: f"Phi(W) V of the kernel {self.kernel!r}")
-        return out, objective
-
-    def _dense_phi(self, Z, dtype):
-        """The d x d Phi, one fused pass per column block of X (dense, n x b)."""
+    def phi(self, W: np.ndarray, own_dtype: bool = False) -> tuple[np.ndarray, float]:
+        """(dense Phi(W), f(W)): one fused pass per column block of X (dense, n x b)."""
         if not self.supports_dense_phi:
             raise ValueError(f"the dense {self.d} x {self.d} Phi of sparse X is not formed "
-                             f"(more than {self.d - 1} features); use phi_solver='matrix_free'")
+                             f"(more than {DENSE_PHI_MAX_FEATURES} features); use "
+                             "phi_solver='matrix_free'")
+        Z = self._points(W, own_dtype)
         if self._columns is None:
             self._columns = self.X.tocsc()
         n, d = self.X.shape
@@ -124,7 +118,7 @@ class SparseProblem(KernelProblem):
         out = np.empty((d, d))
         objective = 0.0
         for start in range(0, d, width):
-            block = self._columns[:, start:start + width].toarray().astype(dtype, copy=False)
+            block = self._columns[:, start:start + width].toarray().astype(Z.dtype, copy=False)
             GR, objective = self.kernel.gradient_product(Z, block, self.gamma,
                                                          n_threads=self.n_threads)
             out[:, start:start + width] = np.asarray(self.X.T @ np.asarray(GR, np.float64))
@@ -132,7 +126,23 @@ class SparseProblem(KernelProblem):
         check_finite_result(out, lambda: f"Phi(W) of the kernel {self.kernel!r}")
         return out, objective
 
-    def step_costs(self, q, k):
+    def phi_product(self, W: np.ndarray, V: np.ndarray,
+                    own_dtype: bool = False) -> tuple[np.ndarray, float]:
+        """(Phi(W) V, f(W)): XW and XV, one fused gradient pass, then X^T."""
+        Z = self._points(W, own_dtype)
+        R = np.ascontiguousarray(self.X @ np.asarray(V, dtype=np.float64), dtype=Z.dtype)
+        GR, objective = self.kernel.gradient_product(Z, R, self.gamma, n_threads=self.n_threads)
+        out = np.asarray(self.X.T @ np.asarray(GR, dtype=np.float64))
+        check_finite_result(out, lambda: f"Phi(W) V of the kernel {self.kernel!r}")
+        return out, objective
+
+    def objective(self, W: np.ndarray, own_dtype: bool = False) -> float:
+        _, row_sums = self.kernel.product(self._points(W, own_dtype), None, self.gamma,
+                                          n_threads=self.n_threads)
+        return float(check_finite_result(np.sum(row_sums, dtype=np.float64),
+                                         lambda: f"Tr(Gamma K) of the kernel {self.kernel!r}"))
+
+    def step_costs(self, q: int, k: int) -> tuple[float, float]:
         """(flops of a dense Phi pass, of a pass with k columns) for the solver's choice
         of steps (:func:`ikdr.solver.steps.phi_mode`): the n x n panel once per column
         block of X (about :data:`PANEL_FLOPS` per entry) times its columns, the
@@ -143,14 +153,6 @@ class SparseProblem(KernelProblem):
         sparse = SPARSE_PRODUCT_COST * self.X.nnz
         dense = n * n * (PANEL_FLOPS * blocks + 2.0 * d) + sparse * (q + d) + 4.0 * d ** 3
         return dense, n * n * (PANEL_FLOPS + 2.0 * k) + sparse * (q + 2 * k)
-
-    def objective(self, W, native=False):
-        self.n_objective += 1
-        dtype = self.native_dtype if native else np.dtype(np.float64)
-        _, row_sums = self.kernel.product(self._points(W, dtype), None, self.gamma,
-                                          n_threads=self.n_threads)
-        return float(check_finite_result(np.sum(row_sums, dtype=np.float64),
-                                         lambda: f"Tr(Gamma K) of the kernel {self.kernel!r}"))
 
 
 class SparsePasses:
@@ -220,16 +222,16 @@ class SparseClustering(_StartPoints):
     phi_solver = "auto"
 
     def __init__(self, dtype=None, random_state=None):
-        self.passes = SparsePasses(dtype)
+        self.provider = SparsePasses(dtype)
         self.random_state = random_state
 
     @staticmethod
     def embed(Z, affinity, n_clusters, **options):
         return spectral_embedding(Z, affinity, n_clusters, **options)
 
-    def ism_passes(self, n):
+    def w_step_provider(self, n):
         """The W-step's provider."""
-        return self.passes
+        return self.provider
 
     @staticmethod
     def phi0(X, gamma, kernel):

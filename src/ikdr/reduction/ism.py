@@ -1,6 +1,7 @@
 """Supervised interpretable kernel dimension reduction (ISM estimator)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,17 +17,17 @@ from .._utils.sampling import rows_at, sample_index
 from .._utils.sparse import column_counts
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
-from .._utils.validation import NewParametersOnLoad, check_positive, keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, SparseInputMixin, check_positive
+from .._utils.validation import keep_state_on_error
 from ..gamma import supervised_gamma
 from ..kernels import (MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel, median_sigma,
                        separation_sigma)
-from ..passes import MEMORY, fit_data, project_data, resolve
+from ..passes import MEMORY, Approximation, fit_data, project_data, resolve
 from ..passes.dask_data import take_columns
-from ..passes.landmarks import Approximation
 from ..passes.sparse_rows import is_sparse, sparse_phi0
-from ..solver.approximate import approximate_ism
-from ..solver.driver import choose_n_components
-from .function import ism
+from ..solver.driver import choose_n_components, solve_ism
+from ..solver.options import ISMOptions
+from .approximate import LandmarkOptions, approximate_ism
 from .screen import SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
@@ -34,6 +35,10 @@ from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as
 
 #: relative gradient at which a fit that only proposes features stops its trust region
 LOOSE_GTOL = 1e-3
+#: a half's fit (:mod:`ikdr.reduction.support`): from the fit on every row (its
+#: columns give q) to a maximum of that half alone; it only ranks features
+_FOLD_OPTIONS = ISMOptions(n_components=None, gtol=FOLD_GTOL, max_iter=30, certify=False,
+                           warn=False)
 
 
 def _target(y):
@@ -75,7 +80,8 @@ def check_kernel_params(kernel, sigma, *, rules=("median",)):
     return make_kernel(kernel, sigma=sigma)
 
 
-class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstimator):
+class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, TransformerMixin,
+          BaseEstimator):
     r"""Supervised interpretable kernel dimension reduction by the Iterative Spectral Method.
 
     Finds W (d x q, :math:`W^TW = I`) maximising the HSIC between the
@@ -84,7 +90,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     (ISM paper, Eq. 1), by the fixed point :math:`W \leftarrow V_{\max}(\Phi(W))`
     started at :math:`\Phi_0` (Algorithm 1), accelerated by Pulay mixing once W
     settles and safeguarded by a Riemannian trust region where a plain step
-    would lower the objective (see :func:`ikdr.ism`). :math:`K_Y = YY^T` with one-hot Y for
+    would lower the objective, run until the answer is a certified local
+    maximum (see :func:`ikdr.ism`), on the features chosen by held-out
+    dependence (``support``). :math:`K_Y = YY^T` with one-hot Y for
     class labels, a Gaussian kernel on y for continuous targets.
 
     Data should be standardised first (e.g. ``make_pipeline(StandardScaler(), ISM())``),
@@ -97,7 +105,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         least (number of classes - 1) and at least 2 (one direction cannot hold
         a ring or an XOR; on the papers' data sets the floor changes nothing).
     kernel : str or Kernel, default="gaussian"
-        "linear", "polynomial", "gaussian", "squared", "multiquadratic",
+        "linear", "polynomial", "gaussian", "squared", "multiquadric",
         "relative_gaussian", or any :mod:`ikdr.kernels` object including conic
         combinations such as ``Gaussian() + Polynomial()``.
     sigma : float, "auto", "median" or "separation", default="auto"
@@ -108,7 +116,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         the d of X: the papers' "median" (the median distance of the training
         X, :func:`ikdr.median_sigma`) is then about :math:`\sqrt{d/q}` times too
         wide, nearly flat on XW, and sees little beyond class means (a ring or
-        an XOR among noise features is lost: recall 0.00-0.12 against 1.00 with
+        an XOR among noise features is lost: recall 0.00-0.50 against 1.00 with
         "auto" in :doc:`/benchmarks/feature_discovery`; on wine, breast
         cancer and digits 5-fold accuracy within 0.01 of "median"). "separation"
         maximises the mean within-class minus the mean between-class kernel
@@ -117,9 +125,10 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         object (its own ``sigma`` is used); for other kernels by name "auto"
         is "median".
     tol : float, default=0.01
-        Relative eigenvalue change at which the plain fixed point stops, once
-        a step also turns W by less than 0.1 rad (the safeguarded phase, when
-        needed, stops at the relative Riemannian gradient norm ``gtol``).
+        Used by the papers' rules only (``criterion="eigenvalues"`` or
+        ``"angle"``): the relative eigenvalue change (or the angle, radians) at
+        which the plain fixed point stops, once a step also turns W by less
+        than 0.1 rad.
     max_iter : int, default=100
         Maximum number of iterations, plain and safeguarded together.
     criterion : {"gradient", "eigenvalues", "angle"}, default="gradient"
@@ -204,7 +213,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         sin = 0.01 (largest principal angle); at 2,048 landmarks (or n) it
         stops and warns (``ConvergenceWarning``) with its last estimate. The
         m used is ``n_landmarks_``. For Nystrom, "auto" weighs flops
-        (:mod:`ikdr.solver.cost`): it runs the exact passes when they are
+        (:mod:`ikdr.reduction.cost`): it runs the exact passes when they are
         cheaper than the landmark fits, and finishes with exact passes where
         the next doubling would cost more than an exact fit
         (``approximation_``, ``approximation_reason_``).
@@ -256,6 +265,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         often each feature is among the top ones.
     support_ : ndarray of int
         The features the projection uses (``support``), increasing.
+    empty_features_ : ndarray of int
+        For sparse X, the columns without any stored value (never candidates;
+        their weight is 0). Empty for dense X.
     screen_scores_ : ndarray of shape (n_features,) or None
         The class-moment screen's raw score of every feature (None where it
         did not run).
@@ -265,7 +277,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
     approximation_ : {None, "nystrom", "rff"}
         The passes that gave ``components_``: None when they were exact, either
         because ``approximation=None`` or because the cost model of
-        ``n_landmarks="auto"`` (:mod:`ikdr.solver.cost`) found them cheaper.
+        ``n_landmarks="auto"`` (:mod:`ikdr.reduction.cost`) found them cheaper.
     approximation_reason_ : str
         Why those passes: the cost model's comparison (flops of an exact fit
         and of the landmark fits), the landmarks given, or "approximation=None".
@@ -353,14 +365,16 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
 
         X may be a row-chunked ``dask.array.Array`` (and y a dask array): every
         pass then runs as Dask tasks on the active client's workers
-        (:mod:`ikdr.distributed`, :doc:`/distributed`).
+        (:mod:`ikdr.distributed`, :doc:`/distributed`). X may be a
+        ``scipy.sparse`` matrix or array, read by products and never made
+        dense (:doc:`/guide/sparse`).
         """
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma,
                                      rules=("auto", "median", "separation"))
         # one entry check for every row source: in memory, row blocks (an
         # approximation; a memmap is never loaded whole) or a Dask cluster
-        X, y, rows = fit_data(self, X, y, approximation=self.approximation, kernel=kernel)
+        X, y, location = fit_data(self, X, y, approximation=self.approximation, kernel=kernel)
         y, target, gamma, classes = _target(y)
         d = X.shape[1]
         q_user = None if self.n_components is None else check_n_components(self.n_components, d)
@@ -377,7 +391,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
             start, q_user = order[:min(d, ALL_FEATURES)], q_user or minimum
 
         def fit_rows(features, W0, loose=False):
-            fitted = self._fit_features(X, y, rows, gamma, target, features, q_user,
+            fitted = self._fit_features(X, y, location, gamma, target, features, q_user,
                                         min(minimum, features.size), W0, loose)
             return fitted[0].components, fitted[0].kernel, fitted[0].eigenvalues, fitted
 
@@ -396,6 +410,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         return self
 
     def _set_fitted(self, result, passes_used, support, d, n, scores, classes):
+        """The fitted attributes from the fit on the rows of ``support``."""
         # W is zero on the features the support leaves out (transform stays X @ W)
         W = np.zeros((d, result.components.shape[1]))
         W[support] = result.components
@@ -422,22 +437,24 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
 
     def _candidates(self, X, y, heldout):
         """(the screen's features, every feature in the candidates' order, raw
-        screen scores or None). Without the screen (``support="all"``, or its
-        per-class d x d moments would exceed the memory budget) every feature
-        starts, in the order of its marginal held-out dependence."""
+        screen scores or None). ``support="all"``: every feature, in order.
+        Where the screen's per-class d x d moments would exceed the memory
+        budget it does not run: no feature has its evidence, and the candidates
+        come in the order of their marginal held-out dependence."""
         d = X.shape[1]
         if is_sparse(X):
             return self._sparse_candidates(X, y, heldout)
-        if self.support != "all" and fits_memory(screen_bytes(d, y)):
+        if self.support == "all":
+            return np.arange(d), np.arange(d), None
+        if fits_memory(screen_bytes(d, y)):
             # the screen only proposes (the held-out halves decide): its moments on a
             # seeded sample of rows, so that its cost does not grow with n
             index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
             kept, scores = moment_screen(X if index is None else rows_at(X, index),
                                          y if index is None else y[index])
             return np.flatnonzero(kept > 0), np.argsort(-scores, kind="stable"), scores
-        marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
-        everything = np.arange(d) if self.support == "all" else np.empty(0, np.intp)
-        return everything, np.argsort(-marginal, kind="stable"), None
+        marginal = marginal_dependence(heldout.X, heldout.gamma())
+        return np.empty(0, np.intp), np.argsort(-marginal, kind="stable"), None
 
     def _sparse_candidates(self, X, y, heldout):
         """:meth:`_candidates` for sparse X: the screen without d x d moments
@@ -447,7 +464,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         empty = column_counts(X) == 0
         self.empty_features_ = np.flatnonzero(empty)
         if self.support == "all":
-            marginal = marginal_dependence(heldout.X[heldout.folds[0][1]], heldout.test_gamma(0))
+            marginal = marginal_dependence(heldout.X, heldout.gamma())
             order = np.argsort(-marginal, kind="stable")
             return np.flatnonzero(~empty), order[~empty[order]], None
         index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
@@ -455,14 +472,14 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         order = np.argsort(-scores, kind="stable")
         return np.flatnonzero((kept > 0) & ~empty), order[~empty[order]], scores
 
-    def _fit_features(self, X, y, rows, gamma, target, features, q, minimum, W0, loose):
+    def _fit_features(self, X, y, location, gamma, target, features, q, minimum, W0, loose):
         """The fit on every row of the columns ``features``: the bandwidth rule,
         then the solver (``loose``: the papers' rule, no certificate); returns
         :meth:`_solve`'s pair."""
         X = take_columns(X, features)
         # the bandwidths are fitted on a seeded sample of rows unless X is in memory
-        index = None if rows == MEMORY else sample_index(X.shape[0], MEDIAN_SUBSAMPLE,
-                                                         self.random_state)
+        index = None if location == MEMORY else sample_index(X.shape[0], MEDIAN_SUBSAMPLE,
+                                                             self.random_state)
         kernel, q = self._kernel_and_q(X if index is None else rows_at(X, index),
                                        y if index is None else y[index], target, q, minimum)
         if W0 is not None and q is not None and W0.shape[1] != q:
@@ -473,10 +490,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         """W of one half of the selection rows: from the fit on every row (``W0``,
         ``kernel``) to a maximum of that half alone (relative gradient 1e-4: the
         halves only rank features; the fit on every row is certified)."""
-        gamma = supervised_gamma(y, target=_target(y)[1])[0]
-        result = ism(X, gamma, kernel, W0.shape[1], W0=W0, gtol=FOLD_GTOL, max_iter=30,
-                     certify=False, warn=False)
-        return result.components
+        gamma = _target(y)[2]
+        return solve_ism(resolve(X), X, gamma, kernel, _FOLD_OPTIONS, W0=W0).components
 
     def _kernel_and_q(self, sample, labels, target, q, minimum):
         """(kernel fitted on ``sample``, q or None): the bandwidth rule of
@@ -502,36 +517,28 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, TransformerMixin, BaseEstima
         where the plain steps descend, at a relative gradient of 1e-3), not
         certified."""
         approx = self.approximation
-        solver_options = {"tol": self.tol, "max_iter": int(self.max_iter),
-                          "criterion": self.criterion, "certify": self.certify,
-                          "gtol": self.gtol, "eigen_solver": self.eigen_solver,
-                          "acceleration": self.acceleration}
-        if loose:
-            solver_options.update(criterion="eigenvalues", tol=0.01, certify=False,
-                                  gtol=LOOSE_GTOL)
         with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
-            callback = report.ism_step if report.active else None
+            # q=None: the solver picks q by the eigengap of Phi_0 (at least classes - 1)
+            options = ISMOptions(n_components=q, min_components=minimum, tol=self.tol,
+                                 max_iter=self.max_iter, criterion=self.criterion,
+                                 certify=self.certify, gtol=self.gtol,
+                                 eigen_solver=self.eigen_solver, acceleration=self.acceleration,
+                                 random_state=self.random_state,
+                                 callback=report.ism_step if report.active else None)
+            if loose:
+                options = replace(options, criterion="eigenvalues", tol=0.01, certify=False,
+                                  gtol=LOOSE_GTOL)
             if approx is None:
-                # q=None: the solver picks q by the eigengap of Phi_0 (at least classes - 1)
                 work = X.astype(check_dtype(self.dtype), copy=False)
-                result = ism(work, gamma, kernel, q, W0=W0, min_components=minimum,
-                             random_state=self.random_state, callback=callback,
-                             **solver_options)
+                result = solve_ism(resolve(work), work, gamma, kernel, options, W0=W0)
                 return result, (None, None, "approximation=None: exact passes")
-            if q is None:
-                # the landmark fits grow m from a fixed q: choose it once, from the
-                # landmark Phi_0
-                phi0 = Approximation(approx, 1).problem(X, gamma, kernel, None).phi0()
-                q = choose_n_components(np.linalg.eigvalsh(phi0), minimum=minimum)
-            # the landmark fits certify only their gradient (a Hessian estimate of
-            # the approximate objective costs tens of passes and certifies the
-            # wrong problem); ``certify`` applies to the exact polish
-            exact_only = {key: solver_options.pop(key) for key in ("certify", "gtol")}
-            result, info = approximate_ism(
-                X, gamma, kernel, q, approximation=approx, n_landmarks=self.n_landmarks,
-                polish=bool(self.polish), dtype=_approx_dtype(X, self.dtype), W0=W0,
-                random_state=self.random_state, callback=callback, polish_kwargs=exact_only,
-                exact_passes=lambda dtype: resolve(X, dtype=dtype), **solver_options)
+            # the landmark fits certify only their gradient; ``certify`` and ``gtol``
+            # apply to the exact polish (approximate_ism)
+            settings = Approximation(approx, self.n_landmarks, random_state=self.random_state,
+                                     dtype=_approx_dtype(X, self.dtype))
+            result, info = approximate_ism(X, gamma, kernel, options,
+                                           LandmarkOptions(settings, polish=bool(self.polish)),
+                                           W0=W0)
             report.line(f"[ISM] passes: {info['choice']}")
         return result, (info["n_landmarks"], info["approximation"], info["choice"])
 

@@ -48,11 +48,12 @@ made once more on them, warm-started.
 
 **Marginal part.** A feature whose dependence is additive and even (a
 quadratic term) is not kept in the projection, whose single isotropic kernel
-it would blur; it still carries dependence. Its held-out marginal HSIC,
-:math:`m_j = \mathrm{Tr}(\Gamma_B K_j)` for a one-dimensional Gaussian
+it would blur; it still carries dependence. Its marginal HSIC,
+:math:`m_j = \mathrm{Tr}(\Gamma K_j)` for a one-dimensional Gaussian
 :math:`K_j` on feature j (median bandwidth), less its expectation under
-independence, measures that. Since HSIC is linear in the kernel, the
-importance of feature j,
+independence, measures that; nothing is fitted for it, so it is measured on
+all the selection rows (held out for it all alike). Since HSIC is linear in the
+kernel, the importance of feature j,
 
 .. math:: \mathrm{imp}_j \propto \max(0,\; \ell_j + m_j),
 
@@ -127,6 +128,12 @@ class HeldOutRows:
         self.folds = ((first, second), (second, first))
         self._gammas = {}
 
+    def gamma(self):
+        r""":math:`\Gamma` of all the selection rows."""
+        if "all" not in self._gammas:
+            self._gammas["all"] = supervised_gamma(self.y, target=self.target)[0]
+        return self._gammas["all"]
+
     def test_gamma(self, fold):
         """:math:`\\Gamma` of the held-out half of ``fold`` (0 or 1)."""
         if fold not in self._gammas:
@@ -173,7 +180,8 @@ def heldout_losses(rows, features, W, kernel, fold_fit):
         W_half = fold_fit(X[train], rows.y[train], kernel, W)
         passes = resolve(X[test])          # in memory, dense or sparse
         held = passes.check_data(X[test])
-        PW, f = passes.problem(held, rows.test_gamma(fold), kernel, None).product(W_half, W_half)
+        PW, f = passes.problem(held, rows.test_gamma(fold), kernel, None).phi_product(W_half,
+                                                                                   W_half)
         shares = 2.0 * W_half * PW
         # a direction whose held-out value is negative carries no dependence (the
         # floor on q can force one): the features are judged on the others
@@ -294,7 +302,7 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
     varies = hi > lo
     width = np.where(varies, (hi - lo) / bins, 1.0)
     index = np.minimum(((X - lo) / width).astype(np.intp), bins - 1)       # n x d
-    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, 4000)))
+    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, 2000)))
     pairs = pairs[:, pairs[0] != pairs[1]]
     gaps = np.abs(X[pairs[0]] - X[pairs[1]])
     sigma = np.median(gaps, axis=0)
@@ -308,25 +316,31 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
     gap = np.arange(bins)
     ratio = np.where(varies, width / np.where(sigma > 0, sigma, 1.0), 0.0)
     toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, :]) ** 2)        # bins x d
-    K = toeplitz[np.abs(gap[:, None] - gap[None, :])]                      # bins x bins x d
-    sums = np.zeros((bins * d, factor.shape[1]))
-    np.add.at(sums, (index * d + np.arange(d)).ravel(), np.repeat(factor, d, axis=0))
-    sums = sums.reshape(bins, d, -1) * np.sqrt(np.abs(scale))
-    signs = np.sign(scale)
-    total = np.einsum("bjr,bcj,cjr,r->j", sums, K, sums, signs)
-    counts = np.zeros((bins, d))
-    np.add.at(counts, (index, np.arange(d)[None, :].repeat(n, 0)), 1.0)
-    mean_offdiagonal = (np.einsum("bj,bcj,cj->j", counts, K, counts) - n) / (n * (n - 1))
+    K = np.moveaxis(toeplitz[np.abs(gap[:, None] - gap[None, :])], 2, 0)  # d x bins x bins
+    # per feature and bin: the rows' factor sums and counts (one bincount a column:
+    # the cell of row i, feature j is bin * d + j)
+    cells = (index * d + np.arange(d)).ravel()
+    r = factor.shape[1]
+    sums = np.empty((r, bins, d))
+    for k in range(r):
+        sums[k] = np.bincount(cells, weights=np.repeat(factor[:, k], d),
+                              minlength=bins * d).reshape(bins, d)
+    sums = np.moveaxis(sums, 2, 0)                                         # d x r x bins
+    counts = np.bincount(cells, minlength=bins * d).reshape(bins, d).T.astype(np.float64)
+    # sum_r s_r S_jr^T K_j S_jr, and 1^T K_j 1 over the rows, by batched products
+    total = np.einsum("jrb,jrb,r->j", sums, sums @ K, scale)
+    mean_offdiagonal = (np.einsum("jb,jb->j", counts, (counts[:, None, :] @ K)[:, 0])
+                        - n) / (n * (n - 1))
     return np.where(varies, total - trace * (1.0 - mean_offdiagonal), 0.0)
 
 
 def heldout_importances(losses: np.ndarray, rows: HeldOutRows) -> np.ndarray:
     r"""``feature_importances_``: :math:`\max(0, \ell_j + m_j)` normalised to sum 1
-    (module docstring); ``losses`` are the :math:`\ell_j` summed over both halves,
-    the marginal part :math:`m_j` is measured here on both held-out halves. All
-    zeros when no feature carries held-out dependence."""
-    marginal = sum(marginal_dependence(rows.X[test], rows.test_gamma(fold))
-                   for fold, (_, test) in enumerate(rows.folds))
+    (module docstring); ``losses`` are the :math:`\ell_j` summed over both halves.
+    The marginal part :math:`m_j` fits nothing, so every selection row is held out
+    for it: it is measured once on all of them. All zeros when no feature carries
+    held-out dependence."""
+    marginal = marginal_dependence(rows.X, rows.gamma())
     total = np.maximum(np.asarray(losses, dtype=np.float64) + marginal, 0.0)
     norm = total.sum()
     return total / norm if norm > 0 else total

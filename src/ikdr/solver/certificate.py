@@ -1,6 +1,6 @@
 r"""The certificate of an ISM solution: gradient, eigengap and the largest
-Riemannian Hessian eigenvalue, over the Hessian products of the problem
-interface (:mod:`ikdr.passes.problem`).
+Riemannian Hessian eigenvalue, over the Hessian products of the solver's
+problem (:class:`ikdr.solver.problem.CountedProblem`).
 
 The largest Hessian eigenvalue is computed by a single-vector LOBPCG
 (Knyazev 2001) on Hessian products, one thin pass each. It starts from the
@@ -21,12 +21,12 @@ unconverged estimate never certifies.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._utils.eig import block_top_eigenvectors
-from ..passes.problem import riemannian_gradient
+from .problem import riemannian_gradient
 from .trust_region import Surrogate, complement
 
 #: residual of the Hessian eigenvalue estimate: at most HESSIAN_RTOL |theta| ...
@@ -167,9 +167,6 @@ class ISMConvergence:
     def passes(self):
         """Every n^2 pass of the fit: Phi passes, objective-only passes, Hessian products."""
         return self.phi_evaluations + self.objective_evaluations + self.hessian_products
-
-    def as_dict(self):
-        return asdict(self)
 
 
 def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=None,

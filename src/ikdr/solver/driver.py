@@ -1,13 +1,15 @@
-r"""The one ISM solver shared by every paradigm.
+r"""The ISM driver: the start, the plain fixed point, the safeguard and the certificate.
 
-:func:`ism` maximises :math:`f(W) = \mathrm{Tr}(\Gamma K_{XW})` over
-orthonormal W. f depends on W only through :math:`WW^T`, so the problem lives
-on the Grassmann manifold of q-dimensional subspaces of :math:`R^d`.
+:func:`solve_ism` maximises :math:`f(W) = \mathrm{Tr}(\Gamma K_{XW})` over
+orthonormal W on the problem a pass provider makes (:func:`ikdr.passes.resolve`);
+:func:`solve` runs the iteration on any problem of the interface of
+:mod:`ikdr.solver.problem`. f depends on W only through :math:`WW^T`, so the
+problem lives on the Grassmann manifold of q-dimensional subspaces of :math:`R^d`.
 
 Geometry used throughout (embedded metric :math:`\langle Z, Y\rangle = \mathrm{Tr}(Z^TY)`,
 tangent vectors :math:`Z` with :math:`W^TZ = 0`):
 
-* Euclidean gradient :math:`\nabla f = 2\Phi(W)W` (exact, DESIGN.md section 2).
+* Euclidean gradient :math:`\nabla f = 2\Phi(W)W` (exact; docs/maths.md, section 2).
 * Riemannian gradient :math:`g(W) = 2(I - WW^T)\Phi(W)W`.
 * Riemannian Hessian :math:`\mathrm{Hess} f(W)[Z] = (I - WW^T)\,D\nabla f(W)[Z] - Z\,W^T\nabla f(W)`
   with :math:`D\nabla f(W)[Z] = 2\Phi(W)Z + 2\,D\Phi(W)[Z]\,W`. The kernel-curvature
@@ -23,43 +25,35 @@ tangent vectors :math:`Z` with :math:`W^TZ = 0`):
   preconditions the trust-region solver, which makes the first (Cauchy) step of
   the trust region the linearised plain ISM step.
 
-Three rooms:
-
-* this module, the driver: validation, the start (:math:`\Phi_0`, q by its
-  eigengap), one plain step shared by the dense and the matrix-free paths, the
-  stopping rules, the history and the pass accounting;
-* :mod:`ikdr.solver.trust_region`, the Riemannian trust-region Newton phase;
-* :mod:`ikdr.solver.certificate`, the certificate (gradient, eigengap, largest
-  Hessian eigenvalue).
-
-All three see the problem only through the interface of
-:mod:`ikdr.passes.problem` (objective, dense :math:`\Phi` or thin products
-:math:`\Phi V`, Hessian products, pass counters), so an approximate problem
-runs through :func:`solve` unchanged.
+This module holds the start (:math:`\Phi_0`, q by its eigengap), the stopping
+rules, the history and the pass accounting; one plain step is
+:mod:`ikdr.solver.steps`, the trust-region phase :mod:`ikdr.solver.trust_region`
+and the certificate :mod:`ikdr.solver.certificate`.
 """
 from __future__ import annotations
 
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .certificate import ISMConvergence
-from .certificate import certify as certify_point
 from .._config import single_threaded_blas
-from .._utils.subspace import principal_angle
 from .._utils.eig import fix_signs, gap_spectrum, top_eigenvectors
-from .mixing import ACCELERATIONS
-from .trust_region import TrustRegion, escape_saddle
-from .steps import (COARSE_STOP_TOL, MF_TOL, PlainStep, Point, SLOW_CONTRACTION, check_orthonormal_start, dense64, pass_costs, phi_mode)
+from .._utils.subspace import principal_angle
+from .._utils.typing import ArrayLike
 from .._utils.validation import check_vector
 from ..gamma import Gamma
-from ..kernels import Kernel, make_kernel
-from .._utils.typing import ArrayLike, RandomStateLike
-from ..kernels import KernelLike
+from ..kernels import Kernel, KernelLike, make_kernel
+from .certificate import ISMConvergence
+from .certificate import certify as certify_point
+from .options import ISMOptions
+from .problem import CountedProblem, KernelProblem, Provider
+from .steps import (COARSE_STOP_TOL, SLOW_CONTRACTION, PlainStep, Point,
+                    PassCosts, check_orthonormal_start, dense64, phi_mode)
+from .trust_region import TrustRegion, escape_saddle
 
 __all__ = ["solve_ism", "solve", "ISMResult", "ISMConvergence", "choose_n_components"]
 
@@ -80,7 +74,8 @@ class ISMResult:
     n_iter : int
         Iterations (plain and safeguarded) after the start.
     converged : bool
-        Whether the stopping rule was met before ``max_iter``.
+        Whether the certificate holds at W (``convergence.converged``): a
+        certified local maximum under the gradient rule.
     objective : float
         :math:`\\mathrm{Tr}(\\Gamma K_{XW})` at the returned W.
     history : list of dict
@@ -156,101 +151,68 @@ def _relative_change(new, old):
     return float(np.linalg.norm(new - old) / norm) if norm > 0 else 0.0
 
 
-def _check_solver_options(criterion, tol, gtol, max_iter, acceleration):
-    if criterion not in ("eigenvalues", "angle", "gradient"):
-        raise ValueError(f"criterion must be 'eigenvalues', 'angle' or 'gradient', got {criterion!r}")
-    if not (tol > 0):
-        raise ValueError(f"tol must be positive, got {tol}")
-    if not (gtol > 0):
-        raise ValueError(f"gtol must be positive, got {gtol}")
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
-    if acceleration not in ACCELERATIONS:
-        raise ValueError(f"acceleration must be one of {ACCELERATIONS}, got {acceleration!r}")
-
-
 # --------------------------------------------------------------------------
-def solve_ism(passes, X: ArrayLike, gamma: Gamma, kernel: KernelLike = "gaussian",
-              n_components: int | None = 2, *, W0: ArrayLike | None = None, tol: float = 0.01,
-              criterion: str = "eigenvalues", max_iter: int = 100, eigen_solver: str = "auto",
-              n_threads: int | None = None, random_state: RandomStateLike = None,
-              warn: bool = True, gtol: float = 1e-6, certify: bool = True,
-              callback: Callable[[dict[str, Any]], Any] | None = None,
-              phi_solver: str = "auto", min_components: int = 1,
-              acceleration: str | None = "pulay", stacklevel: int = 3) -> ISMResult:
-    """:func:`ikdr.ism` on a resolved pass provider (``passes``: the exact, landmark
-    or Dask provider of :func:`ikdr.passes.resolve`).
+def solve_ism(provider: Provider, X: ArrayLike, gamma: Gamma, kernel: KernelLike,
+              options: ISMOptions, *, W0: ArrayLike | None = None,
+              stacklevel: int = 3) -> ISMResult:
+    """:func:`ikdr.ism` on a resolved pass provider (the exact, landmark or Dask
+    provider of :func:`ikdr.passes.resolve`) with checked ``options``.
 
     The driver never looks at X's type: the provider validates X
     (``check_data``), fits the kernel's data-dependent parameters
     (``fit_kernel``) and makes the problem whose passes :func:`solve` runs
-    (``problem``). See :func:`ikdr.ism` for the algorithm and the parameters;
-    ``stacklevel`` is that of the ConvergenceWarning (the caller's caller).
+    (``problem``). See :func:`ikdr.ism` for the algorithm; ``stacklevel`` is
+    that of the ConvergenceWarning (the caller's caller).
     """
     if not isinstance(gamma, Gamma):
         raise TypeError(f"gamma must be an ikdr.gamma.Gamma, got {type(gamma).__name__}")
     # the provider validates X its own way (a memmap by row blocks, a dask array
     # by a map over its blocks) with the same rules and messages
-    X = passes.check_data(X)
+    X = provider.check_data(X)
     n, d = X.shape
     if gamma.n != n:
         raise ValueError(f"Gamma is {gamma.n} x {gamma.n} but X has {n} rows")
-    _check_solver_options(criterion, tol, gtol, max_iter, acceleration)
-    if n_components is not None:
-        n_components = int(n_components)
-        if not 1 <= n_components <= d:
-            raise ValueError(f"n_components={n_components} must be between 1 and d={d}")
-    kernel = make_kernel(kernel)
-    if not kernel.is_resolved:
-        kernel = passes.fit_kernel(kernel, X, random_state=random_state)
-    problem = passes.problem(X, gamma, kernel, n_threads)
+    q = options.n_components
+    if q is not None and not 1 <= q <= d:
+        raise ValueError(f"n_components={q} must be between 1 and d={d}")
+    fitted = make_kernel(kernel)
+    if not fitted.is_resolved:
+        fitted = provider.fit_kernel(fitted, X, random_state=options.random_state)
+    problem = provider.problem(X, gamma, fitted, options.n_threads)
     # The d x d algebra between passes (eigh, small products) on one BLAS thread:
     # a threaded BLAS's idle workers spin-wait after each call and take the
     # cores from the next pass's threads (measured 1.4x slower passes on 2 cores).
     with single_threaded_blas():
-        result = solve(problem, n_components, W0=W0, tol=tol, criterion=criterion,
-                       max_iter=max_iter, eigen_solver=eigen_solver, warn=warn, gtol=gtol,
-                       certify=certify, callback=callback, phi_solver=phi_solver,
-                       min_components=min_components, acceleration=acceleration,
-                       _stacklevel=stacklevel)
-    result.kernel = kernel
+        result = solve(problem, options, W0=W0, stacklevel=stacklevel + 1)
+    result.kernel = fitted
     return result
 
 
-def solve(problem, n_components, *, W0=None, tol=0.01, criterion="eigenvalues", max_iter=100,
-          eigen_solver="auto", warn=True, gtol=1e-6, certify=True, callback=None,
-          phi_solver="auto", min_components=1, coarse_steps=True, acceleration="pulay",
-          _stacklevel=2):
-    """The ISM driver on any problem of the interface of :mod:`ikdr.passes.problem`.
+def solve(problem: KernelProblem, options: ISMOptions, *, W0: ArrayLike | None = None,
+          stacklevel: int = 2) -> ISMResult:
+    """The ISM driver on any :class:`ikdr.solver.problem.KernelProblem`.
 
-    Same options as :func:`ikdr.ism` (which validates them, makes the problem
-    and calls this through :func:`solve_ism`); returns an :class:`ISMResult`
-    with ``kernel=None``. ``coarse_steps=False`` makes every dense Phi pass in
-    the problem's own precision (:data:`ikdr.solver.steps.COARSE_ANGLE`).
-
-    The run is a sequence of phases on one :class:`_Run`: the start, plain
-    (possibly mixed) steps while they climb, trust-region steps where they do
-    not, then the certificate at the point reached. Under
+    :func:`solve_ism` makes the problem and calls this; the result has
+    ``kernel=None``. The run is a sequence of phases on one :class:`_Run`: the
+    start, plain (possibly mixed) steps while they climb, trust-region steps
+    where they do not, then the certificate at the point reached. Under
     ``criterion="gradient"`` a certificate that finds a saddle (a certainly
     positive Hessian eigenvalue) sends the run on from a point above it along
     that eigenvector, with trust-region steps only: the plain fixed point
     could lead back to the saddle, the trust region is monotone and its steps
     follow negative curvature.
     """
-    _check_solver_options(criterion, tol, gtol, max_iter, acceleration)
-    run = _Run(problem, criterion=criterion, tol=tol, gtol=gtol, max_iter=int(max_iter),
-               callback=callback)
-    run.start(n_components, W0, eigen_solver, phi_solver, min_components, certify,
-              coarse_steps, acceleration)
+    run = _Run(CountedProblem(problem), options)
+    run.start(W0)
     while True:
         run.iterate()
-        certificate, ascent = run.finish(certify)
+        certificate, ascent = run.finish()
         # a saddle is a critical point: only a run the gradient rule stopped escapes
         if ascent is None or run.stopping_rule != "gradient" or not run.can_escape():
             break
         if not run.escape(ascent):
             break
-    return run.result(certificate, ascent, warn, _stacklevel + 1)
+    return run.result(certificate, ascent, stacklevel + 1)
 
 
 #: plain steps in a row that shrink the gradient by less than SLOW_CONTRACTION
@@ -267,9 +229,10 @@ class _Run:
     """The state of one :func:`solve`: the iterate, its eigenvalues, the phase,
     the counters and the history."""
 
-    def __init__(self, problem, *, criterion, tol, gtol, max_iter, callback):
-        self.problem, self.criterion, self.tol, self.gtol = problem, criterion, tol, gtol
-        self.max_iter, self.callback = max_iter, callback
+    def __init__(self, problem, options):
+        self.problem, self.options = problem, options
+        self.criterion, self.tol, self.gtol = options.criterion, options.tol, options.gtol
+        self.max_iter = options.max_iter
         self.t0 = time.perf_counter()
         self.history: list[dict[str, Any]] = []
         self.n_iter = self.plain_steps = self.tr_steps = self.rejected = self.escapes = 0
@@ -279,37 +242,37 @@ class _Run:
         self.stopping_rule = "max_iter"
         self.stopped = False        # a stopping rule was met
         self.stalled = False
-        self.solve_time = 0.0
+        self.solve_time = self.certificate_time = 0.0
         self.trust_region = TrustRegion(problem)
-        self.eps = float(np.finfo(problem.native_dtype).eps)
+        self.eps = float(np.finfo(problem.dtype).eps)
 
     def record(self, point, vals, change, angle, method, step, gnorm=np.nan):
         self.history.append({"iteration": len(self.history), "objective": point.objective,
                              "eigenvalues": vals.copy(), "eigenvalue_change": change,
                              "angle": angle, "step": step, "gradient_norm": gnorm,
                              "eigen_solver": method, "time": time.perf_counter() - self.t0})
-        if self.callback is not None:
-            self.callback(self.history[-1])
+        if self.options.callback is not None:
+            self.options.callback(self.history[-1])
 
     # ---- the start: Phi_0 (q by its eigengap when asked), or the warm start W0 ----
-    def start(self, n_components, W0, eigen_solver, phi_solver, min_components, certify,
-              coarse_steps, acceleration):
-        problem, d = self.problem, self.problem.d
+    def start(self, W0):
+        problem, d, options = self.problem, self.problem.d, self.options
         if W0 is not None and np.ndim(W0) != 2:
             raise ValueError(f"W0 must be 2-D (d x q), got shape {np.shape(W0)}")
         phi0 = problem.phi0() if W0 is None else None
-        if n_components is None:
-            minimum = min(int(min_components), d)
-            q = np.shape(W0)[1] if W0 is not None else \
-                choose_n_components(gap_spectrum(phi0, minimum), minimum=minimum)
+        if options.n_components is not None:
+            q = options.n_components
+        elif W0 is not None:
+            q = np.shape(W0)[1]
         else:
-            q = int(n_components)
+            minimum = min(options.min_components, d)
+            # Phi_0 of sparse X with many features is an operator: its leading eigenvalues
+            q = choose_n_components(gap_spectrum(phi0, minimum), minimum=minimum)
         self.q = q
-        mode = phi_mode(phi_solver, problem, problem.n, d, q, costs=pass_costs(problem, q))
-        mf_tol = max(MF_TOL, 50 * self.eps) if problem.native_dtype == np.float32 else MF_TOL
-        self.step = PlainStep(problem, q, mode=mode, eigen_solver=eigen_solver,
-                              dense_final=certify, tol=mf_tol, coarse=coarse_steps,
-                              acceleration=acceleration)
+        costs = PassCosts.of_problem(problem, q)
+        mode = phi_mode(options.phi_solver, problem, q, costs)
+        self.step = PlainStep(problem, q, options, mode=mode, costs=costs)
+        eigen_solver = options.eigen_solver
         if W0 is not None and problem.depends_on_w:
             # A warm start is the first iterate itself, not the first plain step from it:
             # that step can descend (a cycling problem, or a start near another basin's
@@ -318,7 +281,7 @@ class _Run:
             # presumed near the maximum: no coarse steps.
             self.step.moved(0.0)
             point = self.step.evaluate(check_orthonormal_start(W0, d, q))
-            ritz = point.W.T @ point.pw
+            ritz = point.W.T @ point.PW
             lam = np.linalg.eigvalsh(0.5 * (ritz + ritz.T))[::-1].copy()
             info = {"method": "warm start"}
         elif W0 is None:
@@ -431,19 +394,19 @@ class _Run:
             self.stopped, self.stopping_rule = True, "objective"
 
     # ---- the returned point and its certificate ----
-    def finish(self, certify):
+    def finish(self):
         """Certify the point reached. Returns (certificate fields, ascent direction
         or None): the direction when the Hessian has a certainly positive
         eigenvalue there (a saddle)."""
-        problem, step = self.problem, self.step
+        problem, step, certify = self.problem, self.step, self.options.certify
         if self.phase != "plain" and problem.depends_on_w:
             point = dense64(problem, self.point)
             # Rotate W to the Ritz vectors of Phi(W): eigen-like columns, descending.
-            ritz = point.W.T @ point.pw
+            ritz = point.W.T @ point.PW
             vals, vecs = np.linalg.eigh(0.5 * (ritz + ritz.T))
             rotated = fix_signs(point.W @ vecs[:, ::-1])
             self.point = Point(rotated, point.objective, phi=point.phi,
-                               PW=None if point.phi is not None else point.pw @ (
+                               PW=None if point.phi is not None else point.PW @ (
                                    rotated.T @ point.W).T)
             self.lam = vals[::-1].copy()
             self.history[-1]["eigenvalues"] = self.lam.copy()
@@ -457,7 +420,7 @@ class _Run:
                                full=certify, gtol=self.gtol,
                                extra=point.E if point.E is not None and exact else step.extra,
                                extra_product=point.PE if exact else None, ascent=ascent)
-        self.certificate_time = getattr(self, "certificate_time", 0.0) + time.perf_counter() - t
+        self.certificate_time += time.perf_counter() - t
         self.history[-1]["gradient_norm"] = fields["gradient_norm"]
         return fields, (ascent[0] if ascent else None)
 
@@ -476,7 +439,7 @@ class _Run:
         self.stopping_rule = "max_iter"
         return True
 
-    def result(self, fields, ascent, warn, stacklevel):
+    def result(self, fields, ascent, stacklevel):
         """The ISMResult, with ``converged`` True only where the certificate holds."""
         problem, point = self.problem, self.point
         saddle = ascent is not None and bool(fields["first_order"])
@@ -494,12 +457,12 @@ class _Run:
             dense_phi_evaluations=problem.n_dense_phi,
             coarse_phi_evaluations=problem.n_coarse_phi,
             objective_evaluations=problem.n_objective, saddle_escapes=self.escapes, **fields)
-        certificate.solve_time = self.solve_time - getattr(self, "certificate_time", 0.0)
-        certificate.certificate_time = getattr(self, "certificate_time", 0.0)
+        certificate.solve_time = self.solve_time - self.certificate_time
+        certificate.certificate_time = self.certificate_time
         # an uncertified answer warns under the gradient rule; under the papers'
         # rules only when max_iter (or a stall) came before the rule itself
         failed = not certified and (self.criterion == "gradient" or not self.stopped)
-        if warn and failed:
+        if self.options.warn and failed:
             warnings.warn(_not_converged_message(self, certificate, saddle),
                           ConvergenceWarning, stacklevel=stacklevel)
         return ISMResult(components=point.W, eigenvalues=self.lam, n_iter=self.n_iter,

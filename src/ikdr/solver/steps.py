@@ -16,14 +16,14 @@ import numpy as np
 
 from .._utils.eig import (block_top_eigenvectors, orthonormal_complement, top_eigenvalues,
                           top_eigenvectors)
-from ..passes.problem import riemannian_gradient
+from .problem import riemannian_gradient
 from .mixing import PulayMixing
 
 #: plain steps are abandoned (gradient criterion) when the gradient shrinks by less than this per step
 SLOW_CONTRACTION = 0.5
 
 # Dense, hybrid or matrix-free Phi (``phi_solver="auto"``). Costs per entry of
-# the n x n kernel panel, in flops (_PassCosts): every fused pass forms the
+# the n x n kernel panel, in flops (PassCosts): every fused pass forms the
 # panel (Gram row, Gamma row, exp, combine: about PANEL_FLOPS, measured by
 # benchmarks/bench_core_rate.py) and multiplies it by its right-hand side
 # (2 flops per column; half of that where the pass forming Phi multiplies
@@ -54,8 +54,8 @@ _MF_MAX_ITER = 60
 _BLOCK_RATE = 0.5
 
 # Coarse steps. A float64 problem's dense Phi pass made in float32
-# (``KernelProblem.coarse_phi``) costs half (it is a GEMM with the d columns
-# of X) and is accurate to about 1e-7 relative (the passes sum in float64);
+# (``KernelProblem.coarse_phi``, exact passes only) costs half (it is a GEMM
+# with the d columns of X) and is accurate to about 1e-7 relative (the passes sum in float64);
 # its top eigenvectors were measured within 2e-5 to 5e-5 (sine) of the exact
 # ones on 10,000 x 784 and 6e-6 on 10,000 x 64, where the q-th eigenvalue
 # lies in Phi's bulk (gap 1e-5 of the largest). A plain step far from the
@@ -93,7 +93,7 @@ def _extra_columns(d, q):
 
 
 @dataclass(frozen=True)
-class _PassCosts:
+class PassCosts:
     """Flops per kernel-panel entry of the two ways to a plain step."""
 
     dense: float        # the pass that forms Phi (the panel times the d columns of X)
@@ -134,38 +134,33 @@ def plain_step_flops(n, d, q, costs=None):
     (dense pass, block iteration) of a problem's own passes in flops
     (``step_costs``), else the exact passes' n x n panel."""
     if costs is not None:
-        c, entries = _PassCosts(*costs), 1.0
+        c, entries = PassCosts(*costs), 1.0
     else:
-        c, entries = _PassCosts.of(n, d, q), float(n) ** 2
+        c, entries = PassCosts.of(n, d, q), float(n) ** 2
     return entries * min(c.dense, _HYBRID_EXPECTED_PASSES * c.block)
 
 
-def phi_mode(phi_solver, kernel, n, d, q, costs=None):
-    """The plain steps' way to Phi's eigenvectors: ``"dense"``, ``"hybrid"`` or
-    ``"matrix_free"`` (``phi_solver="auto"`` by the flop counts above, or by
-    ``costs``, a :class:`_PassCosts` of the problem's own passes; always
-    ``"matrix_free"`` for a problem that does not form the dense Phi).
-    ``kernel``: the problem (its ``depends_on_w`` and ``supports_dense_phi``)."""
-    if phi_solver not in PHI_SOLVERS:
-        raise ValueError(f"phi_solver must be one of {', '.join(map(repr, PHI_SOLVERS))}, "
-                         f"got {phi_solver!r}")
-    if not kernel.supports_dense_phi:
+def phi_mode(phi_solver, problem, q, costs):
+    """The plain steps' way to Phi's eigenvectors on ``problem``: ``"dense"``,
+    ``"hybrid"`` or ``"matrix_free"`` (``phi_solver="auto"`` by ``costs``, the
+    :class:`PassCosts` of the problem's passes, :meth:`PassCosts.of_problem`;
+    always ``"matrix_free"`` for a problem that does not form the dense Phi)."""
+    if not problem.supports_dense_phi:
         # sparse rows with many features: the d x d Phi is never formed
         if phi_solver in ("dense", "hybrid"):
-            raise ValueError(f"phi_solver={phi_solver!r} forms the dense {d} x {d} Phi, which "
-                             "this problem does not (sparse X with many features); use "
-                             "'matrix_free' or 'auto'")
+            raise ValueError(f"phi_solver={phi_solver!r} forms the dense {problem.d} x "
+                             f"{problem.d} Phi, which this problem does not (sparse X with "
+                             "many features); use 'matrix_free' or 'auto'")
         return "matrix_free"
-    if not kernel.depends_on_w:
+    if not problem.depends_on_w:
         return "dense"
     if phi_solver != "auto":
         return phi_solver
-    if n < _MF_MIN_SAMPLES:
+    if problem.n < _MF_MIN_SAMPLES:
         return "dense"
-    ratio = (costs or _PassCosts.of(n, d, q)).ratio
-    if ratio > _MF_EXPECTED_PASSES:
+    if costs.ratio > _MF_EXPECTED_PASSES:
         return "matrix_free"
-    return "hybrid" if ratio > _HYBRID_EXPECTED_PASSES else "dense"
+    return "hybrid" if costs.ratio > _HYBRID_EXPECTED_PASSES else "dense"
 
 
 def _relative_residual(W, PW):
@@ -196,11 +191,11 @@ class Point:
     columns of the block eigensolver (orthonormal, orthogonal to W) and their
     products Phi(W) E, made by the same thin pass as Phi(W) W."""
 
-    __slots__ = ("W", "objective", "phi", "PW", "exact", "coarse", "E", "PE")
+    __slots__ = ("W", "objective", "phi", "_PW", "exact", "coarse", "E", "PE")
 
     def __init__(self, W, objective, *, phi=None, PW=None, exact=True, coarse=False, E=None,
                  PE=None):
-        self.W, self.objective, self.phi, self.PW, self.exact = W, float(objective), phi, PW, exact
+        self.W, self.objective, self.phi, self._PW, self.exact = W, float(objective), phi, PW, exact
         self.coarse, self.E, self.PE = coarse, E, PE
 
     @property
@@ -209,13 +204,15 @@ class Point:
         return self.phi if self.exact and not self.coarse else None
 
     @property
-    def pw(self):
-        if self.PW is None:
-            self.PW = self.phi @ self.W
-        return self.PW
+    def PW(self):
+        """Phi(W) W: from the thin pass that evaluated W, or from the dense Phi
+        (multiplied once, when first asked for); None when neither is known."""
+        if self._PW is None and self.phi is not None:
+            self._PW = self.phi @ self.W
+        return self._PW
 
     def gradient_norm(self):
-        return float(np.linalg.norm(riemannian_gradient(self.pw, self.W)))
+        return float(np.linalg.norm(riemannian_gradient(self.PW, self.W)))
 
 
 def dense64(problem, point):
@@ -260,32 +257,33 @@ class PlainStep:
     more than a dense pass, the step forms Phi instead. A hybrid block
     eigensolve that does not converge within twice a dense pass's worth of
     iterations is replaced by the dense one at the same point, so every
-    step is exact to ``tol``.
+    step is exact to the block tolerance (:data:`MF_TOL`).
 
     Every dense Phi of a float64 problem is coarse (float32) while the last
-    step turned W by more than :data:`COARSE_ANGLE` (``coarse=True``; see
-    there); an eigensolve of a coarse Phi says so (``info["coarse"]``), and the
+    step turned W by more than :data:`COARSE_ANGLE` (see there, and
+    :data:`_COARSE_MIN_SAMPLES`); an eigensolve of a coarse Phi says so (``info["coarse"]``), and the
     driver stops on it only for a loose tol (:data:`COARSE_STOP_TOL`).
 
-    ``acceleration="pulay"``: the dense steps' W is the top eigenvectors of a
+    ``options.acceleration="pulay"``: the dense steps' W is the top eigenvectors of a
     Pulay combination of the last iterates' Phi (:mod:`ikdr.solver.mixing`);
     the eigenvalues returned, which the stopping rule compares, are still those
     of the point's own Phi. ``None``: the papers' plain step.
     """
 
-    def __init__(self, problem, q, *, mode, eigen_solver, dense_final, tol, coarse=True,
-                 acceleration="pulay"):
-        self.mixing = PulayMixing() if acceleration == "pulay" else None
-        self.problem, self.q, self.mode = problem, q, mode
-        self.eigen_solver, self.dense_final, self.tol = eigen_solver, dense_final, tol
-        self.costs = _PassCosts.of_problem(problem, q)
+    def __init__(self, problem, q, options, *, mode, costs):
+        self.mixing = PulayMixing() if options.acceleration == "pulay" else None
+        self.problem, self.q, self.mode, self.costs = problem, q, mode, costs
+        # the certificate uses the dense Phi at the returned W
+        self.eigen_solver, self.dense_final = options.eigen_solver, options.certify
+        eps = float(np.finfo(problem.dtype).eps)
+        self.tol = max(MF_TOL, 50 * eps) if problem.dtype == np.float32 else MF_TOL
         self.block_budget = _MF_MAX_ITER if mode != "hybrid" else \
-            int(min(_MF_MAX_ITER, max(10, 2 * self.costs.ratio)))
+            int(min(_MF_MAX_ITER, max(10, 2 * costs.ratio)))
         self.rate = _BLOCK_RATE     # residual reduction per block iteration, as last observed
-        self.exact = problem.native_dtype == np.float64
+        self.exact = problem.dtype == np.float64
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
         self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
-        self.coarse = bool(coarse) and problem.has_coarse and problem.depends_on_w and \
+        self.coarse = problem.has_coarse and problem.depends_on_w and \
             problem.n >= _COARSE_MIN_SAMPLES and problem.d >= _COARSE_MIN_FEATURES
         self.coarse_steps = 0
 
@@ -296,7 +294,7 @@ class PlainStep:
             self.coarse_steps += 1
             phi, f = self.problem.coarse_phi(W)
             return phi, f, True
-        phi, f = self.problem.phi(W, native=True)
+        phi, f = self.problem.phi(W, own_dtype=True)
         return phi, f, False
 
     def moved(self, angle):
@@ -324,16 +322,16 @@ class PlainStep:
         return self.mode != "dense"
 
     def eigensolve(self, point):
-        start = _relative_residual(point.W, point.pw) if point.phi is None else np.nan
+        start = _relative_residual(point.W, point.PW) if point.phi is None else np.nan
         if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(start)):
             W = point.W
             if point.E is not None:
-                V0, AV0, extra = np.hstack([W, point.E]), np.hstack([point.pw, point.PE]), \
+                V0, AV0, extra = np.hstack([W, point.E]), np.hstack([point.PW, point.PE]), \
                     np.empty((W.shape[0], 0))
             else:
-                V0, AV0, extra = W, point.pw, self.extra
+                V0, AV0, extra = W, point.PW, self.extra
             vals, V, info = block_top_eigenvectors(
-                lambda S: self.problem.phi_product(W, S, native=True)[0], V0, AV0, self.q,
+                lambda S: self.problem.phi_product(W, S, own_dtype=True)[0], V0, AV0, self.q,
                 extra=extra, tol=self.tol, max_iter=self.block_budget)
             self.extra = info["extra"]
             if info["iterations"] > 1 and start > info["residual"] > 0:
@@ -348,7 +346,7 @@ class PlainStep:
         if self.mode != "hybrid":
             target = point.phi
             if self.mixing is not None and self.mode == "dense" and not point.coarse:
-                target = self.mixing.mix(point.W, point.phi, point.pw)
+                target = self.mixing.mix(point.W, point.phi, point.PW)
             vals, V, info = top_eigenvectors(target, self.q, point.W, method=self.eigen_solver)
             if target is not point.phi:
                 # the rule compares the eigenvalues of the iterates' own Phi
@@ -378,10 +376,10 @@ class PlainStep:
             not final or self.dense_final
         if not dense:
             if self.extra is None or (final and not self.dense_final):
-                PV, f = self.problem.phi_product(V, V, native=True)
+                PV, f = self.problem.phi_product(V, V, own_dtype=True)
                 return Point(V, f, PW=PV, exact=self.exact)
             E = orthonormal_complement(self.extra, V)
-            both, f = self.problem.phi_product(V, np.hstack([V, E]), native=True)
+            both, f = self.problem.phi_product(V, np.hstack([V, E]), own_dtype=True)
             q = V.shape[1]
             return Point(V, f, PW=both[:, :q], exact=self.exact, E=E, PE=both[:, q:])
         phi, f, coarse = self._phi(V, final)
@@ -389,12 +387,5 @@ class PlainStep:
             # f decides whether the step is accepted and is the history's
             # record: exact, by one objective pass (a quarter of a dense pass
             # at d = 64, a thirtieth at d = 784)
-            f = self.problem.objective(V, native=True)
+            f = self.problem.objective(V, own_dtype=True)
         return Point(V, f, phi=phi, exact=self.exact, coarse=coarse)
-
-
-
-def pass_costs(problem, q):
-    """The costs (dense pass, block iteration) :func:`phi_mode` and the hybrid step
-    weigh for ``problem`` (:meth:`_PassCosts.of_problem`)."""
-    return _PassCosts.of_problem(problem, q)

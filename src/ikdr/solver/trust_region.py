@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..passes.problem import riemannian_gradient
+from .problem import riemannian_gradient
 
 
 def complement(W):
@@ -93,6 +93,11 @@ def exp_map(W, Z):
 #: geodesic step lengths (radians) tried along an ascent direction from a saddle,
 #: longest first: the first that raises f (on either side) is taken
 ESCAPE_STEPS = tuple(0.5 ** k for k in range(1, 14))
+#: the widest W (features) whose trust region is preconditioned by the surrogate
+#: Hessian: building it takes two eigendecompositions of order d, 0.05 s at
+#: d = 512 but seconds at d = 2,048 for every iteration (wide sparse X, whose
+#: W may use 2,048 columns); wider, the truncated CG runs unpreconditioned
+SURROGATE_MAX_FEATURES = 512
 
 
 def escape_saddle(problem, W, objective, direction):
@@ -176,12 +181,14 @@ class TrustRegion:
         Returns ``(W_new, objective_new, accepted, stalled)``; W_new is W when
         the candidate is rejected. The candidate's f is one objective pass;
         each truncated-CG iteration one Hessian product. Without the dense
-        ``phi`` (None; ``PW`` = :math:`\Phi(W)W` in float64 is then given) the
-        CG runs unpreconditioned (:class:`TangentProjection`).
+        ``phi`` (None; ``PW`` = :math:`\Phi(W)W` in float64 is then given), or
+        above :data:`SURROGATE_MAX_FEATURES` features, the CG runs
+        unpreconditioned (:class:`TangentProjection`).
         """
         PW = phi @ W if phi is not None else PW
         grad = riemannian_gradient(PW, W)
-        surrogate = Surrogate(phi, W) if phi is not None else TangentProjection(W)
+        preconditioned = phi is not None and W.shape[0] <= SURROGATE_MAX_FEATURES
+        surrogate = Surrogate(phi, W) if preconditioned else TangentProjection(W)
         if self.radius is None:
             # Start with the length (in the preconditioner's norm) of the linearised ISM step.
             self.radius = np.sqrt(float(np.vdot(grad, surrogate.precondition(grad))))

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..passes.landmarks import landmark_step_costs
-from .steps import block_columns, plain_step_flops
+from ..passes import landmark_step_costs
+from ..solver.steps import block_columns, plain_step_flops
 
 __all__ = ["LandmarkBudget", "COLD_PASSES", "WARM_PASSES", "LANDMARK_RATE",
            "LANDMARK_PASS_OVERHEAD", "START_MARGIN"]
