@@ -91,7 +91,7 @@ class SparseProblem(BaseProblem):
     def __init__(self, X: Any, gamma: Gamma, kernel: Kernel, n_threads: int | None = None):
         super().__init__(X, gamma, kernel, n_threads)
         self.supports_dense_phi = forms_dense_phi(self.d)
-        self._columns = None        # CSC copy for the dense Phi's column blocks
+        self._columns: Any = None   # CSC copy for the dense Phi's column blocks
 
     def _points(self, W: np.ndarray, own_dtype: bool) -> np.ndarray:
         """Z = XW, dense, in the problem's own dtype or in float64."""
@@ -113,12 +113,13 @@ class SparseProblem(BaseProblem):
         Z = self._points(W, own_dtype)
         if self._columns is None:
             self._columns = self.X.tocsc()
+        columns = self._columns
         n, d = self.X.shape
         width = int(max(1, min(d, PHI_BLOCK_BYTES // (8 * n))))
         out = np.empty((d, d))
         objective = 0.0
         for start in range(0, d, width):
-            block = self._columns[:, start:start + width].toarray().astype(Z.dtype, copy=False)
+            block = columns[:, start:start + width].toarray().astype(Z.dtype, copy=False)
             GR, objective = self.kernel.gradient_product(Z, block, self.gamma,
                                                          n_threads=self.n_threads)
             out[:, start:start + width] = np.asarray(self.X.T @ np.asarray(GR, np.float64))
