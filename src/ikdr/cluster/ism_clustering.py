@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._utils.eig import EIGEN_SOLVERS
 from .._utils.progress import IterationReport
 from .._utils.sampling import sample_rows
-from .._utils.sparse import START_COMPONENTS, stored_columns
+from .._utils.sparse import CLUSTERING_MAX_FEATURES, START_COMPONENTS, stored_columns
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_state_on_error
@@ -30,7 +30,7 @@ from ..kernels import MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kerne
 from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
-from ..passes.sparse_rows import DENSE_PHI_MAX_FEATURES, is_sparse
+from ..passes.sparse_rows import is_sparse
 from ..solver.importances import feature_importances
 from ..spectral import auto_kernel, njw_labels, spectral_gap
 from .alternation import AlternationOptions, alternate_on
@@ -287,9 +287,9 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
         (:func:`ikdr.spectral.spectral_gap`) exceeds the default's by at least
         :data:`START_GAP_MARGIN` (the largest such)."""
         work = side.working_data(X, self._dtype)
-        if starts is None:      # sparse X: at most the features whose dense Phi is formed
+        if starts is None:      # sparse X: its most dispersed stored columns
             starts = [(kernel, affinity, measure, None, options.n_components,
-                       stored_columns(X, DENSE_PHI_MAX_FEATURES))]
+                       stored_columns(X, CLUSTERING_MAX_FEATURES))]
         outs = []
         for kern, aff, meas, start, n_components, columns in starts:
             run_side, run_work = side, work

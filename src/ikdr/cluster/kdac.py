@@ -14,8 +14,7 @@ from sklearn.utils._param_validation import Interval
 
 from .._utils.labels import one_hot
 from .._utils.sampling import sample_index
-from .._utils.sparse import stored_columns
-from ..passes.sparse_rows import DENSE_PHI_MAX_FEATURES
+from .._utils.sparse import CLUSTERING_MAX_FEATURES, stored_columns
 from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_matrix, check_positive
 from .._utils.validation import keep_state_on_error
@@ -345,9 +344,9 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         ``points``: X's rows at W = I (X itself, or sparse X's start points)."""
         kernel, affinity = kernels
         k, q = options.n_clusters, options.n_components
-        # sparse X: W on its stored columns, at most the widest whose dense Phi is formed
+        # sparse X: W on its most dispersed stored columns
         starts = [(kernel, affinity, measure_with(affinity), None, q,
-                   stored_columns(X, DENSE_PHI_MAX_FEATURES))]
+                   stored_columns(X, CLUSTERING_MAX_FEATURES))]
         self.feature_scores_ = None
         # the feature start needs X's own columns (sparse X: its points are X itself)
         if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and side.rows_in_memory \
