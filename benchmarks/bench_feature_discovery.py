@@ -386,14 +386,19 @@ def _task_data(task, seed):
         return None
 
 
+def _seed_data(task, seeds):
+    """(seed, X, y, informative) of each seed of ``task``, until its data are absent."""
+    for seed in seeds:
+        data = _task_data(task, seed)
+        if data is None:
+            return
+        yield (seed, *data)
+
+
 def recall_section(tasks, seeds, configs, peers):
     records = []
     for task in tasks:
-        for seed in seeds:
-            data = _task_data(task, seed)
-            if data is None:
-                break
-            X, y, informative = data
+        for seed, X, y, informative in _seed_data(task, seeds):
             fitted = {}
             methods = {c: partial(_ism_importance, c, fitted) for c in configs} | peers
             for method, run in methods.items():
@@ -428,11 +433,7 @@ def heldout_section(tasks, seeds, configs):
     from sklearn.svm import SVC, SVR
     records = []
     for task in tasks:
-        for seed in seeds:
-            data = _task_data(task, seed)
-            if data is None:
-                break
-            X, y, informative = data
+        for seed, X, y, informative in _seed_data(task, seeds):
             continuous = is_continuous(y)
             Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.5, random_state=seed,
                                               stratify=None if continuous else y)

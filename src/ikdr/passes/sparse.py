@@ -28,7 +28,7 @@ from .._utils.sparse import FLOATS, START_COMPONENTS, check_sparse, start_basis
 from .._utils.validation import check_dtype, check_finite_result
 from ..gamma import Gamma
 from ..kernels import Kernel
-from ..spectral import spectral_embedding
+from .exact import ExactClustering
 from .landmark_clustering import ClusteringLandmarks
 from .landmarks import check_landmark_options
 from .problem import BaseProblem
@@ -210,38 +210,19 @@ class _StartPoints:
         return X.astype(dtype, copy=False)
 
 
-class SparseClustering(_StartPoints):
-    r"""The exact clustering side for sparse rows (the methods of
-    :class:`ikdr.passes.exact.ExactClustering`): U-steps by
-    :func:`ikdr.spectral.spectral_embedding` on the dense points, W-steps by
-    :class:`SparsePasses`, :math:`\Phi_0` an operator for many features."""
-
-    n_landmarks = None
-    #: every row is at hand (local scaling, all-row bandwidths are possible)
-    rows_in_memory = True
-    #: the solver weighs dense and matrix-free steps (always matrix-free for many features)
-    phi_solver = "auto"
+class SparseClustering(_StartPoints, ExactClustering):
+    r"""The exact clustering provider for sparse rows: the U-steps and the
+    quadratic trace of :class:`ikdr.passes.exact.ExactClustering` on the dense
+    points, W-steps by :class:`SparsePasses`, :math:`\Phi_0` an operator for
+    many features."""
 
     def __init__(self, dtype=None, random_state=None):
         self.provider = SparsePasses(dtype)
         self.random_state = random_state
 
     @staticmethod
-    def embed(Z, affinity, n_clusters, **options):
-        return spectral_embedding(Z, affinity, n_clusters, **options)
-
-    def w_step_provider(self, n):
-        """The W-step's provider."""
-        return self.provider
-
-    @staticmethod
     def phi0(X, gamma, kernel):
         return sparse_phi0(kernel, X, gamma)
-
-    @staticmethod
-    def quadratic_trace(Z, kernel, factor, n_threads=None):
-        r""":math:`\mathrm{Tr}(F^T K_Z F)` of the dense points Z by one fused pass."""
-        return kernel.objective(Z, None, Gamma(factor), n_threads=n_threads)
 
 
 class SparseClusteringLandmarks(_StartPoints, ClusteringLandmarks):
