@@ -103,7 +103,7 @@ def top_eigenvectors(A, q, V0=None, *, method="auto", tol=1e-12, max_iter=12):
     values : ndarray (q,)
     vectors : ndarray (d, q)
     info : dict with ``method`` ("lapack", "power", "power->lapack", "cpm",
-        "cpm->lapack", "low rank" or "lobpcg") and ``iterations``
+        "cpm->lapack", "low rank" or "lanczos") and ``iterations``
     """
     check_eigen_solver(method)
     if isinstance(A, SymmetricOperator):
@@ -269,7 +269,7 @@ def grams(blocks):
 #: eigenvalues of a :class:`SymmetricOperator` computed beyond ``minimum`` for the
 #: eigengap choice of q (:func:`gap_spectrum`): the gap is sought among these
 SPECTRUM_WINDOW = 16
-#: relative residual and iterations of the block eigensolver on a :class:`SymmetricOperator`
+#: relative tolerance and iterations (per eigenpair) of Lanczos on a :class:`SymmetricOperator`
 OPERATOR_TOL = 1e-10
 OPERATOR_MAX_ITER = 300
 
@@ -286,7 +286,7 @@ class SymmetricOperator(LinearOperator):
     :meth:`top_eigenpairs`: without ``extra``, exactly from a thin QR of A
     (:math:`A = QR`, the eigenpairs of :math:`RSR^T` rotated by Q; eigenvalue 0
     beyond the rank, with vectors orthogonal to A drawn from a fixed seed);
-    with it, by the block eigensolver :func:`block_top_eigenvectors` on products.
+    with it, by Lanczos (ARPACK's ``eigsh``) on products from a fixed start.
     """
 
     def __init__(self, d, factor=None, core=None, extra=None):

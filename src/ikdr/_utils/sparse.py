@@ -118,5 +118,3 @@ def start_basis(X, components=START_COMPONENTS, random_state=None):
         0 if random_state is None else random_state))
     return np.ascontiguousarray(Vt.T)
 
-
-FLOATS = FLOAT_DTYPES

@@ -81,7 +81,7 @@ def median_sigma(X: ArrayLike, Z: ArrayLike | None = None, *,
     if Z is None and sp.issparse(X):
         # sparse rows (checked by the caller's one entry check): the distances of the
         # sample among itself, the same pairs pdist takes
-        dist = _pair_distances(sample_rows(X, max_samples, rng))
+        dist = np.sqrt(_pair_squared_distances(sample_rows(X, max_samples, rng)))
     elif Z is None:
         X = check_matrix(X, min_samples=2)
         dist = pdist(sample_rows(X, max_samples, rng))
@@ -117,10 +117,10 @@ def cross_squared_distances(X, Z):
                                              squared), 0.0)
 
 
-def _pair_distances(rows):
-    """The distances ||x_i - x_j||, i < j, of sparse rows (pdist's order)."""
+def _pair_squared_distances(rows):
+    """The squared distances ||x_i - x_j||^2, i < j, of sparse rows (pdist's order)."""
     d2 = cross_squared_distances(rows, rows)
-    return np.sqrt(d2[np.triu_indices(d2.shape[0], 1)])
+    return d2[np.triu_indices(d2.shape[0], 1)]
 
 
 def warn_if_kernel_vanishes(X, sigma, max_rows=200):
@@ -133,7 +133,7 @@ def warn_if_kernel_vanishes(X, sigma, max_rows=200):
     # exp(-t) is 0 in float64 for t > 745
     limit = 745.0 * 2.0 * sigma * sigma
     if sp.issparse(rows):
-        rows = _pair_distances(rows) ** 2
+        rows = _pair_squared_distances(rows)
         rows = rows[rows > 0]
         if rows.size and float(np.min(rows)) > limit:
             _warn_vanishing(sigma, float(np.sqrt(np.min(rows))))

@@ -21,7 +21,8 @@ from .._native import KernelTerm
 from .._utils.validation import check_finite_result, check_matrix
 from .._utils.typing import ArrayLike, RandomStateLike
 
-__all__ = ["Kernel", "ConicKernel", "KernelLike", "LowRankPart", "FLOATS", "matrix_of",
+__all__ = ["Kernel", "ConicKernel", "KernelLike", "LowRankPart", "FLOATS", "PANEL_FLOPS",
+           "matrix_of",
            "affine_parts", "ones_rows", "ones_core", "nystrom_part"]
 
 
@@ -411,6 +412,9 @@ class Kernel:
 
 
 FLOATS = (np.float64, np.float32)
+#: flops to form one kernel-panel entry of a fused pass (Gram row, Gamma, exp, combine;
+#: measured by benchmarks/bench_core_rate.py): the cost models of the passes use it
+PANEL_FLOPS = 60
 
 
 def matrix_of(kernel):

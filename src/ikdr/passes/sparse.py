@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from .._utils.sparse import FLOATS, START_COMPONENTS, check_sparse, start_basis
-from .._utils.validation import check_dtype, check_finite_result
+from .._utils.sparse import START_COMPONENTS, check_sparse, start_basis
+from .._utils.validation import FLOAT_DTYPES, check_dtype, check_finite_result
 from ..gamma import Gamma
-from ..kernels import Kernel
+from ..kernels import PANEL_FLOPS, Kernel
 from .exact import ExactClustering
 from .landmark_clustering import ClusteringLandmarks
 from .landmarks import check_landmark_options
@@ -35,15 +35,11 @@ from .problem import BaseProblem
 from .sparse_rows import DENSE_PHI_MAX_FEATURES, forms_dense_phi, sparse_phi0
 
 __all__ = ["SparsePasses", "SparseProblem", "SparseClustering", "SparseClusteringLandmarks",
-           "sparse_data", "sparse_project", "PHI_BLOCK_BYTES", "PANEL_FLOPS",
-           "SPARSE_PRODUCT_COST"]
+           "sparse_data", "sparse_project", "PHI_BLOCK_BYTES", "SPARSE_PRODUCT_COST"]
 
 #: a dense Phi pass multiplies the kernel weights by column blocks of X made dense,
 #: n x b with at most this many bytes (a few hundred columns at n = 20,000)
 PHI_BLOCK_BYTES = 1 << 25
-#: flops to form one entry of the kernel panel in a fused pass (the solver's cost model,
-#: ``ikdr.solver.steps.PANEL_FLOPS``, measured by benchmarks/bench_core_rate.py)
-PANEL_FLOPS = 60
 #: flops charged per stored value and dense column of a sparse product (XW, X^T R):
 #: SciPy's products run on one thread, about 8 times slower per multiply-add than
 #: the core's GEMM-backed passes on two
@@ -61,7 +57,7 @@ def sparse_data(estimator, X, y=None, *, y_required=True, multi_output=True,
     approximation's options are checked first, as for dense rows."""
     if approximation is not None:
         check_landmark_options(estimator, X.shape[0], kernel)
-    options = {"dtype": FLOATS, "ensure_min_samples": 2, **check_options,
+    options = {"dtype": FLOAT_DTYPES, "ensure_min_samples": 2, **check_options,
                "accept_sparse": "csr"}
     options.pop("order", None)
     y_numeric = options.pop("y_numeric", False)
@@ -77,7 +73,7 @@ def sparse_project(estimator, X, W):
     """``X @ W`` for a fitted estimator's ``transform`` of sparse X (checked against
     the fit: features, finite values), as a dense n x q array."""
     X = check_sparse(validate_data(estimator, X, reset=False, accept_sparse="csr",
-                                   dtype=FLOATS), min_samples=1)
+                                   dtype=FLOAT_DTYPES), min_samples=1)
     return np.asarray(X @ np.asarray(W, dtype=np.float64))
 
 
@@ -146,7 +142,7 @@ class SparseProblem(BaseProblem):
     def step_costs(self, q: int, k: int) -> tuple[float, float]:
         """(flops of a dense Phi pass, of a pass with k columns) for the solver's choice
         of steps (:func:`ikdr.solver.steps.phi_mode`): the n x n panel once per column
-        block of X (about :data:`PANEL_FLOPS` per entry) times its columns, the
+        block of X (about :data:`ikdr.kernels.base.PANEL_FLOPS` per entry) times its columns, the
         sparse products at :data:`SPARSE_PRODUCT_COST` flops per stored value and
         column, and the dense Phi's eigendecomposition (about 4 d^3)."""
         n, d = self.n, self.d

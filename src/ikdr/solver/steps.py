@@ -16,6 +16,7 @@ import numpy as np
 
 from .._utils.eig import (block_top_eigenvectors, orthonormal_complement, top_eigenvalues,
                           top_eigenvectors)
+from ..kernels import PANEL_FLOPS
 from .problem import riemannian_gradient
 from .mixing import PulayMixing
 
@@ -42,8 +43,6 @@ SLOW_CONTRACTION = 0.5
 #     d ~ 570): the first step dense, then each step by its predicted cost;
 #   dense otherwise. Below _MF_MIN_SAMPLES the Python overhead of the extra
 # passes dominates and Phi is formed densely.
-#: flops to form one kernel-panel entry of a fused pass (Gram row, Gamma, exp, combine)
-PANEL_FLOPS = 60
 _MF_EXPECTED_PASSES = 20
 _HYBRID_EXPECTED_PASSES = 8
 _MF_MIN_SAMPLES = 1000
