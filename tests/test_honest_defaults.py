@@ -6,12 +6,14 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse
 from sklearn.datasets import load_breast_cancer, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
-from ikdr.reduction.support import HeldOutRows, marginal_dependence
+from ikdr.reduction.screen import third_moment_screen
+from ikdr.reduction.support import HeldOutRows, marginal_dependence, marginal_threshold
 
 
 def _standardised(X):
@@ -144,6 +146,71 @@ def test_the_three_way_parity_is_found_where_no_class_moment_differs():
         model = ikdr.ISM(random_state=seed).fit(X, y)
         hits += set(np.argsort(model.feature_importances_)[::-1][:3]) == {0, 1, 2}
     assert hits >= 2
+
+
+def test_the_three_way_parity_among_fifty_features_is_found_by_its_third_moments():
+    """Among 50 features no fit on all of them holds a 3-way parity (its third-order
+    term is buried by the other features' distances); the third-moment screen
+    proposes the triple, the held-out rounds keep it."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((2000, 50))
+    y = (X[:, 0] * X[:, 1] * X[:, 2] > 0).astype(int)
+    kept, raw = third_moment_screen(X, y)
+    assert set(np.flatnonzero(kept)) == {0, 1, 2}
+    assert raw[:3].min() > 10 * raw[3:].max()
+    model = ikdr.ISM(random_state=0).fit(X, y)
+    assert set(np.argsort(model.feature_importances_)[::-1][:3]) == {0, 1, 2}
+    assert set(model.support_) >= {0, 1, 2}
+
+
+def test_the_third_moment_screen_keeps_no_noise_feature():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 40))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)      # an XOR: second order, no triple
+    kept, _ = third_moment_screen(X, y)
+    assert not kept.any()
+    with pytest.raises(ValueError, match="at most 64 features"):
+        third_moment_screen(rng.standard_normal((100, 65)), rng.integers(0, 2, 100))
+
+
+def test_the_marginal_noise_is_that_of_permuted_labels():
+    """The marginal part counts beyond sqrt(2 log d) of its standard deviation under
+    independence; the analytic deviation is the one of permuted labels."""
+    rng = np.random.default_rng(0)
+    X = np.hstack([rng.standard_normal((600, 6)), rng.integers(0, 3, (600, 2)).astype(float)])
+    y = (X[:, 0] + 0.5 * rng.standard_normal(600) > 0).astype(int)
+    dependence, noise, null_mean = marginal_dependence(X, ikdr.supervised_gamma(y)[0],
+                                                       with_noise=True)
+    permuted = np.array([marginal_dependence(X, ikdr.supervised_gamma(rng.permutation(y))[0])
+                         for _ in range(300)])
+    ratio = permuted.std(axis=0) / noise
+    assert np.all((ratio > 0.8) & (ratio < 1.25)), ratio
+    # the permuted statistics centre on the subtracted mean; the threshold lets
+    # through about 5% / d of them per feature (none of 300 x 8 here, typically)
+    assert np.all(np.abs(permuted.mean(axis=0)) < 0.2 * noise)
+    threshold = marginal_threshold(noise, null_mean)
+    assert np.mean(permuted[:, 1:] > threshold[1:]) < 0.01
+    assert np.all(threshold[1:] > 2.0 * noise[1:])
+    assert dependence[0] > 10 * noise[0]
+    sparse_dependence, sparse_noise, _ = marginal_dependence(
+        scipy.sparse.csr_matrix(X), ikdr.supervised_gamma(y)[0], with_noise=True)
+    # the sparse path samples its own pairs for the bandwidths (a few % apart on
+    # continuous columns, equal on the discrete ones)
+    np.testing.assert_allclose(sparse_noise, noise, rtol=0.05)
+    np.testing.assert_allclose(sparse_noise[6:], noise[6:], rtol=1e-8)
+    np.testing.assert_allclose(sparse_dependence[6:], dependence[6:], rtol=1e-8, atol=1e-6)
+
+
+def test_a_candidate_the_selection_refused_has_no_loss_in_the_importances():
+    """Noise features tried as candidates get held-out losses of either sign; only
+    the support's count, so pure noise outside it ranks below every real feature."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((800, 40))
+    y = (X[:, 0] + 0.7 * X[:, 1] + 0.4 * rng.standard_normal(800) > 0).astype(int)
+    model = ikdr.ISM(random_state=0).fit(X, y)
+    outside = np.setdiff1d(np.arange(40), model.support_)
+    assert model.feature_importances_[outside].max() < model.feature_importances_[:2].min()
+    assert np.count_nonzero(model.feature_importances_[outside]) <= 2
 
 
 def test_a_quadratic_term_counts_in_the_importances():

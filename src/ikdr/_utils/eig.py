@@ -1,12 +1,14 @@
 """Top eigenvectors of the symmetric d x d Phi, dense or given by products."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.linalg
 from scipy.sparse.linalg import LinearOperator, eigsh
 
 from .. import _native
-from .._config import single_threaded_blas
+from .._config import get_num_threads, single_threaded_blas
 
 #: up to this dimension LAPACK is used directly: dsyevr costs about (4/3) d^3
 #: flops, less than a handful of Chebyshev-filtered block steps (each about
@@ -258,12 +260,19 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
 
 def grams(blocks):
     r""":math:`X_i^T X_i` in float64 for each block :math:`X_i`, whose bits do not depend
-    on the BLAS threads: one BLAS call each, all on one BLAS thread (a threaded
-    BLAS called from several Dask tasks at once sums in varying orders), under
-    one thread limit for all the blocks (a limit per block cost more than the
-    products of the class-moment screen's small classes)."""
+    on the BLAS threads: one BLAS call each on one BLAS thread (a threaded BLAS
+    called from several Dask tasks at once sums in varying orders), under one
+    thread limit for all the blocks (a limit per block cost more than the
+    products of the class-moment screen's small classes). The blocks are shared
+    among :func:`ikdr.get_num_threads` Python threads (the BLAS call releases the
+    GIL), so the cores are used all the same."""
+    blocks = [np.asarray(b, dtype=np.float64) for b in blocks]
+    workers = min(get_num_threads(), len(blocks))
     with single_threaded_blas():
-        return [X.T @ X for X in (np.asarray(b, dtype=np.float64) for b in blocks)]
+        if workers <= 1:
+            return [X.T @ X for X in blocks]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(lambda X: X.T @ X, blocks))
 
 
 #: eigenvalues of a :class:`SymmetricOperator` computed beyond ``minimum`` for the

@@ -29,7 +29,9 @@ def check_scale(X, name="X"):
     room for sums over samples and features. Returns X unchanged.
     """
     X = np.asarray(X)
-    check_magnitude(float(np.max(np.abs(X))) if X.size else 0.0, X.dtype, name)
+    # two reductions, no n x d temporary of |X|
+    biggest = max(abs(float(X.max())), abs(float(X.min()))) if X.size else 0.0
+    check_magnitude(biggest, X.dtype, name)
     return X
 
 

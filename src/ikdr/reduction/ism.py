@@ -28,7 +28,8 @@ from ..passes.sparse_rows import is_sparse, sparse_phi0
 from ..solver.driver import choose_n_components, solve_ism
 from ..solver.options import ISMOptions
 from .approximate import LandmarkOptions, approximate_ism
-from .screen import SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen
+from .screen import (SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen,
+                     third_moment_candidates)
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
 
@@ -406,7 +407,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
             losses[support] = heldout_losses(heldout, support, W, kernel,
                                              self._fold_fit)[0].sum(axis=0)
         self._set_fitted(*result, support, d, X.shape[0], scores, classes)
-        self.feature_importances_ = heldout_importances(losses, heldout)
+        self.feature_importances_ = heldout_importances(losses, heldout, support)
         return self
 
     def _set_fitted(self, result, passes_used, support, d, n, scores, classes):
@@ -452,7 +453,11 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
             index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
             kept, scores = moment_screen(X if index is None else rows_at(X, index),
                                          y if index is None else y[index])
-            return np.flatnonzero(kept > 0), np.argsort(-scores, kind="stable"), scores
+            order = np.argsort(-scores, kind="stable")
+            if not np.any(kept > 0):
+                kept, scores, order = third_moment_candidates(heldout.X, heldout.y, order, scores,
+                                                              self.random_state)
+            return np.flatnonzero(kept > 0), order, scores
         marginal = marginal_dependence(heldout.X, heldout.gamma())
         return np.empty(0, np.intp), np.argsort(-marginal, kind="stable"), None
 

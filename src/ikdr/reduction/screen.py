@@ -24,6 +24,11 @@ kept when a mean or variance deviates by more than
 :math:`\sqrt{2\log d^2}` (the largest of that many standard normals: no noise
 feature passes, a weak real one may not). Cost: one d x d Gram matrix per
 class, :math:`O(n d^2)`. A continuous target is cut into 10 quantile slices.
+
+Labels that move none of these (a 3-way parity :math:`\mathrm{sign}(x_0 x_1
+x_2)`) are left to :func:`third_moment_screen`, the next order: the class means
+of products of three features, tested the same way, at :math:`O(n d^3)` on a
+few features and rows.
 """
 from __future__ import annotations
 
@@ -31,11 +36,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._utils.eig import grams as class_grams
+from .._utils.sampling import sample_index
 from .._utils.typing import ArrayLike
 from ..passes.dask_data import row_source
 
-__all__ = ["moment_screen", "sparse_moment_screen", "screen_bytes", "SLICES", "SCREEN_ROWS",
-           "SPARSE_PAIR_FEATURES"]
+__all__ = ["moment_screen", "sparse_moment_screen", "third_moment_screen",
+           "third_moment_candidates", "screen_bytes",
+           "SLICES", "SCREEN_ROWS", "SPARSE_PAIR_FEATURES", "THIRD_MOMENT_MAX_FEATURES",
+           "THIRD_MOMENT_ROWS"]
 
 #: quantile slices of a continuous target for the screen
 SLICES = 10
@@ -45,6 +53,12 @@ SLICES = 10
 SCREEN_ROWS = 20_000
 #: features of sparse X whose pairwise covariances the screen tests (the most frequent)
 SPARSE_PAIR_FEATURES = 1024
+#: the third-moment screen tests the triples of at most this many features (its cost
+#: is n d^3) ...
+THIRD_MOMENT_MAX_FEATURES = 64
+#: ... on at most this many rows: a 3-way parity moves its triple's class mean by
+#: half a standard deviation, 20 standard errors at 2,000 rows)
+THIRD_MOMENT_ROWS = 2000
 
 
 def _classes(y):
@@ -268,3 +282,87 @@ def _scores(n, counts, sums, gram_of, total, z1, z2, fourth=None):
 
 #: rows of the d x d deviations made at once by :func:`_scores`
 _SCORE_ROWS = 256
+
+
+def third_moment_screen(X: np.ndarray, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    r"""The screen's next order, for labels that move no class mean, variance or
+    covariance (a 3-way parity :math:`y = \mathrm{sign}(x_0 x_1 x_2)`).
+
+    For every triple of distinct standardised features and every class, the
+    deviation of the class mean of :math:`z_j z_k z_l` from its mean over all
+    rows, in standard errors:
+
+    .. math:: t_{cjkl} = \sqrt{n_c}\,\frac{\overline{(z_j z_k z_l)}_c
+        - \overline{z_j z_k z_l}}{\sqrt{\overline{z_j^2 z_k^2 z_l^2}
+        - \overline{z_j z_k z_l}^2}}.
+
+    A feature is kept when a triple it belongs to deviates by more than
+    :math:`\sqrt{2\log d^3}` (the largest of that many standard normals).
+    ``X`` is in memory, at most :data:`THIRD_MOMENT_MAX_FEATURES` columns (the
+    caller samples rows: the cost is :math:`O(n d^3)`). Returns ``(kept, raw)``
+    as :func:`moment_screen` does: the significant part of each feature's
+    strongest deviation (0: none) and its strongest squared deviation.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    if d > THIRD_MOMENT_MAX_FEATURES:
+        raise ValueError(f"the third-moment screen takes at most {THIRD_MOMENT_MAX_FEATURES} "
+                         f"features, got {d}")
+    std = X.std(axis=0)
+    std[~(std > 0)] = np.inf                     # a constant feature moves nothing
+    Z = (X - X.mean(axis=0)) / std
+    codes = _classes(y)
+    counts = np.bincount(codes).astype(np.float64)
+    present = np.flatnonzero(counts >= 2)
+    # per class, sum_i z_ij z_ik z_il, a d x d slice at a time; their sum is the
+    # whole sample's (classes of one row included)
+    class_sums = np.zeros((counts.size, d, d, d))
+    for c in range(counts.size):
+        Zc = Z[codes == c]
+        for j in range(d):
+            class_sums[c, j] = (Zc * Zc[:, j:j + 1]).T @ Zc
+    triples = class_sums.sum(axis=0) / n
+    Z2 = Z * Z
+    sixth = np.empty((d, d, d))
+    for j in range(d):
+        sixth[j] = (Z2 * Z2[:, j:j + 1]).T @ Z2
+    se = np.sqrt(np.maximum(sixth / n - triples * triples, _TINY))
+    del sixth
+    distinct = _distinct_triples(d)
+    threshold = np.sqrt(2.0 * np.log(max(d, 2) ** 3))
+    kept, raw = np.zeros(d), np.zeros(d)
+    for cls in present.tolist():
+        size = counts[cls]
+        t = np.sqrt(size) * (class_sums[cls] / size - triples) / se
+        t2 = np.where(distinct, t * t, 0.0)
+        # each feature's strongest triple (the tensor is symmetric: one axis suffices)
+        raw = np.maximum(raw, size / n * t2.max(axis=(1, 2)))
+        kept = np.maximum(kept, (t2 * (t2 > threshold ** 2)).max(axis=(1, 2)) / n)
+    return kept, raw
+
+
+def third_moment_candidates(X, y, order, scores, random_state=None):
+    """Where :func:`moment_screen` kept nothing: :func:`third_moment_screen` on the
+    first :data:`THIRD_MOMENT_MAX_FEATURES` candidates of ``order`` and a seeded
+    sample of :data:`THIRD_MOMENT_ROWS` rows of ``X`` (in memory). Returns (kept,
+    ``scores`` with the third-moment ones added, the candidates' order with the
+    features it keeps first, by their score)."""
+    tested = order[:THIRD_MOMENT_MAX_FEATURES]
+    index = sample_index(X.shape[0], THIRD_MOMENT_ROWS, random_state)
+    rows, labels = (X, y) if index is None else (X[index], y[index])
+    kept_tested, raw_tested = third_moment_screen(rows[:, tested], labels)
+    kept = np.zeros(scores.shape[0])
+    kept[tested] = kept_tested
+    scores = scores.copy()
+    scores[tested] += raw_tested
+    first = tested[np.argsort(-kept_tested, kind="stable")][:np.count_nonzero(kept_tested)]
+    return kept, scores, np.concatenate([first, order[~np.isin(order, first)]])
+
+
+def _distinct_triples(d):
+    """Mask of the (j, k, l) with three distinct indices (a repeated index is a
+    class's variance or covariance moved by a mean: the lower orders' business)."""
+    index = np.arange(d)
+    return ((index[:, None, None] != index[None, :, None])
+            & (index[:, None, None] != index[None, None, :])
+            & (index[None, :, None] != index[None, None, :]))

@@ -47,9 +47,12 @@ def _column_medians(D, m):
 
 
 def sparse_marginal_dependence(X, factor, scale, trace, bins):
-    """:func:`ikdr.reduction.support.marginal_dependence` of a sparse X (module
+    r""":func:`ikdr.reduction.support.marginal_dependence` of a sparse X (module
     docstring); ``factor`` and ``scale`` are Gamma's, ``trace`` its trace. Made
-    :data:`_CHUNK` columns at a time (memory O(nnz + n r + bins^2 chunk))."""
+    :data:`_CHUNK` columns at a time (memory O(nnz + n r + bins^2 chunk)). Returns
+    the dependences, the squared norms :math:`\|HK_jH\|_F^2` of the centred
+    one-dimensional kernels (their noise under independence) and the
+    statistic's means under independence (subtracted from the dependences)."""
     X = sp.csc_matrix(X, dtype=np.float64)
     X.eliminate_zeros()
     n, d = X.shape
@@ -59,12 +62,13 @@ def sparse_marginal_dependence(X, factor, scale, trace, bins):
     rows = X.tocsr()
     gaps = abs(rows[pairs[0]] - rows[pairs[1]]).tocsc()
     gaps.eliminate_zeros()
-    out = np.zeros(d)
+    out, norms, null_mean = np.zeros(d), np.zeros(d), np.zeros(d)
     for c in range(0, d, _CHUNK):
         cols = slice(c, min(d, c + _CHUNK))
-        out[cols] = _columns(X[:, cols], gaps[:, cols], pairs.shape[1], factor, scale, trace,
-                             bins)
-    return out
+        out[cols], norms[cols], null_mean[cols] = _columns(X[:, cols], gaps[:, cols],
+                                                           pairs.shape[1], factor, scale,
+                                                           trace, bins)
+    return out, norms, null_mean
 
 
 def _columns(X, gaps, m, factor, scale, trace, bins):
@@ -114,6 +118,14 @@ def _columns(X, gaps, m, factor, scale, trace, bins):
     dots = np.einsum("pr,pr,r->p", occupied[left], occupied[right], np.sign(scale))
     total = np.bincount(j, weights=kernel * dots, minlength=d)
     tallies = counts[bin_, column]
-    pairs = np.bincount(j, weights=kernel * tallies[left] * tallies[right], minlength=d)
+    pair_tallies = tallies[left] * tallies[right]
+    pairs = np.bincount(j, weights=kernel * pair_tallies, minlength=d)
     mean_offdiagonal = (pairs - n) / (n * (n - 1))
-    return np.where(varies, total - trace * (1.0 - mean_offdiagonal), 0.0)
+    null_mean = np.where(varies, trace * (1.0 - mean_offdiagonal), 0.0)
+    dependence = np.where(varies, total - null_mean, 0.0)
+    # ||H K_j H||_F^2 (support.marginal_dependence), over the same pairs of bins
+    K_counts = np.bincount(left, weights=kernel * tallies[right], minlength=column.size)
+    centred = (np.bincount(j, weights=kernel * kernel * pair_tallies, minlength=d)
+               - 2.0 / n * np.bincount(column, weights=tallies * K_counts ** 2, minlength=d)
+               + (pairs / n) ** 2)
+    return dependence, np.where(varies, centred, 0.0), null_mean

@@ -59,7 +59,18 @@ kernel, the importance of feature j,
 
 is the held-out HSIC lost when j is removed from the conic kernel
 :math:`K_{XW} + \sum_i K_i`, the first part to first order, summed over both
-halves, normalised to sum 1.
+halves, normalised to sum 1. Each part counts only beyond noise, or the noise
+of many noise features outranks a weak real one: :math:`\ell_j` for the
+features of the support (a candidate the selection refused showed no loss
+beyond its entry margin), :math:`m_j` where independent data would exceed it
+with probability below 5% / d (:func:`marginal_threshold`). With the rows of
+:math:`\Gamma` permuted at random, :math:`\mathrm{Tr}(\Gamma K_j)` deviates
+by about
+
+.. math:: \mathrm{sd}_j = \sqrt{2}\,\|\Gamma\|_F\,\|H K_j H\|_F / n
+
+(both matrices centred, n large), computed from the same bins, around its
+mean :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`.
 """
 from __future__ import annotations
 
@@ -68,6 +79,7 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.stats import chi2
 from sklearn.utils import check_random_state
 
 from ..gamma import Gamma, supervised_gamma
@@ -275,7 +287,17 @@ def filled(features, ranking, minimum):
     return np.sort(np.asarray(features, dtype=np.intp))
 
 
-def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.ndarray:
+def _null_sd(factor, scale, kernel_norms, n):
+    r"""Standard deviation of :math:`\mathrm{Tr}(\Gamma K_j)` under independence (rows
+    of Gamma permuted), :math:`\sqrt{2}\,\|\Gamma\|_F\,\|HK_jH\|_F / n` for large n;
+    ``kernel_norms`` are the :math:`\|HK_jH\|_F^2`."""
+    scaled = (factor.T @ factor) * scale[None, :]
+    gamma_norm = float(np.sum(scaled * scaled.T))
+    return np.sqrt(2.0 * gamma_norm * np.maximum(kernel_norms, 0.0)) / n
+
+
+def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
+                        with_noise: bool = False):
     r"""Each feature's HSIC with the target on its own:
     :math:`\mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \bar k_j)`, ``K_j`` a
     Gaussian on feature j at the median distance of its values, :math:`\bar k_j`
@@ -286,6 +308,10 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
     at the bin centres: :math:`O(n r + \mathrm{bins}^2 r)` per feature for a
     Gamma of rank r, never n x n. The medians come from a fixed sample of
     pairs of rows.
+
+    ``with_noise``: returns ``(dependence, null_sd, null_mean)``, with the
+    statistic's standard deviation under independence (module docstring) and
+    the expectation subtracted, :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`.
     """
     n, d = X.shape
     factor: np.ndarray
@@ -297,7 +323,10 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
         scale = np.ones(n)
     trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
     if sp.issparse(X):
-        return sparse_marginal_dependence(X, factor, scale, trace, bins)
+        dependence, norms, null_mean = sparse_marginal_dependence(X, factor, scale, trace, bins)
+        if not with_noise:
+            return dependence
+        return dependence, _null_sd(factor, scale, norms, n), null_mean
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
     width = np.where(varies, (hi - lo) / bins, 1.0)
@@ -329,18 +358,56 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS) -> np.nda
     counts = np.bincount(cells, minlength=bins * d).reshape(bins, d).T.astype(np.float64)
     # sum_r s_r S_jr^T K_j S_jr, and 1^T K_j 1 over the rows, by batched products
     total = np.einsum("jrb,jrb,r->j", sums, sums @ K, scale)
-    mean_offdiagonal = (np.einsum("jb,jb->j", counts, (counts[:, None, :] @ K)[:, 0])
-                        - n) / (n * (n - 1))
-    return np.where(varies, total - trace * (1.0 - mean_offdiagonal), 0.0)
+    K_counts = (counts[:, None, :] @ K)[:, 0]                               # d x bins
+    ones_K_ones = np.einsum("jb,jb->j", counts, K_counts)
+    mean_offdiagonal = (ones_K_ones - n) / (n * (n - 1))
+    null_mean = np.where(varies, trace * (1.0 - mean_offdiagonal), 0.0)
+    dependence = np.where(varies, total - null_mean, 0.0)
+    if not with_noise:
+        return dependence
+    # ||H K_j H||_F^2 = 1^T (K_j o K_j) 1 - 2/n ||K_j 1||^2 + (1^T K_j 1)^2 / n^2, by bins
+    squared = np.einsum("jb,jb->j", counts, (counts[:, None, :] @ (K * K))[:, 0])
+    centred = squared - 2.0 / n * np.einsum("jb,jb->j", counts, K_counts ** 2) + \
+        (ones_K_ones / n) ** 2
+    return dependence, np.where(varies, _null_sd(factor, scale, centred, n), 0.0), null_mean
 
 
-def heldout_importances(losses: np.ndarray, rows: HeldOutRows) -> np.ndarray:
+#: the chance that some feature's marginal part counts under independence
+MARGINAL_LEVEL = 0.05
+
+
+def marginal_threshold(null_sd, null_mean, level=MARGINAL_LEVEL):
+    r"""Per feature, the marginal dependence that independent data exceeds with
+    probability ``level / d``: under independence :math:`\mathrm{Tr}(\Gamma K_j)`
+    is a weighted sum of chi-squares, skewed to the right (one eigenvalue of a
+    one-dimensional kernel dominates), so the normal quantile would let through
+    far more noise. Its scaled chi-square with the same mean and variance
+    (Satterthwaite), :math:`g\chi^2_\nu` with :math:`\nu = 2\mu^2/s^2` and
+    :math:`g = s^2 / 2\mu`, gives the quantile, less the mean. Infinite where a
+    feature has no spread."""
+    d = null_sd.shape[0]
+    valid = (null_sd > 0) & (null_mean > 0)
+    mean = np.where(valid, null_mean, 1.0)
+    variance = np.where(valid, null_sd, 1.0) ** 2
+    dof, scale = 2.0 * mean ** 2 / variance, variance / (2.0 * mean)
+    return np.where(valid, scale * chi2.isf(level / max(d, 1), dof) - mean, np.inf)
+
+
+def heldout_importances(losses: np.ndarray, rows: HeldOutRows,
+                        support: np.ndarray) -> np.ndarray:
     r"""``feature_importances_``: :math:`\max(0, \ell_j + m_j)` normalised to sum 1
-    (module docstring); ``losses`` are the :math:`\ell_j` summed over both halves.
+    (module docstring); ``losses`` are the :math:`\ell_j` summed over both halves,
+    counted for the features of ``support`` only: a candidate the selection did
+    not take showed no held-out loss beyond the noise its entry margin allows.
     The marginal part :math:`m_j` fits nothing, so every selection row is held out
-    for it: it is measured once on all of them. All zeros when no feature carries
-    held-out dependence."""
-    marginal = marginal_dependence(rows.X, rows.gamma())
-    total = np.maximum(np.asarray(losses, dtype=np.float64) + marginal, 0.0)
+    for it: it is measured once on all of them, and counts above
+    :func:`marginal_threshold`. All zeros when no feature carries held-out
+    dependence."""
+    in_support = np.zeros(losses.shape[0], dtype=bool)
+    in_support[support] = True
+    losses = np.where(in_support, np.asarray(losses, dtype=np.float64), 0.0)
+    marginal, null_sd, null_mean = marginal_dependence(rows.X, rows.gamma(), with_noise=True)
+    marginal = np.where(marginal > marginal_threshold(null_sd, null_mean), marginal, 0.0)
+    total = np.maximum(losses + marginal, 0.0)
     norm = total.sum()
     return total / norm if norm > 0 else total

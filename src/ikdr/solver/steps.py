@@ -48,6 +48,12 @@ _HYBRID_EXPECTED_PASSES = 8
 _MF_MIN_SAMPLES = 1000
 #: relative residual (to the largest Ritz value) of the matrix-free eigensolves
 MF_TOL = 1e-8
+#: under the gradient rule a block eigensolve stops once its residual alone would
+#: leave a gradient of GRADIENT_SHARE times the rule's bound: solving Phi(W)'s
+#: eigenvectors to MF_TOL is wasted where the next Phi(V) moves them by more (at
+#: 10,000 x 784 a step from a relative gradient of 1.6e-5 needs 5 block iterations
+#: for the rule's 1e-6, 13 for MF_TOL, which cost more than the dense pass they replace)
+GRADIENT_SHARE = 0.1
 _MF_MAX_ITER = 60
 #: residual reduction per block iteration assumed before one has been observed
 _BLOCK_RATE = 0.5
@@ -163,12 +169,12 @@ def phi_mode(phi_solver, problem, q, costs):
 
 
 def _relative_residual(W, PW):
-    """max_j ||(Phi W - W W^T Phi W)_j|| / max |eig(W^T Phi W)|: the block
-    eigensolver's measure, at its start."""
+    """(max_j ||(Phi W - W W^T Phi W)_j|| / max |eig(W^T Phi W)|: the block
+    eigensolver's measure, at its start; that largest Ritz value's magnitude)."""
     ritz = W.T @ PW
     scale = float(np.abs(np.linalg.eigvalsh(0.5 * (ritz + ritz.T))).max())
     residual = float(np.linalg.norm(PW - W @ ritz, axis=0).max())
-    return residual / scale if scale > 0 else np.inf
+    return (residual / scale if scale > 0 else np.inf), scale
 
 
 def check_orthonormal_start(W0, d, q):
@@ -256,7 +262,9 @@ class PlainStep:
     more than a dense pass, the step forms Phi instead. A hybrid block
     eigensolve that does not converge within twice a dense pass's worth of
     iterations is replaced by the dense one at the same point, so every
-    step is exact to the block tolerance (:data:`MF_TOL`).
+    step is exact to the block tolerance: :data:`MF_TOL`, or under the gradient
+    rule the residual that leaves a gradient of :data:`GRADIENT_SHARE` times the
+    rule's bound (:meth:`block_tol`).
 
     Every dense Phi of a float64 problem is coarse (float32) while the last
     step turned W by more than :data:`COARSE_ANGLE` (see there, and
@@ -276,6 +284,7 @@ class PlainStep:
         self.eigen_solver, self.dense_final = options.eigen_solver, options.certify
         eps = float(np.finfo(problem.dtype).eps)
         self.tol = max(MF_TOL, 50 * eps) if problem.dtype == np.float32 else MF_TOL
+        self.gtol = options.gtol if options.criterion == "gradient" else None
         self.block_budget = _MF_MAX_ITER if mode != "hybrid" else \
             int(min(_MF_MAX_ITER, max(10, 2 * costs.ratio)))
         self.rate = _BLOCK_RATE     # residual reduction per block iteration, as last observed
@@ -307,12 +316,23 @@ class PlainStep:
             self.coarse = False
             self.problem.release_coarse()
 
-    def _block_is_cheaper(self, start):
+    def block_tol(self, point, scale):
+        r"""The block eigensolver's relative residual at ``point`` (``scale``: the
+        largest Ritz value's magnitude). Under the gradient rule, the residual whose
+        gradient :math:`2\sqrt{q}\,\mathrm{tol}\cdot\mathrm{scale}` (at most, column by
+        column) is :data:`GRADIENT_SHARE` of the rule's bound
+        :math:`\mathrm{gtol}\,|f(W)|`, never below :data:`MF_TOL`."""
+        if self.gtol is None or not scale > 0:
+            return self.tol
+        bound = self.gtol * abs(point.objective)
+        return max(self.tol, GRADIENT_SHARE * bound / (2.0 * np.sqrt(self.q) * scale))
+
+    def _block_is_cheaper(self, start, tol):
         """The hybrid's choice: the block iterations predicted from the start
         residual cost less than a dense pass."""
-        if start <= self.tol:
+        if start <= tol:
             return True
-        iterations = np.log(self.tol / start) / np.log(self.rate)
+        iterations = np.log(tol / start) / np.log(self.rate)
         return iterations < self.costs.ratio
 
     @property
@@ -321,8 +341,11 @@ class PlainStep:
         return self.mode != "dense"
 
     def eigensolve(self, point):
-        start = _relative_residual(point.W, point.PW) if point.phi is None else np.nan
-        if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(start)):
+        start, tol = np.nan, self.tol
+        if point.phi is None:
+            start, scale = _relative_residual(point.W, point.PW)
+            tol = self.block_tol(point, scale)
+        if point.phi is None and (self.mode == "matrix_free" or self._block_is_cheaper(start, tol)):
             W = point.W
             if point.E is not None:
                 V0, AV0, extra = np.hstack([W, point.E]), np.hstack([point.PW, point.PE]), \
@@ -331,7 +354,7 @@ class PlainStep:
                 V0, AV0, extra = W, point.PW, self.extra
             vals, V, info = block_top_eigenvectors(
                 lambda S: self.problem.phi_product(W, S, own_dtype=True)[0], V0, AV0, self.q,
-                extra=extra, tol=self.tol, max_iter=self.block_budget)
+                extra=extra, tol=tol, max_iter=self.block_budget)
             self.extra = info["extra"]
             if info["iterations"] > 1 and start > info["residual"] > 0:
                 self.rate = float(np.clip((info["residual"] / start) ** (1 / info["iterations"]),
