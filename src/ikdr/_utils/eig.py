@@ -258,6 +258,10 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
     return theta[:q].copy(), fix_signs(np.ascontiguousarray(X[:, :q])), info
 
 
+#: flops of the Gram matrices from which :func:`grams` shares them among threads
+_POOL_FLOPS = 1e8
+
+
 def grams(blocks):
     r""":math:`X_i^T X_i` in float64 for each block :math:`X_i`, whose bits do not depend
     on the BLAS threads: one BLAS call each on one BLAS thread (a threaded BLAS
@@ -267,7 +271,9 @@ def grams(blocks):
     among :func:`ikdr.get_num_threads` Python threads (the BLAS call releases the
     GIL), so the cores are used all the same."""
     blocks = [np.asarray(b, dtype=np.float64) for b in blocks]
-    workers = min(get_num_threads(), len(blocks))
+    flops = sum(b.shape[0] * b.shape[1] ** 2 for b in blocks)
+    # a pool costs about a tenth of a millisecond: worth it from 1e8 flops
+    workers = min(get_num_threads(), len(blocks)) if flops >= _POOL_FLOPS else 1
     with single_threaded_blas():
         if workers <= 1:
             return [X.T @ X for X in blocks]
