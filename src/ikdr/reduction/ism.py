@@ -493,8 +493,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
 
     def _fold_fit(self, X, y, kernel, W0):
         """W of one half of the selection rows: from the fit on every row (``W0``,
-        ``kernel``) to a maximum of that half alone (relative gradient 1e-4: the
-        halves only rank features; the fit on every row is certified)."""
+        ``kernel``) to a maximum of that half alone (relative gradient
+        :data:`~ikdr.reduction.support.FOLD_GTOL`: the halves only rank features;
+        the fit on every row is certified)."""
         gamma = _target(y)[2]
         return solve_ism(resolve(X), X, gamma, kernel, _FOLD_OPTIONS, W0=W0).components
 
