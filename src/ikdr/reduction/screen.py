@@ -313,27 +313,15 @@ def third_moment_screen(X: np.ndarray, y: ArrayLike) -> tuple[np.ndarray, np.nda
     Z = (X - X.mean(axis=0)) / std
     codes = _classes(y)
     counts = np.bincount(codes).astype(np.float64)
-    present = np.flatnonzero(counts >= 2)
-    # per class, sum_i z_ij z_ik z_il, a d x d slice at a time; their sum is the
-    # whole sample's (classes of one row included)
-    class_sums = np.zeros((counts.size, d, d, d))
-    for c in range(counts.size):
-        Zc = Z[codes == c]
-        for j in range(d):
-            class_sums[c, j] = (Zc * Zc[:, j:j + 1]).T @ Zc
-    triples = class_sums.sum(axis=0) / n
-    Z2 = Z * Z
-    sixth = np.empty((d, d, d))
-    for j in range(d):
-        sixth[j] = (Z2 * Z2[:, j:j + 1]).T @ Z2
-    se = np.sqrt(np.maximum(sixth / n - triples * triples, _TINY))
-    del sixth
+    triples = _triple_sums(Z) / n
+    se = np.sqrt(np.maximum(_triple_sums(Z * Z) / n - triples * triples, _TINY))
     distinct = _distinct_triples(d)
     threshold = np.sqrt(2.0 * np.log(max(d, 2) ** 3))
     kept, raw = np.zeros(d), np.zeros(d)
-    for cls in present.tolist():
+    # one class's d^3 sums at a time (memory: a few d^3 arrays, whatever the classes)
+    for cls in np.flatnonzero(counts >= 2).tolist():
         size = counts[cls]
-        t = np.sqrt(size) * (class_sums[cls] / size - triples) / se
+        t = np.sqrt(size) * (_triple_sums(Z[codes == cls]) / size - triples) / se
         t2 = np.where(distinct, t * t, 0.0)
         # each feature's strongest triple (the tensor is symmetric: one axis suffices)
         raw = np.maximum(raw, size / n * t2.max(axis=(1, 2)))
@@ -357,6 +345,15 @@ def third_moment_candidates(X, y, order, scores, random_state=None):
     scores[tested] += raw_tested
     first = tested[np.argsort(-kept_tested, kind="stable")][:np.count_nonzero(kept_tested)]
     return kept, scores, np.concatenate([first, order[~np.isin(order, first)]])
+
+
+def _triple_sums(Z):
+    """:math:`\sum_i z_{ij} z_{ik} z_{il}` (d x d x d), a d x d slice (one GEMM) at a time."""
+    d = Z.shape[1]
+    sums = np.empty((d, d, d))
+    for j in range(d):
+        sums[j] = (Z * Z[:, j:j + 1]).T @ Z
+    return sums
 
 
 def _distinct_triples(d):

@@ -51,7 +51,7 @@ MF_TOL = 1e-8
 #: under the gradient rule a block eigensolve stops once its residual alone would
 #: leave a gradient of GRADIENT_SHARE times the rule's bound: solving Phi(W)'s
 #: eigenvectors to MF_TOL is wasted where the next Phi(V) moves them by more (at
-#: 10,000 x 784 a step from a relative gradient of 1.6e-5 needs 5 block iterations
+#: 10,000 x 784 a step from a relative gradient of 1.6e-5 needs 4 block iterations
 #: for the rule's 1e-6, 13 for MF_TOL, which cost more than the dense pass they replace)
 GRADIENT_SHARE = 0.1
 _MF_MAX_ITER = 60
