@@ -571,3 +571,20 @@ def test_block_eigensolves_stop_where_the_gradient_rule_is_met(monkeypatch):
         assert result.converged and result.convergence.relative_gradient_norm <= 1e-6
     assert principal_angle(loose.components, tight.components) < 1e-5
     assert loose.convergence.passes < tight.convergence.passes
+
+
+@pytest.mark.parametrize("d, q", [(6, 2), (40, 3), (120, 7), (9, 9)])
+def test_gradient_only_certificate_reports_the_surrogates_eigengap(d, q):
+    """certify=False reports the eigengap and scale from eigenvalues alone: the
+    same numbers as the surrogate Hessian's bases give (Eq. C.73)."""
+    rng = np.random.default_rng(d)
+    A = rng.standard_normal((d, d))
+    phi = A + A.T
+    W = np.linalg.qr(rng.standard_normal((d, q)))[0]
+    surrogate = Surrogate(phi, W)
+    gap, scale = _certificate._eigengap_and_scale(phi, W, phi @ W)
+    if q == d:
+        assert (gap, scale) == (np.inf, 0.0)
+    else:
+        assert gap == pytest.approx(surrogate.eigengap, rel=1e-12, abs=1e-12 * scale)
+        assert scale == pytest.approx(surrogate.scale, rel=1e-12)

@@ -15,22 +15,35 @@ def check_matrix(X, name="X", *, min_samples=2, dtype=np.float64):
     """Validate a dense 2-D finite array of at least ``min_samples`` rows."""
     if sp.issparse(X):
         raise TypeError(f"{name}: sparse input is not supported here; pass a dense array")
+    accepted = dtype if isinstance(dtype, tuple) else (dtype,)
+    if type(X) is np.ndarray and X.ndim == 2 and X.dtype in accepted and \
+            X.flags.c_contiguous and X.shape[0] >= min_samples and X.shape[1] >= 1:
+        # already what check_array would return (the library's own arrays, passed
+        # between its layers): its checks without its conversions; the finite
+        # check rides on check_scale's two reductions
+        return check_scale(X, name, finite=True)
     X = check_array(X, dtype=dtype, ensure_2d=True, ensure_all_finite=True,
                     ensure_min_samples=min_samples, input_name=name, order="C")
     return check_scale(X, name)
 
 
-def check_scale(X, name="X"):
+def check_scale(X, name="X", *, finite=False):
     """Reject values whose squares (squared distances, ``X^T Gamma X``) would
     overflow or underflow X's floating type.
 
     The bounds are the cube roots of the largest and smallest normal numbers
     (float64: 5.6e102 and 2.8e-103; float32: 7.0e12 and 2.3e-13), which leaves
-    room for sums over samples and features. Returns X unchanged.
+    room for sums over samples and features. ``finite``: also reject NaN and
+    infinite values (with check_array's messages). Returns X unchanged.
     """
     X = np.asarray(X)
-    # two reductions, no n x d temporary of |X|
+    # two reductions, no n x d temporary of |X| (NaN propagates through both)
     biggest = max(abs(float(X.max())), abs(float(X.min()))) if X.size else 0.0
+    if finite and not np.isfinite(biggest):
+        if np.isnan(biggest) or np.isnan(X).any():
+            raise ValueError(f"Input {name} contains NaN.")
+        raise ValueError(f"Input {name} contains infinity or a value too large for "
+                         f"{X.dtype!r}.")
     check_magnitude(biggest, X.dtype, name)
     return X
 

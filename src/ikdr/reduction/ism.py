@@ -491,12 +491,11 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
             W0 = None
         return self._solve(X, gamma, kernel, q, minimum, W0, loose)
 
-    def _fold_fit(self, X, y, kernel, W0):
-        """W of one half of the selection rows: from the fit on every row (``W0``,
-        ``kernel``) to a maximum of that half alone (relative gradient
-        :data:`~ikdr.reduction.support.FOLD_GTOL`: the halves only rank features;
-        the fit on every row is certified)."""
-        gamma = _target(y)[2]
+    def _fold_fit(self, X, gamma, kernel, W0):
+        """W of one half of the selection rows (``X``, its ``gamma``): from the fit
+        on every row (``W0``, ``kernel``) to a maximum of that half alone
+        (relative gradient :data:`~ikdr.reduction.support.FOLD_GTOL`: the halves
+        only rank features; the fit on every row is certified)."""
         return solve_ism(resolve(X), X, gamma, kernel, _FOLD_OPTIONS, W0=W0).components
 
     def _kernel_and_q(self, sample, labels, target, q, minimum):

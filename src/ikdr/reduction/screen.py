@@ -348,7 +348,7 @@ def third_moment_candidates(X, y, order, scores, random_state=None):
 
 
 def _triple_sums(Z):
-    """:math:`\sum_i z_{ij} z_{ik} z_{il}` (d x d x d), a d x d slice (one GEMM) at a time."""
+    r""":math:`\sum_i z_{ij} z_{ik} z_{il}` (d x d x d), a d x d slice (one GEMM) at a time."""
     d = Z.shape[1]
     sums = np.empty((d, d, d))
     for j in range(d):

@@ -148,12 +148,15 @@ class HeldOutRows:
             self._gammas["all"] = supervised_gamma(self.y, target=self.target)[0]
         return self._gammas["all"]
 
-    def test_gamma(self, fold):
-        """:math:`\\Gamma` of the held-out half of ``fold`` (0 or 1)."""
-        if fold not in self._gammas:
-            test = self.folds[fold][1]
-            self._gammas[fold] = supervised_gamma(self.y[test], target=self.target)[0]
-        return self._gammas[fold]
+    def half_gamma(self, fold, part):
+        """:math:`\\Gamma` of one half of ``fold`` (0 or 1): ``part`` 0 the rows
+        fitted on, 1 the held-out rows. Each half's is computed once: every round
+        reuses them, and one fold's held-out rows are the other's fitted rows."""
+        half = (fold + part) % 2
+        if half not in self._gammas:
+            rows = self.folds[fold][part]
+            self._gammas[half] = supervised_gamma(self.y[rows], target=self.target)[0]
+        return self._gammas[half]
 
 
 @dataclass
@@ -181,9 +184,9 @@ class Selection:
 
 def heldout_losses(rows, features, W, kernel, fold_fit):
     """Held-out losses of ``features`` (module docstring), one row per half, and the
-    summed held-out objective. Each half's W is ``fold_fit(X_train, y_train, kernel,
-    W0)`` started from ``W`` (the fit on every row, rows of ``features``; zero
-    rows for features it did not use) and run to a maximum of that half alone."""
+    summed held-out objective. Each half's W is ``fold_fit(X_train, Gamma_train,
+    kernel, W0)`` started from ``W`` (the fit on every row, rows of ``features``;
+    zero rows for features it did not use) and run to a maximum of that half alone."""
     X = rows.X[:, features]
     # fewer features than directions: the leading directions (W's columns come
     # in the order of their eigenvalues)
@@ -191,10 +194,10 @@ def heldout_losses(rows, features, W, kernel, fold_fit):
     losses = np.zeros((len(rows.folds), features.size))
     objective = 0.0
     for fold, (train, test) in enumerate(rows.folds):
-        W_half = fold_fit(X[train], rows.y[train], kernel, W)
+        W_half = fold_fit(X[train], rows.half_gamma(fold, 0), kernel, W)
         passes = resolve(X[test])          # in memory, dense or sparse
         held = passes.check_data(X[test])
-        PW, f = passes.problem(held, rows.test_gamma(fold), kernel, None).phi_product(W_half,
+        PW, f = passes.problem(held, rows.half_gamma(fold, 1), kernel, None).phi_product(W_half,
                                                                                    W_half)
         shares = 2.0 * W_half * PW
         # a direction whose held-out value is negative carries no dependence (the
@@ -347,17 +350,17 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     gap = np.arange(bins)
     ratio = np.where(varies, width / np.where(sigma > 0, sigma, 1.0), 0.0)
     toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, :]) ** 2)        # bins x d
-    K = np.ascontiguousarray(np.moveaxis(toeplitz[np.abs(gap[:, None] - gap[None, :])], 2, 0))
-    # (d x bins x bins, contiguous for the batched products below)
-    # per feature and bin: the rows' factor sums and counts (one bincount a column:
-    # the cell of row i, feature j is bin * d + j)
+    # d x bins x bins, gathered contiguous (for the batched products below)
+    K = np.take(np.ascontiguousarray(toeplitz.T), np.abs(gap[:, None] - gap[None, :]), axis=1)
+    # per feature and bin: the rows' factor sums and counts. The cell of row i,
+    # feature j is bin * d + j; the cells x rows indicator (a column per row, d
+    # entries each) times the factor sums every column at once
     cells = (index * d + np.arange(d)).ravel()
     r = factor.shape[1]
-    sums = np.empty((r, bins, d))
-    for k in range(r):
-        sums[k] = np.bincount(cells, weights=np.repeat(factor[:, k], d),
-                              minlength=bins * d).reshape(bins, d)
-    sums = np.moveaxis(sums, 2, 0)                                         # d x r x bins
+    indicator = sp.csc_matrix((np.ones(n * d), cells, np.arange(0, n * d + 1, d)),
+                              shape=(bins * d, n))
+    sums = np.moveaxis((indicator @ factor).reshape(bins, d, r), 1, 0).transpose(0, 2, 1)
+    # (d x r x bins)
     counts = np.bincount(cells, minlength=bins * d).reshape(bins, d).T.astype(np.float64)
     # sum_r s_r S_jr^T K_j S_jr, and 1^T K_j 1 over the rows, by batched products
     total = np.einsum("jrb,jrb,r->j", sums, sums @ K, scale)
