@@ -185,6 +185,44 @@ def test_nan_in_memmap_named_before_work(tmp_path):
         check_rows(mm, block_rows=1000)
 
 
+def test_validated_rows_skip_the_check_only_for_that_array_and_context(tmp_path):
+    """An estimator's entry check is not repeated by the fits it makes on X, and
+    nowhere else: another array, or the same one after the context, is read again."""
+    from ikdr.passes import validated_rows
+
+    mm = np.memmap(tmp_path / "x.dat", dtype=np.float32, mode="w+", shape=(3000, 4))
+    mm[:] = 1.0
+    mm[2500, 1] = np.inf
+    with validated_rows(mm):
+        assert check_rows(mm) is mm          # trusted: not read
+        with pytest.raises(ValueError, match="row 500"):
+            check_rows(mm[2000:])            # another array: read
+    with pytest.raises(ValueError, match="row 2500"):
+        check_rows(mm)                       # after the context: read again
+
+
+def test_landmarks_from_a_pool_project_only_its_rows():
+    """k-means++ landmarks on a large n read Z = XW on a uniform pool: the rows a
+    lazy projection gives are those of the full projection, and so are the
+    landmarks chosen."""
+    from ikdr.passes.factors import select_landmarks
+    from ikdr.passes.rows import LazyProjection, MemoryRows
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 6))
+    W = np.linalg.qr(rng.standard_normal((6, 2)))[0]
+    rows = MemoryRows(X)
+    lazy = LazyProjection(rows, W)
+    index = np.array([5, 17, 2999])
+    np.testing.assert_allclose(lazy[index], (X @ W)[index], rtol=1e-14, atol=1e-14)
+    assert lazy.shape == (3000, 2)
+    np.testing.assert_allclose(np.asarray(lazy), X @ W, rtol=1e-13, atol=1e-13)
+    # m = 20: n > 20 m, so k-means++ seeds on a pool
+    a = select_landmarks(lazy, 20, method="kmeans++", random_state=0)
+    b = select_landmarks(rows.project(W, np.float64), 20, method="kmeans++", random_state=0)
+    np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("bad, match", [
     (dict(n_landmarks=0), "zero or negative"),
     (dict(n_landmarks=-5), "zero or negative"),

@@ -46,7 +46,8 @@ def rows_at(X, idx, *, dtype=np.float64):
     if idx is None:
         return np.asarray(X, dtype=dtype)
     order = np.argsort(idx)
-    rows = np.asarray(X[idx[order]], dtype=dtype)
-    out = np.empty_like(rows)
+    rows = np.asarray(X[idx[order]])
+    # back into draw order, cast on the way (no second copy in dtype)
+    out = np.empty((idx.shape[0],) + rows.shape[1:], dtype=dtype)
     out[order] = rows
     return out

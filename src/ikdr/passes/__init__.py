@@ -14,14 +14,17 @@ Each provider implements the solver's protocols
 
 The algorithms above the solver use this package's names only: the
 providers through :func:`resolve` and :func:`resolve_clustering`, the
-landmark settings (:class:`~ikdr.passes.landmarks.Approximation`) and the
-"auto" landmark rule with its costs.
+landmark settings (:class:`~ikdr.passes.landmarks.Approximation`), the
+"auto" landmark rule with its costs, and :func:`~ikdr.passes.rows.validated_rows`
+(an estimator's entry check of X, not repeated by the fits it makes on X).
 """
 from .choice import BLOCKS, CLUSTER, MEMORY, fit_data, project_data, resolve, resolve_clustering
 from .factors import check_kernel_approximable
 from .landmarks import (AUTO_MAX, AUTO_START, AUTO_TOL, RFF_DEFAULT, Approximation, auto_landmarks,
                         landmark_step_costs)
+from .rows import validated_rows
 
 __all__ = ["resolve", "resolve_clustering", "fit_data", "project_data", "MEMORY", "BLOCKS",
            "CLUSTER", "Approximation", "auto_landmarks", "check_kernel_approximable",
-           "landmark_step_costs", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT"]
+           "landmark_step_costs", "AUTO_START", "AUTO_MAX", "AUTO_TOL", "RFF_DEFAULT",
+           "validated_rows"]

@@ -10,9 +10,8 @@ never n x n. :class:`ClusteringLandmarks` is the alternation's provider
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
-from .._utils.eig import lapack_top
+from .._utils.eig import full_eigh, lapack_top
 from .._utils.subspace import subspace_change
 from ..gamma import Gamma
 from .exact import points_in_memory
@@ -57,7 +56,7 @@ def _nystrom_embedding(Z, kernel, n_clusters, n_landmarks, normalize, method, ra
                                  random_state=random_state)
     ZL = np.ascontiguousarray(Z[index])
     Kmm = np.asarray(kernel_block(kernel, ZL), dtype=np.float64)
-    vals, vecs = scipy.linalg.eigh(0.5 * (Kmm + Kmm.T))
+    vals, vecs = full_eigh(0.5 * (Kmm + Kmm.T))
     keep = vals > 1e-10 * max(vals.max(), 0.0) if vals.max() > 0 else np.zeros_like(vals, bool)
     if not keep.any():
         raise ValueError("the landmark kernel matrix has no positive eigenvalue; the spectral "

@@ -81,7 +81,7 @@ from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sw
                               pass_flops)
 from .problem import BaseProblem
 from .dask_data import as_data, is_distributed, row_source
-from .rows import MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
+from .rows import LazyProjection, MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 from .sparse_rows import check_sparse, forms_dense_phi, is_sparse, sparse_phi0
 
 __all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS",
@@ -141,7 +141,9 @@ class LandmarkProblem(BaseProblem):
         self.approx = approximation = provider.approximation
         #: the precision of the landmark passes (the approximation's, else X's)
         self.pass_dtype = approximation.compute_dtype(X)
-        self.structure = GammaStructure(gamma)
+        # one n-row scan per Gamma (0.25 s at n = 10^6), shared by the "auto"
+        # rule's fits and a clustering's W-steps
+        self.structure = gamma.derived("landmark structure", lambda: GammaStructure(gamma))
         self.rows = row_source(X, approximation.block_rows)
         # sparse rows with many features: products only, never the d x d Phi
         self.supports_dense_phi = not is_sparse(X) or forms_dense_phi(X.shape[1])
@@ -156,7 +158,7 @@ class LandmarkProblem(BaseProblem):
         if self.approx.kind == "rff" or self.XL is not None:
             return
         a = self.approx
-        Z = self.rows.project(W, np.float64)
+        Z = LazyProjection(self.rows, W)
         self.index = select_landmarks(Z, min(a.n_landmarks, self.X.shape[0]), method=a.method,
                                       kernel=self.kernel, random_state=a.random_state)
         self.provider.index = self.index
@@ -278,24 +280,33 @@ class LandmarkProblem(BaseProblem):
         else:
             D = np.ascontiguousarray(A.transpose(1, 0, 2))
             weights = np.asarray(st.s, dtype=np.float64)
-        d = self.X.shape[1]
+        d, m = D.shape[1], D.shape[2]
         out = np.zeros((d, d), order="F")  # dsyrk's operand: its upper triangle is summed
         for side, sign in ((P, 1.0), (N, -1.0)):
             if side is None or side.shape[1] == 0:
                 continue
-            for weight, Dg in zip(weights, D):  # (upper: P alone, D overwritten once)
-                if weight == 0.0:
+            for w_sign in (1.0, -1.0):
+                # the groups of one weight sign together, each scaled by sqrt|weight|:
+                # one triangular product for all of them (not one per group)
+                chosen = np.flatnonzero(weights * w_sign > 0)
+                if chosen.size == 0:
                     continue
-                # Y^T = P^T D_g^T, D_g (row-major d x m) read as the column-major
-                # D_g^T: with P upper triangular a dtrmm in place (half a GEMM)
-                if upper:
-                    Yt = scipy.linalg.blas.dtrmm(1.0, side, Dg.T, side=0, lower=0, trans_a=1,
+                root = np.sqrt(np.abs(weights[chosen]))
+                scaled = D if chosen.size == D.shape[0] and np.all(root == 1.0) else \
+                    D[chosen] * root[:, None, None]
+                # (groups d) x m row-major, read as the column-major m x (groups d)
+                # operand: Y^T = side^T D_g^T for every group g side by side
+                stacked = scaled.reshape(-1, m).T
+                if upper:       # (P alone then: D is overwritten once)
+                    Yt = scipy.linalg.blas.dtrmm(1.0, side, stacked, side=0, lower=0, trans_a=1,
                                                  overwrite_b=1)
                 else:
-                    Yt = (Dg @ side).T
-                # Y Y^T = (Y^T)^T (Y^T)
-                out = scipy.linalg.blas.dsyrk(sign * weight, Yt, beta=1.0, c=out, trans=1,
-                                              lower=0, overwrite_c=1)
+                    Yt = np.asfortranarray(side.T @ stacked)
+                for g in range(chosen.size):
+                    # Y_g Y_g^T = (Y_g^T)^T (Y_g^T): a column block of the F-ordered Y^T
+                    out = scipy.linalg.blas.dsyrk(sign * w_sign, Yt[:, g * d:(g + 1) * d],
+                                                  beta=1.0, c=out, trans=1, lower=0,
+                                                  overwrite_c=1)
         return out + np.triu(out, 1).T
 
     def step_costs(self, q: int, k: int) -> tuple[float, float]:

@@ -22,7 +22,7 @@ from .._utils.validation import keep_state_on_error
 from ..gamma import supervised_gamma
 from ..kernels import (MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel, median_sigma,
                        separation_sigma)
-from ..passes import MEMORY, Approximation, fit_data, project_data, resolve
+from ..passes import MEMORY, Approximation, fit_data, project_data, resolve, validated_rows
 from ..passes.dask_data import take_columns
 from ..passes.sparse_rows import is_sparse, sparse_phi0
 from ..solver.driver import choose_n_components, solve_ism
@@ -541,9 +541,12 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
             # apply to the exact polish (approximate_ism)
             settings = Approximation(approx, self.n_landmarks, random_state=self.random_state,
                                      dtype=_approx_dtype(X, self.dtype))
-            result, info = approximate_ism(X, gamma, kernel, options,
-                                           LandmarkOptions(settings, polish=bool(self.polish)),
-                                           W0=W0)
+            # X passed fit's entry check (a column subset of it, or X itself): the
+            # "auto" rule's fits do not read it again to validate it
+            with validated_rows(X):
+                result, info = approximate_ism(X, gamma, kernel, options,
+                                               LandmarkOptions(settings, polish=bool(self.polish)),
+                                               W0=W0)
             report.line(f"[ISM] passes: {info['choice']}")
         return result, (info["n_landmarks"], info["approximation"], info["choice"])
 
