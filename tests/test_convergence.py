@@ -573,13 +573,15 @@ def test_block_eigensolves_stop_where_the_gradient_rule_is_met(monkeypatch):
     assert loose.convergence.passes < tight.convergence.passes
 
 
-@pytest.mark.parametrize("d, q", [(6, 2), (40, 3), (120, 7), (9, 9)])
-def test_gradient_only_certificate_reports_the_surrogates_eigengap(d, q):
+@pytest.mark.parametrize("d, q, size", [(6, 2, 1.0), (40, 3, 1.0), (120, 7, 1.0), (9, 9, 1.0),
+                                         (40, 3, 1e160)])
+def test_gradient_only_certificate_reports_the_surrogates_eigengap(d, q, size):
     """certify=False reports the eigengap and scale from eigenvalues alone: the
-    same numbers as the surrogate Hessian's bases give (Eq. C.73)."""
+    same numbers as the surrogate Hessian's bases give (Eq. C.73), at any scale
+    of Phi (1e160: a linear kernel on values near 1e80)."""
     rng = np.random.default_rng(d)
     A = rng.standard_normal((d, d))
-    phi = A + A.T
+    phi = size * (A + A.T)
     W = np.linalg.qr(rng.standard_normal((d, q)))[0]
     surrogate = Surrogate(phi, W)
     gap, scale = _certificate._eigengap_and_scale(phi, W, phi @ W)
