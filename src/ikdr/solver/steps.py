@@ -78,13 +78,13 @@ _BLOCK_RATE = 0.5
 # returned W can differ from the all-float64 iteration's by that error only
 # where the tolerance admits far more. Below _COARSE_MIN_SAMPLES a pass costs
 # little beside the fixed costs of a step, and below _COARSE_MIN_FEATURES the
-# float32 pass saves less than the objective pass a coarse point needs: up to
-# d = 64 the core forms the dense Phi block pair by block pair, multiplying
-# each block of weights by X once, and the float64 pass costs no more than the
-# float32 one (measured, 10,000 x 64, 2 threads: 112 ms against 119 ms, plus
-# the objective pass's 36 ms; benchmarks/results/core_rate.md): there every
-# step is float64, and (without Pulay mixing, acceleration=None) the iterates
-# are those of the papers' Algorithm 1 to the last bits
+# float32 pass saves little more than the objective pass a coarse point needs:
+# up to d = 64 the core forms the dense Phi block pair by block pair,
+# multiplying each block of weights by X once (measured, 10,000 x 64, 2
+# threads: Phi(W) 112 ms in float64, 64 ms in float32, plus the objective
+# pass's 39 ms; benchmarks/results/core_rate.md: a coarse step would save 8%):
+# there every step is float64, and (without Pulay mixing, acceleration=None)
+# the iterates are those of the papers' Algorithm 1 to the last bits
 # (tests/test_convergence.py).
 COARSE_ANGLE = 1e-2
 _MAX_COARSE_STEPS = 4
