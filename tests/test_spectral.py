@@ -76,3 +76,74 @@ def test_dense_warm_start_matches_lapack(rng):
     assert np.sin(principal_angle(U2, U3)) < 1e-5
     np.testing.assert_allclose(v2, v3, rtol=1e-7)
     assert np.all(np.diff(v2) <= 0)
+
+
+def test_kept_csr_is_the_masked_matrix(rng):
+    """The Lanczos U-step's sparse copy: exactly the kept entries, a valid CSR."""
+    from ikdr.spectral import _kept_csr
+
+    for shape in [(6, 6), (7, 3), (1, 1), (4, 9)]:
+        M = rng.random(shape)
+        kept = M > 0.6
+        A = _kept_csr(M, kept)
+        A.check_format(full_check=True)
+        np.testing.assert_array_equal(A.toarray(), np.where(kept, M, 0.0))
+    assert _kept_csr(np.ones((3, 3)), np.zeros((3, 3), dtype=bool)).nnz == 0
+
+
+def _two_groups(rng, n, d, spread):
+    X = rng.standard_normal((n, d))
+    X[: n // 2] += spread
+    return X
+
+
+def test_auto_dense_solver_lanczos_only_on_a_dense_affinity(rng, monkeypatch):
+    """dense_solver="auto": Lanczos on a dense affinity (wide data), the same
+    eigenpairs as LAPACK; LAPACK itself on a sparse one (2-D data at a small
+    sigma)."""
+    import ikdr.spectral as spectral
+    from ikdr.spectral import DENSE_LANCZOS_MIN_N, START_TOL
+
+    calls = []
+    lapack_top = spectral.lapack_top
+    monkeypatch.setattr(spectral, "lapack_top", lambda A, k: calls.append(k) or lapack_top(A, k))
+    n = DENSE_LANCZOS_MIN_N + 100
+    wide = _two_groups(rng, n, 40, 1.0)
+    kernel = Gaussian().fit(wide)
+    U_lapack, v_lapack, _ = spectral_embedding(wide, kernel, 3, method="dense")
+    calls.clear()
+    U_auto, v_auto, _ = spectral_embedding(wide, kernel, 3, method="dense", dense_solver="auto",
+                                           tol=START_TOL, random_state=0)
+    assert calls == []
+    np.testing.assert_allclose(v_auto, v_lapack, rtol=1e-6)
+    assert np.sin(principal_angle(U_auto[:, :1], U_lapack[:, :1])) < 1e-3
+
+    flat = _two_groups(rng, n, 2, 6.0)
+    narrow = Gaussian(0.1)
+    U_lapack, v_lapack, _ = spectral_embedding(flat, narrow, 3, method="dense")
+    calls.clear()
+    _, v_auto, _ = spectral_embedding(flat, narrow, 3, method="dense", dense_solver="auto",
+                                      tol=START_TOL, random_state=0)
+    assert calls == [3]
+    np.testing.assert_allclose(v_auto, v_lapack, rtol=0, atol=1e-12)
+
+
+def test_auto_dense_solver_falls_back_to_lapack_over_budget(rng, monkeypatch):
+    """Lanczos that needs more products than its budget gives way to LAPACK: the
+    result is LAPACK's, not a half-converged Lanczos basis."""
+    import ikdr.spectral as spectral
+    from ikdr.spectral import DENSE_LANCZOS_MIN_N
+
+    n = DENSE_LANCZOS_MIN_N + 100
+    X = _two_groups(rng, n, 40, 1.0)
+    kernel = Gaussian().fit(X)
+    U_lapack, v_lapack, _ = spectral_embedding(X, kernel, 3, method="dense")
+    calls = []
+    lapack_top = spectral.lapack_top
+    monkeypatch.setattr(spectral, "lapack_top", lambda A, k: calls.append(k) or lapack_top(A, k))
+    monkeypatch.setattr(spectral, "LANCZOS_BUDGET", 2.0 / n)     # two products
+    U_auto, v_auto, _ = spectral_embedding(X, kernel, 3, method="dense", dense_solver="auto",
+                                           random_state=0)
+    assert calls == [3]
+    np.testing.assert_allclose(v_auto, v_lapack, rtol=1e-12)
+    assert np.sin(principal_angle(U_auto, U_lapack)) < 1e-10

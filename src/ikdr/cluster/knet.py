@@ -17,14 +17,14 @@ from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
 from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error
 from ..kernels import Gaussian
-from ..spectral import (auto_kernel, one_thread, median_scale_gaussian, njw_labels,
+from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussian, njw_labels,
                        row_normalised, spectral_embedding)
 from .._utils.typing import RandomStateLike, SigmaLike
 
 from .criterion import PartitionCriterion
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
 from .screen import screen_features
-from .selection import START_TOL, scored_starts
+from .selection import scored_starts
 
 __all__ = ["KNetClustering"]
 
@@ -92,11 +92,17 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
 
     Output. Candidate partitions are formed: k-means on :math:`\psi_\theta(X)`
     (Alg. 3), the NJW rounding of U (k-means on the row-normalised spectral
-    embedding of the learned kernel 4.10) and, at ``sigma="auto"``, the two
+    embedding of the learned kernel 4.10) and, at ``sigma="auto"``, the
     starts of the ISM estimators' default fit on X (spectral clustering of
-    the 10-NN graph, as scikit-learn's, and of the local-scaling affinity;
-    :func:`ikdr.cluster.selection.scored_starts`), otherwise the NJW rounding
-    of the local-scaling affinity on :math:`\psi_\theta(X)`. ``labels_`` is
+    the 10-NN graph, as scikit-learn's, and, where the start is fragmented,
+    of the local-scaling affinity; :func:`ikdr.cluster.selection.scored_starts`),
+    otherwise the NJW rounding of the local-scaling affinity on
+    :math:`\psi_\theta(X)`. At ``sigma="auto"`` after kept rounds of
+    ``"fixed"`` the learned kernel's NJW rounding is not formed (it never cut
+    X lower than k-means on the gathered groups or a start on the 25 data sets
+    of ``benchmarks/bench_clustering_quality.py``, and costs an eigenproblem of
+    order n), nor the local-scaling start (it serves where the Gaussian
+    isolates points). ``labels_`` is
     the one with the lowest multi-graph normalised cut on X
     (:class:`ikdr.cluster.criterion.PartitionCriterion`, which reads no
     labels; ``partition_criterion_``, ``rounding_``). Judged by the learned
@@ -180,7 +186,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     cluster_centers_ : ndarray (n_clusters, n_features)
         k-means centres in the embedding (used by :meth:`predict`).
     U_ : ndarray (n_samples, n_clusters)
-        Final spectral embedding.
+        Final spectral embedding: of the learned kernel on ``embedding_``, or
+        the start's on X where U was not updated (``"fixed"``: the target the
+        network was trained against; see "Output").
     sigma_ : float
         Bandwidth of the affinity.
     embedding_kernel_ : Gaussian or None
@@ -350,8 +358,6 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         if auto:
             local = auto_kernel(X, k)
             kernel = median_scale_gaussian(local)
-            # the default fit's starts on X and the criterion that judges the rounding
-            found = scored_starts(X, k, local, screen=False, random_state=seed)
         else:
             kernel = Gaussian(self.sigma).fit(X, random_state=seed)
         embedding_kernel = (Gaussian(self.embedding_sigma).fit(X, random_state=seed)
@@ -367,6 +373,11 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
                              update=self.update, rng=rng, report=report)
         finally:
             report.close()
+        if auto:
+            # the default fit's starts on X and the criterion that judges the rounding
+            found = scored_starts(X, k, local, screen=False,
+                                  local_start=out.stop_reason == "fragmented start",
+                                  random_state=seed)
         if out.stop_reason == "fragmented start":
             warnings.warn(f"KNetClustering did not train: at sigma={kernel.sigma:.4g} the kernel "
                           "isolates points of X (more of the objective comes from the points' "
@@ -384,11 +395,16 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         self.embedding_kernel_ = embedding_kernel
         self.embedding_ = out.embedding
         self.scale_ = out.spread / spread(encoder.forward(X))
-        # the rounding and predict need the eigenvectors of the learned embedding: "fixed"
-        # kept the start's U, "sma" one Cayley step from them
+        # The NJW rounding and predict need the eigenvectors of the learned embedding:
+        # "eig" has them, "fixed" kept the start's U, "sma" one Cayley step from them.
         moved = self.update == "sma" or (self.update == "fixed" and out.n_accepted > 0)
-        self._round(out.embedding, kernel, k, out.U, out.degrees, rng, recompute_u=moved,
-                    starts=found, trained=out.n_accepted > 0, X=X)
+        # Beside the default fit's starts (sigma="auto") the learned kernel's NJW
+        # rounding after kept rounds of "fixed" is not formed: on the 25 data sets of
+        # the clustering benchmark it never cut X lower than k-means on the gathered
+        # groups or a start, and it costs an eigenproblem of order n.
+        spectral = found is None or not (self.update == "fixed" and out.n_accepted > 0)
+        self._round(out.embedding, kernel, k, out.U, out.degrees, rng,
+                    recompute_u=moved and spectral, spectral=spectral, starts=found, X=X)
         self.n_iter_ = out.n_iter
         self.n_rejected_ = out.n_rejected
         self.converged_ = out.converged
@@ -396,15 +412,16 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         self.history_ = out.history
         return self
 
-    def _round(self, Psi, kernel, k, U, degrees, rng, recompute_u=False, starts=None,
-               trained=True, X=None):
+    def _round(self, Psi, kernel, k, U, degrees, rng, recompute_u=False, spectral=True,
+               starts=None, X=None):
         """Turn the learned embedding into labels (see the class docstring, "Output").
 
-        Candidates: k-means on psi(X) (Alg. 3), the NJW rounding of the
-        spectral embedding of the learned kernel and, at ``sigma="auto"``, the
-        starts of the clustering estimators' default fit on X (``starts``,
-        :func:`ikdr.cluster.selection.scored_starts`); otherwise the NJW
-        rounding of the local-scaling affinity on psi(X)
+        Candidates: k-means on psi(X) (Alg. 3), with ``spectral`` the NJW
+        rounding of U, the spectral embedding of the learned kernel
+        (``recompute_u``: recomputed on psi(X) first) and, at
+        ``sigma="auto"``, the starts of the clustering estimators' default
+        fit on X (``starts``, :func:`ikdr.cluster.selection.scored_starts`);
+        otherwise the NJW rounding of the local-scaling affinity on psi(X)
         (:func:`ikdr.spectral.auto_kernel`).
         The one with the lowest label-free criterion on X wins
         (:class:`ikdr.cluster.criterion.PartitionCriterion`).
@@ -412,13 +429,15 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         if recompute_u:
             U, _, degrees = spectral_embedding(Psi, kernel, k, random_state=rng.randint(2**31 - 1),
                                                dense_solver="lanczos", tol=START_TOL)
-        seed = rng.randint(2**31 - 1)
+        seed, km_seed, njw_seed = (rng.randint(2**31 - 1) for _ in range(3))
         # k-means on n x k data is light; its OpenMP threads only fight busy cores
         with one_thread():
-            km = KMeans(n_clusters=k, n_init=10, random_state=rng.randint(2**31 - 1)).fit(Psi)
-            njw = KMeans(n_clusters=k, n_init=10,
-                         random_state=rng.randint(2**31 - 1)).fit(row_normalised(U))
-        candidates = {"kmeans": km.labels_, "spectral": njw.labels_}
+            km = KMeans(n_clusters=k, n_init=10, random_state=km_seed).fit(Psi)
+            njw = KMeans(n_clusters=k, n_init=10, random_state=njw_seed).fit(
+                row_normalised(U)) if spectral else None
+        candidates = {"kmeans": km.labels_}
+        if njw is not None:
+            candidates["spectral"] = njw.labels_
         if starts is None and Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
             # (with the default fit's starts it never won alone: its ties with them,
             # moons-2 and iris, go to the starts at the same cut)

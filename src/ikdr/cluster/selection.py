@@ -38,8 +38,8 @@ from ..gamma import centered, clustering_gamma
 from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import solve_ism
-from ..spectral import (DENSE_MAX_N, affinity_embedding, auto_kernel, dense_step_bytes,
-                        njw_labels, spectral_embedding, spectral_gap)
+from ..spectral import (DENSE_MAX_N, START_TOL, affinity_embedding, auto_kernel,
+                        dense_step_bytes, njw_labels, spectral_embedding, spectral_gap)
 from .alternation import AlternationOptions, default_n_components
 from .criterion import JUDGE_NEIGHBORS, PartitionCriterion, View
 from .neighbours import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbours, neighbour_graph
@@ -51,10 +51,6 @@ __all__ = ["Candidate", "Selection", "Starts", "scored_starts", "graph_start",
 #: W-steps of a run at most (each kept one lowered the criterion; on the benchmark's
 #: data sets no run kept more than two)
 MAX_W_STEPS = 4
-#: Lanczos tolerance of the dense starts (relative to the eigenvalues): the labels of
-#: every data set of the benchmark are those of LAPACK's eigenvectors, 30-50 % sooner
-#: than at 1e-10
-START_TOL = 1e-6
 #: ISM iterations of one W-step: its W need not be exact, the criterion judges the
 #: clusters it leads to (digits: 11 iterations at most 20, the same clusters and
 #: criterion to 1e-3 after 3 on every data set of the benchmark)
@@ -192,7 +188,8 @@ class Starts:
     feature_scores: Optional[np.ndarray]
 
 
-def scored_starts(X, n_clusters, kernel, *, screen=True, random_state=None, n_threads=None):
+def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, random_state=None,
+                  n_threads=None):
     """The starts on X and, when the feature screen is taken, on the screened
     features, with the criterion judging both views, every start scored.
 
@@ -200,14 +197,20 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, random_state=None, n_th
     starts themselves: its candidates are taken when their start's spectral gap
     beats the all-feature start's by the screen's margin (the same rule on
     every row, where the screen alone samples 1,000).
+
+    ``local_start=False`` leaves out the local-scaling start (KNet's rounding
+    asks for it only where its own start is fragmented); the screen needs it
+    and keeps it. The local affinity's matrix is formed either way: the
+    criterion judges with it.
     """
     X = np.ascontiguousarray(X)
     k = int(n_clusters)
     options = {"random_state": random_state, "n_threads": n_threads}
     neighbours = nearest_neighbours(X, max(JUDGE_NEIGHBORS + (GRAPH_NEIGHBORS,)))
     K = _local_matrix(X, kernel, n_threads)     # formed once for the start and a judge
-    candidates = [graph_start(X, k, kernel, neighbours, **options),
-                  kernel_start(X, k, kernel, K=_copy(K), **options)]
+    candidates = [graph_start(X, k, kernel, neighbours, **options)]
+    if local_start or screen:
+        candidates.append(kernel_start(X, k, kernel, K=_copy(K), **options))
     views = [View(None, neighbours, kernel, K)]
     kernels = {None: kernel}
     columns, scores = (None, None)
