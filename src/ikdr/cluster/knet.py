@@ -98,9 +98,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     of the local-scaling affinity; :func:`ikdr.cluster.selection.scored_starts`),
     otherwise the NJW rounding of the local-scaling affinity on
     :math:`\psi_\theta(X)`. At ``sigma="auto"`` after kept rounds of
-    ``"fixed"`` the learned kernel's NJW rounding is not formed (it never cut
-    X lower than k-means on the gathered groups or a start on the 25 data sets
-    of ``benchmarks/bench_clustering_quality.py``, and costs an eigenproblem of
+    ``"fixed"`` the learned kernel's NJW rounding is not formed (its cut was
+    never the lowest of the candidates on the 25 data sets of
+    ``benchmarks/bench_clustering_quality.py``, and it costs an eigenproblem of
     order n), nor the local-scaling start (it serves where the Gaussian
     isolates points). ``labels_`` is
     the one with the lowest multi-graph normalised cut on X
@@ -400,8 +400,8 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         moved = self.update == "sma" or (self.update == "fixed" and out.n_accepted > 0)
         # Beside the default fit's starts (sigma="auto") the learned kernel's NJW
         # rounding after kept rounds of "fixed" is not formed: on the 25 data sets of
-        # the clustering benchmark it never cut X lower than k-means on the gathered
-        # groups or a start, and it costs an eigenproblem of order n.
+        # the clustering benchmark its cut was never the lowest of the candidates,
+        # and it costs an eigenproblem of order n.
         spectral = found is None or not (self.update == "fixed" and out.n_accepted > 0)
         self._round(out.embedding, kernel, k, out.U, out.degrees, rng,
                     recompute_u=moved and spectral, spectral=spectral, starts=found, X=X)
