@@ -94,3 +94,21 @@ def test_binned_feature_gaps_match_the_sample_gaps(rng):
             s = 0.5 * median_pairwise_distance_1d(z)
             _, vals, _ = spectral_embedding(z, Gaussian(s).fit(z), groups)
             assert binned[j] == pytest.approx(spectral_gap(vals), abs=2e-3)
+
+
+def test_scores_judge_several_partitions_as_one_each(rng):
+    """``scores`` reads each judge once for all the partitions; its values are those
+    of the criterion called on each (to rounding: the products are summed in another
+    order), and identical partitions get identical values within one call."""
+    X = np.vstack([rng.normal(-3, 1, (60, 2)), rng.normal(3, 1, (60, 2))])
+    criterion = PartitionCriterion(X, 2)
+    halves = np.repeat([0, 1], 60)
+    partitions = [halves, np.arange(120) % 2, rng.integers(0, 2, 120), 1 - halves, halves]
+    together = criterion.scores(partitions)
+    np.testing.assert_allclose(together, [criterion(p) for p in partitions], rtol=1e-12,
+                               atol=1e-15)
+    assert together[0] == together[4]
+    assert together[0] < together[1]
+    assert criterion.scores([]) == []
+    with pytest.raises(ValueError, match="one entry per row"):
+        criterion.scores([halves, halves[:10]])

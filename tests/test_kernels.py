@@ -148,6 +148,27 @@ def test_median_sigma(rng):
         ikdr.median_sigma(np.ones((4, 2)))
 
 
+@pytest.mark.parametrize("n", [2, 3, 50, 51])
+def test_median_sigma_is_numpys_median_of_the_distances(rng, n):
+    """The median is taken over squared distances in place; it equals NumPy's median
+    of the distances exactly, for odd and even pair counts, dense, sparse and across
+    two sets, and over the positive ones when most pairs coincide."""
+    import scipy.sparse as sp
+    from scipy.spatial.distance import cdist, pdist
+
+    X = rng.standard_normal((n, 3))
+    Z = rng.standard_normal((n + 1, 3))
+    assert ikdr.median_sigma(X) == float(np.median(pdist(X)))
+    assert ikdr.median_sigma(X, Z) == pytest.approx(float(np.median(cdist(X, Z))), rel=1e-12)
+    S = sp.random(n, 3, density=0.6, random_state=1, format="csr")
+    assert ikdr.median_sigma(S) == pytest.approx(float(np.median(pdist(S.toarray()))), rel=1e-12)
+    tied = np.zeros((n + 10, 2))
+    tied[:2] = [[1.0, 0.0], [0.0, 2.0]]
+    distances = pdist(tied)
+    assert np.median(distances) == 0.0
+    assert ikdr.median_sigma(tied) == float(np.median(distances[distances > 0]))
+
+
 def test_vanishing_gaussian_warns(rng):
     X = rng.standard_normal((300, 4))
     with pytest.warns(RuntimeWarning, match="tiny against the data"):

@@ -3,7 +3,8 @@ import pytest
 
 from ikdr.solver.driver import principal_angle
 from ikdr.gamma import clustering_gamma
-from ikdr.spectral import njw_labels, spectral_embedding
+from ikdr.spectral import auto_kernel, median_scale_gaussian, njw_labels, spectral_embedding
+from sklearn.datasets import make_moons
 from ikdr.kernels import Gaussian
 
 
@@ -97,10 +98,10 @@ def _two_groups(rng, n, d, spread):
     return X
 
 
-def test_auto_dense_solver_lanczos_only_on_a_dense_affinity(rng, monkeypatch):
-    """dense_solver="auto": Lanczos on a dense affinity (wide data), the same
-    eigenpairs as LAPACK; LAPACK itself on a sparse one (2-D data at a small
-    sigma)."""
+def test_auto_dense_solver_without_lapack(rng, monkeypatch):
+    """dense_solver="auto": Lanczos on a dense affinity (wide data), subspace iteration
+    with the shifted inverse on a sparse one (the two moons at KNet's 7-NN median
+    sigma); both give LAPACK's eigenpairs without calling it."""
     import ikdr.spectral as spectral
     from ikdr.spectral import DENSE_LANCZOS_MIN_N, START_TOL
 
@@ -109,23 +110,41 @@ def test_auto_dense_solver_lanczos_only_on_a_dense_affinity(rng, monkeypatch):
     monkeypatch.setattr(spectral, "lapack_top", lambda A, k: calls.append(k) or lapack_top(A, k))
     n = DENSE_LANCZOS_MIN_N + 100
     wide = _two_groups(rng, n, 40, 1.0)
-    kernel = Gaussian().fit(wide)
-    U_lapack, v_lapack, _ = spectral_embedding(wide, kernel, 3, method="dense")
-    calls.clear()
-    U_auto, v_auto, _ = spectral_embedding(wide, kernel, 3, method="dense", dense_solver="auto",
-                                           tol=START_TOL, random_state=0)
-    assert calls == []
-    np.testing.assert_allclose(v_auto, v_lapack, rtol=1e-6)
-    assert np.sin(principal_angle(U_auto[:, :1], U_lapack[:, :1])) < 1e-3
+    moons = make_moons(n, noise=0.05, random_state=0)[0]
+    for X, kernel in ((wide, Gaussian().fit(wide)),
+                      (moons, median_scale_gaussian(auto_kernel(moons, 2)))):
+        dense = kernel.matrix(X)
+        normalised = dense / np.sqrt(np.outer(dense.sum(axis=1), dense.sum(axis=1)))
+        assert (spectral._sparse_kept(normalised) is None) == (X.shape[1] == 40)
+        U_lapack, v_lapack, _ = spectral_embedding(X, kernel, 3, method="dense")
+        calls.clear()
+        U_auto, v_auto, _ = spectral_embedding(X, kernel, 3, method="dense", dense_solver="auto",
+                                               tol=START_TOL, random_state=0)
+        assert calls == []
+        np.testing.assert_allclose(v_auto, v_lapack, rtol=1e-8)
+        assert np.sin(principal_angle(U_auto, U_lapack)) < 1e-4
 
-    flat = _two_groups(rng, n, 2, 6.0)
-    narrow = Gaussian(0.1)
-    U_lapack, v_lapack, _ = spectral_embedding(flat, narrow, 3, method="dense")
-    calls.clear()
-    _, v_auto, _ = spectral_embedding(flat, narrow, 3, method="dense", dense_solver="auto",
-                                      tol=START_TOL, random_state=0)
-    assert calls == [3]
-    np.testing.assert_allclose(v_auto, v_lapack, rtol=0, atol=1e-12)
+
+def test_shift_invert_declines_isolated_points(rng):
+    """A Gaussian that isolates points (two 2-D Gaussian blobs at sigma 0.1: tens of
+    eigenvalues at 1 to 1e-8) leaves no top-k subspace to converge to: the shifted
+    iteration declines at once (its predicted contraction is near 1)."""
+    from ikdr.spectral import _kept_csr, _shift_invert_top, _sparse_kept
+
+    X = _two_groups(rng, 600, 2, 6.0)
+    K = Gaussian(0.1).matrix(X)
+    M = K / np.sqrt(np.outer(K.sum(axis=1), K.sum(axis=1)))
+    assert _shift_invert_top(M, _kept_csr(M, _sparse_kept(M)), 3, 1e-6, 0) is None
+
+
+def test_shift_invert_declines_what_it_cannot_factor():
+    """sigma I - HMH is not positive definite when M is no normalised affinity (an
+    eigenvalue above 1): the subspace iteration declines and LAPACK answers."""
+    import scipy.sparse as sp
+    from ikdr.spectral import _shift_invert_top
+
+    M = np.diag(np.linspace(0.0, 3.0, 50))
+    assert _shift_invert_top(M.copy(), sp.csr_matrix(M), 2, 1e-8, 0) is None
 
 
 def test_auto_dense_solver_falls_back_to_lapack_over_budget(rng, monkeypatch):
@@ -147,3 +166,22 @@ def test_auto_dense_solver_falls_back_to_lapack_over_budget(rng, monkeypatch):
     assert calls == [3]
     np.testing.assert_allclose(v_auto, v_lapack, rtol=1e-12)
     assert np.sin(principal_angle(U_auto, U_lapack)) < 1e-10
+
+
+def test_auto_dense_solver_falls_back_to_lapack_from_the_shifted_iteration(rng, monkeypatch):
+    """The shifted subspace iteration that does not converge in its iterations gives way
+    to LAPACK (a sparse affinity, one iteration allowed)."""
+    import ikdr.spectral as spectral
+    from ikdr.spectral import DENSE_LANCZOS_MIN_N
+
+    X = make_moons(DENSE_LANCZOS_MIN_N + 100, noise=0.05, random_state=0)[0]
+    kernel = median_scale_gaussian(auto_kernel(X, 2))
+    U_lapack, v_lapack, _ = spectral_embedding(X, kernel, 3, method="dense")
+    calls = []
+    lapack_top = spectral.lapack_top
+    monkeypatch.setattr(spectral, "lapack_top", lambda A, k: calls.append(k) or lapack_top(A, k))
+    monkeypatch.setattr(spectral, "SHIFT_MAX_ITER", 1)
+    U_auto, v_auto, _ = spectral_embedding(X, kernel, 3, method="dense", dense_solver="auto",
+                                           tol=1e-14, random_state=0)
+    assert calls == [3]
+    np.testing.assert_allclose(v_auto, v_lapack, rtol=1e-12)

@@ -105,16 +105,21 @@ class _Judges:
                 fits_memory(8 * n * n):
             self.K = local.matrix(Z, n_threads=n_threads)
 
-    def cuts(self, Y):
-        out = [_cut(A @ Y, Y) for A in self.graphs]
-        if self.local is None:      # fewer than 3 rows per cluster: no local scales
-            return out
-        if self.K is not None:
-            KY = self.K @ Y
-        else:                       # large n: one fused product, K never formed
-            KY, _ = self.local.product(self.Z, np.ascontiguousarray(Y), n_threads=self.n_threads)
-        out.append(_cut(KY, Y))
-        return out
+    def cuts(self, Ys):
+        """Each judge's cut of each partition (indicators ``Ys``): one product per
+        judge for all of them (the local affinity's n x n matrix is read once)."""
+        Y = np.hstack(Ys)
+        splits = np.cumsum([block.shape[1] for block in Ys])[:-1]
+        products = [A @ Y for A in self.graphs]
+        if self.local is not None:      # (fewer than 3 rows per cluster: no local scales)
+            if self.K is not None:
+                products.append(self.K @ Y)
+            else:                       # large n: one fused product, K never formed
+                products.append(self.local.product(self.Z, np.ascontiguousarray(Y),
+                                                   n_threads=self.n_threads)[0])
+        return [[_cut(AY_c, Y_c) for AY_c, Y_c in zip(np.split(np.asarray(AY), splits, axis=1),
+                                                       Ys)]
+                for AY in products]
 
 
 class PartitionCriterion:
@@ -154,14 +159,29 @@ class PartitionCriterion:
     def cuts(self, labels) -> np.ndarray:
         """Each judge's normalised cut of the partition (views in order, graphs by
         neighbourhood size, then the local affinity)."""
-        labels = np.asarray(labels)
-        if labels.shape != (self.views[0].Z.shape[0],):
-            raise ValueError(f"labels must have one entry per row of X "
-                             f"({self.views[0].Z.shape[0]}), got shape {labels.shape}")
-        Y = _indicators(labels, self.n_clusters)
-        return np.array([c for view in self.views for c in view.cuts(Y)])
+        return self._cuts([labels])[:, 0]
+
+    def _cuts(self, partitions) -> np.ndarray:
+        """Judges x partitions normalised cuts."""
+        n = self.views[0].Z.shape[0]
+        Ys = []
+        for labels in partitions:
+            labels = np.asarray(labels)
+            if labels.shape != (n,):
+                raise ValueError(f"labels must have one entry per row of X ({n}), got shape "
+                                 f"{labels.shape}")
+            Ys.append(_indicators(labels, self.n_clusters))
+        return np.array([judge for view in self.views for judge in view.cuts(Ys)])
 
     def __call__(self, labels) -> float:
         """The criterion: the judges' mean normalised cut of the partition."""
         return float(np.mean(self.cuts(labels)))
+
+    def scores(self, partitions) -> list:
+        """The criterion of each of several partitions (as calling it on each, with
+        one product per judge for all of them)."""
+        partitions = list(partitions)
+        if not partitions:
+            return []
+        return [float(value) for value in self._cuts(partitions).mean(axis=0)]
 

@@ -192,7 +192,8 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     sigma_ : float
         Bandwidth of the affinity.
     embedding_kernel_ : Gaussian or None
-        The kernel the network ascended (``update="fixed"``; None otherwise).
+        The kernel the network ascended (``update="fixed"``; None otherwise, and
+        when no round ran).
     n_iter_ : int
         Rounds run (0 after a fragmented start).
     history_ : list of float
@@ -360,8 +361,10 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
             kernel = median_scale_gaussian(local)
         else:
             kernel = Gaussian(self.sigma).fit(X, random_state=seed)
-        embedding_kernel = (Gaussian(self.embedding_sigma).fit(X, random_state=seed)
-                            if self.update == "fixed" else None)
+        # made when the rounds start (a fragmented start runs none)
+        embedding_kernel = (
+            (lambda: Gaussian(self.embedding_sigma).fit(X, random_state=seed))
+            if self.update == "fixed" else None)
         encoder, decoder = self._build(X, hidden, lam, rng)
         report = IterationReport("KNetClustering", self.verbose, total=int(self.max_iter)).start()
         try:
@@ -377,7 +380,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
             # the default fit's starts on X and the criterion that judges the rounding
             found = scored_starts(X, k, local, screen=False,
                                   local_start=out.stop_reason == "fragmented start",
-                                  random_state=seed)
+                                  spectra=False, random_state=seed)
         if out.stop_reason == "fragmented start":
             warnings.warn(f"KNetClustering did not train: at sigma={kernel.sigma:.4g} the kernel "
                           "isolates points of X (more of the objective comes from the points' "
@@ -392,7 +395,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         self.support_, self.feature_scores_ = support, feature_scores
         self.kernel_ = kernel
         self.sigma_ = float(kernel.sigma)
-        self.embedding_kernel_ = embedding_kernel
+        self.embedding_kernel_ = out.embedding_kernel
         self.embedding_ = out.embedding
         self.scale_ = out.spread / spread(encoder.forward(X))
         # The NJW rounding and predict need the eigenvectors of the learned embedding:
@@ -449,7 +452,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
             judge = starts.criterion
         else:
             judge = PartitionCriterion(X, k)
-        self.partition_criterion_ = {name: judge(labels) for name, labels in candidates.items()}
+        self.partition_criterion_ = dict(zip(candidates, judge.scores(candidates.values())))
         # ties keep the earlier candidate (k-means, then the learned kernel's)
         self.rounding_ = min(candidates, key=lambda name: self.partition_criterion_[name])
         self.labels_ = candidates[self.rounding_]

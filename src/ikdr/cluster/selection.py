@@ -68,16 +68,17 @@ class Candidate:
     ``kind`` is the U-step: "graph" (the 10-NN graph) or "kernel" (the dense
     local-scaling affinity). ``embedding`` is U (n x k, orthonormal), with its
     ``eigenvalues`` in the W-step kernel's normalised affinity and that
-    kernel's ``degrees``; ``components`` is W on the view's features (None
-    for a start, which uses every feature of the view).
+    kernel's ``degrees`` (None for a graph start scored without them,
+    ``spectra=False`` of :func:`scored_starts`); ``components`` is W on the
+    view's features (None for a start, which uses every feature of the view).
     """
 
     name: str
     kind: str
     labels: np.ndarray = field(repr=False)
     embedding: np.ndarray = field(repr=False)
-    eigenvalues: np.ndarray = field(repr=False)
-    degrees: np.ndarray = field(repr=False)
+    eigenvalues: Optional[np.ndarray] = field(repr=False)
+    degrees: Optional[np.ndarray] = field(repr=False)
     columns: Optional[np.ndarray] = field(default=None, repr=False)
     components: Optional[np.ndarray] = field(default=None, repr=False)
     criterion: float = np.inf
@@ -121,15 +122,17 @@ def _in_kernel(Z, kernel, U, n_threads=None):
     return np.sort(np.sum(R * KR, axis=0))[::-1], deg
 
 
-def graph_u_step(Z, kernel, n_clusters, *, random_state=None, neighbours=None, n_threads=None):
+def graph_u_step(Z, kernel, n_clusters, *, random_state=None, neighbours=None, n_threads=None,
+                 spectra=True):
     """Labels, U, eigenvalues and degrees of the 10-NN graph's spectral clustering of Z
-    (U: the partition's indicators; eigenvalues and degrees: in ``kernel``)."""
+    (U: the partition's indicators; eigenvalues and degrees: in ``kernel``, None
+    without ``spectra``)."""
     if neighbours is None:
         neighbours = nearest_neighbours(Z, GRAPH_NEIGHBORS)
     labels, _ = graph_embedding(neighbour_graph(neighbours[1], GRAPH_NEIGHBORS), n_clusters,
                                 random_state=random_state)
     U = _partition_embedding(labels, n_clusters)
-    vals, deg = _in_kernel(Z, kernel, U, n_threads)
+    vals, deg = _in_kernel(Z, kernel, U, n_threads) if spectra else (None, None)
     return labels, U, vals, deg
 
 
@@ -147,10 +150,12 @@ def kernel_u_step(Z, affinity, n_clusters, *, random_state=None, U0=None, K=None
 
 
 def graph_start(Z, n_clusters, kernel, neighbours, *, columns=None, random_state=None,
-                n_threads=None):
-    """The start by the 10-NN graph of Z (a view of X: ``columns``)."""
+                n_threads=None, spectra=True):
+    """The start by the 10-NN graph of Z (a view of X: ``columns``; ``spectra``: see
+    :func:`graph_u_step`)."""
     labels, U, vals, deg = graph_u_step(Z, kernel, n_clusters, random_state=random_state,
-                                        neighbours=neighbours, n_threads=n_threads)
+                                        neighbours=neighbours, n_threads=n_threads,
+                                        spectra=spectra)
     name = "graph" if columns is None else "screened graph"
     return Candidate(name, "graph", labels, U, vals, deg, columns)
 
@@ -188,8 +193,8 @@ class Starts:
     feature_scores: Optional[np.ndarray]
 
 
-def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, random_state=None,
-                  n_threads=None):
+def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, spectra=True,
+                  random_state=None, n_threads=None):
     """The starts on X and, when the feature screen is taken, on the screened
     features, with the criterion judging both views, every start scored.
 
@@ -201,14 +206,16 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, rando
     ``local_start=False`` leaves out the local-scaling start (KNet's rounding
     asks for it only where its own start is fragmented); the screen needs it
     and keeps it. The local affinity's matrix is formed either way: the
-    criterion judges with it.
+    criterion judges with it. ``spectra=False``: the graph start's eigenvalues
+    and degrees in ``kernel`` (two fused passes, for W-steps from it) are not
+    computed; a caller that only ranks the starts' labels needs neither.
     """
     X = np.ascontiguousarray(X)
     k = int(n_clusters)
     options = {"random_state": random_state, "n_threads": n_threads}
     neighbours = nearest_neighbours(X, max(JUDGE_NEIGHBORS + (GRAPH_NEIGHBORS,)))
     K = _local_matrix(X, kernel, n_threads)     # formed once for the start and a judge
-    candidates = [graph_start(X, k, kernel, neighbours, **options)]
+    candidates = [graph_start(X, k, kernel, neighbours, spectra=spectra or screen, **options)]
     if local_start or screen:
         candidates.append(kernel_start(X, k, kernel, K=_copy(K), **options))
     views = [View(None, neighbours, kernel, K)]
