@@ -279,7 +279,8 @@ def affinity_embedding(K, n_clusters, *, normalize=True, U0=None, random_state=N
     ``lanczos="auto"`` (:func:`_auto_top`): where the normalised affinity is
     dense, Lanczos for at most :data:`LANCZOS_BUDGET` x n products; where it
     is sparse, subspace iteration with the shifted inverse
-    (:func:`_shift_invert_top`); LAPACK when either does not converge.
+    (:func:`_shift_invert_top`); LAPACK when either does not converge. Without
+    ``normalize`` (eigenvalues not bounded by 1): Lanczos within that budget.
     Returns ``(U, eigenvalues, degrees)`` as :func:`spectral_embedding`.
     """
     n = K.shape[0]
@@ -296,7 +297,11 @@ def affinity_embedding(K, n_clusters, *, normalize=True, U0=None, random_state=N
     # n = 2,000 on 2 shared cores), and its gain on an idle machine is small.
     with single_threaded_blas():
         if lanczos and n > DENSE_LANCZOS_MIN_N and k < n // 10:
-            found = (_auto_top if lanczos == "auto" else _lanczos_top)(K, k, tol, random_state)
+            # (the shifted inverse needs the normalised affinity's eigenvalues <= 1)
+            auto = lanczos == "auto" and normalize
+            found = (_auto_top if auto else _lanczos_top)(
+                K, k, tol, random_state,
+                budget=int(LANCZOS_BUDGET * n) if lanczos == "auto" else None)
             if found is not None:
                 return np.ascontiguousarray(found[1]), found[0], deg
         K -= K.mean(axis=0, keepdims=True)
@@ -346,7 +351,7 @@ def _sparse_kept(M):
     return None
 
 
-def _auto_top(M, k, tol, random_state):
+def _auto_top(M, k, tol, random_state, *, budget):
     r"""Top k eigenpairs of H M H (M a normalised affinity, n x n, overwritten), or None
     (then LAPACK): the solver that suits M's spectrum (``lanczos="auto"`` of
     :func:`affinity_embedding`).
@@ -360,12 +365,11 @@ def _auto_top(M, k, tol, random_state):
     2-6 iterations on every such data set of the clustering benchmark: 20 ms
     against LAPACK's 35 ms at n = 900, 40 against 75 ms at n = 1,200). A
     dense M (wide data) has a decaying spectrum: Lanczos needed 44 products on
-    digits (55 ms against LAPACK's 285 ms), here at most
-    :data:`LANCZOS_BUDGET` x n of them.
+    digits (55 ms against LAPACK's 285 ms), here at most ``budget`` of them.
     """
     kept = _sparse_kept(M)
     if kept is None:
-        return _lanczos_top(M, k, tol, random_state, budget=int(LANCZOS_BUDGET * M.shape[0]))
+        return _lanczos_top(M, k, tol, random_state, budget=budget)
     sparse = _kept_csr(M, kept)
     found = _shift_invert_top(M, sparse, k, tol, random_state)
     if found is None:
@@ -433,7 +437,8 @@ def _shift_invert_top(M, sparse, k, tol, random_state):
         residual = np.linalg.norm(AQ @ S[:, :k] - V[:, :k] * values[:k], axis=0)
         if np.all(residual <= tol * np.abs(values[:k])):
             return values[:k].copy(), V[:, :k]
-        if iteration >= 1 and (sigma - values[k - 1]) > SHIFT_MAX_CONTRACTION * (sigma - values[-1]):
+        contraction = (sigma - values[k - 1]) / (sigma - values[-1])
+        if iteration >= 1 and contraction > SHIFT_MAX_CONTRACTION:
             return None
     return None
 

@@ -215,7 +215,7 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, spect
     options = {"random_state": random_state, "n_threads": n_threads}
     neighbours = nearest_neighbours(X, max(JUDGE_NEIGHBORS + (GRAPH_NEIGHBORS,)))
     K = _local_matrix(X, kernel, n_threads)     # formed once for the start and a judge
-    candidates = [graph_start(X, k, kernel, neighbours, spectra=spectra or screen, **options)]
+    candidates = [graph_start(X, k, kernel, neighbours, spectra=spectra, **options)]
     if local_start or screen:
         candidates.append(kernel_start(X, k, kernel, K=_copy(K), **options))
     views = [View(None, neighbours, kernel, K)]
