@@ -17,6 +17,16 @@ import numpy as np
 import scipy.linalg
 
 
+def recall_at_k(importance, informative, seed=0):
+    """Share of the informative features among the k top-ranked; exact ties are broken at
+    random (seeded), never by index (the tasks put their informative features first)."""
+    k = len(informative)
+    importance = np.asarray(importance, float)
+    tiebreak = np.random.default_rng(seed).random(importance.shape[0])
+    order = np.lexsort((tiebreak, -importance))
+    return len(set(order[:k].tolist()) & set(np.asarray(informative).tolist())) / k
+
+
 def mixture(n, d, n_classes=10, seed=0):
     """A standardised n x d mixture of ``n_classes`` Gaussian classes."""
     rng = np.random.default_rng(seed)

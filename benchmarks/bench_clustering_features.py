@@ -2,7 +2,9 @@
 
 Every task has m informative features among d (the others pure noise), standardised, and
 no labels are given to any method. A method ranks the features; recall@m (= precision@m)
-is the share of the informative ones among its top m. Tasks:
+is the share of the informative ones among its top m, exact ties broken at random
+(seeded: the tasks put their informative features first, which an index order would
+favour). Tasks:
 
 * ``blobs m of d``: ``make_blobs`` with 4 centres in m = 3 dimensions, plus d - 3 standard
   normal noise features (d = 20, 50, 100);
@@ -55,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ikdr  # noqa: E402
 from _clustering_data import standardise  # noqa: E402
-from _peers import results_head  # noqa: E402
+from _peers import recall_at_k, results_head  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "clustering_features.md"
@@ -166,12 +168,6 @@ def rankings(X, k, m, seed):
     return out
 
 
-def recall(scores, informative):
-    m = informative.shape[0]
-    top = np.argsort(-scores, kind="stable")[:m]
-    return len(set(top) & set(informative)) / m
-
-
 PEERS = ("Laplacian score", "MCFS", "RF on k-means")
 OURS = ("ISMClustering", "SemiSupervisedISM", "KDAC")
 
@@ -183,7 +179,7 @@ def run(seeds):
         scores = rankings(X, k, informative.shape[0], seed)
         row = rows.setdefault(name, {"n x d": f"{X.shape[0]} x {X.shape[1]}", "k": k})
         for method, s in scores.items():
-            row.setdefault(method, []).append(recall(s, informative))
+            row.setdefault(method, []).append(recall_at_k(s, informative, seed))
         print(name, seed, {m: round(v[-1], 2) for m, v in row.items() if isinstance(v, list)},
               flush=True)
     return rows

@@ -97,6 +97,7 @@ import ikdr
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from _peers import recall_at_k  # noqa: E402
 
 # ---------------------------------------------------------------------------- tasks
 
@@ -361,15 +362,6 @@ def available_peers(skip=False):
         print("# pyHSICLasso not installed: the HSICLasso column is left out", file=sys.stderr)
     return peers
 
-
-def recall_at_k(importance, informative, seed=0):
-    """Share of the informative features among the k top-ranked; exact ties are broken at
-    random (seeded), never by index."""
-    k = len(informative)
-    importance = np.asarray(importance, float)
-    tiebreak = np.random.default_rng(seed).random(importance.shape[0])
-    order = np.lexsort((tiebreak, -importance))
-    return len(set(order[:k].tolist()) & set(np.asarray(informative).tolist())) / k
 
 # ------------------------------------------------------------------------- sections
 

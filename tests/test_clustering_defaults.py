@@ -352,3 +352,59 @@ def test_knet_converged_only_when_rounds_converged():
     else:
         assert not model.converged_
     assert model.converged_ == (model.stop_reason_ == "converged")
+
+
+def test_clustering_importances_rank_what_the_projection_leaves_out(rng):
+    """A feature the projection does not use (W zero on it) still ranks by its own
+    dependence on the clusters: informative features above noise, the two shares
+    summing to 1; a partition without two clusters leaves the projection alone."""
+    from ikdr.cluster.ism_clustering import clustering_importances
+
+    labels = np.repeat([0, 1, 2], 200)
+    X = rng.standard_normal((600, 12))
+    X[:, :3] += 3.0 * np.eye(3)[labels]          # features 0-2 carry the clusters
+    projection = np.zeros(12)
+    projection[0] = 1.0                          # W uses feature 0 only
+    importances = clustering_importances(X, projection, labels, random_state=0)
+    assert importances.sum() == pytest.approx(1.0)
+    assert set(np.argsort(-importances)[:3]) == {0, 1, 2}
+    assert importances[0] > importances[1] > 0 and importances[3:].max() < importances[2]
+    np.testing.assert_array_equal(clustering_importances(X, projection, np.zeros(600, int)),
+                                  projection)
+
+
+def test_screen_taken_where_all_features_hold_no_clusters():
+    """The screen's second rule: every feature's U-step holds no k clusters (its
+    (k-1)-th eigenvalue near 0) while the candidates' does, even with a gap the
+    first rule refuses (make_classification 4 of 100, seed 2)."""
+    from ikdr.cluster.screen import SCREEN_GAP_MARGIN, screen_taken
+
+    flat, clustered = [0.0137, 0.0133, 0.0127], [0.9956, 0.9857, 0.9705]
+    assert spectral_gap_of(clustered) < spectral_gap_of(flat) + SCREEN_GAP_MARGIN
+    assert screen_taken(flat, clustered)
+    assert not screen_taken([0.9, 0.7, 0.6], clustered)          # all features hold clusters
+    assert not screen_taken(flat, [0.3, 0.2, 0.19])               # nor do the candidates
+    assert screen_taken([0.5, 0.2, 0.01], [0.99, 0.9, 0.1])       # the gap rule
+
+
+def spectral_gap_of(values):
+    from ikdr.spectral import spectral_gap
+
+    return spectral_gap(np.asarray(values))
+
+
+def test_informative_features_of_a_clustering_no_view_of_all_features_shows():
+    """make_classification, 4 informative of 100 features, seed 2: no clustering of all
+    features finds the classes; the screen's two bimodal candidates do, and the
+    importances put at least three informative features among the top four (the
+    Laplacian score: two)."""
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(600, 100, n_informative=4, n_redundant=0, n_repeated=0,
+                               n_classes=3, n_clusters_per_class=1, class_sep=2.0,
+                               shuffle=False, random_state=2)
+    X = StandardScaler().fit_transform(X)
+    model = ikdr.ISMClustering(3, random_state=2).fit(X)
+    assert nmi(y, model.labels_) > 0.5                    # 0.005 on all 100 features
+    assert len(set(np.argsort(-model.feature_importances_)[:4]) & {0, 1, 2, 3}) >= 3

@@ -148,11 +148,15 @@ COMMON_ATTRS = r"""
     normalize_ : bool
         Whether D was the degree matrix (True) or the identity.
     feature_importances_ : ndarray (n_features,)
-        Squared row norms of W, its columns weighted by the absolute
-        eigenvalues of :math:`\Phi` belonging to them in the default fit
-        (equally in the papers' alternation, which does not keep them); sums
-        to 1: the weight of each input feature in the learned subspace
-        (:func:`ikdr.solver.importances.feature_importances`).
+        How much each feature carries the clusters; sums to 1. The mean of
+        two shares: the feature's weight in the learned subspace (squared row
+        norms of W, its columns weighted by the absolute eigenvalues of
+        :math:`\Phi` belonging to them in the default fit, equally in the
+        papers' alternation; :func:`ikdr.solver.importances.feature_importances`)
+        and its own dependence on ``labels_`` (the positive part of its
+        marginal HSIC with the partition,
+        :func:`ikdr.solver.marginal.marginal_dependence`), which ranks the
+        features W leaves out (:func:`ikdr.cluster.ism_clustering.clustering_importances`).
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None

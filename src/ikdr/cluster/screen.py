@@ -15,8 +15,9 @@ from ..kernels import Gaussian
 from ..spectral import auto_kernel, spectral_embedding, spectral_gap
 
 __all__ = ["FEATURE_GAP_SCALE", "FEATURE_GAP_MAX_SAMPLES", "FEATURE_GAP_BINS", "SCREEN_MIN_GAP",
-           "SCREEN_GAP_MARGIN", "SCREEN_MAX_SAMPLES", "median_pairwise_distance_1d",
-           "feature_gaps", "screen_features", "screen_candidates", "screen_taken"]
+           "SCREEN_GAP_MARGIN", "SCREEN_NO_STRUCTURE", "SCREEN_STRUCTURE", "SCREEN_MAX_SAMPLES",
+           "median_pairwise_distance_1d", "feature_gaps", "screen_features", "screen_candidates",
+           "screen_taken"]
 
 
 #: bandwidth of a single feature's U-step in :func:`feature_gaps`: this multiple of
@@ -158,6 +159,15 @@ SCREEN_MIN_GAP = 0.25
 #: W = I beats that of all features by this much (4 blobs in 3 of 50: 0.110 against
 #: 0.001; face, 20 clusters: 0.007 against 0.003, where the screen lost 0.28 NMI)
 SCREEN_GAP_MARGIN = 0.05
+#: ... or when the U-step of all features holds no k clusters at all (its (k-1)-th
+#: eigenvalue below this: the normalised affinity mixes the rows in one step; 0.013-0.07
+#: on every feature task of benchmarks/bench_clustering_features.py, 0.14-0.83 on the
+#: real data sets) while the candidates' does (:data:`SCREEN_STRUCTURE` above it):
+#: make_classification 4 of 30-100, seed 2, 0.013-0.043 against 0.986, where the gap
+#: rule refused the two informative candidates (gaps 0.000-0.002 against 0.015) and no
+#: clustering of all features found the classes (NMI 0.005)
+SCREEN_NO_STRUCTURE = 0.1
+SCREEN_STRUCTURE = 0.5
 #: rows of the screen's two U-steps (a seeded subsample above this)
 SCREEN_MAX_SAMPLES = 1000
 
@@ -174,7 +184,9 @@ def screen_features(X, n_clusters, *, random_state=None):
        the one on all features by :data:`SCREEN_GAP_MARGIN`: spectral
        clustering of all features is dominated by the noise there, and so is
        the start of every alternation (ISMClustering on 4 blobs in 3 of 50
-       features 0.26 -> 0.90; docs/alternative_clustering.md).
+       features 0.26 -> 0.90; docs/alternative_clustering.md); or when the
+       U-step of all features holds no clusters at all and the candidates'
+       does (:func:`screen_taken`).
 
     Cost: 2d eigenproblems of at most 128 rows, two U-steps of at most
     :data:`SCREEN_MAX_SAMPLES` rows.
@@ -196,13 +208,14 @@ def screen_features(X, n_clusters, *, random_state=None):
         return None, scores, None
     rows = sample_index(n, SCREEN_MAX_SAMPLES, random_state)
     Xs = X if rows is None else X[np.sort(rows)]
-    gaps = []
+    spectra = []
     for Z in (Xs, Xs[:, columns]):
         Z = np.ascontiguousarray(Z)
         _, vals, _ = spectral_embedding(Z, auto_kernel(Z, n_clusters), n_clusters,
                                         random_state=random_state)
-        gaps.append(spectral_gap(vals))
-    return (columns if screen_taken(*gaps) else None), scores, tuple(gaps)
+        spectra.append(vals)
+    gaps = tuple(spectral_gap(vals) for vals in spectra)
+    return (columns if screen_taken(*spectra) else None), scores, gaps
 
 
 def screen_candidates(X, *, random_state=None):
@@ -217,8 +230,17 @@ def screen_candidates(X, *, random_state=None):
     return columns, scores
 
 
-def screen_taken(gap_all, gap_screened):
+def screen_taken(values_all, values_screened):
     """Step 2 of :func:`screen_features`: whether the local-scaling U-step of the
-    candidates separates the clusters more clearly than that of every feature
-    (:func:`spectral_gap` larger by :data:`SCREEN_GAP_MARGIN`)."""
-    return gap_screened >= gap_all + SCREEN_GAP_MARGIN
+    candidates separates the clusters more clearly than that of every feature,
+    from the k descending eigenvalues of each: its :func:`spectral_gap` larger by
+    :data:`SCREEN_GAP_MARGIN`, or the (k-1)-th eigenvalue, the weakest of the
+    directions that separate k clusters, below :data:`SCREEN_NO_STRUCTURE` for
+    every feature (no clusters there at all) and above :data:`SCREEN_STRUCTURE`
+    for the candidates."""
+    values_all, values_screened = np.asarray(values_all), np.asarray(values_screened)
+    if spectral_gap(values_screened) >= spectral_gap(values_all) + SCREEN_GAP_MARGIN:
+        return True
+    weakest = values_all.shape[0] - 2
+    return bool(values_all[weakest] < SCREEN_NO_STRUCTURE
+                and values_screened[weakest] >= SCREEN_STRUCTURE)

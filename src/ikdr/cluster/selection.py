@@ -228,8 +228,7 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, spect
         local = auto_kernel(Z, k)
         K_screened = _local_matrix(Z, local, n_threads)
         screened = kernel_start(Z, k, local, columns=columns, K=_copy(K_screened), **options)
-        if screen_taken(spectral_gap(candidates[1].eigenvalues),
-                        spectral_gap(screened.eigenvalues)):
+        if screen_taken(candidates[1].eigenvalues, screened.eigenvalues):
             near = nearest_neighbours(Z, max(JUDGE_NEIGHBORS + (GRAPH_NEIGHBORS,)))
             candidates += [graph_start(Z, k, local, near, columns=columns, **options), screened]
             views.append(View(columns, near, local, K_screened))

@@ -1,5 +1,5 @@
-r"""The marginal part of the held-out support (:func:`ikdr.reduction.support.marginal_dependence`)
-for sparse X, from its stored values only.
+r"""The marginal dependence (:func:`ikdr.solver.marginal.marginal_dependence`) of sparse
+X, from its stored values only.
 
 Each column's values are its stored entries and ``n - nnz_j`` zeros; the bins
 of the one-dimensional kernel, the median of the sampled pairs' distances and
@@ -47,7 +47,7 @@ def _column_medians(D, m):
 
 
 def sparse_marginal_dependence(X, factor, scale, trace, bins):
-    r""":func:`ikdr.reduction.support.marginal_dependence` of a sparse X (module
+    r""":func:`ikdr.solver.marginal.marginal_dependence` of a sparse X (module
     docstring); ``factor`` and ``scale`` are Gamma's, ``trace`` its trace. Made
     :data:`_CHUNK` columns at a time (memory O(nnz + n r + bins^2 chunk)). Returns
     the dependences, the squared norms :math:`\|HK_jH\|_F^2` of the centred
