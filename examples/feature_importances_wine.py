@@ -1,8 +1,10 @@
 """Which wine measurements carry the learned subspace? ``feature_importances_`` of ISM.
 
 ISM (Gaussian kernel, q = 3) on the standardised wine data; each feature's
-importance is its squared loading on W's columns, weighted by the absolute
-eigenvalues of Phi belonging to them (it sums to 1, see docs/nystrom.md).
+importance is the held-out HSIC it carries: what the dependence measured on
+rows the projection was not fitted on loses without it, plus its own
+dependence on the classes beyond noise (it sums to 1, see
+docs/feature_discovery.md).
 The bar chart is written to ``feature_importances_wine.png`` in the
 directory given as the first argument (default: a temporary directory) when
 matplotlib is installed.
