@@ -271,3 +271,19 @@ def test_bad_options_are_refused_before_any_pass(params, name, monkeypatch):
     monkeypatch.setattr(base.Kernel, "objective", no_pass)
     with pytest.raises(ValueError, match=name):
         ikdr.ISM(**params).fit(X, y)
+
+
+def test_the_half_fits_run_in_float32_only_where_it_keeps_their_objective():
+    from ikdr.kernels import Gaussian, Polynomial
+    from ikdr.reduction.support import fold_precision
+
+    X = StandardScaler().fit_transform(load_wine().data)
+    W = np.linalg.qr(np.random.default_rng(0).standard_normal((X.shape[1], 2)))[0]
+    kernel = Gaussian(ikdr.median_sigma(X))
+    assert fold_precision(X, W, kernel).dtype == np.float32
+    # far from the origin against their spread, without a float32 estimate (not one
+    # Gaussian), or sparse: the rows as they are
+    assert fold_precision(X + 1e4, W, kernel).dtype == np.float64
+    assert fold_precision(X, W, kernel + Polynomial(degree=2)).dtype == np.float64
+    sparse = scipy.sparse.csr_matrix(X)
+    assert fold_precision(sparse, W, kernel) is sparse

@@ -171,3 +171,41 @@ def test_gamma_must_be_factored_for_landmarks(data):
     with pytest.raises(ValueError, match="factored Gamma"):
         provider.problem(provider.check_data(memmap), Gamma(dense=np.eye(N)),
                          Gaussian(1.0), None)
+
+
+def test_row_passes_add_their_partials_in_place_and_leave_start_alone():
+    from ikdr.passes.rows import MemoryRows, add_into, sum_parts
+
+    X = np.random.default_rng(0).standard_normal((1000, 6))
+    start = [np.ones((6, 6)), None]
+    kept = start[0].copy()
+
+    def fn(X_b, _, __):
+        return [X_b.T @ X_b, X_b.sum(axis=0)]
+
+    rows = MemoryRows(X, block_rows=128)
+    total = rows.map_reduce(fn, lambda sl: None, (None,), start=start)
+    np.testing.assert_array_equal(start[0], kept)           # the caller's start unchanged
+    expected = [kept, None]
+    for sl in rows.slices():
+        expected = sum_parts(expected, fn(X[sl], None, None))
+    np.testing.assert_array_equal(total[0], expected[0])    # the same sums, in block order
+    np.testing.assert_array_equal(total[1], expected[1])
+    # in place only where the sum keeps the array's shape and dtype
+    a = np.zeros(3, np.float32)
+    assert add_into(a, np.ones(3, np.float32)) is a
+    wider = add_into(a, np.ones(3))
+    assert wider is not a and wider.dtype == np.float64
+    assert add_into((1.0, a), (2.0, a))[0] == 3.0
+
+
+def test_class_grams_are_written_into_the_given_arrays():
+    from ikdr._utils.eig import grams
+
+    rng = np.random.default_rng(1)
+    blocks = [rng.standard_normal((50, 8)), rng.standard_normal((70, 8))]
+    out = [np.empty((8, 8)), np.empty((8, 8))]
+    result = grams(blocks, out=out)
+    for X_b, G, R in zip(blocks, out, result):
+        assert R is G
+        np.testing.assert_allclose(G, X_b.T @ X_b, rtol=1e-13)

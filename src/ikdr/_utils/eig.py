@@ -270,23 +270,29 @@ def block_top_eigenvectors(matmat, V0, AV0, q, *, extra=None, tol=1e-9, max_iter
 _POOL_FLOPS = 1e8
 
 
-def grams(blocks):
+def grams(blocks, out=None):
     r""":math:`X_i^T X_i` in float64 for each block :math:`X_i`, whose bits do not depend
     on the BLAS threads: one BLAS call each on one BLAS thread (a threaded BLAS
     called from several Dask tasks at once sums in varying orders), under one
     thread limit for all the blocks (a limit per block cost more than the
     products of the class-moment screen's small classes). The blocks are shared
     among :func:`ikdr.get_num_threads` Python threads (the BLAS call releases the
-    GIL), so the cores are used all the same."""
+    GIL), so the cores are used all the same. ``out``: a float64 d x d array per
+    block to write each product into (no new arrays)."""
     blocks = [np.asarray(b, dtype=np.float64) for b in blocks]
+    outs = [None] * len(blocks) if out is None else list(out)
     flops = sum(b.shape[0] * b.shape[1] ** 2 for b in blocks)
     # a pool costs about a tenth of a millisecond: worth it from 1e8 flops
     workers = min(get_num_threads(), len(blocks)) if flops >= _POOL_FLOPS else 1
+
+    def gram(X, G):
+        return np.matmul(X.T, X, out=G)
+
     with single_threaded_blas():
         if workers <= 1:
-            return [X.T @ X for X in blocks]
+            return [gram(X, G) for X, G in zip(blocks, outs)]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda X: X.T @ X, blocks))
+            return list(pool.map(gram, blocks, outs))
 
 
 #: eigenvalues of a :class:`SymmetricOperator` computed beyond ``minimum`` for the

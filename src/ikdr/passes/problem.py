@@ -21,7 +21,8 @@ from .._config import get_num_threads
 from ..gamma import Gamma
 from ..kernels import Kernel
 
-__all__ = ["BaseProblem", "FLOAT32_OBJECTIVE_TOLERANCE", "float32_objective_error"]
+__all__ = ["BaseProblem", "FLOAT32_OBJECTIVE_TOLERANCE", "float32_objective_error",
+           "float32_estimate", "float32_holds"]
 
 #: the relative error of a float32 pass's objective the estimators document for
 #: ``dtype=np.float32``; a float32 problem whose passes cannot meet it warns
@@ -65,6 +66,28 @@ def float32_objective_error(X: Any, W: np.ndarray, sigma: float | None) -> float
     return 3.0 * 2.0 ** -24 * max(1.0, 2.0 * s2 / d2) * (1.0 + z2 / (30.0 * s2))
 
 
+def float32_holds(X: np.ndarray) -> bool:
+    """Whether X's largest magnitude (in memory) is within float32's bounds of
+    :func:`ikdr._utils.validation.check_scale` (squares neither overflow nor underflow)."""
+    biggest = max(abs(float(X.max())), abs(float(X.min()))) if X.size else 0.0
+    info = np.finfo(np.float32)
+    return float(info.tiny) ** (1 / 3) <= biggest <= float(info.max) ** (1 / 3)
+
+
+def float32_estimate(X: np.ndarray, W: np.ndarray, kernel: Kernel,
+                     holds: bool | None = None) -> float | None:
+    """Estimated relative error of float32 passes' objective on X (in memory) at W:
+    infinite where float32 cannot hold X (:func:`float32_holds`, or ``holds``
+    when known), :func:`float32_objective_error` for a kernel that is one
+    Gaussian member alone, None (no estimate) for any other kernel."""
+    if not (float32_holds(X) if holds is None else holds):
+        return np.inf
+    sigma = kernel.gaussian_sigma
+    if sigma is None or len(kernel.members()) != 1:
+        return None
+    return float32_objective_error(X, W, sigma)
+
+
 class BaseProblem:
     """The part of a provider's problem that does not depend on how it computes passes.
 
@@ -102,6 +125,7 @@ class BaseProblem:
         self.depends_on_w: bool = bool(kernel.depends_on_w)
         # float32 passes: their accuracy is checked at the first W (check_own_precision)
         self._precision_checked = self.dtype != np.float32
+        self._float32_holds: bool | None = None     # read at the first float32_error
 
     @property
     def X64(self) -> Any:
@@ -129,6 +153,13 @@ class BaseProblem:
                           "the bandwidth is far above the projected points' distances, or the "
                           "points lie far from the origin against their spread; center the "
                           "data, use a smaller sigma, or float64", RuntimeWarning, stacklevel=4)
+
+    def float32_error(self, W: np.ndarray) -> float | None:
+        """:func:`float32_estimate` of the problem's rows (in memory) at W (their
+        range read once)."""
+        if self._float32_holds is None:
+            self._float32_holds = float32_holds(self.X)
+        return float32_estimate(self.X, W, self.kernel, self._float32_holds)
 
     def coarse_phi(self, W: np.ndarray) -> tuple[np.ndarray, float]:
         raise NotImplementedError(f"{type(self).__name__} has no float32 passes "

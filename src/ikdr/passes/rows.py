@@ -145,6 +145,21 @@ def sum_parts(total, part):
     return total + part
 
 
+def add_into(total, part):
+    """:func:`sum_parts`, adding in place into ``total``'s arrays where the sum keeps
+    their shape and dtype (partials a reduction made itself: a d x d x classes sum
+    of the class-moment screen is 49 MB at d = 784, and a new array per block
+    costs its page faults as well as the sum)."""
+    if total is None or part is None or not isinstance(total, (tuple, list, np.ndarray)):
+        return sum_parts(total, part)
+    if isinstance(part, (tuple, list)):
+        return type(part)(add_into(a, b) for a, b in zip(total, part))
+    if isinstance(part, np.ndarray) and total.shape == part.shape and total.flags.writeable \
+            and np.result_type(total, part) == total.dtype:
+        return np.add(total, part, out=total)
+    return total + part
+
+
 class MemoryRows:
     r"""The rows of an ndarray or ``np.memmap``, visited one row block at a time.
 
@@ -172,9 +187,13 @@ class MemoryRows:
         """``start + sum_b fn(X_b, block_args(slice_b), *shared)``, the partials added
         in block order; ``whole``: ``fn`` loops over the row blocks itself (the
         core's sweeps), so it is called once, on all the rows."""
-        total = start
+        total, owned = start, False
         for sl in [slice(0, self.shape[0])] if whole else self.slices(width):
-            total = sum_parts(total, fn(self.X[sl], block_args(sl), *shared))
+            part = fn(self.X[sl], block_args(sl), *shared)
+            # the first sum is start + the first partial (a new object) or that
+            # partial itself (fn's new result): later partials add into it
+            total = add_into(total, part) if owned else sum_parts(total, part)
+            owned = True
         return total
 
     def take(self, index):

@@ -31,6 +31,7 @@ from .approximate import LandmarkOptions, approximate_ism
 from .screen import (SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen,
                      third_moment_candidates)
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
+                      fold_precision,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
 
 
@@ -495,7 +496,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         """W of one half of the selection rows (``X``, its ``gamma``): from the fit
         on every row (``W0``, ``kernel``) to a maximum of that half alone
         (relative gradient :data:`~ikdr.reduction.support.FOLD_GTOL`: the halves
-        only rank features; the fit on every row is certified)."""
+        only rank features; the fit on every row is certified), in the precision
+        of :func:`~ikdr.reduction.support.fold_precision`."""
+        X = fold_precision(X, W0, kernel)
         return solve_ism(resolve(X), X, gamma, kernel, _FOLD_OPTIONS, W0=W0).components
 
     def _kernel_and_q(self, sample, labels, target, q, minimum):

@@ -88,9 +88,9 @@ def _class_sums(X_b, codes_b, n_classes):
     grams = np.zeros((n_classes, X_b.shape[1], X_b.shape[1]))
     present = np.flatnonzero(counts)
     blocks = [X_b[ends[c] - int(counts[c]):ends[c]] for c in present]
-    for c, Xc, G in zip(present, blocks, class_grams(blocks)):
+    class_grams(blocks, out=[grams[c] for c in present])
+    for c, Xc in zip(present, blocks):
         sums[c] = Xc.sum(axis=0)
-        grams[c] = G
     return [counts, sums, grams]
 
 

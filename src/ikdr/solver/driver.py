@@ -52,7 +52,8 @@ from .certificate import certify as certify_point
 from .options import ISMOptions
 from .problem import CountedProblem, KernelProblem, Provider
 from .steps import (COARSE_STOP_TOL, SLOW_CONTRACTION, PlainStep, Point,
-                    PassCosts, check_orthonormal_start, dense64, phi_mode)
+                    PassCosts, check_orthonormal_start, dense64, phi_mode,
+                    with_exact_objective)
 from .trust_region import TrustRegion, escape_saddle
 
 __all__ = ["solve_ism", "solve", "ISMResult", "ISMConvergence", "choose_n_components"]
@@ -270,7 +271,11 @@ class _Run:
             q = choose_n_components(gap_spectrum(phi0, minimum), minimum=minimum)
         self.q = q
         costs = PassCosts.of_problem(problem, q)
-        mode = phi_mode(options.phi_solver, problem, q, costs)
+        # an uncertified warm start (the support selection's half fits) may go
+        # hybrid earlier; a certified fit keeps the dense Phi at the returned W,
+        # which preconditions the certificate's Hessian estimate
+        mode = phi_mode(options.phi_solver, problem, q, costs,
+                        warm=W0 is not None and not options.certify)
         self.step = PlainStep(problem, q, options, mode=mode, costs=costs)
         eigen_solver = options.eigen_solver
         if W0 is not None and problem.depends_on_w:
@@ -278,8 +283,10 @@ class _Run:
             # that step can descend (a cycling problem, or a start near another basin's
             # maximum) and must meet the same safeguard as every later one. The
             # eigenvalue rule's first reference is W0's Ritz values. A warm start is
-            # presumed near the maximum: no coarse steps.
+            # presumed near the maximum: no coarse steps, and the hybrid's first
+            # step needs no dense Phi (the block eigensolver starts near its answer)
             self.step.moved(0.0)
+            self.step.dense_start = False
             point = self.step.evaluate(check_orthonormal_start(W0, d, q))
             ritz = point.W.T @ point.PW
             lam = np.linalg.eigvalsh(0.5 * (ritz + ritz.T))[::-1].copy()
@@ -341,7 +348,10 @@ class _Run:
         rule = None if rough else _plain_stopping_rule(self.criterion, change, angle, self.tol)
         step.moved(angle)
         new = step.evaluate(V, final=rule is not None)
-        if new.objective < point.objective - 16 * self.eps * abs(point.objective):
+        # beyond rounding and, for coarse points, the float32 objective's error bound
+        margin = 16 * self.eps * abs(point.objective) + point.objective_error + \
+            new.objective_error
+        if new.objective < point.objective - margin:
             # The step would descend: refuse it. A mixed step is retried as the
             # plain step from the same point; a plain one (cycle / overshoot)
             # hands over to the trust region.
@@ -412,6 +422,9 @@ class _Run:
             self.history[-1]["eigenvalues"] = self.lam.copy()
         if certify and not step.thin_certificate:
             self.point = dense64(problem, self.point)
+        # a loose tol may stop on a coarse point: its objective is made exact
+        self.point = with_exact_objective(problem, self.point)
+        self.history[-1]["objective"] = self.point.objective
         point, exact = self.point, self.point.exact
         t = time.perf_counter()
         ascent: list = []

@@ -88,6 +88,8 @@ class KernelProblem(Protocol):
 
     def coarse_phi(self, W: np.ndarray) -> tuple[np.ndarray, float]: ...
 
+    def float32_error(self, W: np.ndarray) -> float | None: ...
+
     def release_coarse(self) -> None: ...
 
     def step_costs(self, q: int, k: int) -> tuple[float, float] | None: ...
@@ -140,6 +142,11 @@ class CountedProblem:
         self.n_dense_phi += 1
         self.n_coarse_phi += 1
         return self.problem.coarse_phi(W)
+
+    def float32_error(self, W: np.ndarray) -> float | None:
+        """Estimated relative error of a coarse pass's objective at W (infinite:
+        float32 cannot hold X's squares; None: no estimate for this kernel)."""
+        return self.problem.float32_error(W)
 
     def release_coarse(self) -> None:
         """The coarse steps are over (the problem may drop its float32 copy)."""

@@ -46,6 +46,13 @@ SLOW_CONTRACTION = 0.5
 _MF_EXPECTED_PASSES = 20
 _HYBRID_EXPECTED_PASSES = 8
 _MF_MIN_SAMPLES = 1000
+# An uncertified warm start (W0 near the maximum: the support selection's half
+# fits) goes hybrid from a dense pass worth _WARM_HYBRID_PASSES block
+# iterations: its first step starts with a thin pass, then each step by its
+# predicted cost, so the most it wastes is that thin pass, a quarter of a dense
+# one (measured, 1,837 x 784, q = 10, from the fit on every row: 137 ms
+# against 251 ms for two dense passes).
+_WARM_HYBRID_PASSES = 4
 #: relative residual (to the largest Ritz value) of the matrix-free eigensolves
 MF_TOL = 1e-8
 #: under the gradient rule a block eigensolve stops once its residual alone would
@@ -69,28 +76,40 @@ _BLOCK_RATE = 0.5
 # step that turned it less, every dense pass is float64 again. At most
 # _MAX_COARSE_STEPS are coarse, so a problem whose eigengap is too small for
 # float32 cannot keep the iteration coarse by moving W with rounding noise.
-# Objectives are always exact (a coarse point's by an objective pass), and
-# so is the certificate's pass at the returned W.
+# A coarse point's objective is the float32 pass's own (summed in float64), with
+# an error bound of COARSE_ERROR_MARGIN times the estimate of
+# ikdr.passes.problem.float32_objective_error at its W (measured errors: 0.1 to
+# 1.3 times that estimate on mixtures, digits and shifted data at 1 and 0.25
+# times the median bandwidth). A step is refused only where it descends by
+# more than the two points' bounds (the far steps that are coarse gain far
+# more, or are flat to float32 accuracy), so the history's objectives never
+# decrease beyond those bounds. Where the estimate exceeds COARSE_MAX_ERROR
+# (points far from the origin against their spread, a bandwidth far above
+# their distances, values whose squares float32 cannot hold) every pass is
+# float64; for a kernel without an estimate (not one Gaussian alone) a coarse
+# point's objective is exact, by one objective pass. The returned point's
+# objective is always exact (one objective pass where a loose tol stops on a
+# coarse point), and so is the certificate's pass at the returned W.
 #
 # A coarse step stops the iteration only when the rule's tolerance is at least
 # COARSE_STOP_TOL, 20 times the coarse eigenvectors' error (the papers' tol =
 # 0.01 is; a tight tol such as 1e-6 is decided by float64 steps), so the
 # returned W can differ from the all-float64 iteration's by that error only
 # where the tolerance admits far more. Below _COARSE_MIN_SAMPLES a pass costs
-# little beside the fixed costs of a step, and below _COARSE_MIN_FEATURES the
-# float32 pass saves little more than the objective pass a coarse point needs:
-# up to d = 64 the core forms the dense Phi block pair by block pair,
-# multiplying each block of weights by X once (measured, 10,000 x 64, 2
-# threads: Phi(W) 112 ms in float64, 64 ms in float32, plus the objective
-# pass's 39 ms; benchmarks/results/core_rate.md: a coarse step would save 8%):
-# there every step is float64, and (without Pulay mixing, acceleration=None)
-# the iterates are those of the papers' Algorithm 1 to the last bits
-# (tests/test_convergence.py).
+# little beside the fixed costs of a step: there every step is float64, and
+# (without Pulay mixing, acceleration=None) the iterates are those of the
+# papers' Algorithm 1 to the last bits (tests/test_convergence.py). Measured,
+# 10,000 x 64, 2 threads: Phi(W) 112 ms in float64, 64 ms in float32
+# (benchmarks/results/core_rate.md); the exact objective pass that a coarse
+# point would otherwise need costs 39 ms.
 COARSE_ANGLE = 1e-2
 _MAX_COARSE_STEPS = 4
 _COARSE_MIN_SAMPLES = 1000
-_COARSE_MIN_FEATURES = 65
 COARSE_STOP_TOL = 1e-3
+#: a coarse point's objective error bound, in estimates of its float32 error
+COARSE_ERROR_MARGIN = 10.0
+#: coarse passes only where the estimated float32 error of the objective is at most this
+COARSE_MAX_ERROR = 1e-5
 
 
 def _extra_columns(d, q):
@@ -145,11 +164,13 @@ def plain_step_flops(n, d, q, costs=None):
     return entries * min(c.dense, _HYBRID_EXPECTED_PASSES * c.block)
 
 
-def phi_mode(phi_solver, problem, q, costs):
+def phi_mode(phi_solver, problem, q, costs, warm=False):
     """The plain steps' way to Phi's eigenvectors on ``problem``: ``"dense"``,
     ``"hybrid"`` or ``"matrix_free"`` (``phi_solver="auto"`` by ``costs``, the
-    :class:`PassCosts` of the problem's passes, :meth:`PassCosts.of_problem`;
-    always ``"matrix_free"`` for a problem that does not form the dense Phi)."""
+    :class:`PassCosts` of the problem's passes, :meth:`PassCosts.of_problem`,
+    and ``warm``: the run starts from a given W0, see
+    :data:`_WARM_HYBRID_PASSES`; always ``"matrix_free"`` for a problem that
+    does not form the dense Phi)."""
     if not problem.supports_dense_phi:
         # sparse rows with many features: the d x d Phi is never formed
         if phi_solver in ("dense", "hybrid"):
@@ -165,7 +186,8 @@ def phi_mode(phi_solver, problem, q, costs):
         return "dense"
     if costs.ratio > _MF_EXPECTED_PASSES:
         return "matrix_free"
-    return "hybrid" if costs.ratio > _HYBRID_EXPECTED_PASSES else "dense"
+    return "hybrid" if costs.ratio > (_WARM_HYBRID_PASSES if warm else _HYBRID_EXPECTED_PASSES) \
+        else "dense"
 
 
 def _relative_residual(W, PW):
@@ -192,16 +214,19 @@ class Point:
 
     ``exact``: computed in float64 (else in the problem's float32). ``coarse``:
     its dense Phi was made in float32 for a float64 problem (a coarse step);
-    its objective is exact all the same. ``E``, ``PE``: extra start
+    its objective is that pass's, within ``objective_error`` (0 for every
+    other point: see :data:`COARSE_ERROR_MARGIN`). ``E``, ``PE``: extra start
     columns of the block eigensolver (orthonormal, orthogonal to W) and their
     products Phi(W) E, made by the same thin pass as Phi(W) W."""
 
-    __slots__ = ("W", "objective", "phi", "_PW", "exact", "coarse", "E", "PE")
+    __slots__ = ("W", "objective", "phi", "_PW", "exact", "coarse", "E", "PE",
+                 "objective_error")
 
     def __init__(self, W, objective, *, phi=None, PW=None, exact=True, coarse=False, E=None,
-                 PE=None):
+                 PE=None, objective_error=0.0):
         self.W, self.objective, self.phi, self._PW, self.exact = W, float(objective), phi, PW, exact
         self.coarse, self.E, self.PE = coarse, E, PE
+        self.objective_error = objective_error
 
     @property
     def exact_phi(self):
@@ -233,7 +258,18 @@ def dense64(problem, point):
     phi, f = problem.phi(point.W)
     # an exact objective is kept: the two passes may differ in the last bit,
     # and the history's objectives must not decrease by rounding
-    return Point(point.W, point.objective if point.exact else f, phi=phi)
+    return Point(point.W, point.objective if point.exact and not point.objective_error else f,
+                 phi=phi)
+
+
+def with_exact_objective(problem, point):
+    """The point with its objective exact (one objective pass where it carries an
+    error bound, a coarse point's); Phi and Phi W stay the coarse pass's."""
+    if not point.objective_error:
+        return point
+    point.objective = problem.objective(point.W, own_dtype=True)
+    point.objective_error = 0.0
+    return point
 
 
 class PlainStep:
@@ -251,7 +287,7 @@ class PlainStep:
 
     ``mode``: ``"dense"`` forms Phi at every iterate (thin at the last one
     when the certificate does not need the dense Phi); ``"matrix_free"``
-    never forms it; ``"hybrid"`` forms it for the first step only, whose
+    never forms it; ``"hybrid"`` forms it for the first step of a cold start only, whose
     start is far from Phi(W_1)'s eigenvectors (about 40 block iterations,
     more than one dense pass costs when d is large), takes its next p - q
     eigenvectors as the block eigensolver's extra start columns, and goes
@@ -292,18 +328,26 @@ class PlainStep:
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
         self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
         self.coarse = problem.has_coarse and problem.depends_on_w and \
-            problem.n >= _COARSE_MIN_SAMPLES and problem.d >= _COARSE_MIN_FEATURES
+            problem.n >= _COARSE_MIN_SAMPLES
         self.coarse_steps = 0
 
     def _phi(self, W, final=False):
-        """A dense Phi pass: coarse while the steps are far from the maximum
-        (never at the returned W, whose Phi the certificate uses)."""
+        """A dense Phi pass: (Phi, f, coarse, the bound of f's error: 0 for float64,
+        None for a coarse pass without an estimate). Coarse while the steps are far
+        from the maximum (never at the returned W, whose Phi the certificate
+        uses) and float32 is accurate enough at W (:data:`COARSE_MAX_ERROR`)."""
         if self.coarse and not final:
-            self.coarse_steps += 1
-            phi, f = self.problem.coarse_phi(W)
-            return phi, f, True
+            estimate = self.problem.float32_error(W)
+            if estimate is None or estimate <= COARSE_MAX_ERROR:
+                self.coarse_steps += 1
+                phi, f = self.problem.coarse_phi(W)
+                bound = None if estimate is None else \
+                    COARSE_ERROR_MARGIN * max(estimate, 2.0 ** -24) * abs(f)
+                return phi, f, True, bound
+            self.coarse = False             # float64 from here on
+            self.problem.release_coarse()
         phi, f = self.problem.phi(W, own_dtype=True)
-        return phi, f, False
+        return phi, f, False, 0.0
 
     def moved(self, angle):
         """The driver's report of how far the last step turned W (inf: the start
@@ -364,7 +408,7 @@ class PlainStep:
             if info["converged"] or self.mode == "matrix_free":
                 return vals, V, info
         if point.phi is None:
-            point.phi, _, point.coarse = self._phi(point.W)
+            point.phi, _, point.coarse, _ = self._phi(point.W)
         if self.mode != "hybrid":
             target = point.phi
             if self.mixing is not None and self.mode == "dense" and not point.coarse:
@@ -404,10 +448,11 @@ class PlainStep:
             both, f = self.problem.phi_product(V, np.hstack([V, E]), own_dtype=True)
             q = V.shape[1]
             return Point(V, f, PW=both[:, :q], exact=self.exact, E=E, PE=both[:, q:])
-        phi, f, coarse = self._phi(V, final)
-        if coarse:
-            # f decides whether the step is accepted and is the history's
-            # record: exact, by one objective pass (a quarter of a dense pass
-            # at d = 64, a thirtieth at d = 784)
-            f = self.problem.objective(V, own_dtype=True)
-        return Point(V, f, phi=phi, exact=self.exact, coarse=coarse)
+        phi, f, coarse, bound = self._phi(V, final)
+        if bound is None:
+            # no estimate of this kernel's float32 error: the objective is exact,
+            # by one objective pass
+            f, bound = self.problem.objective(V, own_dtype=True), 0.0
+        # else a coarse point's objective is the float32 pass's, within its bound
+        # (an objective pass costs 60% of what the float32 pass saves at d = 64)
+        return Point(V, f, phi=phi, exact=self.exact, coarse=coarse, objective_error=bound)
