@@ -277,10 +277,12 @@ def test_the_half_fits_run_in_float32_only_where_it_keeps_their_objective():
     from ikdr.kernels import Gaussian, Polynomial
     from ikdr.reduction.support import fold_precision
 
-    X = StandardScaler().fit_transform(load_wine().data)
+    wine = StandardScaler().fit_transform(load_wine().data)
+    X = np.tile(wine, (6, 1))           # 1,068 rows: a half of enough rows for float32
     W = np.linalg.qr(np.random.default_rng(0).standard_normal((X.shape[1], 2)))[0]
     kernel = Gaussian(ikdr.median_sigma(X))
     assert fold_precision(X, W, kernel).dtype == np.float32
+    assert fold_precision(wine, W, kernel) is wine                  # too few rows
     # far from the origin against their spread, without a float32 estimate (not one
     # Gaussian), or sparse: the rows as they are
     assert fold_precision(X + 1e4, W, kernel).dtype == np.float64

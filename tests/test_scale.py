@@ -397,3 +397,19 @@ def test_an_uncertified_warm_start_goes_hybrid_earlier():
     assert phi_mode("auto", Problem, 10, costs) == "dense"
     assert phi_mode("auto", Problem, 10, costs, warm=True) == "hybrid"
     assert phi_mode("dense", Problem, 10, costs, warm=True) == "dense"
+
+
+def test_coarse_steps_at_a_narrow_width_reach_the_float64_answer(monkeypatch):
+    # coarse passes run at any d from 1,000 samples: 32 features
+    X, y = mixture(1200, 32, 4, seed=3)
+    gamma, _ = ikdr.supervised_gamma(y)
+    kernel = Gaussian(0.5 * ikdr.median_sigma(X))
+    coarse = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense", criterion="eigenvalues",
+                      acceleration=None)
+    float64_only(monkeypatch)
+    exact = ikdr.ism(X, gamma, kernel, 3, tol=1e-9, phi_solver="dense", criterion="eigenvalues",
+                     acceleration=None)
+    assert coarse.convergence.coarse_phi_evaluations >= 1
+    assert exact.convergence.coarse_phi_evaluations == 0
+    assert sin_angle(exact.components, coarse.components) < 1e-7
+    assert rel(coarse.objective, exact.objective) < 1e-12
