@@ -12,6 +12,7 @@ from ikdr._utils.eig import block_top_eigenvectors, lapack_top
 from ikdr.solver import steps as _solver
 from ikdr.passes.exact import ExactProblem
 from ikdr.solver.options import ISMOptions
+from ikdr.solver.problem import CountedProblem
 from ikdr.solver.steps import phi_mode
 from ikdr.kernels import Gaussian, Linear, Polynomial
 
@@ -272,6 +273,9 @@ def test_a_tight_tol_never_stops_on_a_coarse_step(supervised_large, monkeypatch)
     monkeypatch.setattr(_solver, "_MAX_COARSE_STEPS", 10**6)
     loose = ikdr.ism(X, gamma, kernel, 3, tol=1e-2, phi_solver="dense", criterion="eigenvalues")
     assert loose.convergence.stopping_rule == "eigenvalues" and coarse_methods(loose)[-1]
+    # the step that stops the fit evaluates its W in float64: an exact objective
+    exact_f = ExactProblem(X, gamma, kernel.fit(X)).objective(loose.components)
+    assert rel(loose.objective, exact_f) < 1e-12
     tight = ikdr.ism(X, gamma, kernel, 3, tol=1e-6, phi_solver="dense", max_iter=12,
                      criterion="eigenvalues", warn=False)
     assert tight.convergence.stopping_rule == "max_iter" and all(coarse_methods(tight))
@@ -280,6 +284,15 @@ def test_a_tight_tol_never_stops_on_a_coarse_step(supervised_large, monkeypatch)
     # the start and every iterate coarse; the certificate's Phi at the returned W is float64
     assert tight.convergence.coarse_phi_evaluations == 13
     assert tight.convergence.dense_phi_evaluations == 14
+    # without a certificate, the coarse point max_iter ends on gets its exact
+    # objective by one objective pass
+    uncertified = ikdr.ism(X, gamma, kernel, 3, tol=1e-6, phi_solver="dense", max_iter=12,
+                           criterion="eigenvalues", certify=False, warn=False)
+    assert coarse_methods(uncertified)[-1]
+    assert uncertified.convergence.objective_evaluations == 1
+    exact_f = ExactProblem(X, gamma, kernel.fit(X)).objective(uncertified.components)
+    assert rel(uncertified.objective, exact_f) < 1e-12
+    assert uncertified.history[-1]["objective"] == uncertified.objective
 
 
 def test_float32_data_and_small_problems_make_no_coarse_passes(supervised, supervised_large):
@@ -345,7 +358,6 @@ def test_coarse_points_carry_their_float32_error_bound(supervised_large):
     # the float32 objective lies within it of the exact one
     X, y, gamma, kernel = supervised_large
     problem = ExactProblem(X, gamma, kernel.fit(X))
-    from ikdr.solver.problem import CountedProblem
     step = _solver.PlainStep(CountedProblem(problem), 3,
                              ISMOptions(n_components=3, acceleration=None), mode="dense",
                              costs=_solver.PassCosts.of(*X.shape, 3))
