@@ -160,6 +160,13 @@ def add_into(total, part):
     return total + part
 
 
+def _copied(parts):
+    """``parts`` (arrays, None, or tuples and lists of them) with every array copied."""
+    if isinstance(parts, (tuple, list)):
+        return type(parts)(_copied(p) for p in parts)
+    return parts.copy() if isinstance(parts, np.ndarray) else parts
+
+
 class MemoryRows:
     r"""The rows of an ndarray or ``np.memmap``, visited one row block at a time.
 
@@ -187,13 +194,11 @@ class MemoryRows:
         """``start + sum_b fn(X_b, block_args(slice_b), *shared)``, the partials added
         in block order; ``whole``: ``fn`` loops over the row blocks itself (the
         core's sweeps), so it is called once, on all the rows."""
-        total, owned = start, False
+        # the partials add into a copy of start (never into start itself), or into
+        # the first partial (fn's new result)
+        total = None if start is None else _copied(start)
         for sl in [slice(0, self.shape[0])] if whole else self.slices(width):
-            part = fn(self.X[sl], block_args(sl), *shared)
-            # the first sum is start + the first partial (a new object) or that
-            # partial itself (fn's new result): later partials add into it
-            total = add_into(total, part) if owned else sum_parts(total, part)
-            owned = True
+            total = add_into(total, fn(self.X[sl], block_args(sl), *shared))
         return total
 
     def take(self, index):
