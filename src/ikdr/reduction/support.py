@@ -121,6 +121,7 @@ FOLD_FLOAT32_ERROR = 1e-5
 #: 2.3 ms against 2.2 ms in float64; 1,837 x 784: 113 ms against 143 ms)
 FOLD_FLOAT32_MIN_ROWS = 1000
 
+
 class HeldOutRows:
     """The two halves of the selection rows: fit on one, measure on the other.
 
