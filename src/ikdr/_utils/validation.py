@@ -37,8 +37,7 @@ def check_scale(X, name="X", *, finite=False):
     infinite values (with check_array's messages). Returns X unchanged.
     """
     X = np.asarray(X)
-    # two reductions, no n x d temporary of |X| (NaN propagates through both)
-    biggest = max(abs(float(X.max())), abs(float(X.min()))) if X.size else 0.0
+    biggest = largest_magnitude(X)
     if finite and not np.isfinite(biggest):
         if np.isnan(biggest) or np.isnan(X).any():
             raise ValueError(f"Input {name} contains NaN.")
@@ -48,9 +47,24 @@ def check_scale(X, name="X", *, finite=False):
     return X
 
 
+def largest_magnitude(X):
+    """max |X| of a dense array by two reductions, no n x d temporary of |X| (NaN
+    propagates through both); 0 for an empty one."""
+    return max(abs(float(X.max())), abs(float(X.min()))) if X.size else 0.0
+
+
+def within_scale(biggest, dtype):
+    """Whether a largest magnitude ``biggest`` is within the bounds of
+    :func:`check_scale` for ``dtype`` (0, data of zeros only, is)."""
+    info = np.finfo(dtype if np.dtype(dtype).kind == "f" else np.float64)
+    return biggest == 0 or float(info.tiny) ** (1 / 3) <= biggest <= float(info.max) ** (1 / 3)
+
+
 def check_magnitude(biggest, dtype, name="X"):
     """The bound of :func:`check_scale` for a known largest magnitude ``biggest``
     of data of ``dtype`` (row-block readers of a memmap compute it block by block)."""
+    if within_scale(biggest, dtype):
+        return
     info = np.finfo(dtype if np.dtype(dtype).kind == "f" else np.float64)
     if biggest > float(info.max) ** (1 / 3):
         raise ValueError(f"{name} has values up to {biggest:.3g}: squared distances would overflow "

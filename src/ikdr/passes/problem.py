@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._config import get_num_threads
+from .._utils.validation import largest_magnitude, within_scale
 from ..gamma import Gamma
 from ..kernels import Kernel
 
@@ -69,9 +70,7 @@ def float32_objective_error(X: Any, W: np.ndarray, sigma: float | None) -> float
 def float32_holds(X: np.ndarray) -> bool:
     """Whether X's largest magnitude (in memory) is within float32's bounds of
     :func:`ikdr._utils.validation.check_scale` (squares neither overflow nor underflow)."""
-    biggest = max(abs(float(X.max())), abs(float(X.min()))) if X.size else 0.0
-    info = np.finfo(np.float32)
-    return float(info.tiny) ** (1 / 3) <= biggest <= float(info.max) ** (1 / 3)
+    return within_scale(largest_magnitude(X), np.float32)
 
 
 def float32_estimate(X: np.ndarray, W: np.ndarray, kernel: Kernel,

@@ -276,17 +276,16 @@ class _Run:
         # which preconditions the certificate's Hessian estimate
         mode = phi_mode(options.phi_solver, problem, q, costs,
                         warm=W0 is not None and not options.certify)
-        self.step = PlainStep(problem, q, options, mode=mode, costs=costs)
+        self.step = PlainStep(problem, q, options, mode=mode, costs=costs, warm=W0 is not None)
         eigen_solver = options.eigen_solver
         if W0 is not None and problem.depends_on_w:
             # A warm start is the first iterate itself, not the first plain step from it:
             # that step can descend (a cycling problem, or a start near another basin's
             # maximum) and must meet the same safeguard as every later one. The
             # eigenvalue rule's first reference is W0's Ritz values. A warm start is
-            # presumed near the maximum: no coarse steps, and the hybrid's first
-            # step needs no dense Phi (the block eigensolver starts near its answer)
+            # presumed near the maximum: no coarse steps (and no dense first step
+            # in hybrid mode, PlainStep's ``warm``)
             self.step.moved(0.0)
-            self.step.dense_start = False
             point = self.step.evaluate(check_orthonormal_start(W0, d, q))
             ritz = point.W.T @ point.PW
             lam = np.linalg.eigvalsh(0.5 * (ritz + ritz.T))[::-1].copy()

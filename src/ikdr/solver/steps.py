@@ -287,7 +287,8 @@ class PlainStep:
 
     ``mode``: ``"dense"`` forms Phi at every iterate (thin at the last one
     when the certificate does not need the dense Phi); ``"matrix_free"``
-    never forms it; ``"hybrid"`` forms it for the first step of a cold start only, whose
+    never forms it; ``"hybrid"`` forms it for the first step of a cold start only
+    (``warm``: the run starts from a given W0), whose
     start is far from Phi(W_1)'s eigenvectors (about 40 block iterations,
     more than one dense pass costs when d is large), takes its next p - q
     eigenvectors as the block eigensolver's extra start columns, and goes
@@ -313,7 +314,7 @@ class PlainStep:
     of the point's own Phi. ``None``: the papers' plain step.
     """
 
-    def __init__(self, problem, q, options, *, mode, costs):
+    def __init__(self, problem, q, options, *, mode, costs, warm=False):
         self.mixing = PulayMixing() if options.acceleration == "pulay" else None
         self.problem, self.q, self.mode, self.costs = problem, q, mode, costs
         # the certificate uses the dense Phi at the returned W
@@ -326,7 +327,8 @@ class PlainStep:
         self.rate = _BLOCK_RATE     # residual reduction per block iteration, as last observed
         self.exact = problem.dtype == np.float64
         self.extra = None           # extra Ritz vectors carried between matrix-free eigensolves
-        self.dense_start = mode == "hybrid"     # the hybrid's first step forms Phi
+        # the hybrid's first step forms Phi, unless it starts warm (near its answer)
+        self.dense_start = mode == "hybrid" and not warm
         self.coarse = problem.has_coarse and problem.depends_on_w and \
             problem.n >= _COARSE_MIN_SAMPLES
         self.coarse_steps = 0
