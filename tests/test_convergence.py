@@ -542,7 +542,7 @@ def test_a_fit_that_stops_at_a_saddle_escapes_and_goes_on():
 
 def test_block_eigensolves_stop_where_the_gradient_rule_is_met(monkeypatch):
     """Under the gradient rule a matrix-free step solves Phi(W)'s eigenvectors only as
-    far as the rule needs (a tenth of the gradient it allows); the answer is the
+    far as the rule needs (a share of the gradient it allows); the answer is the
     same certified maximum as with the 1e-8 residual, in fewer passes."""
     from ikdr.solver import steps
     from ikdr.solver.steps import MF_TOL, GRADIENT_SHARE, PlainStep, Point

@@ -396,3 +396,40 @@ def test_blas_sizes_above_32_bits_raise_overflow_error():
         sizes[at] = 2 ** 31
         with pytest.raises(OverflowError, match=r"2147483648.*32-bit limit"):
             _core._gemm_sizes(*sizes)
+
+
+def test_feature_bin_sums_match_numpy_and_every_thread_count(rng):
+    # Bins as numpy's ((x - lo) / width).astype(intp) capped at bins - 1; each cell's
+    # weights added in row order: the same bits as a per-row loop, for any threads.
+    n, d, r, bins = 500, 19, 3, 16
+    X = rng.standard_normal((n, d))
+    X[:, 4] = np.round(X[:, 4])                 # ties on bin edges
+    X[:7, 5] = X[:, 5].max()                    # values at the top edge
+    weights = rng.standard_normal((n, r))
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    width = (hi - lo) / bins
+    index = np.minimum(((X - lo) / width).astype(np.intp), bins - 1)
+    counts_ref = np.zeros((d, bins))
+    sums_ref = np.zeros((d, bins, r))
+    for i in range(n):
+        for j in range(d):
+            counts_ref[j, index[i, j]] += 1.0
+            sums_ref[j, index[i, j]] += weights[i]
+    outs = [_native.feature_bin_sums(X, lo, width, bins, weights, n_threads=t) for t in (1, 2, 3)]
+    for counts, sums in outs:
+        assert counts.shape == (d, bins) and sums.shape == (d, bins, r)
+        assert np.array_equal(counts, counts_ref) and np.array_equal(sums, sums_ref)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda a: {**a, "width": -a["width"]}, "width must be positive"),
+    (lambda a: {**a, "lo": a["lo"][:-1]}, "one entry per column"),
+    (lambda a: {**a, "weights": a["weights"][:-1]}, "one row per row"),
+    (lambda a: {**a, "bins": 0}, "bins must be"),
+])
+def test_feature_bin_sums_refuse_bad_arguments(change, message, rng):
+    X = rng.standard_normal((20, 3))
+    args = {"X": X, "lo": X.min(axis=0), "width": np.full(3, 0.5), "bins": 8,
+            "weights": np.ones((20, 2))}
+    with pytest.raises(ValueError, match=message):
+        _native.feature_bin_sums(**change(args))

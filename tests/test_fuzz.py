@@ -214,6 +214,24 @@ def test_core_lowrank_plus_sparse(n, m, data):
 
 
 @CORE
+@given(X=arrays(), bins=st.integers(-1, 70), r=st.integers(0, 3), data=st.data())
+def test_core_feature_bin_sums(X, bins, r, data):
+    RAN["feature_bin_sums"] += 1
+    d = X.shape[1]
+    lo = data.draw(hnp.arrays(np.float64, d + data.draw(st.integers(-1, 1)).__abs__(),
+                              elements=wild))
+    width = data.draw(hnp.arrays(np.float64, d, elements=wild))
+    weights = data.draw(hnp.arrays(np.float64, (max(0, X.shape[0] - data.draw(st.integers(0, 1))), r),
+                                   elements=wild))
+    out = _core_call(_native.feature_bin_sums, X, lo, width, bins, weights, n_threads=2)
+    if out is not None:
+        counts, sums = out
+        assert counts.shape == (d, bins) and sums.shape == (d, bins, r)
+        # every row lands in exactly one bin of every feature
+        assert np.all(counts.sum(axis=1) == X.shape[0])
+
+
+@CORE
 @given(d=st.integers(0, 12), q=st.integers(-1, 13), data=st.data())
 def test_core_top_eigenpairs(d, q, data):
     RAN["top_eigenpairs"] += 1

@@ -102,6 +102,20 @@ def _weak_feature_case(seed):
     return X, y
 
 
+def test_the_halves_are_stratified_and_balanced():
+    """Each class splits in two halves that differ by at most one row, and so do the
+    halves (odd classes give their extra row to the smaller half so far)."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 10, 4001)
+    rows = HeldOutRows(np.zeros((y.size, 1)), y, "labels", 0)
+    first, second = rows.folds[0]
+    assert np.array_equal(np.sort(np.concatenate([first, second])), np.arange(y.size))
+    assert abs(first.size - second.size) <= 1
+    per_class = np.bincount(y[first], minlength=10) - np.bincount(y[second], minlength=10)
+    assert np.all(np.abs(per_class) <= 1)
+    assert np.array_equal(rows.folds[1][0], second) and np.array_equal(rows.folds[1][1], first)
+
+
 def test_held_out_selection_keeps_a_weak_feature_and_drops_noise():
     kept_weak = 0
     for seed in range(3):

@@ -21,6 +21,7 @@
 #include "ikdr/blas.hpp"
 #include "ikdr/cpm.hpp"
 #include "ikdr/eigen.hpp"
+#include "ikdr/feature_bins.hpp"
 #include "ikdr/ism_products.hpp"
 #include "ikdr/ksvd_blocks.hpp"
 #include "ikdr/parallel.hpp"
@@ -108,6 +109,29 @@ Array<T> lowrank_plus_sparse_py(Array<T> dl, Array<T> u, Array<T> v, Array<std::
     lowrank_plus_sparse<T>(n, m, dl.data(), u.data(), v.data(), ip, ix, data.data(), o, cfg);
   });
   return out;
+}
+
+// Per-feature bin counts and weight sums (feature_bins.hpp): (counts d x bins,
+// sums d x bins x r).
+py::tuple feature_bin_sums_py(Array<double> x, Array<double> lo, Array<double> width, Index bins,
+                              Array<double> weights, int n_threads) {
+  require_2d(x, "X");
+  require_2d(weights, "weights");
+  const Index n = x.shape(0), d = x.shape(1), r = weights.shape(1);
+  if (weights.shape(0) != n) throw py::value_error("weights must have one row per row of X");
+  if (lo.size() != d || width.size() != d)
+    throw py::value_error("lo and width must have one entry per column of X");
+  if (bins < 1) throw py::value_error("bins must be >= 1");
+  for (Index j = 0; j < d; ++j)
+    if (!(width.data()[j] > 0)) throw py::value_error("width must be positive");
+  Array<double> counts({d, bins}), sums({d, bins, r});
+  double* c = counts.mutable_data();
+  double* s = sums.mutable_data();
+  RunConfig cfg = make_config(n_threads);
+  without_gil([&] {
+    feature_bin_sums(x.data(), n, d, lo.data(), width.data(), bins, weights.data(), r, c, s, cfg);
+  });
+  return py::make_tuple(counts, sums);
 }
 
 // The arguments both eigen-solvers take: A (d x d, finite), q, tol and the
@@ -285,6 +309,9 @@ PYBIND11_MODULE(_core, m) {
   bind_dtype<double>(m, "f64");
   bind_dtype<float>(m, "f32");
   m.def("build_info", &build_info);
+  m.def("feature_bin_sums_f64", &feature_bin_sums_py, py::arg("x"), py::arg("lo"),
+        py::arg("width"), py::arg("bins"), py::arg("weights"), py::arg("n_threads") = 1,
+        "Per-feature bin counts (d x bins) and weight sums (d x bins x r)");
   m.def("openmp_max_threads", &openmp_max_threads,
         "omp_get_max_threads() of the calling thread (1 without OpenMP): OMP_NUM_THREADS at "
         "start-up, or what omp_set_num_threads (threadpoolctl) set since");

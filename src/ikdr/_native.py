@@ -58,7 +58,7 @@ __all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_produc
            "phi_product", "gamma_table", "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
            "top_eigenpairs", "cpm_eigenpairs", "build_info", "core_dtype",
            "openmp_pause", "openmp_max_threads", "active_passes", "LandmarkFactor", "LandmarkGamma",
-           "landmark_first_sweep", "landmark_second_sweep"]
+           "landmark_first_sweep", "landmark_second_sweep", "feature_bin_sums"]
 
 
 def openmp_pause() -> int:
@@ -353,6 +353,16 @@ def lowrank_plus_sparse(dl, u, v, indptr, indices, data, *, n_threads=None) -> n
     fn = getattr(_core, "lowrank_plus_sparse_" + _suffix(dtype))
     return fn(_as(dl, dtype), _as(u, dtype), _as(v, dtype), _as(indptr, np.int64),
               _as(indices, np.int64), _as(data, dtype), _threads(n_threads))
+
+
+def feature_bin_sums(X, lo, width, bins: int, weights, *, n_threads=None):
+    """Per feature j and bin b of equal width: the rows whose value of feature j
+    falls in bin b (``floor((X[i, j] - lo[j]) / width[j])``, at most ``bins - 1``),
+    counted and their rows of ``weights`` (n x r) summed, in one parallel pass over
+    X (float64). Returns (counts d x bins, sums d x bins x r)."""
+    return _core.feature_bin_sums_f64(_as(X, np.float64), _as(lo, np.float64),
+                                      _as(width, np.float64), int(bins),
+                                      _as(weights, np.float64), _threads(n_threads))
 
 
 class LandmarkFactor(NamedTuple):

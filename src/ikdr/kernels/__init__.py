@@ -9,6 +9,9 @@ Public names, all importable from ``ikdr.kernels``:
 * the SNE kernel and its blocks for the asymmetric kernel SVD
   (:mod:`ikdr.kernels.sne`).
 
+For ikdr's own modules, :mod:`ikdr.kernels.feature_bins` bins each feature's
+values for the one-dimensional kernels of the marginal dependence.
+
 Every kernel owns its mathematics and its capabilities (its Phi terms, its
 low-rank factors, whether it is an affinity, whether it needs all rows), so
 no module outside this package switches on kernel types.

@@ -83,6 +83,7 @@ from sklearn.utils import check_random_state
 
 from ..gamma import supervised_gamma
 from ..passes import resolve
+from ..passes.dask_data import take_columns
 from ..passes.problem import float32_estimate
 from ..solver.marginal import marginal_dependence, marginal_threshold
 
@@ -138,8 +139,9 @@ class HeldOutRows:
             halves = ([], [])
             for c in np.unique(y):
                 rows = rng.permutation(np.flatnonzero(y == c))
-                # odd class sizes alternate their extra row between the halves
-                cut = (rows.size + len(halves[0]) - len(halves[1])) // 2
+                # odd class sizes alternate their extra row between the halves: the
+                # smaller half so far takes it (the halves never differ by more than 1)
+                cut = (rows.size + len(halves[1]) - len(halves[0])) // 2
                 halves[0].extend(rows[:cut])
                 halves[1].extend(rows[cut:])
             first, second = (np.sort(np.asarray(h, dtype=np.intp)) for h in halves)
@@ -207,7 +209,7 @@ def heldout_losses(rows, features, W, kernel, fold_fit):
     summed held-out objective. Each half's W is ``fold_fit(X_train, Gamma_train,
     kernel, W0)`` started from ``W`` (the fit on every row, rows of ``features``;
     zero rows for features it did not use) and run to a maximum of that half alone."""
-    X = rows.X[:, features]
+    X = take_columns(rows.X, features)     # X itself when features are all its columns
     # fewer features than directions: the leading directions (W's columns come
     # in the order of their eigenvalues)
     W = W[:, :min(W.shape[1], features.size)]

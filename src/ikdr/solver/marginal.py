@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from scipy.stats import chi2
 
 from ..gamma import Gamma
+from ..kernels.feature_bins import feature_bin_sums
 from .sparse_marginal import sparse_marginal_dependence
 
 __all__ = ["marginal_dependence", "marginal_threshold", "BINS", "MARGINAL_LEVEL"]
@@ -75,7 +76,6 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
     width = np.where(varies, (hi - lo) / bins, 1.0)
-    index = np.minimum(((X - lo) / width).astype(np.intp), bins - 1)       # n x d
     pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, 2000)))
     pairs = pairs[:, pairs[0] != pairs[1]]
     gaps = np.abs(X[pairs[0]] - X[pairs[1]])
@@ -92,16 +92,10 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, :]) ** 2)        # bins x d
     # d x bins x bins, gathered contiguous (for the batched products below)
     K = np.take(np.ascontiguousarray(toeplitz.T), np.abs(gap[:, None] - gap[None, :]), axis=1)
-    # per feature and bin: the rows' factor sums and counts. The cell of row i,
-    # feature j is bin * d + j; the cells x rows indicator (a column per row, d
-    # entries each) times the factor sums every column at once
-    cells = (index * d + np.arange(d)).ravel()
-    r = factor.shape[1]
-    indicator = sp.csc_matrix((np.ones(n * d), cells, np.arange(0, n * d + 1, d)),
-                              shape=(bins * d, n))
-    sums = np.moveaxis((indicator @ factor).reshape(bins, d, r), 1, 0).transpose(0, 2, 1)
-    # (d x r x bins)
-    counts = np.bincount(cells, minlength=bins * d).reshape(bins, d).T.astype(np.float64)
+    # per feature and bin: the rows' factor sums (d x r x bins) and counts (d x bins),
+    # one pass of the compiled core over X (nothing n x d is formed)
+    counts, sums = feature_bin_sums(X, lo, width, bins, factor)
+    sums = np.ascontiguousarray(sums.transpose(0, 2, 1))
     # sum_r s_r S_jr^T K_j S_jr, and 1^T K_j 1 over the rows, by batched products
     total = np.einsum("jrb,jrb,r->j", sums, sums @ K, scale)
     K_counts = np.einsum("jb,jbc->jc", counts, K)                          # d x bins
