@@ -1,6 +1,7 @@
 """The safeguarded ISM solver: convergence where the plain fixed point cycles,
 unchanged answers where it converges, and a certificate checked by finite differences."""
 import itertools
+from dataclasses import replace
 import warnings
 
 import numpy as np
@@ -590,3 +591,24 @@ def test_gradient_only_certificate_reports_the_surrogates_eigengap(d, q, size):
     else:
         assert gap == pytest.approx(surrogate.eigengap, rel=1e-12, abs=1e-12 * scale)
         assert scale == pytest.approx(surrogate.scale, rel=1e-12)
+
+
+def test_a_fit_whose_w_alone_is_used_makes_no_pass_of_its_own_at_the_end():
+    """exact_finish=False (the held-out halves' fits): the same W in one pass fewer,
+    the last point's gradient as its float32 pass gave it."""
+    from ikdr.passes import resolve
+    from ikdr.solver.driver import solve_ism
+    from ikdr.solver.options import ISMOptions
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X).astype(np.float32)
+    gamma = ikdr.supervised_gamma(y)[0]
+    options = ISMOptions(n_components=3, gtol=1e-3, certify=False, warn=False)
+    fits = [solve_ism(resolve(X), X, gamma, Gaussian(3.0), replace(options, exact_finish=exact))
+            for exact in (True, False)]
+    exact, as_passed = (f.convergence for f in fits)
+    assert np.array_equal(fits[0].components, fits[1].components)
+    assert as_passed.phi_evaluations + as_passed.objective_evaluations == \
+        exact.phi_evaluations + exact.objective_evaluations - 1
+    assert as_passed.relative_gradient_norm == pytest.approx(exact.relative_gradient_norm,
+                                                             rel=1e-3)
+    assert as_passed.first_order

@@ -38,9 +38,10 @@ from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as
 #: relative gradient at which a fit that only proposes features stops its trust region
 LOOSE_GTOL = 1e-3
 #: a half's fit (:mod:`ikdr.reduction.support`): from the fit on every row (its
-#: columns give q) to a maximum of that half alone; it only ranks features
+#: columns give q) to a maximum of that half alone; it only ranks features, and
+#: only its W is used (no float64 pass for the last point's gradient)
 _FOLD_OPTIONS = ISMOptions(n_components=None, gtol=FOLD_GTOL, max_iter=30, certify=False,
-                           warn=False)
+                           warn=False, exact_finish=False)
 
 
 def _target(y):

@@ -421,14 +421,17 @@ class _Run:
             self.history[-1]["eigenvalues"] = self.lam.copy()
         if certify and not step.thin_certificate:
             self.point = dense64(problem, self.point)
-        # a loose tol may stop on a coarse point: its objective is made exact
-        self.point = with_exact_objective(problem, self.point)
-        self.history[-1]["objective"] = self.point.objective
+        # exact_finish=False: only W is wanted, the gradient as the last pass gave it
+        as_passed = not certify and not self.options.exact_finish and self.point.PW is not None
+        if not as_passed:
+            # a loose tol may stop on a coarse point: its objective is made exact
+            self.point = with_exact_objective(problem, self.point)
+            self.history[-1]["objective"] = self.point.objective
         point, exact = self.point, self.point.exact
         t = time.perf_counter()
         ascent: list = []
         fields = certify_point(problem, point.W, point.objective,
-                               phi=point.exact_phi, PW=point.PW if exact else None,
+                               phi=point.exact_phi, PW=point.PW if exact or as_passed else None,
                                full=certify, gtol=self.gtol,
                                extra=point.E if point.E is not None and exact else step.extra,
                                extra_product=point.PE if exact else None, ascent=ascent)

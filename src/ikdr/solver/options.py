@@ -44,6 +44,12 @@ class ISMOptions:
     phi_solver : {"auto", "dense", "hybrid", "matrix_free"}, default="auto"
     acceleration : {"pulay", None}, default="pulay"
     warn : bool, default=True
+    exact_finish : bool, default=True
+        Not a parameter of :func:`ikdr.ism`: False (with ``certify=False``) ends
+        the run at the last pass's point without a float64 pass of its own, its
+        objective, gradient and ``converged`` as that pass gave them (in float32
+        for a float32 problem); for fits whose W alone is used (the held-out
+        halves of :mod:`ikdr.reduction.support`).
     callback : callable or None, default=None
     n_threads : int or None, default=None
     random_state : int, RandomState, Generator or None, default=None
@@ -66,6 +72,7 @@ class ISMOptions:
     phi_solver: str = "auto"
     acceleration: str | None = "pulay"
     warn: bool = True
+    exact_finish: bool = True
     callback: Callable[[dict[str, Any]], Any] | None = None
     n_threads: int | None = None
     random_state: RandomStateLike = None
