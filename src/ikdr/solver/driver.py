@@ -422,6 +422,7 @@ class _Run:
         if certify and not step.thin_certificate:
             self.point = dense64(problem, self.point)
         # exact_finish=False: only W is wanted, the gradient as the last pass gave it
+        # (and no eigengap: a d x d eigensolve nobody reads)
         as_passed = not certify and not self.options.exact_finish and self.point.PW is not None
         if not as_passed:
             # a loose tol may stop on a coarse point: its objective is made exact
@@ -431,7 +432,8 @@ class _Run:
         t = time.perf_counter()
         ascent: list = []
         fields = certify_point(problem, point.W, point.objective,
-                               phi=point.exact_phi, PW=point.PW if exact or as_passed else None,
+                               phi=None if as_passed else point.exact_phi,
+                               PW=point.PW if exact or as_passed else None,
                                full=certify, gtol=self.gtol,
                                extra=point.E if point.E is not None and exact else step.extra,
                                extra_product=point.PE if exact else None, ascent=ascent)

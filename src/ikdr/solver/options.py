@@ -48,8 +48,8 @@ class ISMOptions:
         Not a parameter of :func:`ikdr.ism`: False (with ``certify=False``) ends
         the run at the last pass's point without a float64 pass of its own, its
         objective, gradient and ``converged`` as that pass gave them (in float32
-        for a float32 problem); for fits whose W alone is used (the held-out
-        halves of :mod:`ikdr.reduction.support`).
+        for a float32 problem) and no eigengap; for fits whose W alone is used
+        (the held-out halves of :mod:`ikdr.reduction.support`).
     callback : callable or None, default=None
     n_threads : int or None, default=None
     random_state : int, RandomState, Generator or None, default=None
