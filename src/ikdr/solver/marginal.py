@@ -92,12 +92,12 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, :]) ** 2)        # bins x d
     # d x bins x bins, gathered contiguous (for the batched products below)
     K = np.take(np.ascontiguousarray(toeplitz.T), np.abs(gap[:, None] - gap[None, :]), axis=1)
-    # per feature and bin: the rows' factor sums (d x r x bins) and counts (d x bins),
+    # per feature and bin: the rows' factor sums (d x bins x r) and counts (d x bins),
     # one pass of the compiled core over X (nothing n x d is formed)
     counts, sums = feature_bin_sums(X, lo, width, bins, factor)
-    sums = np.ascontiguousarray(sums.transpose(0, 2, 1))
-    # sum_r s_r S_jr^T K_j S_jr, and 1^T K_j 1 over the rows, by batched products
-    total = np.einsum("jrb,jrb,r->j", sums, sums @ K, scale)
+    # sum_r s_r S_jr^T K_j S_jr (K_j is symmetric), and 1^T K_j 1 over the rows, by
+    # batched products
+    total = np.einsum("jbr,jbr,r->j", sums, K @ sums, scale)
     K_counts = np.einsum("jb,jbc->jc", counts, K)                          # d x bins
     ones_K_ones = np.einsum("jb,jb->j", counts, K_counts)
     mean_offdiagonal = (ones_K_ones - n) / (n * (n - 1))
