@@ -120,6 +120,75 @@ def test_sweeps_equal_the_formulas(kernel, paradigm, rng):
         assert _rel(phi, phi_ref) < 1e-10
 
 
+@pytest.mark.parametrize("paradigm", ["classes", "signed"])
+def test_sweeps_in_stages_equal_the_formulas(paradigm, rng):
+    """Wide rows: a class's rows in a block (class products) and a sign's scaled
+    rows (degree term) go to the BLAS in several cache-sized stages of 64 rows
+    (d = 1,100 float64); the first block holds one class only, so the others
+    have no rows there and still set their products. 1e-10 against the formulas."""
+    X, y = _data(rng, n=700, d=1100, classes=3)
+    y[:300] = 0
+    gamma = _gamma(paradigm, y, rng)
+    p = _problem(X, gamma, Gaussian(1.0))
+    W = np.linalg.qr(rng.standard_normal((X.shape[1], 3)))[0]
+    V = rng.standard_normal((X.shape[1], 2))
+    factors, st = p._factors(W), p.structure
+    got = native_first_sweep(X, st, W, V, factors, True, np.float64, 300)
+    ref = _reference_first(X, st, W, V, factors)
+    assert all(_rel(a, b) < 1e-10 for a, b in zip(_flatten(got), _flatten(ref)))
+    lap = [sum(c for kind, c in f.uses if kind == "laplacian") for f in factors]
+    assert any(lap)
+    rhs = native_rhs(st, factors, got, lap, V.shape[1], np.float64)
+    phi, pv = native_second_sweep(X, st, W, V, factors, rhs, True, np.float64, 300)
+    phi_ref, pv_ref = _reference_second(X, st, W, V, factors, lap)
+    assert _rel(phi, phi_ref) < 1e-10 and _rel(pv, pv_ref) < 1e-10
+
+
+def _both_sweeps(X, p, W, V, dtype, threads=None, workspace=None):
+    """Every array of a dense pass's two sweeps (with V), in order."""
+    factors, st = p._factors(W), p.structure
+    first = native_first_sweep(X, st, W, V, factors, True, dtype, 200, threads, workspace)
+    lap = [sum(c for kind, c in f.uses if kind == "laplacian") for f in factors]
+    rhs = native_rhs(st, factors, first, lap, V.shape[1], dtype)
+    second = native_second_sweep(X, st, W, V, factors, rhs, True, dtype, 200, threads, workspace)
+    return _flatten(first) + _flatten(second)
+
+
+def test_a_kept_workspace_gives_each_sweep_its_fresh_answer(rng):
+    """One workspace through sweeps of other shapes, precisions and thread
+    counts: every sweep bitwise the sweep on fresh memory. Shared by two calls
+    at once, one of them runs on its own memory: the same sums, to rounding
+    (not bitwise: the BLAS's thread limit that each call sets is the
+    process's, so a call can run while the other's limit is lifted)."""
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ikdr._native import sweep_workspace
+
+    cases = []
+    for n, d, m, paradigm in ((1500, 150, 70, "classes"), (900, 40, 30, "signed"),
+                              (1200, 300, 50, "classes")):
+        X, y = _data(rng, n=n, d=d)
+        gamma = _gamma(paradigm, y, rng)
+        W = np.linalg.qr(rng.standard_normal((d, 4)))[0]
+        V = rng.standard_normal((d, 3))
+        for dtype in (np.float32, np.float64):
+            Xd = X.astype(dtype)
+            p = _problem(Xd, gamma, Gaussian(4.0), m=m)
+            cases.append((Xd, p, W, V, dtype, _both_sweeps(Xd, p, W, V, dtype)))
+    workspace = sweep_workspace()
+    for threads in (1, 2, 3):
+        for X, p, W, V, dtype, fresh in cases:
+            got = _both_sweeps(X, p, W, V, dtype, threads, workspace)
+            assert all(np.array_equal(a, b) for a, b in zip(got, fresh))
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda c: (_both_sweeps(*c[:5], 2, workspace), c[5]), cases * 2))
+    assert all(_rel(a, b) < 1e-12 for got, fresh in runs for a, b in zip(got, fresh))
+    X, p, W, V, dtype, fresh = cases[0]
+    copy = pickle.loads(pickle.dumps(workspace))
+    assert all(np.array_equal(a, b) for a, b in zip(_both_sweeps(X, p, W, V, dtype, 2, copy), fresh))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("paradigm", ["classes", "signed"])
 def test_sweeps_bitwise_independent_of_threads(dtype, paradigm, rng):

@@ -306,6 +306,7 @@ PYBIND11_MODULE(_core, m) {
       .value("squared", TermKind::squared)
       .value("multiquadric", TermKind::multiquadric);
   blas();  // resolve SciPy's BLAS now, while we hold the GIL
+  bind_sweep_workspace(m);
   bind_dtype<double>(m, "f64");
   bind_dtype<float>(m, "f32");
   m.def("build_info", &build_info);

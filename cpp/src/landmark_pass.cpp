@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <type_traits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +34,17 @@ constexpr Index kLaneBytes = Index(1) << 28;
 // x 256 products per block of 2,048 rows is memory-bound (measured 10-15% of
 // the first sweep at 20,000 x 784); every eighth block it is not.
 constexpr Index kFlushBlocks = 8;
+// Rows copied from a block before a BLAS call reads them (the class products'
+// gathered rows, the degree term's scaled rows) go a stage of about this many
+// bytes at a time: a stage stays in L2 from its writing to the BLAS's packing
+// (100,000 x 784 float32, m = 256: the degree term's sweep 0.82 s with the
+// block's rows scaled at once, 0.745 s in stages of 256 KB to 1 MB).
+constexpr Index kStageBytes = Index(1) << 19;
+
+template <class T>
+Index stage_rows(Index d) {
+  return std::max<Index>(64, kStageBytes / (Index(sizeof(T)) * d));
+}
 
 Index n_chunks(Index n, Index chunk) { return (n + chunk - 1) / chunk; }
 
@@ -47,17 +60,15 @@ void add_into(double* acc, const T* v, Index n) {
 }
 
 // What a worker thread needs for the block it works on (reused from block to
-// block: per worker, not per lane, so that two threads touch two sets; each
-// worker of the sweep's team makes its own, parallel.hpp).
+// block: per worker, not per lane, so that two threads touch two sets).
 template <class T>
 struct Work {
   const T* xin = nullptr;             // b x d, the block's rows in their order
-  const T* x = nullptr;               // the same in class order (gathered), or null
   const T* g = nullptr;               // general form: the factor's b x rank rows
   std::vector<Index> offsets;         // classes: rows of class c are [offsets[c], offsets[c+1])
   std::vector<Index> perm;            // classes: row perm[i] of the block is the i-th in class order
   std::vector<Index> place;           // classes: row j of the block is the place[j]-th in class order
-  std::vector<T> converted, gathered, z, r, zr, o, xs, tmp, stacked;
+  std::vector<T> converted, z, r, zr, o, xs, tmp, stacked;
   std::vector<std::vector<T>> c;      // per factor, b x m_f (empty when not needed)
   std::vector<double> sums;
 };
@@ -66,10 +77,61 @@ struct Work {
 template <class T>
 struct Lane {
   std::vector<double> acc;            // the sums before the wide products
-  std::unique_ptr<T[]> wide;          // the wide products since the last flush
-  std::vector<double> wide_acc;       // their earlier flushes (allocated at the first)
+  std::vector<T> wide;                // the wide products since the last flush
+  std::vector<double> wide_acc;       // their earlier flushes (valid once `flushed`)
+  bool flushed = false;
   Index pending = 0;                  // blocks in `wide`
   Index wide_size = 0;
+};
+
+// The memory of one sweep: its lanes, one Work per worker, the lanes' total.
+template <class T>
+struct Buffers {
+  std::vector<Lane<T>> lanes;
+  std::vector<Work<T>> works;
+  std::vector<double> total;
+};
+
+}  // namespace
+
+struct SweepWorkspace::Impl {
+  std::mutex busy;
+  Buffers<float> f32;
+  Buffers<double> f64;
+};
+
+SweepWorkspace::SweepWorkspace() : impl_(new Impl) {}
+SweepWorkspace::~SweepWorkspace() = default;
+
+namespace {
+
+// The buffers a sweep runs on: the workspace's, when one is given and no other
+// call holds it (its buffers of the other precision are dropped), else the
+// sweep's own.
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(SweepWorkspace* workspace) {
+    if (workspace == nullptr) return;
+    SweepWorkspace::Impl& impl = workspace->impl();
+    lock_ = std::unique_lock<std::mutex>(impl.busy, std::try_to_lock);
+    if (!lock_.owns_lock()) return;
+    if constexpr (std::is_same_v<T, float>) {
+      impl.f64 = Buffers<double>();
+      buffers_ = &impl.f32;
+    } else {
+      impl.f32 = Buffers<float>();
+      buffers_ = &impl.f64;
+    }
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  Buffers<T>& buffers() { return *buffers_; }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  Buffers<T> own_;
+  Buffers<T>* buffers_ = &own_;
 };
 
 // The lane's wide products: beta for the next block's GEMMs (0: the buffer
@@ -81,8 +143,11 @@ T wide_beta(const Lane<T>& lane) { return lane.pending == 0 ? T(0) : T(1); }
 // products stay in `wide` until the lanes are summed.
 template <class T>
 void flush_wide(Lane<T>& lane) {
-  if (lane.wide_acc.empty()) lane.wide_acc.assign(static_cast<std::size_t>(lane.wide_size), 0.0);
-  add_into(lane.wide_acc.data(), lane.wide.get(), lane.wide_size);
+  if (!lane.flushed) {
+    lane.wide_acc.assign(static_cast<std::size_t>(lane.wide_size), 0.0);
+    lane.flushed = true;
+  }
+  add_into(lane.wide_acc.data(), lane.wide.data(), lane.wide_size);
   lane.pending = 0;
 }
 
@@ -134,11 +199,11 @@ void check_rows(const LandmarkRows<T>& rows) {
 // float32 rows feed a float64 pass), with its Z, R and the kernel rows of the
 // factors `need` selects, on the calling thread. The class form orders the
 // block by class (a stable counting sort of its codes, checked here: `perm`,
-// `offsets`): Z, R and C in class order, X itself gathered in that order only
-// with `gather` (the first sweep's X_c^T C_c), else read in place.
+// `offsets`): Z, R and C in class order, X read in place (its rows in class
+// order are `perm`).
 template <class T, class Need>
 void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, const Projection<T>& proj,
-                   Index start, Index b, bool with_r, bool gather, Need&& need, Work<T>& work) {
+                   Index start, Index b, bool with_r, Need&& need, Work<T>& work) {
   const Index d = rows.d, q = rows.q, k = rows.k;
   const auto& gm = rows.gamma;
   if (rows.x32 != nullptr) {
@@ -149,7 +214,6 @@ void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, const Projecti
   } else {
     work.xin = rows.x + start * d;
   }
-  work.x = work.xin;
   work.perm.clear();
   // Z (and R) of rows `src` (b x d, in the order Z is wanted), or of the rows in
   // place, then moved into class order
@@ -185,17 +249,7 @@ void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, const Projecti
       place[i] = next[codes[i]]++;
       perm[place[i]] = i;
     }
-    if (gather) {
-      // the rows read in their order (read in class order, the hardware
-      // fetches none of them ahead), written to their places
-      T* dst = grow(work.gathered, b * d);
-      for (Index i = 0; i < b; ++i)
-        std::memcpy(dst + place[i] * d, work.xin + i * d, sizeof(T) * static_cast<std::size_t>(d));
-      work.x = ordered = dst;
-    } else {
-      work.x = nullptr;  // the block is not gathered: Z and R are moved instead
-      ordered = nullptr;
-    }
+    ordered = nullptr;  // Z and R are moved into class order instead
   } else {
     work.g = gm.factor + start * gm.rank;
   }
@@ -232,34 +286,47 @@ void prepare_block(const Blas& blas, const LandmarkRows<T>& rows, const Projecti
   }
 }
 
-// Runs block(lane, start, rows) for every row block, in rounds of `lanes`
-// blocks (block j of a round on lane j), then adds the lanes' partial sums
-// (`size` doubles each) into `total` in lane order. [wide_at, wide_at +
-// wide_size) of the sums is the lane's wide products (wide_done).
+// Runs block(lane, work, start, rows) for every row block, in rounds of
+// `lanes` blocks (block j of a round on lane j), then adds the lanes' partial
+// sums (`size` doubles each) in lane order into `buf.total` (size doubles,
+// zeroed first), which it returns. [wide_at, wide_at + wide_size) of the sums
+// is the lane's wide products (wide_done).
 template <class T, class Body>
-void lane_sweep(const LandmarkRows<T>& rows, Index size, double* total, const RunConfig& cfg,
-                Index wide_at, Index wide_size, bool zero_wide, Body&& block) {
+const double* lane_sweep(const LandmarkRows<T>& rows, Index size, Buffers<T>& buf,
+                         const RunConfig& cfg, Index wide_at, Index wide_size, bool zero_wide,
+                         Body&& block) {
   const Index n_blocks = n_chunks(rows.n, rows.block_rows);
   Index lanes = std::min<Index>(kMaxLanes, std::max<Index>(1, n_blocks));
   lanes = std::max<Index>(1, std::min<Index>(lanes, kLaneBytes / std::max<Index>(1, size * 8)));
-  std::vector<Lane<T>> state(static_cast<std::size_t>(lanes));
-  for (auto& lane : state) {
+  if (static_cast<Index>(buf.lanes.size()) < lanes)
+    buf.lanes.resize(static_cast<std::size_t>(lanes));
+  for (Index t = 0; t < lanes; ++t) {
+    Lane<T>& lane = buf.lanes[static_cast<std::size_t>(t)];
     lane.acc.assign(static_cast<std::size_t>(wide_at), 0.0);
     lane.wide_size = wide_size;
+    lane.pending = 0;
+    lane.flushed = false;
     // every block's GEMMs write what they cover (beta = 0 after a flush);
     // zero_wide: they do not cover it all (the degree term's upper triangle)
-    lane.wide.reset(new T[static_cast<std::size_t>(std::max<Index>(1, wide_size))]);
-    if (zero_wide) std::fill(lane.wide.get(), lane.wide.get() + wide_size, T(0));
+    grow(lane.wide, std::max<Index>(1, wide_size));
+    if (zero_wide) std::fill(lane.wide.begin(), lane.wide.begin() + wide_size, T(0));
   }
+  const int workers = team_size(lanes, cfg);
+  // one Work per worker of the team, kept with the lanes from sweep to sweep
+  if (static_cast<int>(buf.works.size()) < workers)
+    buf.works.resize(static_cast<std::size_t>(workers));
   parallel_rounds(
       n_chunks(n_blocks, lanes), [&](Index r) { return std::min(lanes, n_blocks - r * lanes); }, cfg,
-      [](int) { return Work<T>(); },
-      [&](Index r, Index t, Work<T>& work) {
+      [&](int worker) { return &buf.works.at(static_cast<std::size_t>(worker)); },
+      [&](Index r, Index t, Work<T>* work) {
         const Index start = (r * lanes + t) * rows.block_rows;
-        block(state[static_cast<std::size_t>(t)], work, start,
+        block(buf.lanes[static_cast<std::size_t>(t)], *work, start,
               std::min(rows.block_rows, rows.n - start));
       });
-  for (auto& lane : state) add_into(total, lane.acc.data(), wide_at);
+  buf.total.assign(static_cast<std::size_t>(size), 0.0);
+  double* total = buf.total.data();
+  for (Index t = 0; t < lanes; ++t)
+    add_into(total, buf.lanes[static_cast<std::size_t>(t)].acc.data(), wide_at);
   // the wide products a chunk at a time, every lane's in lane order: each sum
   // is added in the same order as lane by lane, and the chunk of the totals
   // stays in cache (lane by lane, 10 x 784 x 256 products read and wrote the
@@ -268,18 +335,21 @@ void lane_sweep(const LandmarkRows<T>& rows, Index size, double* total, const Ru
   for (Index e0 = 0; e0 < wide_size; e0 += kChunk) {
     const Index len = std::min(kChunk, wide_size - e0);
     double* out = total + wide_at + e0;
-    for (auto& lane : state) {
-      if (!lane.wide_acc.empty()) add_into(out, lane.wide_acc.data() + e0, len);
-      if (lane.pending > 0) add_into(out, lane.wide.get() + e0, len);
+    for (Index t = 0; t < lanes; ++t) {
+      const Lane<T>& lane = buf.lanes[static_cast<std::size_t>(t)];
+      if (lane.flushed) add_into(out, lane.wide_acc.data() + e0, len);
+      if (lane.pending > 0) add_into(out, lane.wide.data() + e0, len);
     }
   }
+  return total;
 }
 
 }  // namespace
 
 template <class T>
 void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
-                          const std::vector<FirstSweepOut>& out, const RunConfig& cfg) {
+                          const std::vector<FirstSweepOut>& out, const RunConfig& cfg,
+                          SweepWorkspace* workspace) {
   check_rows(rows);
   if (out.size() != rows.factors.size()) throw std::invalid_argument("one output per factor");
   const Index d = rows.d, k = rows.k;
@@ -303,14 +373,14 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
     at[f].a = out[f].a ? size : -1;
     size += out[f].a ? groups * d * rows.factors[f].m : 0;
   }
-  std::vector<double> total(static_cast<std::size_t>(size), 0.0);
   const Projection<T> proj = projection(rows, with_r);
   const TileKernels<T>& kernels = tile_kernels<T>();
-  lane_sweep(rows, size, total.data(), cfg, wide_at, size - wide_at, false,
-             [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
+  Scratch<T> scratch(workspace);
+  const double* total = lane_sweep(
+      rows, size, scratch.buffers(), cfg, wide_at, size - wide_at, false,
+      [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
     const T beta = wide_beta(lane);
-    prepare_block(blas, rows, proj, start, b, with_r, wide_at < size,
-                  [](std::size_t) { return true; }, work);
+    prepare_block(blas, rows, proj, start, b, with_r, [](std::size_t) { return true; }, work);
     if (!classes && with_r) {
       // g_j o R, b x (rank k): the right-hand side of C^T diag(g_j) R for every j at once
       T* st = grow(work.stacked, b * rank * k);
@@ -340,13 +410,30 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
         add_into(p, tmp, m * pc);
       }
       if (at[f].a >= 0) {
-        T* a = lane.wide.get() + (at[f].a - wide_at);
+        T* a = lane.wide.data() + (at[f].a - wide_at);
         if (classes) {
-          // X_c^T C_c, d x m per class (classes x d x m)
+          // X_c^T C_c, d x m per class (classes x d x m): the class's rows
+          // gathered a stage at a time, which the GEMM packs while it is in L2
+          // (a whole block gathered at once was written to and read back from
+          // memory: 2,016 x 784 float32 rows)
+          const Index stage = std::min(b, stage_rows<T>(d));
+          T* xs = grow(work.xs, stage * d);
+          const Index* perm = work.perm.data();
           for (Index cl = 0; cl < nc; ++cl) {
-            const Index i0 = work.offsets[cl], bc = work.offsets[cl + 1] - i0;
-            gemm_row_major<T>(blas, true, false, d, m, bc, T(1), work.x + i0 * d, d, c + i0 * m, m,
-                              beta, a + cl * d * m, m);
+            const Index i1 = work.offsets[cl + 1];
+            // a class without rows in the block still sets its products (beta C)
+            Index i0 = work.offsets[cl];
+            T class_beta = beta;
+            do {
+              const Index len = std::min(stage, i1 - i0);
+              for (Index i = 0; i < len; ++i)
+                std::memcpy(xs + i * d, work.xin + perm[i0 + i] * d,
+                            sizeof(T) * static_cast<std::size_t>(d));
+              gemm_row_major<T>(blas, true, false, d, m, len, T(1), xs, d, c + i0 * m, m,
+                                class_beta, a + cl * d * m, m);
+              class_beta = T(1);
+              i0 += len;
+            } while (i0 < i1);
           }
         } else {
           // X^T diag(g_j) C into the (d, rank, m) layout: the rows of X scaled by g_j, one GEMM each
@@ -354,7 +441,7 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
           for (Index j = 0; j < rank; ++j) {
             for (Index i = 0; i < b; ++i) {
               const T gi = work.g[i * rank + j];
-              for (Index e = 0; e < d; ++e) xs[i * d + e] = gi * work.x[i * d + e];
+              for (Index e = 0; e < d; ++e) xs[i * d + e] = gi * work.xin[i * d + e];
             }
             gemm_row_major<T>(blas, true, false, d, m, b, T(1), xs, d, c, m, beta, a + j * m, rank * m);
           }
@@ -392,16 +479,16 @@ void landmark_first_sweep(const Blas& blas, const LandmarkRows<T>& rows,
   });
   for (std::size_t f = 0; f < nf; ++f) {
     const Index m = rows.factors[f].m;
-    add_into(out[f].p, total.data() + at[f].p, m * pc);
-    if (at[f].a >= 0) add_into(out[f].a, total.data() + at[f].a, groups * d * m);
-    if (at[f].q >= 0) add_into(out[f].q, total.data() + at[f].q, groups * m * k);
+    add_into(out[f].p, total + at[f].p, m * pc);
+    if (at[f].a >= 0) add_into(out[f].a, total + at[f].a, groups * d * m);
+    if (at[f].q >= 0) add_into(out[f].q, total + at[f].q, groups * m * k);
   }
 }
 
 template <class T>
 void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
                            const std::vector<const T*>& h, double* phi, double* pv,
-                           const RunConfig& cfg) {
+                           const RunConfig& cfg, SweepWorkspace* workspace) {
   check_rows(rows);
   if (h.size() != rows.factors.size()) throw std::invalid_argument("one right-hand side per factor");
   const Index d = rows.d, k = rows.k, w = 1 + k;
@@ -412,13 +499,14 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
   const std::size_t nf = rows.factors.size();
   // a lane's partial sums: X^T O (d x k), then the upper triangle of the degree term (d x d)
   const Index pv_size = pv != nullptr ? d * k : 0, size = pv_size + (phi != nullptr ? d * d : 0);
-  std::vector<double> total(static_cast<std::size_t>(size), 0.0);
   const Projection<T> proj = projection(rows, with_r);
   const TileKernels<T>& kernels = tile_kernels<T>();
-  lane_sweep(rows, size, total.data(), cfg, pv_size, size - pv_size, true,
-             [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
-    prepare_block(blas, rows, proj, start, b, with_r, false,
-                  [&](std::size_t f) { return h[f] != nullptr; }, work);
+  Scratch<T> scratch(workspace);
+  const double* total = lane_sweep(
+      rows, size, scratch.buffers(), cfg, pv_size, size - pv_size, true,
+      [&](Lane<T>& lane, Work<T>& work, Index start, Index b) {
+    prepare_block(blas, rows, proj, start, b, with_r, [&](std::size_t f) { return h[f] != nullptr; },
+                  work);
     T* o = grow(work.o, b * w);
     std::fill(o, o + b * w, T(0));
     for (std::size_t f = 0; f < nf; ++f) {
@@ -449,23 +537,35 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
         for (Index e = 0; e < k; ++e) o[i * w + 1 + e] += o[i * w] * work.r[i * k + e];
     if (phi != nullptr) {
       // X^T diag(deg) X = Xp^T Xp - Xn^T Xn with the rows sqrt(|deg_i|) x_i of the
-      // non-negative (Xp, first) and negative (Xn, last) degrees: two ?syrk of b d^2
-      // flops together, the upper triangle only (the rest of the wide buffer is
-      // never written, nor read: phi below takes the upper triangle)
-      T* xs = grow(work.xs, b * d);
-      Index lo = 0, hi = b;
+      // non-negative (Xp) and negative (Xn) degrees, the upper triangle only (the
+      // rest of the wide buffer is never written, nor read: phi below takes the
+      // upper triangle). The scaled rows are staged per sign, stage_rows at a
+      // time (kStageBytes), each stage handed to ?syrk when full: it stays in L2
+      // from its writing to the BLAS's packing.
+      const Index stage = std::min(b, stage_rows<T>(d));
+      T* xs = grow(work.xs, 2 * stage * d);
+      T* staged[2] = {xs, xs + stage * d};
+      Index count[2] = {0, 0};
+      T beta = wide_beta(lane);
+      auto flush = [&](int sign) {
+        syrk_upper_row_major<T>(blas, d, count[sign], sign == 0 ? T(1) : T(-1), staged[sign], d,
+                                beta, lane.wide.data(), d);
+        beta = T(1);
+        count[sign] = 0;
+      };
       // the rows in their order (their degrees in class order)
       const Index* place = work.perm.empty() ? nullptr : work.place.data();
       for (Index i = 0; i < b; ++i) {
         const T deg = o[(place != nullptr ? place[i] : i) * w];
-        T* dst = xs + (deg >= T(0) ? lo++ : --hi) * d;
+        const int sign = deg >= T(0) ? 0 : 1;
+        T* dst = staged[sign] + count[sign] * d;
         const T scale = std::sqrt(std::abs(deg));
         const T* src = work.xin + i * d;
         for (Index e = 0; e < d; ++e) dst[e] = scale * src[e];
+        if (++count[sign] == stage) flush(sign);
       }
-      const T beta = wide_beta(lane);
-      syrk_upper_row_major<T>(blas, d, lo, T(1), xs, d, beta, lane.wide.get(), d);
-      syrk_upper_row_major<T>(blas, d, b - lo, T(-1), xs + lo * d, d, T(1), lane.wide.get(), d);
+      for (int sign = 0; sign < 2; ++sign)
+        if (count[sign] > 0) flush(sign);
       wide_done(lane);
     }
     if (pv != nullptr) {
@@ -481,19 +581,20 @@ void landmark_second_sweep(const Blas& blas, const LandmarkRows<T>& rows,
     }
   });
   if (phi != nullptr) {
-    const double* upper = total.data() + pv_size;
+    const double* upper = total + pv_size;
     for (Index i = 0; i < d; ++i)
       for (Index j = 0; j < d; ++j) phi[i * d + j] += j >= i ? upper[i * d + j] : upper[j * d + i];
   }
-  if (pv != nullptr) add_into(pv, total.data(), d * k);
+  if (pv != nullptr) add_into(pv, total, d * k);
 }
 
 #define IKDR_INSTANTIATE_LANDMARK(T)                                                            \
   template void landmark_first_sweep<T>(const Blas&, const LandmarkRows<T>&,                    \
-                                        const std::vector<FirstSweepOut>&, const RunConfig&);    \
+                                        const std::vector<FirstSweepOut>&, const RunConfig&,     \
+                                        SweepWorkspace*);                                        \
   template void landmark_second_sweep<T>(const Blas&, const LandmarkRows<T>&,                   \
                                          const std::vector<const T*>&, double*, double*,         \
-                                         const RunConfig&);
+                                         const RunConfig&, SweepWorkspace*);
 IKDR_INSTANTIATE_LANDMARK(double)
 IKDR_INSTANTIATE_LANDMARK(float)
 

@@ -192,6 +192,8 @@ template <class T>
 void bind_ism_products(py::module_& m, const std::string& suffix);
 template <class T>
 void bind_landmark_passes(py::module_& m, const std::string& suffix);
+// The landmark sweeps' workspace: one class for both dtypes.
+void bind_sweep_workspace(py::module_& m);
 
 }  // namespace bindings
 }  // namespace ikdr

@@ -1,5 +1,6 @@
 // Bindings of the landmark passes (landmark_pass.hpp).
 #include <cstdint>
+#include <memory>
 
 #include "adapter.hpp"
 #include "ikdr/landmark_pass.hpp"
@@ -108,7 +109,7 @@ py::list landmark_first_sweep_py(py::array x, Array<T> w, std::optional<Array<T>
                                  std::optional<Array<std::int64_t>> codes,
                                  std::optional<Array<double>> proportions,
                                  std::optional<Array<T>> gamma_factor, bool dense,
-                                 Index block_rows, int n_threads) {
+                                 Index block_rows, int n_threads, SweepWorkspace* workspace) {
   LandmarkArgs<T> args;
   landmark_args(args, x, w, v, factor_terms, landmarks, negative_reciprocal, codes, proportions,
                 gamma_factor, block_rows);
@@ -134,7 +135,7 @@ py::list landmark_first_sweep_py(py::array x, Array<T> w, std::optional<Array<T>
     result.append(py::make_tuple(p, a, q));
   }
   RunConfig cfg = make_config(n_threads);
-  without_gil([&] { landmark_first_sweep<T>(blas(), r, out, cfg); });
+  without_gil([&] { landmark_first_sweep<T>(blas(), r, out, cfg, workspace); });
   return result;
 }
 
@@ -146,7 +147,7 @@ py::tuple landmark_second_sweep_py(py::array x, Array<T> w, std::optional<Array<
                                    std::optional<Array<std::int64_t>> codes,
                                    std::optional<Array<double>> proportions,
                                    std::optional<Array<T>> gamma_factor, bool dense,
-                                   Index block_rows, int n_threads) {
+                                   Index block_rows, int n_threads, SweepWorkspace* workspace) {
   LandmarkArgs<T> args;
   landmark_args(args, x, w, v, factor_terms, landmarks, negative_reciprocal, codes, proportions,
                 gamma_factor, block_rows);
@@ -174,7 +175,7 @@ py::tuple landmark_second_sweep_py(py::array x, Array<T> w, std::optional<Array<
   double* phi_p = ptr(phi);
   double* pv_p = ptr(pv);
   RunConfig cfg = make_config(n_threads);
-  without_gil([&] { landmark_second_sweep<T>(blas(), r, h, phi_p, pv_p, cfg); });
+  without_gil([&] { landmark_second_sweep<T>(blas(), r, h, phi_p, pv_p, cfg, workspace); });
   return py::make_tuple(phi, pv);
 }
 
@@ -186,12 +187,25 @@ void bind_landmark_passes(py::module_& m, const std::string& suffix) {
         py::arg("w"), py::arg("v"), py::arg("factor_terms"), py::arg("landmarks"),
         py::arg("negative_reciprocal"), py::arg("products"), py::arg("codes") = py::none(),
         py::arg("proportions") = py::none(), py::arg("gamma_factor") = py::none(),
-        py::arg("dense") = false, py::arg("block_rows") = 4096, py::arg("n_threads") = 1);
+        py::arg("dense") = false, py::arg("block_rows") = 4096, py::arg("n_threads") = 1,
+        py::arg("workspace") = nullptr);
   m.def(("landmark_second_sweep_" + suffix).c_str(), &landmark_second_sweep_py<T>, py::arg("x"),
         py::arg("w"), py::arg("v"), py::arg("factor_terms"), py::arg("landmarks"),
         py::arg("negative_reciprocal"), py::arg("rhs"), py::arg("codes") = py::none(),
         py::arg("proportions") = py::none(), py::arg("gamma_factor") = py::none(),
-        py::arg("dense") = false, py::arg("block_rows") = 4096, py::arg("n_threads") = 1);
+        py::arg("dense") = false, py::arg("block_rows") = 4096, py::arg("n_threads") = 1,
+        py::arg("workspace") = nullptr);
+}
+
+void bind_sweep_workspace(py::module_& m) {
+  // pickled as a new, empty workspace: it holds scratch memory only, and a
+  // process that receives a pass's arguments (a cluster's worker) makes its own
+  py::class_<SweepWorkspace>(m, "SweepWorkspace",
+                             "The landmark sweeps' scratch memory, kept between calls "
+                             "(SweepWorkspace in landmark_pass.hpp)")
+      .def(py::init<>())
+      .def(py::pickle([](const SweepWorkspace&) { return py::tuple(); },
+                      [](const py::tuple&) { return std::make_unique<SweepWorkspace>(); }));
 }
 
 template void bind_landmark_passes<double>(py::module_&, const std::string&);

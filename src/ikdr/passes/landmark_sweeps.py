@@ -13,7 +13,9 @@ Two implementations of the same per-block sums:
   terms (Gaussian, polynomial, multiquadric and its inverse). Called once on a
   whole in-memory array or memmap (the core loops over its row blocks, reading
   each once) or once per chunk of rows on a cluster. float32 products,
-  float64 sums; bitwise the same for any thread count.
+  float64 sums; bitwise the same for any thread count. A problem passes the
+  same :func:`sweep_workspace` to all its sweeps, whose scratch memory they
+  reuse.
 * :func:`numpy_first_sweep` / :func:`numpy_second_sweep`: NumPy per row block,
   for what the core does not make: the exact finite-rank factors of the
   linear and squared members and random Fourier features. They are also the
@@ -39,10 +41,11 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from .._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
+from .._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep, sweep_workspace
 
 __all__ = ["GammaStructure", "numpy_first_sweep", "numpy_second_sweep", "native_first_sweep",
-           "native_second_sweep", "native_rhs", "pass_flops", "native_block_rows", "NATIVE_BLOCK_BYTES"]
+           "native_second_sweep", "native_rhs", "pass_flops", "sweep_workspace", "native_block_rows",
+           "NATIVE_BLOCK_BYTES"]
 
 #: the core's row blocks: about this many bytes of a block's rows and kernel rows, so that
 #: a block stays in cache from one step of the sweep to the next (20,000 x 256, m = 256,
@@ -278,25 +281,29 @@ def numpy_second_sweep(X_b, st, W, V, factors, Q_sums, SPs, lap_weight, dense, d
 
 
 
-def native_first_sweep(X_b, st, W, V, factors, dense, dtype, block_rows, n_threads=None):
+def native_first_sweep(X_b, st, W, V, factors, dense, dtype, block_rows, n_threads=None,
+                       workspace=None):
     """The first sweep over the rows X_b (any number: the core loops over blocks of
-    ``block_rows``), in the tuple layout of :func:`numpy_first_sweep`."""
+    ``block_rows``), in the tuple layout of :func:`numpy_first_sweep`; ``workspace``:
+    the scratch memory it reuses (:func:`ikdr._native.sweep_workspace`)."""
     W = np.asarray(W, dtype=dtype)
     parts = landmark_first_sweep(X_b, W, [f.native for f in factors], st.native(dtype),
                                  products=[f.products for f in factors], V=V, dense=dense,
-                                 block_rows=block_rows, n_threads=n_threads, dtype=dtype)
+                                 block_rows=block_rows, n_threads=n_threads, dtype=dtype,
+                                 workspace=workspace)
     if not st.classes:
         return [tuple(p) for p in parts]
     # C^T diag(a) R = sum_c p_c C_c^T R_c (a_i = p of row i's class): no second product
     return [(P, A, None if Q is None else (Q, np.tensordot(st.p, Q, axes=1))) for P, A, Q in parts]
 
 
-def native_second_sweep(X_b, st, W, V, factors, rhs, dense, dtype, block_rows, n_threads=None):
+def native_second_sweep(X_b, st, W, V, factors, rhs, dense, dtype, block_rows, n_threads=None,
+                        workspace=None):
     """The second sweep over the rows X_b: ``[phi or None, Phi V or None]``."""
     W = np.asarray(W, dtype=dtype)
     return list(landmark_second_sweep(X_b, W, [f.native for f in factors], st.native(dtype), rhs,
                                       V=V, dense=dense, block_rows=block_rows, n_threads=n_threads,
-                                      dtype=dtype))
+                                      dtype=dtype, workspace=workspace))
 
 
 def native_rhs(st, factors, sums, lap_weight, k, dtype):

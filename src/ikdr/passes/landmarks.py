@@ -78,7 +78,7 @@ from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_ap
                       kernel_factors, select_landmarks)
 from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sweep, native_rhs,
                               native_second_sweep, numpy_first_sweep, numpy_second_sweep,
-                              pass_flops)
+                              pass_flops, sweep_workspace)
 from .problem import BaseProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import LazyProjection, MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
@@ -151,6 +151,7 @@ class LandmarkProblem(BaseProblem):
         self.XL = None if self.index is None else self.rows.take(self.index)
         self.rff = None       # (omega, offset), drawn at the first W (its q columns)
         self._factor_cache = None   # (W's bytes and dtype, the factors of the last pass)
+        self._workspace = sweep_workspace()  # the core sweeps' memory, from pass to pass
         self._precision_checked = self.pass_dtype != np.float32  # check_own_precision
 
     # -- landmarks ------------------------------------------------------------
@@ -217,7 +218,7 @@ class LandmarkProblem(BaseProblem):
         block_rows = native_block_rows(d, width, self.pass_dtype, self.approx.block_rows)
         if native:
             first, first_args = native_first_sweep, (W, V, factors, dense, self.pass_dtype,
-                                                     block_rows, self.n_threads)
+                                                     block_rows, self.n_threads, self._workspace)
         else:
             first, first_args = numpy_first_sweep, (W, V, factors, dense, self.pass_dtype)
         sums = self.rows.map_reduce(first, st.block, first_args, width=width, whole=whole)
@@ -247,7 +248,7 @@ class LandmarkProblem(BaseProblem):
                 rhs = native_rhs(st, factors, sums, lap_weight, k, self.pass_dtype)
                 second, second_args = native_second_sweep, (
                     W, V, factors, rhs, dense and need_second, self.pass_dtype, block_rows,
-                    self.n_threads)
+                    self.n_threads, self._workspace)
             else:
                 SPs = [f.core @ P for f, (P, _, _) in zip(factors, sums)]
                 second, second_args = numpy_second_sweep, (W, V, factors, [Q for _, _, Q in sums],
