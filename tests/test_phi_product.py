@@ -38,6 +38,36 @@ def test_one_call_equals_the_composed_products(data, kernel, thin):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("columns", [5, 6, 12], ids=["thin-pass", "half-of-d", "all-of-d"])
+@pytest.mark.parametrize("dense_gamma", [False, True], ids=["factored", "dense-gamma"])
+def test_phi_v_by_either_route_equals_the_formula(columns, dense_gamma, dtype):
+    """Phi(W) V for V of fewer than d/2 columns (the thin pass) and of at least
+    d/2 (the dense Phi by block pairs, then times V; a dense Gamma has no block
+    pairs and takes the thin pass) equals the dense NumPy formula, with the same
+    bits for any number of threads."""
+    n, d, sigma = 400, 12, 2.0
+    rng = np.random.default_rng(columns)
+    y = rng.integers(0, 4, n)
+    X = rng.standard_normal((n, d)) + 0.3 * y[:, None]
+    gamma, _ = ikdr.supervised_gamma(y)
+    G = (gamma.factor * (1.0 if gamma.scale is None else gamma.scale)) @ gamma.factor.T
+    if dense_gamma:
+        gamma = ikdr.gamma.Gamma(dense=G)
+    W = np.linalg.qr(rng.standard_normal((d, 3)))[0]
+    V = rng.standard_normal((d, columns))
+    Z = X @ W
+    K = np.exp(-((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1) / (2 * sigma ** 2))
+    B = G * K / sigma ** 2
+    reference = X.T @ (B - np.diag(B.sum(axis=1))) @ (X @ V)
+    kernel = Gaussian(sigma).fit(X)
+    outs = [kernel.phi_product(X.astype(dtype), W, gamma, V, n_threads=t) for t in (1, 2, 3)]
+    assert all(np.array_equal(outs[0][0], other[0]) for other in outs[1:])
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    np.testing.assert_allclose(outs[0][0], reference, rtol=tol, atol=tol * np.abs(reference).max())
+    assert outs[0][1] == pytest.approx(float((G * K).sum()), rel=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n, d", [(1000, 32), (777, 17), (300, 60)])
 def test_dense_phi_by_block_pairs(n, d, dtype):
     """The dense Phi of a symmetric pass, formed block pair by block pair

@@ -17,7 +17,8 @@ low-rank factors, whether it is an affinity, whether it needs all rows), so
 no module outside this package switches on kernel types.
 """
 from .bandwidth import MEDIAN_SUBSAMPLE, median_sigma, separation, separation_sigma  # noqa: F401
-from .base import PANEL_FLOPS, ConicKernel, Kernel, KernelLike, LowRankPart  # noqa: F401
+from .base import (PANEL_FLOPS, ConicKernel, Kernel, KernelLike, LowRankPart,  # noqa: F401
+                   projected_points)
 from .family import Gaussian, Linear, Multiquadric, Polynomial, RelativeGaussian, Squared
 from .family import renamed_class
 from .names import KERNEL_NAMES, make_kernel  # noqa: F401
@@ -29,7 +30,8 @@ __all__ = [
     "separation", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse", "LowRankPart",
 ]
 # also importable here, for ikdr's own modules: KernelLike (the type of a kernel
-# argument), KERNEL_NAMES (the names make_kernel takes), MEDIAN_SUBSAMPLE, PANEL_FLOPS
+# argument), KERNEL_NAMES (the names make_kernel takes), MEDIAN_SUBSAMPLE, PANEL_FLOPS,
+# projected_points (XW on ikdr's threads)
 
 
 def __getattr__(name: str) -> type:

@@ -17,7 +17,7 @@ from typing import Any
 from .._utils.typing import RandomStateLike
 from .._utils.validation import check_dtype, check_float_matrix
 from ..gamma import Gamma
-from ..kernels import Kernel
+from ..kernels import Kernel, projected_points
 from ..spectral import spectral_embedding
 from .problem import BaseProblem
 
@@ -29,7 +29,7 @@ def points_in_memory(X, W):
     is None. The exact and the landmark sides share it."""
     if W is None:
         return X
-    return np.ascontiguousarray(X @ W, dtype=X.dtype)
+    return projected_points(X, W)
 
 
 class ExactProblem(BaseProblem):
