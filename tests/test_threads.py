@@ -192,6 +192,19 @@ def test_worker_exceptions_reach_the_calling_thread():
     assert _core._parallel_check(0, 2) == [0, 0]
 
 
+def test_every_round_sees_the_whole_round_before_it():
+    """parallel_rounds' barrier: with tasks of uneven length on 1 to 3 threads (3
+    is more workers than this machine may have cores), no task of a round reads
+    a stale entry of the round before it, and an error in a later round reaches
+    the caller (the barrier still releases every worker)."""
+    from ikdr import _core
+
+    for threads in (1, 2, 3):
+        assert _core._rounds_check(40, 7, threads) == (0, 40 * 7)
+        with pytest.raises(RuntimeError, match="round 5 task 3 failed"):
+            _core._rounds_check(40, 7, threads, fail_round=5, fail_at=3)
+
+
 @needs_openmp
 def test_two_threads_share_the_tasks():
     from ikdr import _core

@@ -239,6 +239,40 @@ std::vector<Index> parallel_check(Index n_tasks, int n_threads, Index fail_at) {
   return counts;
 }
 
+// For the tests of parallel_rounds' barrier: n_rounds rounds of n_tasks tasks
+// of uneven length (0 to 40 us); task t of round r reads what every task of
+// round r - 1 wrote, counts the entries that are not r, and writes r + 1
+// (two buffers, one per parity of r). Returns (that count, the tasks run): (0,
+// n_rounds x n_tasks) when every round ran whole and saw the whole of the one
+// before it. The task fail_at of round fail_round throws.
+std::pair<Index, Index> rounds_check(Index n_rounds, Index n_tasks, int n_threads, Index fail_round,
+                                     Index fail_at) {
+  RunConfig cfg = make_config(n_threads);
+  std::vector<Index> buffers(static_cast<std::size_t>(2 * n_tasks), 0);
+  std::atomic<Index> stale{0}, runs{0};
+  without_gil([&] {
+    parallel_rounds(
+        n_rounds, [n_tasks](Index) { return n_tasks; }, cfg, [](int) { return 0; },
+        [&](Index r, Index t, int&) {
+          if (r == fail_round && t == fail_at)
+            throw std::runtime_error("round " + std::to_string(r) + " task " + std::to_string(t) +
+                                     " failed");
+          const Index* before = buffers.data() + ((r + 1) % 2) * n_tasks;
+          Index* now = buffers.data() + (r % 2) * n_tasks;
+          const auto until = std::chrono::steady_clock::now() +
+                             std::chrono::microseconds(((t * 7 + r) % 5) * 10);
+          while (std::chrono::steady_clock::now() < until) {
+          }
+          Index wrong = 0;
+          for (Index j = 0; j < n_tasks; ++j) wrong += before[j] != r;
+          stale.fetch_add(wrong, std::memory_order_relaxed);
+          runs.fetch_add(1, std::memory_order_relaxed);
+          now[t] = r + 1;
+        });
+  });
+  return {stale.load(), runs.load()};
+}
+
 // For the tests of blas.hpp's size check: the sizes gemm_row_major hands the
 // BLAS for a row-major product of these dimensions (each at least 1), in the
 // BLAS's order (m, n, k, lda, ldb, ldc of the column-major call). The BLAS is
@@ -318,6 +352,9 @@ PYBIND11_MODULE(_core, m) {
         "start-up, or what omp_set_num_threads (threadpoolctl) set since");
   m.def("_parallel_check", &parallel_check, py::arg("n_tasks"), py::arg("n_threads"),
         py::arg("fail_at") = -1, "Test hook of the threading layer: tasks run per worker");
+  m.def("_rounds_check", &rounds_check, py::arg("n_rounds"), py::arg("n_tasks"),
+        py::arg("n_threads"), py::arg("fail_round") = -1, py::arg("fail_at") = -1,
+        "Test hook of the threading layer: stale reads across the rounds' barriers");
   m.def("_gemm_sizes", &gemm_sizes, py::arg("m"), py::arg("n"), py::arg("k"), py::arg("lda"),
         py::arg("ldb"), py::arg("ldc"),
         "Test hook of the BLAS size check: the 32-bit sizes a row-major GEMM passes on");
