@@ -91,6 +91,22 @@ def test_objective_matches_dense(name, rng):
     assert abs(kernel.objective(X, W, Gamma(dense=G @ G.T)) - ref) <= 1e-10 * max(1.0, abs(ref))
 
 
+
+def test_objective_takes_integer_rows_and_names_a_bad_w(rng):
+    """XW is formed in float64 for integer X (W is not rounded to X's integers),
+    and a W of the wrong shape or with NaN raises a ValueError naming it, never
+    an objective of 0."""
+    X = rng.integers(0, 5, (40, 4))
+    G = rng.standard_normal((40, 2))
+    kernel = Gaussian(sigma=1.5).fit(X.astype(float))
+    W = np.linalg.qr(rng.standard_normal((4, 2)))[0]
+    ref = objective_dense(kernel, X.astype(float), W, G)
+    assert kernel.objective(X, W, Gamma(G)) == pytest.approx(ref, rel=1e-12)
+    with pytest.raises(ValueError, match="one row per column of X"):
+        kernel.objective(X, W[:3], Gamma(G))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        kernel.objective(X, np.full((4, 2), np.nan), Gamma(G))
+
 def test_conic_phi_is_weighted_sum(rng):
     X = rng.standard_normal((30, 4))
     gamma = Gamma(rng.standard_normal((30, 2)))

@@ -80,8 +80,15 @@ def projected_points(X, W, *, n_threads=None):
     The core's GEMM in row chunks, one single-threaded BLAS call each, rather
     than numpy's ``X @ W``: a threaded BLAS leaves its workers spinning after
     the call, and the pass that reads XW next lost a core to them (an
-    objective pass at 2,000 x 32 took 6 ms instead of 3).
+    objective pass at 2,000 x 32 took 6 ms instead of 3). A W that does not
+    fit X's columns, or that is not finite, raises a ValueError.
     """
+    W = np.asarray(W)
+    if W.ndim != 2 or W.shape[0] != X.shape[1]:
+        raise ValueError(f"W must have one row per column of X ({X.shape[1]}), got shape "
+                         f"{W.shape}")
+    if not np.all(np.isfinite(W)):
+        raise ValueError("W contains NaN or infinite values")
     return _native.matmul(X, W, n_threads=n_threads)
 
 
