@@ -94,8 +94,8 @@ def test_objective_matches_dense(name, rng):
 
 def test_objective_takes_integer_rows_and_names_a_bad_w(rng):
     """XW is formed in float64 for integer X (W is not rounded to X's integers),
-    and a W of the wrong shape or with NaN raises a ValueError naming it, never
-    an objective of 0."""
+    and a W of the wrong shape or with NaN, or points with NaN, raise a
+    ValueError naming them, never an objective of 0."""
     X = rng.integers(0, 5, (40, 4))
     G = rng.standard_normal((40, 2))
     kernel = Gaussian(sigma=1.5).fit(X.astype(float))
@@ -106,6 +106,13 @@ def test_objective_takes_integer_rows_and_names_a_bad_w(rng):
         kernel.objective(X, W[:3], Gamma(G))
     with pytest.raises(ValueError, match="NaN or infinite"):
         kernel.objective(X, np.full((4, 2), np.nan), Gamma(G))
+    # the passes on given points: a NaN point is named, not read as distance 0
+    Z = X @ W
+    Z[3, 1] = np.nan
+    with pytest.raises(ValueError, match="points Z contain NaN"):
+        kernel.product(Z, None, Gamma(G))
+    with pytest.raises(ValueError, match="points Z contain NaN"):
+        kernel.gradient_product(Z, Z, Gamma(G))
 
 def test_conic_phi_is_weighted_sum(rng):
     X = rng.standard_normal((30, 4))

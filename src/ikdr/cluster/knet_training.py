@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._utils.mlp import Adam
+from .._utils.validation import largest_magnitude, within_scale
 from ..gamma import Gamma, centered, clustering_gamma
 from ..kernels import Kernel
 from ..spectral import START_TOL, kernel_degrees, spectral_embedding
@@ -266,8 +267,11 @@ class _Rounds:
     def fixed_value(self, Psi):
         r"""``update="fixed"``: :math:`\mathrm{Tr}(\Gamma K_\psi)` of the ascended kernel,
         by float32 products summed in float64 (relative error about 1e-8, far below
-        the ``tol`` on a round's gain; 0.40 against 0.65 ms a judgement at n = 900)."""
-        return self.ascended.objective(Psi.astype(np.float32), None, self.gamma)
+        the ``tol`` on a round's gain; 0.40 against 0.65 ms a judgement at n = 900),
+        or float64 ones where float32 cannot hold Psi's squares (X at 1e80)."""
+        if within_scale(largest_magnitude(Psi), np.float32):
+            Psi = Psi.astype(np.float32)
+        return self.ascended.objective(Psi, None, self.gamma)
 
     def epochs(self):
         """``epochs_per_iter`` epochs of Adam ascent on mini-batches (the batch's rows of

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _native
 from .._config import require_memory
 from .._native import KernelTerm
-from .._utils.validation import check_finite_result, check_matrix
+from .._utils.validation import check_finite_result, check_matrix, largest_magnitude
 from .._utils.typing import ArrayLike, RandomStateLike
 
 __all__ = ["Kernel", "ConicKernel", "KernelLike", "LowRankPart", "FLOATS", "PANEL_FLOPS",
@@ -90,6 +90,16 @@ def projected_points(X, W, *, n_threads=None):
     if not np.all(np.isfinite(W)):
         raise ValueError("W contains NaN or infinite values")
     return _native.matmul(X, W, n_threads=n_threads)
+
+
+def _finite_points(Z):
+    """The points of a pass, C-contiguous, or a ValueError when any is NaN or
+    infinite: the core would take a NaN squared distance as 0 (a kernel value of
+    1) and return a finite, wrong sum."""
+    Z = np.ascontiguousarray(Z)
+    if not np.isfinite(largest_magnitude(Z)):
+        raise ValueError("the points Z contain NaN or infinite values")
+    return Z
 
 
 def ones_rows(Zb):
@@ -258,7 +268,7 @@ class Kernel:
         row_sums : ndarray (n,) float64
         """
         self._check_fitted()
-        Z = np.ascontiguousarray(Z)
+        Z = _finite_points(Z)
         out = _native.fused_product(Z, self._terms(Z), gamma=_gamma_arrays(gamma, Z.dtype),
                                     rhs=R, n_threads=n_threads)
         return out.product, out.value_sums.astype(np.float64)
@@ -282,7 +292,7 @@ class Kernel:
         objective : float, :math:`\mathrm{Tr}(\Gamma K_Z)`
         """
         self._check_fitted()
-        Z = np.ascontiguousarray(Z)
+        Z = _finite_points(Z)
         out = _native.fused_product(Z, self._terms(Z), gamma=_gamma_arrays(gamma, Z.dtype),
                                     gradient=True, rhs=R, n_threads=n_threads)
         objective = float(np.sum(out.value_sums, dtype=np.float64))
