@@ -94,8 +94,8 @@ def projected_points(X, W, *, n_threads=None):
 
 def _finite_points(Z):
     """The points of a pass, C-contiguous, or a ValueError when any is NaN or
-    infinite: the core would take a NaN squared distance as 0 (a kernel value of
-    1) and return a finite, wrong sum."""
+    infinite: the core's tiles do not propagate NaN, and it returned a finite,
+    wrong sum for such points (an objective of 0 for all-NaN points)."""
     Z = np.ascontiguousarray(Z)
     if not np.isfinite(largest_magnitude(Z)):
         raise ValueError("the points Z contain NaN or infinite values")
