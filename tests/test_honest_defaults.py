@@ -206,13 +206,49 @@ def test_the_marginal_noise_is_that_of_permuted_labels():
     assert np.mean(permuted[:, 1:] > threshold[1:]) < 0.01
     assert np.all(threshold[1:] > 2.0 * noise[1:])
     assert dependence[0] > 10 * noise[0]
-    sparse_dependence, sparse_noise, _ = marginal_dependence(
+    sparse_dependence, sparse_noise, sparse_mean = marginal_dependence(
         scipy.sparse.csr_matrix(X), ikdr.supervised_gamma(y)[0], with_noise=True)
-    # the sparse path samples its own pairs for the bandwidths (a few % apart on
-    # continuous columns, equal on the discrete ones)
-    np.testing.assert_allclose(sparse_noise, noise, rtol=0.05)
-    np.testing.assert_allclose(sparse_noise[6:], noise[6:], rtol=1e-8)
-    np.testing.assert_allclose(sparse_dependence[6:], dependence[6:], rtol=1e-8, atol=1e-6)
+    # the sparse path draws the same pairs for the bandwidths: the same numbers
+    np.testing.assert_allclose(sparse_noise, noise, rtol=1e-9)
+    np.testing.assert_allclose(sparse_mean, null_mean, rtol=1e-12)
+    np.testing.assert_allclose(sparse_dependence, dependence, rtol=0,
+                               atol=1e-9 * np.abs(dependence).max())
+
+
+def test_the_binned_kernel_sums_by_fft_equal_the_toeplitz_matrices():
+    """The marginal part's quadratic forms and K_j c_j, taken over bin gaps by FFT,
+    equal those of the bins x bins Toeplitz kernel matrices."""
+    from scipy.linalg import toeplitz
+
+    from ikdr.solver.marginal import _autocorrelation, _toeplitz_product
+
+    rng = np.random.default_rng(3)
+    d, bins, r = 4, 16, 3
+    first_rows = np.exp(-0.5 * (rng.uniform(0.05, 2.0, (d, 1)) * np.arange(bins)) ** 2)
+    sums, counts = rng.standard_normal((d, bins, r)), rng.integers(0, 9, (d, bins)) * 1.0
+    scale = np.array([1.0, -0.5, 2.0])
+    weights = first_rows * np.where(np.arange(bins) > 0, 2.0, 1.0)
+    by_gaps = np.einsum("jg,jg->j", weights, _autocorrelation(sums, bins, scale))
+    product = _toeplitz_product(first_rows, counts, bins)
+    for j in range(d):
+        K = toeplitz(first_rows[j])
+        np.testing.assert_allclose(by_gaps[j], np.einsum("br,bc,cr,r->", sums[j], K, sums[j],
+                                                         scale), rtol=1e-12)
+        np.testing.assert_allclose(product[j], K @ counts[j], rtol=1e-12, atol=1e-12)
+
+
+def test_marginal_dependence_in_feature_blocks_is_the_same(monkeypatch):
+    """Many features are made a block at a time (bounded memory): blocks change nothing."""
+    import ikdr.solver.marginal as marginal
+
+    rng = np.random.default_rng(1)
+    X = np.hstack([rng.standard_normal((300, 7)), rng.integers(0, 2, (300, 3)) * 1.0])
+    y = (X[:, 0] + X[:, 8] > 0.5).astype(int)
+    gamma = ikdr.supervised_gamma(y)[0]
+    whole = marginal_dependence(X, gamma, with_noise=True)
+    monkeypatch.setattr(marginal, "FEATURE_BLOCK", 3)
+    for got, want in zip(marginal_dependence(X, gamma, with_noise=True), whole):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_a_candidate_the_selection_refused_has_no_loss_in_the_importances():

@@ -128,8 +128,9 @@ def test_continuous_target():
 
 def test_float32_input_and_pipeline_grid_search(wine):
     X, y = wine
-    m32 = ikdr.ISM(n_components=2).fit(X.astype(np.float32), y)
-    m64 = ikdr.ISM(n_components=2).fit(X, y)
+    # the same held-out halves for both (random_state=None would draw two splits)
+    m32 = ikdr.ISM(n_components=2, random_state=0).fit(X.astype(np.float32), y)
+    m64 = ikdr.ISM(n_components=2, random_state=0).fit(X, y)
     assert ikdr.principal_angle(m32.components_, m64.components_) < 1e-6
     grid = GridSearchCV(make_pipeline(ikdr.ISM(), SVC()),
                         {"ism__n_components": [2, 3], "ism__kernel": ["gaussian", "linear"]}, cv=3)
@@ -189,15 +190,17 @@ def test_bad_parameters(wine):
 
 def test_criterion_and_certify(wine):
     X, y = wine
-    paper = ikdr.ISM(n_components=3, criterion="eigenvalues").fit(X, y)
+    # one split of the held-out halves for every fit: the same support, so the HSIC
+    # values below compare one problem's maxima
+    paper = ikdr.ISM(n_components=3, criterion="eigenvalues", random_state=0).fit(X, y)
     assert paper.convergence_.stopping_rule == "eigenvalues" and paper.convergence_.second_order
     # the papers' loose rule stops short of first order: not certified
     assert paper.convergence_.relative_gradient_norm > 1e-6 and not paper.converged_
-    default = ikdr.ISM(n_components=3).fit(X, y)
+    default = ikdr.ISM(n_components=3, random_state=0).fit(X, y)
     c = default.convergence_
     assert c.stopping_rule == "gradient" and c.relative_gradient_norm <= 1e-6
     assert default.converged_ and c.local_maximum
-    grad = ikdr.ISM(n_components=3, criterion="gradient", certify=False).fit(X, y)
+    grad = ikdr.ISM(n_components=3, criterion="gradient", certify=False, random_state=0).fit(X, y)
     c = grad.convergence_
     assert c.stopping_rule == "gradient" and c.relative_gradient_norm <= 1e-6
     assert c.second_order is None and c.hessian_products == 0 and grad.converged_

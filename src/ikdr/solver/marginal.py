@@ -25,12 +25,14 @@ from scipy.stats import chi2
 
 from ..gamma import Gamma
 from ..kernels.feature_bins import feature_bin_sums
-from .sparse_marginal import sparse_marginal_dependence
+from .sparse_marginal import PAIR_SAMPLES, sparse_marginal_dependence
 
 __all__ = ["marginal_dependence", "marginal_threshold", "BINS", "MARGINAL_LEVEL"]
 
 #: bins of the one-dimensional kernels
 BINS = 64
+#: features whose statistics are made at once (their pair distances and spectra)
+FEATURE_BLOCK = 1024
 
 
 def _null_sd(factor, scale, kernel_norms, n):
@@ -42,6 +44,81 @@ def _null_sd(factor, scale, kernel_norms, n):
     return np.sqrt(2.0 * gamma_norm * np.maximum(kernel_norms, 0.0)) / n
 
 
+def _pair_medians(X, pairs):
+    """Per feature (column of ``X``), the median distance between the values of the
+    ``pairs`` of distinct rows (2 x m); where more than half of them are tied (an
+    ordinal feature with a dominant level), the median of the untied pairs'
+    distances, as the median rule does (0 if none)."""
+    m = pairs.shape[1]
+    if m == 0:
+        return np.zeros(X.shape[1])
+    gaps = np.abs(X[pairs[0]] - X[pairs[1]]).T.copy()        # a row per feature
+    # the median of each row, as np.median takes it (the mean of the two middle
+    # values for an even count), by one partition in place
+    middle = [(m - 1) // 2, m // 2]
+    gaps.partition(middle, axis=1)
+    sigma = 0.5 * (gaps[:, middle[0]] + gaps[:, middle[1]])
+    for j in np.flatnonzero(~(sigma > 0)):
+        distinct = gaps[j][gaps[j] > 0]
+        sigma[j] = np.median(distinct) if distinct.size else 0.0
+    return sigma
+
+
+def _autocorrelation(values, bins, scale):
+    r""":math:`\sum_r s_r \sum_b v_{jbr} v_{j,b+g,r}` for every feature j and bin gap
+    g = 0..bins-1 (``values``: d x bins x r), by a real FFT of twice the length
+    (no wrap-around)."""
+    spectrum = np.fft.rfft(values, n=2 * bins, axis=1)
+    power = np.einsum("jfr,r->jf", spectrum.real ** 2 + spectrum.imag ** 2, scale)
+    return np.fft.irfft(power, n=2 * bins, axis=1)[:, :bins]
+
+
+def _toeplitz_product(toeplitz, counts, bins):
+    """:math:`K_j c_j` for every feature, K_j the symmetric Toeplitz matrix whose first
+    row is ``toeplitz[j]``: a convolution with the kernel at gaps -(bins-1)..bins-1,
+    by FFT (twice the length: no wrap-around)."""
+    length = 2 * bins
+    kernel = np.zeros((toeplitz.shape[0], length))
+    kernel[:, :bins] = toeplitz
+    kernel[:, length - bins + 1:] = toeplitz[:, :0:-1]     # negative gaps wrap around
+    product = np.fft.irfft(np.fft.rfft(counts, n=length, axis=1) *
+                           np.fft.rfft(kernel, axis=1), n=length, axis=1)
+    return product[:, :bins]
+
+
+def _binned_statistics(X, pairs, factor, scale, bins, with_noise):
+    """For the columns of ``X``: (varies, total, 1^T K 1, ||H K H||_F^2 or None), the
+    sums of :func:`marginal_dependence` (see there) over each feature's bins."""
+    n = X.shape[0]
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    varies = hi > lo
+    width = np.where(varies, (hi - lo) / bins, 1.0)
+    sigma = _pair_medians(X, pairs)
+    varies &= sigma > 0
+    # K_j depends on the bin gap only: t_j(g) = exp(-(g * width_j)^2 / (2 sigma_j^2))
+    gap = np.arange(bins)
+    ratio = np.where(varies, width / np.where(sigma > 0, sigma, 1.0), 0.0)
+    toeplitz = np.exp(-0.5 * (ratio[:, None] * gap[None, :]) ** 2)        # d x bins
+    # per feature and bin: the rows' factor sums (d x bins x r) and counts (d x bins),
+    # one pass of the compiled core over X (nothing n x d is formed)
+    counts, sums = feature_bin_sums(X, lo, width, bins, factor)
+    # K_j is Toeplitz, so each quadratic form is a sum over bin gaps g of t_j(g)
+    # times an autocorrelation, a^T K_j a = sum_g c_g t_j(g) sum_b a_b a_{b+g}
+    # (c_0 = 1, c_g = 2 for both signs of g), by FFT: no bins x bins matrix
+    weights = toeplitz * np.where(gap > 0, 2.0, 1.0)
+    total = np.einsum("jg,jg->j", weights, _autocorrelation(sums, bins, scale))
+    counts_ac = _autocorrelation(counts[:, :, None], bins, np.ones(1))
+    ones_K_ones = np.einsum("jg,jg->j", weights, counts_ac)
+    if not with_noise:
+        return varies, total, ones_K_ones, None
+    # ||H K_j H||_F^2 = 1^T (K_j o K_j) 1 - 2/n ||K_j 1||^2 + (1^T K_j 1)^2 / n^2, by bins
+    squared = np.einsum("jg,jg->j", weights * toeplitz, counts_ac)
+    K_counts = _toeplitz_product(toeplitz, counts, bins)
+    centred = squared - 2.0 / n * np.einsum("jb,jb->j", counts, K_counts ** 2) + \
+        (ones_K_ones / n) ** 2
+    return varies, total, ones_K_ones, centred
+
+
 def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
                         with_noise: bool = False):
     r"""Each feature's HSIC with the target on its own:
@@ -51,9 +128,13 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     then about 0: a centred Gamma's entries sum to 0).
 
     Each feature's values are put in ``bins`` equal bins and the kernel taken
-    at the bin centres: :math:`O(n r + \mathrm{bins}^2 r)` per feature for a
-    Gamma of rank r, never n x n. The medians come from a fixed sample of
-    pairs of rows.
+    at the bin centres: :math:`O(n r + r\,\mathrm{bins} \log \mathrm{bins})` per
+    feature for a Gamma of rank r (the kernel on the bins is Toeplitz: its
+    quadratic forms are sums over bin gaps of autocorrelations, by FFT), never
+    n x n, in blocks of :data:`FEATURE_BLOCK` features (memory bounded for any d).
+    The medians come from a fixed sample of pairs of rows
+    (:data:`~ikdr.solver.sparse_marginal.PAIR_SAMPLES`, the same pairs as for
+    sparse X).
 
     ``with_noise``: returns ``(dependence, null_sd, null_mean)``, with the
     statistic's standard deviation under independence (module docstring) and
@@ -73,42 +154,21 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
         if not with_noise:
             return dependence
         return dependence, _null_sd(factor, scale, norms, n), null_mean
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    varies = hi > lo
-    width = np.where(varies, (hi - lo) / bins, 1.0)
-    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, 2000)))
+    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, PAIR_SAMPLES)))
     pairs = pairs[:, pairs[0] != pairs[1]]
-    gaps = np.abs(X[pairs[0]] - X[pairs[1]])
-    sigma = np.median(np.ascontiguousarray(gaps.T), axis=1)     # a row per feature: faster
-    # more than half the pairs tied (an ordinal feature with a dominant level): the
-    # median of the distinct pairs' distances, as the median rule does
-    for j in np.flatnonzero(varies & ~(sigma > 0)):
-        distinct = gaps[:, j][gaps[:, j] > 0]
-        sigma[j] = np.median(distinct) if distinct.size else 0.0
-    varies &= sigma > 0
-    # K_j depends on the bin gap only: exp(-(gap * width_j)^2 / (2 sigma_j^2))
-    gap = np.arange(bins)
-    ratio = np.where(varies, width / np.where(sigma > 0, sigma, 1.0), 0.0)
-    toeplitz = np.exp(-0.5 * (gap[:, None] * ratio[None, :]) ** 2)        # bins x d
-    # d x bins x bins, gathered contiguous (for the batched products below)
-    K = np.take(np.ascontiguousarray(toeplitz.T), np.abs(gap[:, None] - gap[None, :]), axis=1)
-    # per feature and bin: the rows' factor sums (d x bins x r) and counts (d x bins),
-    # one pass of the compiled core over X (nothing n x d is formed)
-    counts, sums = feature_bin_sums(X, lo, width, bins, factor)
-    # sum_r s_r S_jr^T K_j S_jr (K_j is symmetric), and 1^T K_j 1 over the rows, by
-    # batched products
-    total = np.einsum("jbr,jbr,r->j", sums, K @ sums, scale)
-    K_counts = np.einsum("jb,jbc->jc", counts, K)                          # d x bins
-    ones_K_ones = np.einsum("jb,jb->j", counts, K_counts)
+    varies, total, ones_K_ones = (np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d))
+    centred = np.zeros(d)
+    for start in range(0, d, FEATURE_BLOCK):
+        block = slice(start, min(d, start + FEATURE_BLOCK))
+        varies[block], total[block], ones_K_ones[block], norms = _binned_statistics(
+            X[:, block], pairs, factor, scale, bins, with_noise)
+        if with_noise:
+            centred[block] = norms
     mean_offdiagonal = (ones_K_ones - n) / (n * (n - 1))
     null_mean = np.where(varies, trace * (1.0 - mean_offdiagonal), 0.0)
     dependence = np.where(varies, total - null_mean, 0.0)
     if not with_noise:
         return dependence
-    # ||H K_j H||_F^2 = 1^T (K_j o K_j) 1 - 2/n ||K_j 1||^2 + (1^T K_j 1)^2 / n^2, by bins
-    squared = np.einsum("jb,jb->j", counts, np.einsum("jb,jbc->jc", counts, K * K))
-    centred = squared - 2.0 / n * np.einsum("jb,jb->j", counts, K_counts ** 2) + \
-        (ones_K_ones / n) ** 2
     return dependence, np.where(varies, _null_sd(factor, scale, centred, n), 0.0), null_mean
 
 

@@ -32,9 +32,16 @@ What this changes and what it does not:
   radians (the iterates are then near one maximum and the map is nearly
   linear) and forgets its history after any longer step, so it does not jump
   between basins that the plain iteration would not;
-- it needs the dense Phi at every iterate, so it applies to the dense steps
-  (not to coarse float32 ones, nor to the matrix-free eigensolver); the
-  driver does not mix under ``criterion="gradient"`` (see there).
+- it needs the dense Phi at every iterate, so it applies to the dense steps,
+  the coarse ones included (a float64 problem's Phi made in float32 while W
+  is far from the maximum: accurate to about 1e-7, far below the residuals
+  it is combined at), not to the matrix-free eigensolver. Mixing early saves
+  the most where the plain steps crawl: a 1,000 x 32 mixture whose plain steps
+  shrink the gradient by 0.7 each, 28 passes to certify without mixing coarse
+  steps, 22 with it. Under ``criterion="gradient"`` the driver stops mixing
+  below a relative gradient of
+  :data:`~ikdr.solver.driver.MIXING_MIN_GRADIENT`, where rounding dominates the
+  combination.
 
 The inner products :math:`\langle R_i, R_j\rangle_F` are formed from the thin
 factors :math:`G_i = \Phi(W_i) W_i` (``R = G W^T - W G^T``), never d x d:

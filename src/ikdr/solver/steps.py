@@ -417,7 +417,9 @@ class PlainStep:
             point.phi, _, point.coarse, _ = self._phi(point.W)
         if self.mode != "hybrid":
             target = point.phi
-            if self.mixing is not None and self.mode == "dense" and not point.coarse:
+            if self.mixing is not None and self.mode == "dense":
+                # coarse points too: their float32 error is far below the
+                # residuals mixed while they run (ikdr.solver.mixing)
                 target = self.mixing.mix(point.W, point.phi, point.PW)
             vals, V, info = top_eigenvectors(target, self.q, point.W, method=self.eigen_solver)
             if target is not point.phi:
