@@ -44,11 +44,11 @@ def _null_sd(factor, scale, kernel_norms, n):
     return np.sqrt(2.0 * gamma_norm * np.maximum(kernel_norms, 0.0)) / n
 
 
-def _pair_medians(X, pairs):
+def _pair_medians(X, pairs, varies):
     """Per feature (column of ``X``), the median distance between the values of the
     ``pairs`` of distinct rows (2 x m); where more than half of them are tied (an
-    ordinal feature with a dominant level), the median of the untied pairs'
-    distances, as the median rule does (0 if none)."""
+    ordinal feature with a dominant level) and the feature ``varies``, the median
+    of the untied pairs' distances, as the median rule does (0 if none)."""
     m = pairs.shape[1]
     if m == 0:
         return np.zeros(X.shape[1])
@@ -58,7 +58,7 @@ def _pair_medians(X, pairs):
     middle = [(m - 1) // 2, m // 2]
     gaps.partition(middle, axis=1)
     sigma = 0.5 * (gaps[:, middle[0]] + gaps[:, middle[1]])
-    for j in np.flatnonzero(~(sigma > 0)):
+    for j in np.flatnonzero(varies & ~(sigma > 0)):
         distinct = gaps[j][gaps[j] > 0]
         sigma[j] = np.median(distinct) if distinct.size else 0.0
     return sigma
@@ -93,7 +93,7 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise):
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
     width = np.where(varies, (hi - lo) / bins, 1.0)
-    sigma = _pair_medians(X, pairs)
+    sigma = _pair_medians(X, pairs, varies)
     varies &= sigma > 0
     # K_j depends on the bin gap only: t_j(g) = exp(-(g * width_j)^2 / (2 sigma_j^2))
     gap = np.arange(bins)
