@@ -36,7 +36,7 @@ import warnings
 
 import numpy as np
 
-from .._config import num_threads, show_config
+from .._config import num_threads, package_version, show_config
 from .._utils.progress import progress_bars
 from .batch import expand_inputs, is_batch, run_batch
 from .errors import UsageError, first_line, is_input_error
@@ -397,6 +397,8 @@ def cmd_info(args):
 def build_parser():
     parser = _Parser(
         prog="ikdr", description="Interpretable kernel dimension reduction (ISM, KDAC, KSVD, KNet).")
+    parser.add_argument("--version", action="version", version=f"ikdr {package_version()}",
+                        help="print the version and exit (`ikdr info` adds the build and threads)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     kernel_help = "ISM kernel, e.g. gaussian, polynomial:degree=3,c=1, 0.5*gaussian+2*polynomial"
 
