@@ -3,7 +3,7 @@
 One mechanism for every estimator's ``verbose`` parameter: an
 :class:`IterationReport` prints one line per iteration (iteration, objective,
 change, elapsed time and the estimator's own extras) and, when tqdm is
-installed (``pip install ikdr[progress]``) and the output is a terminal, keeps
+installed (``pip install tqdm``, or the ``progress`` extra) and the output is a terminal, keeps
 a progress bar over ``max_iter``. Bars appear when ``verbose > 0`` or when
 they were switched on process-wide by :func:`progress_bars` (the command line
 does so on a terminal unless ``--quiet``). Nothing here is stored on an
