@@ -283,6 +283,7 @@ def cmd_reduce(args):
     summary = {"command": "reduce", "data": args.data, "n_samples": X.shape[0],
                "n_features": X.shape[1], "n_components": model.components_.shape[1],
                "kernel": repr(model.kernel_) if hasattr(model, "kernel_") else args.kernel,
+               "support": [int(j) for j in model.support_],
                "n_iter": model.n_iter_, "time_s": elapsed, **extra,
                "parameters": _parameters(args, "kernel", "sigma", "components", "clusters",
                                          "no_standardize")}
