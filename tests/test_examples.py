@@ -20,7 +20,7 @@ EXPECTED = {
         (r"share of the moon features \(1-2\): +([0-9.]+)", 0.6, "min")],
     "ksvd_directed_graph.py": [(r"Nystrom normalised eta: +([0-9.]+)", 0.05, "max")],
     "knet_wine.py": [(r"NMI to the wine classes: ([0-9.]+)", 0.8, "min")],
-    "knet_moons_embedding.py": [(r"NMI to the moons: ([0-9.]+)", 0.95, "min")],
+    "knet_moons_embedding.py": [(r"NMI to the moons: +([0-9.]+)", 0.95, "min")],
     "kdn_wine.py": [(r"test accuracy: +([0-9.]+)", 0.9, "min")],
     "feature_importances_wine.py": [(r"share of the top 3 features: ([0-9.]+)", 0.3, "min")],
 }
@@ -41,3 +41,20 @@ def test_example_runs(script):
         value = float(match.group(1))
         assert (value >= bound) if kind == "min" else (value <= bound), (pattern, r.stdout)
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("script, name", [("knet_moons_embedding.py", "knet_moons_embedding.png"),
+                                          ("feature_importances_wine.py",
+                                           "feature_importances_wine.png")])
+def test_figure_goes_where_it_says(tmp_path, script, name):
+    """An example given a folder (one that does not exist yet) writes its figure there
+    and prints that file's path, the file it wrote."""
+    pytest.importorskip("matplotlib")
+    folder = tmp_path / "figures"
+    r = subprocess.run([sys.executable, str(EXAMPLES / script), str(folder)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    written = folder / name
+    assert written.is_file(), list(tmp_path.rglob("*"))
+    assert str(written) in r.stdout, r.stdout
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [name]
