@@ -19,6 +19,8 @@ import time
 import weakref
 from typing import Any
 
+from .validation import plain
+
 _bars_enabled = False       # process-wide switch (the command line turns it on)
 _open: weakref.WeakSet[Any] = weakref.WeakSet()   # reports started and not closed: only the outermost draws a bar
 
@@ -26,7 +28,7 @@ _open: weakref.WeakSet[Any] = weakref.WeakSet()   # reports started and not clos
 def check_verbose(verbose):
     """Validate an estimator's ``verbose`` parameter (a non-negative int or bool)."""
     if not isinstance(verbose, (numbers.Integral, bool)) or verbose < 0:
-        raise ValueError(f"verbose must be a non-negative int, got {verbose!r}")
+        raise ValueError(f"verbose must be a non-negative int, got {plain(verbose)!r}")
     return int(verbose)
 
 

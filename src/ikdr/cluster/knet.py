@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
-from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error, plain
 from ..kernels import Gaussian
 from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussian, njw_labels,
                        row_normalised, spectral_embedding)
@@ -308,7 +308,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
             hidden = tuple(self.hidden_layer_sizes)
             for h in hidden:
                 if isinstance(h, bool) or not isinstance(h, numbers.Integral):
-                    raise TypeError(f"hidden_layer_sizes entries must be ints, got {h!r}")
+                    raise TypeError(f"hidden_layer_sizes entries must be ints, got {plain(h)!r}")
                 if h < 1:
                     raise ValueError(f"hidden_layer_sizes entries must be >= 1, got {h}")
         return k, float(self.lam), int(batch), hidden

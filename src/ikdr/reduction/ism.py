@@ -16,7 +16,7 @@ from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import rows_at, sample_index
 from .._utils.sparse import column_counts
 from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
-from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
+from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components, plain
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, check_positive
 from .._utils.validation import keep_state_on_error
 from ..gamma import supervised_gamma
@@ -76,7 +76,7 @@ def check_kernel_params(kernel, sigma, *, rules=("median",)):
     if not (isinstance(sigma, str) and sigma == "median"):
         if isinstance(sigma, str):
             names = " or ".join(f'"{r}"' for r in rules)
-            raise ValueError(f'sigma must be a positive float or {names}, got {sigma!r}')
+            raise ValueError(f'sigma must be a positive float or {names}, got {plain(sigma)!r}')
         check_positive(sigma, "sigma")
     if not isinstance(kernel, (str, Kernel)):
         raise TypeError(f"kernel must be a name or an ikdr.kernels.Kernel, got {type(kernel).__name__}")
