@@ -29,12 +29,12 @@ from .dask_blocks import KSVDBlocks, ksvd_transform, ksvd_transform_columns
 from .. import kernels as _kernels
 from .blocks import Centered, DenseBlocks, SparseBlocks, dense_kernel_matrix
 from .compat import check_learned_target, compat_points, learn_map
-from .metrics import svd_accuracy
+from .metrics import SVDAccuracy, svd_accuracy
 from .solvers import choose_solver, solve_ksvd
 from .._utils.progress import check_verbose
 from .._utils.validation import check_bandwidth, check_scale
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_state_on_error
-from .._utils.typing import RandomStateLike
+from .._utils.typing import ArrayLike, RandomStateLike
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
 COMPAT = ("pinv", "pca", "random", "learned")
@@ -399,7 +399,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
 
     # -- fitting
     @keep_state_on_error
-    def fit(self, X, Z=None, y=None):
+    def fit(self, X: ArrayLike, Z: ArrayLike = None, y: None = None) -> KernelSVD:
         """Fit on the rows and columns of X, or on the point sets X and Z.
 
         Parameters
@@ -514,7 +514,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
             self.gamma_ = None
         self.sigma_ = None if self.gamma_ is None else self.gamma_ / np.sqrt(2.0)
 
-    def fit_transform(self, X, Z=None, y=None):
+    def fit_transform(self, X: ArrayLike, Z: ArrayLike = None, y: None = None) -> np.ndarray:
         """Fit and return ``row_embedding_`` (n x r)."""
         return self.fit(X, Z, y).row_embedding_
 
@@ -546,7 +546,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
             X = np.ascontiguousarray(X.toarray())
         return X
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> ArrayLike:
         r"""Row embeddings of new rows: :math:`\sum_j \kappa(x, z_j) V_j` (n_new x r).
 
         For ``fit(A)`` a new row lives where A's rows live (m features, or
@@ -561,7 +561,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
             G = G - self._blocks.col_mean[None, :]
         return G @ self.right_vectors_
 
-    def transform_columns(self, Z):
+    def transform_columns(self, Z: ArrayLike) -> ArrayLike:
         r"""Column embeddings of new columns: :math:`\sum_i \kappa(x_i, z) U_i` (m_new x r).
 
         ``Z`` holds one new column per row (a new node's in-links for a graph,
@@ -576,7 +576,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
             G = G - self._blocks.row_mean[:, None]
         return G.T @ self.left_vectors_
 
-    def accuracy(self, U, s, V):
+    def accuracy(self, U: ArrayLike, s: ArrayLike, V: ArrayLike) -> SVDAccuracy:
         """Per-component accuracy of this fit against a reference SVD (U, s, V):
         :func:`ikdr.metrics.svd_accuracy` (relative singular value errors,
         subspace sines, and the paper's eta beside)."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -15,7 +16,7 @@ from .._utils.labels import target_type
 from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import rows_at, sample_index
 from .._utils.sparse import column_counts
-from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
+from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components, plain
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, check_positive
 from .._utils.validation import keep_state_on_error
@@ -363,7 +364,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         check_verbose(self.verbose)
 
     @keep_state_on_error
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> ISM:
         """Learn W from training data X (n x d) and targets y (labels or continuous).
 
         X may be a row-chunked ``dask.array.Array`` (and y a dask array): every
@@ -384,7 +385,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         # q: the largest eigengap of Phi_0, at least (classes - 1) and at least 2 (one
         # direction cannot hold a ring or an XOR)
         minimum = min(d, max(2, classes.shape[0] - 1 if classes is not None else 1))
-        heldout = HeldOutRows(*self._selection_rows(X, y), target, self.random_state)
+        selection_X, selection_y = self._selection_rows(X, y)
+        heldout = HeldOutRows(selection_X, selection_y, target, self.random_state)
         self.empty_features_ = np.empty(0, dtype=np.intp)     # sparse X: set by the screen
         start, order, scores = self._candidates(X, y, heldout)
         evidence = start.size > 0
@@ -408,7 +410,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
             losses = np.zeros(d)
             losses[support] = heldout_losses(heldout, support, W, kernel,
                                              self._fold_fit)[0].sum(axis=0)
-        self._set_fitted(*result, support, d, X.shape[0], scores, classes)
+        solution, passes_used = result
+        self._set_fitted(solution, passes_used, support, d, X.shape[0], scores, classes)
         self.feature_importances_ = heldout_importances(losses, heldout, support)
         return self
 
@@ -582,12 +585,12 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
                              "(constant or duplicate features); pass sigma as a number") from None
         return Gaussian(sigma), q
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> ArrayLike:
         """Project X onto the learned subspace: ``X @ components_``."""
         check_is_fitted(self)
         return project_data(self, X, self.components_)
 
-    def fit_transform(self, X, y=None, **fit_params):
+    def fit_transform(self, X: ArrayLike, y: ArrayLike = None, **fit_params: Any) -> ArrayLike:
         if y is None:
             raise ValueError("ISM is supervised: fit_transform(X, y) needs y")
         return self.fit(X, y).transform(X)
