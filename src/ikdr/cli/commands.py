@@ -437,7 +437,10 @@ def build_parser():
                    help="data matrix A: CSV/.npy, or .npz (scipy.sparse.save_npz adjacency)" + _MANY)
     p.add_argument("--columns", help="second point set Z (fit(X, Z)); default: rows and columns of A")
     p.add_argument("--components", "-k", type=int, default=8, help="rank r (default 8)")
-    p.add_argument("--kernel", default="rbf", choices=["rbf", "sne", "polynomial", "linear"])
+    p.add_argument("--kernel", default="rbf", choices=["rbf", "gaussian", "sne", "polynomial",
+                                                       "linear"],
+                   help="rbf (also named gaussian, as in the other commands), sne, polynomial, "
+                        "linear")
     p.add_argument("--gamma", type=float, default=None, help="RBF/SNE bandwidth (default: median)")
     p.add_argument("--degree", type=int, default=2, help="polynomial degree (default 2)")
     p.add_argument("--center", action="store_true", help="double-centre G")

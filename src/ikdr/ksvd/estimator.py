@@ -37,6 +37,9 @@ from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_stat
 from .._utils.typing import ArrayLike, RandomStateLike
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
+#: the names of the package's kernel vocabulary (:data:`ikdr.kernels.KERNEL_NAMES`) that
+#: name one of these: the estimators' "gaussian" is the paper's "rbf"
+KERNEL_ALIASES = {"gaussian": "rbf", "poly": "polynomial"}
 COMPAT = ("pinv", "pca", "random", "learned")
 SOLVERS = ("auto", "dense", "arpack", "randomized", "nystrom")
 _MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
@@ -58,7 +61,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
     ----------
     n_components : int, default=8
         Rank r, at most min(n, m).
-    kernel : {"rbf", "sne", "polynomial", "linear"}, a kernel of :mod:`ikdr.kernels`, or callable, default="rbf"
+    kernel : {"rbf", "sne", "polynomial", "linear"}, another kernel name, a kernel of :mod:`ikdr.kernels`, or callable, default="rbf"
         RBF :math:`\exp(-\|x - z\|^2/\gamma^2)` (the paper's form, no factor 2);
         SNE, the RBF normalised over the columns,
         :math:`\kappa(x_i, z_j) = e_{ij} / \sum_{j'} e_{ij'}` (rows of G sum
@@ -69,7 +72,11 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
         e^{-\|x-z\|^2/2\sigma^2}`; ``sigma="median"`` leaves the bandwidth to
         ``gamma``), ``Linear()``, ``Polynomial(p, c=1)``; any other kernel
         object (e.g. ``RelativeGaussian``) and ``kappa(X, Z) -> G`` callables
-        are evaluated by their matrix (dense inputs only).
+        are evaluated by their matrix (dense inputs only). The other
+        estimators' kernel names are accepted too: ``"gaussian"`` is "rbf"
+        (the same kernel and bandwidth rule), ``"poly"`` is "polynomial", and
+        the other names of :data:`ikdr.kernels.KERNEL_NAMES` stand for their
+        kernel objects.
     sigma : float or "median", default="median"
         RBF / SNE bandwidth, as :class:`ikdr.kernels.Gaussian`'s:
         :math:`\exp(-\|x - z\|^2/2\sigma^2)`, i.e. the paper's
@@ -239,7 +246,8 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
 
     _parameter_constraints: dict = {
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "kernel": [StrOptions(set(KERNELS)), _kernels.Kernel, callable],
+        "kernel": [StrOptions(set(KERNELS) | set(_kernels.KERNEL_NAMES)), _kernels.Kernel,
+                   callable],
         "sigma": [Interval(numbers.Real, 0, np.inf, closed="neither"), StrOptions({"median"})],
         "gamma": [Interval(numbers.Real, 0, np.inf, closed="neither"), None],
         "degree": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -284,10 +292,15 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
         """
         k = self.kernel
         if isinstance(k, str):
-            if k not in KERNELS:
-                raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
-                                 f"callable, got {k!r}")
-            return k, self._paper_gamma(), self.degree, None
+            k = KERNEL_ALIASES.get(k.lower(), k.lower())
+            if k in KERNELS:
+                return k, self._paper_gamma(), self.degree, None
+            if k in _kernels.KERNEL_NAMES:     # another kernel of the vocabulary, as its object
+                k = _kernels.make_kernel(k)
+            else:
+                raise ValueError(f"kernel must be one of {KERNELS}, a name of "
+                                 f"{sorted(_kernels.KERNEL_NAMES)}, a kernel of ikdr.kernels or "
+                                 f"a callable, got {self.kernel!r}")
         if isinstance(k, _kernels.Kernel):
             spec = k.block_spec()          # the kernel says how the tiled blocks compute it
             if spec is None:
