@@ -112,11 +112,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         "linear", "polynomial", "gaussian", "squared", "multiquadric",
         "relative_gaussian", or any :mod:`ikdr.kernels` object including conic
         combinations such as ``Gaussian() + Polynomial()``. A Gaussian by name
-        takes its bandwidth from ``sigma`` (default "auto", below); a kernel
-        object keeps its own: ``Gaussian()`` is ``Gaussian(sigma="median")``,
-        the median pairwise distance of X in all its features, wider than the
-        default's (``kernel="gaussian", sigma="median"`` is the same fit).
-        :doc:`/guide/kernels` compares the two.
+        takes its bandwidth from ``sigma`` ("auto" by default); an object keeps
+        its own: ``Gaussian()`` is the median pairwise distance of X in all its
+        features, as ``sigma="median"`` by name (:doc:`/guide/kernels`).
     sigma : float, "auto", "median" or "separation", default="auto"
         Gaussian bandwidth when ``kernel="gaussian"``. "auto": the median
         pairwise distance of the *projected* start :math:`XW_0` (the top-q
