@@ -392,13 +392,13 @@ def write_results(stem, title, conditions, body, records=None, out_dir=None):
     return md
 
 
-# --- ClustPy's alternative-clustering methods (optional: pip install ikdr[peers]) -------------
+# --- ClustPy's alternative-clustering methods (optional: pip install ".[peers]") -------------
 
 def clustpy_alternative(method, X, n_clusters, random_state=0):
     """Label vectors of ClustPy's NR-Kmeans or Orth (one per found subspace), or None.
 
     ``n_clusters``: the cluster counts of the sought clusterings. None when
-    ClustPy is not installed (it is an optional peer: ``pip install ikdr[peers]``).
+    ClustPy is not installed (it is an optional peer: ``pip install ".[peers]"`` in the checkout).
     """
     try:
         from clustpy.alternative import NrKmeans, OrthogonalClustering

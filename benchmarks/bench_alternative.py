@@ -11,7 +11,7 @@ KDAC runs with its defaults: only ``n_clusters`` and ``random_state``. The
 peers find several clusterings at once (``n_clusters`` = the given
 labellings' cluster counts and the alternative's); of their clusterings the
 one with the lowest novelty is scored, as a user holding the existing
-clustering would pick. ClustPy is optional (``pip install ikdr[peers]``): its
+clustering would pick. ClustPy is optional (``pip install ".[peers]"`` in the checkout): its
 columns are empty when it is absent.
 
 Data: grids of Gaussian blobs (2 x 3 and 3 x 3 cells, rows and columns the

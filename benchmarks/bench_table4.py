@@ -103,7 +103,7 @@ def main(argv=None):
     try:
         import pymanopt
     except ImportError:
-        sys.exit("this benchmark needs pymanopt: pip install 'ikdr[bench]' or pip install pymanopt")
+        sys.exit("this benchmark needs pymanopt: pip install pymanopt (or pip install '.[bench]' in the checkout)")
     import ikdr
     from _peers import run_conditions, run_ikdr, run_pymanopt, write_results
 

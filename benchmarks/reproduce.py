@@ -136,7 +136,7 @@ class Context:
         """Draw a PNG with matplotlib (a Figure, no pyplot state) or record the skip."""
         if not self.plotting:
             result.skipped.append(f"figure {filename}: matplotlib is not installed "
-                                  "(pip install ikdr[plot])")
+                                  "(pip install matplotlib)")
             return
         from matplotlib.figure import Figure
 
@@ -901,7 +901,7 @@ def _environment(ctx, argv):
             f"- mode: {'--quick (reduced data sets, folds and sizes)' if ctx.quick else 'full'}; "
             f"seed {ctx.seed}; shared data: {data}",
             "- figures: " + ("PNG files beside this report" if ctx.plotting else
-                             "skipped, matplotlib is not installed (pip install ikdr[plot])")]
+                             "skipped, matplotlib is not installed (pip install matplotlib)")]
 
 
 def run(names, out, *, quick=False, data_dir=None, seed=0, progress=None, detail=None,
@@ -978,7 +978,7 @@ def build_parser():
         prog="python benchmarks/reproduce.py",
         description="Rerun the papers' experiments that can run here and write DIR/report.md "
                     "with paper-vs-ikdr tables and PNG figures (matplotlib: pip install "
-                    "ikdr[plot]). Run from a checkout of ikdr, with ikdr installed.")
+                    "matplotlib). Run from a checkout of ikdr, with ikdr installed.")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="experiments to run (default: all; see --list)")
     p.add_argument("--out", help="output directory for report.md and the figures")

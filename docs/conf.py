@@ -1,6 +1,6 @@
 """Sphinx configuration of the ikdr documentation.
 
-Build: ``python -m sphinx -W -b html docs docs/_build/html`` (needs ``pip install "ikdr[docs]"``).
+Build: ``python -m sphinx -W -b html docs docs/_build/html`` (needs ``pip install ".[docs]"`` in the checkout).
 
 Generated at build time, so the site follows the code and the measurements:
 

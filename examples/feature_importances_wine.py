@@ -6,8 +6,8 @@ rows the projection was not fitted on loses without it, plus its own
 dependence on the classes beyond noise (it sums to 1, see
 docs/feature_discovery.md).
 The bar chart is written to ``feature_importances_wine.png`` in the
-directory given as the first argument (default: a temporary directory) when
-matplotlib is installed.
+directory given as the first argument (created if missing; default: a
+temporary directory) when matplotlib is installed.
 """
 import sys
 import tempfile
@@ -37,7 +37,9 @@ def main():
     except ImportError:
         print("matplotlib not installed: no plot")
         return
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()) / "feature_importances_wine.png"
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "feature_importances_wine.png"
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.barh([data.feature_names[j] for j in order[::-1]], imp[order[::-1]])
     ax.set_xlabel("importance (sums to 1)")

@@ -6,7 +6,9 @@ neighbour); the network then ascends the HSIC of a wide Gaussian (the median
 distance) against those clusters, which gathers each moon into a compact group
 that k-means separates. The figure shows the standardised moons coloured by the
 found clusters beside the embedding psi(X) of the same points, and the objective
-per round. Saved as a PNG (path printed; pass another path as the first argument).
+per round. Saved as ``knet_moons_embedding.png`` in the directory given as the
+first argument (created if missing; default: a temporary directory), and the
+file's path is printed.
 """
 import sys
 import tempfile
@@ -25,8 +27,9 @@ import ikdr  # noqa: E402
 
 
 def main():
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else \
-        Path(tempfile.gettempdir()) / "knet_moons_embedding.png"
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp())
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "knet_moons_embedding.png"
     X, y = make_moons(600, noise=0.07, random_state=0)
     X = StandardScaler().fit_transform(X)
     t0 = time.perf_counter()
@@ -36,7 +39,7 @@ def main():
     print("KNet on two moons (600 x 2, defaults: sigma='auto')")
     print(f"  sigma:                   {model.sigma_:.4f} "
           f"({model.sigma_ / ikdr.median_sigma(X):.3f} x median distance)")
-    print(f"  NMI to the moons: {ikdr.metrics.nmi(y, model.labels_):.4f}")
+    print(f"  NMI to the moons:        {ikdr.metrics.nmi(y, model.labels_):.4f}")
     on_x = ikdr.metrics.nmi(y, KMeans(2, n_init=10, random_state=0).fit_predict(X))
     on_psi = ikdr.metrics.nmi(y, KMeans(2, n_init=10, random_state=0).fit_predict(Psi))
     print(f"  k-means NMI:             {on_x:.4f} on X, {on_psi:.4f} on psi(X)")

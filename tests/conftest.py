@@ -13,8 +13,20 @@ _WHERE = ("the folder IKDR_SHARED_DATA names" if os.environ.get("IKDR_SHARED_DAT
           else "../shared/data beside the checkout (IKDR_SHARED_DATA unset)")
 
 
+#: every file of the papers' data sets a test may read: the names the user guide's table
+#: and tools/collect_papers_data.py give them (tests/test_papers_data.py checks all three)
+PAPERS_DATA_FILES = frozenset({
+    "cancer_683x9.csv", "cancer_683x9_label.csv",
+    "face_624x20.csv", "face_624x20_identity_label.csv", "face_624x20_pose_label.csv",
+    "moon_400x4.csv", "moon_400x4_original_label.csv", "moon_400x4_alt_label.csv",
+    "moon_1000x2.csv", "moon_1000x2_label.csv", "spiral.csv", "spiral_label.csv",
+    "flower.png"})
+
+
 def shared_path(name):
     """The path of one of the papers' data files; skip the test when it is absent."""
+    assert name in PAPERS_DATA_FILES, f"{name} is not one of the papers' data files: add it to " \
+        "PAPERS_DATA_FILES, tools/collect_papers_data.py and the reproduction guide"
     path = SHARED_DATA / name
     if not path.exists():
         pytest.skip(f"needs the papers' data file {name}, not found in {_WHERE}: put the "

@@ -196,3 +196,35 @@ def test_label_column_batch_as_in_the_readme(tmp_path):
     assert set(rows) == {"0.csv", "1.csv", "2.csv"}
     assert {row["status"] for row in rows.values()} == {"ok"}
     assert {row["shape"] for row in rows.values()} == {"60x5"}
+
+
+def test_rows_carry_each_fits_own_iterations_and_certificate(tmp_path):
+    """n_iter, converged and n_support of each row are the library fit's on that file.
+    On the README's files some fits end at once (n_iter 0, converged): the support
+    they select has as many features as components, so W only rotates within them
+    and the objective cannot change; the row shows that support beside them."""
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    (tmp_path / "runs").mkdir()
+    for i in range(4):
+        X, y = make_classification(200, 10, random_state=i)
+        np.savetxt(tmp_path / "runs" / f"{i}.csv", np.column_stack([X, y]), delimiter=",")
+    # one worker: the fits below run with the same thread count as the batch's
+    r = run("reduce", "runs/*.csv", "--label-column", "-1", "--components", "3", "--jobs", "1",
+            "--out", "out", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = _rows(tmp_path / "out" / "summary.csv")
+    iterations = set()
+    for i in range(4):
+        data = np.loadtxt(tmp_path / "runs" / f"{i}.csv", delimiter=",")
+        model = ikdr.ISM(n_components=3, random_state=0).fit(
+            StandardScaler().fit_transform(data[:, :-1]), data[:, -1])
+        row = rows[f"{i}.csv"]
+        assert int(row["n_iter"]) == model.n_iter_, (i, row)
+        assert row["converged"] == str(model.converged_), (i, row)
+        assert int(row["n_support"]) == model.support_.size, (i, row)
+        if model.n_iter_ == 0:
+            assert model.support_.size == 3
+        iterations.add(model.n_iter_)
+    assert len(iterations) > 1, iterations     # not one constant for every file

@@ -98,6 +98,15 @@ def test_info():
     assert r.returncode == 0 and "SIMD" in r.stdout and "threading" in r.stdout
 
 
+def test_version():
+    """``ikdr --version`` prints the package version and exits 0, as ``ikdr info``'s first line."""
+    import ikdr
+
+    r = run("--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"ikdr {ikdr.__version__}"
+
+
 def test_kernel_syntax():
     assert parse_kernel("gaussian") == Gaussian()
     assert parse_kernel("polynomial:degree=3,c=1") == Polynomial(degree=3, c=1)

@@ -80,6 +80,24 @@ def test_one_docs_build_command_everywhere():
 
 
 @in_checkout
+def test_install_advice_names_what_installs():
+    """ikdr is installed from a checkout, not from a package index: no page, script or
+    message tells users to install ``ikdr[extra]`` by name (the checkout's ``".[extra]"``
+    works), and the package metadata names no package-index page as the project's home."""
+    wrong = re.compile(r"pip install [\"']?ikdr\[")
+    offenders = []
+    for pattern in ("*.md", "*.py", "*.txt", "*.toml"):
+        for path in ROOT.rglob(pattern):
+            parts = path.relative_to(ROOT).parts
+            if parts[0] in {"build", ".git", ".asv"} or "_build" in parts:
+                continue
+            if wrong.search(path.read_text(encoding="utf-8", errors="replace")):
+                offenders.append(path.relative_to(ROOT).as_posix())
+    assert offenders == [], offenders
+    assert "pypi.org" not in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+@in_checkout
 def test_readme_command_lines_run_as_printed(tmp_path):
     """Every command line after the set-up block, in a fresh folder, as a user types it
     (``ikdr`` and ``python`` are this interpreter's)."""

@@ -484,6 +484,12 @@ def _table_widths(chromium, profile, page):
     return json.loads(html.unescape(match.group(1)))
 
 
+#: results pages whose many-column tables fit the column whole at 1280 pixels (the
+#: smaller font and tighter cells of docs/_static/ikdr.css): none of their columns hides
+#: behind the scroll box's edge
+FIT_WHOLE = {"benchmarks/ism_vs_numpy.html", "benchmarks/table4.html"}
+
+
 def test_tables_fit_their_column(site, bs4, chromium):
     """At a 1280-pixel wide window no table is wider than the text column unless it
     scrolls inside a box that fits the column (wide benchmark tables scroll, with a
@@ -502,6 +508,10 @@ def test_tables_fit_their_column(site, bs4, chromium):
             for t in m["tables"]:
                 box = t["scroller"]
                 if t["width"] <= m["column"] + 1:
+                    continue
+                if name in FIT_WHOLE:
+                    cut.append(f"{name}: table {t['index']} is {t['width']:.0f} px wide in a "
+                               f"{m['column']:.0f} px column: it should fit without scrolling")
                     continue
                 if (box and box["overflow"] in ("auto", "scroll") and box["left"] >= -1
                         and box["left"] + box["width"] <= m["column"] + 1):

@@ -275,3 +275,32 @@ def test_estimators_pickled_with_the_old_kernel_class_name_load_alike():
         loaded = pickle.loads(old)
     assert type(loaded.kernel_) is Multiquadric
     np.testing.assert_array_equal(loaded.transform(X), model.transform(X))
+
+
+def test_gaussian_by_name_and_as_object_as_the_kernels_guide_says():
+    """docs/guide/kernels.md: by name the estimator's sigma rule ("auto" by default),
+    as an object its own (Gaussian() = the median distance of X); sigma="median" by
+    name is the object's fit, and KernelSVD's "gaussian" is its "rbf"."""
+    import warnings
+
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    from ikdr.kernels import Gaussian
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    by_name = ikdr.ISM(random_state=0).fit(X, y)
+    as_object = ikdr.ISM(kernel=Gaussian(), random_state=0).fit(X, y)
+    median = ikdr.ISM(sigma="median", random_state=0).fit(X, y)
+    assert as_object.sigma_ == median.sigma_ == ikdr.median_sigma(X)
+    assert by_name.sigma_ < as_object.sigma_          # the projected start's, narrower
+    np.testing.assert_array_equal(as_object.components_, median.components_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                # convergence of the alternation
+        a = ikdr.ISMClustering(n_clusters=3, kernel=Gaussian(), random_state=0).fit(X)
+        b = ikdr.ISMClustering(n_clusters=3, sigma="median", random_state=0).fit(X)
+        c = ikdr.ISMClustering(n_clusters=3, random_state=0).fit(X)
+    assert a.kernel_ == b.kernel_ == Gaussian(ikdr.median_sigma(X))
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert c.kernel_ != a.kernel_                      # local scaling by default

@@ -682,6 +682,28 @@ def test_kernels_of_the_kernel_layer(graph, rng):
         KernelSVD(3, kernel=Polynomial(2, c=3.0)).fit(sp.csr_matrix(graph))
 
 
+def test_the_other_estimators_kernel_names(graph, rng):
+    """KernelSVD takes the names every other estimator takes: "gaussian" is "rbf" (same
+    kernel, same bandwidth rule, with or without sigma), "poly" is "polynomial", and
+    another name of the vocabulary is its kernel object; an unknown name says which exist."""
+    from ikdr.kernels import RelativeGaussian
+
+    for sigma in ("median", 0.9):
+        a = KernelSVD(3, kernel="gaussian", sigma=sigma, solver="dense").fit(graph)
+        b = KernelSVD(3, kernel="rbf", sigma=sigma, solver="dense").fit(graph)
+        assert a.gamma_ == b.gamma_
+        np.testing.assert_array_equal(a.singular_values_, b.singular_values_)
+    a = KernelSVD(3, kernel="poly", degree=3, solver="dense").fit(graph)
+    b = KernelSVD(3, kernel="polynomial", degree=3, solver="dense").fit(graph)
+    np.testing.assert_array_equal(a.singular_values_, b.singular_values_)
+    X, Z = rng.normal(size=(30, 3)), rng.normal(size=(20, 3))
+    a = KernelSVD(3, kernel="relative_gaussian", solver="dense").fit(X, Z)
+    b = KernelSVD(3, kernel=RelativeGaussian(), solver="dense").fit(X, Z)
+    np.testing.assert_array_equal(a.singular_values_, b.singular_values_)
+    with pytest.raises(ValueError, match="kernel"):
+        KernelSVD(3, kernel="laplacian").fit(graph)
+
+
 def test_docstring_rules_hold(rng):
     """What the KernelSVD / asymmetric_nystrom docstrings promise about the parameters."""
     A = rng.random((12, 12))

@@ -571,3 +571,38 @@ def test_cli_reduce_bad_input_exit_2(case, tmp_path, monkeypatch, capsys):
     assert code == 2, err
     assert re.search(pattern, err, re.IGNORECASE), err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_plain_turns_numpy_scalars_into_python_ones():
+    from ikdr._utils.validation import plain
+
+    assert type(plain(np.float64(0.5))) is float and plain(np.float64(0.5)) == 0.5
+    assert type(plain(np.int64(3))) is int and type(plain(np.str_("a"))) is str
+    assert plain([np.str_("a"), (np.int64(1),)]) == ["a", (1,)]
+    assert type(plain([np.float64(1.0)])[0]) is float and plain(np.array([1, 2])) == [1, 2]
+    assert plain("text") == "text" and plain(None) is None
+
+
+# messages quote numpy scalars as plain values: since numpy 2 a bare repr shows
+# np.str_('a') or np.int64(1), which tells a user nothing more and reads as noise
+NUMPY_SCALAR_MESSAGES = {
+    "single class": (lambda: ikdr.ISM().fit(np.random.default_rng(0).random((20, 3)),
+                                            np.array([np.str_("airport")] * 20)),
+                     "single class ('airport')"),
+    "n_resamples": (lambda: ikdr.importance_intervals(
+        ikdr.ISM(n_components=2).fit(X0, LABELS), X0, LABELS, n_resamples=np.int64(1)),
+        "got 1"),
+    "n_samples": (lambda: ikdr.datasets.make_moon_gaussians(np.int64(3)), "got 3"),
+    "kernel repr": (lambda: (_ for _ in ()).throw(ValueError(repr(
+        np.float64(2.0) * kernels.Gaussian(sigma=np.float64(0.5))))),
+        "2.0 * Gaussian(sigma=0.5)"),
+}
+
+
+@pytest.mark.parametrize("case", list(NUMPY_SCALAR_MESSAGES))
+def test_messages_quote_numpy_scalars_plainly(case):
+    make, expected = NUMPY_SCALAR_MESSAGES[case]
+    with pytest.raises(ValueError) as info:
+        make()
+    message = str(info.value)
+    assert expected in message and "np." not in message, message

@@ -10,17 +10,23 @@ import pytest
 import ikdr
 
 PACKAGE = Path(ikdr.__file__).resolve().parent
-ROOT = PACKAGE.parents[1]
+# the source tree these tests belong to (also when ikdr is imported from an installed copy)
+ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = ROOT / "pyproject.toml"
-FROM_SOURCE = PYPROJECT.exists() and PACKAGE.parent.name == "src"
+SOURCE_TREE = PYPROJECT.exists() and (ROOT / "src" / "ikdr" / "__init__.py").exists()
+# ikdr itself imported from that tree (PYTHONPATH=src), not from an installed copy
+FROM_SOURCE = SOURCE_TREE and PACKAGE == (ROOT / "src" / "ikdr").resolve()
+
+
+def _declared_version():
+    return re.search(r'^version\s*=\s*"([^"]+)"', PYPROJECT.read_text(), re.M).group(1)
 
 
 def test_version_is_the_metadata_or_pyproject():
     version = ikdr.__version__
     assert re.fullmatch(r"\d+\.\d+\.\d+([.\-+].+)?", version), version
     if FROM_SOURCE:
-        declared = re.search(r'^version\s*=\s*"([^"]+)"', PYPROJECT.read_text(), re.M).group(1)
-        assert version == declared
+        assert version == _declared_version()
     else:
         from importlib.metadata import version as metadata_version
 
@@ -49,18 +55,29 @@ def _release(version):
     return match.group(1), (match.group(2) or "") + (match.group(4) or "")
 
 
-@pytest.mark.skipif(not (ROOT / "CHANGELOG.md").exists(), reason="not a source tree")
+def test_the_tests_find_their_source_tree():
+    """Run from a checkout, these tests see it as one, whether ikdr is imported from
+    ``src`` or from an installed copy (the checks below would otherwise skip)."""
+    if (ROOT / ".git").exists() or (ROOT / "CHANGELOG.md").exists():
+        assert SOURCE_TREE, ROOT
+
+
+@pytest.mark.skipif(not (SOURCE_TREE and (ROOT / "CHANGELOG.md").exists()),
+                    reason="not a source tree")
 def test_the_changelog_leads_with_this_version():
-    """A development or pre-release version is the changelog's "(unreleased)" entry."""
-    release, unreleased = _release(ikdr.__version__)
+    """A development or pre-release version is the changelog's "(unreleased)" entry:
+    the version pyproject.toml declares, and the imported package's when it is this tree's."""
+    version = ikdr.__version__ if FROM_SOURCE else _declared_version()
+    release, unreleased = _release(version)
     heading = re.search(r"^## (.+)$", (ROOT / "CHANGELOG.md").read_text(), re.M).group(1)
     if unreleased:
-        assert heading == f"{release} (unreleased)", (heading, ikdr.__version__)
+        assert heading == f"{release} (unreleased)", (heading, version)
     else:
-        assert heading.split()[0] == release, (heading, ikdr.__version__)
+        assert heading.split()[0] == release, (heading, version)
 
 
-@pytest.mark.skipif(not (ROOT / "docs" / "conf.py").exists(), reason="not a source tree")
+@pytest.mark.skipif(not (SOURCE_TREE and (ROOT / "docs" / "conf.py").exists()),
+                    reason="not a source tree")
 def test_the_docs_take_the_package_version():
     conf = (ROOT / "docs" / "conf.py").read_text()
     assert re.search(r"^release = ikdr\.__version__$", conf, re.M), "docs/conf.py sets its own release"

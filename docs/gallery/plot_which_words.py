@@ -49,9 +49,9 @@ print(f"{n} documents x {d} words, {X.nnz} stored counts "
 # -----------------
 # The defaults choose the words on held-out rows; ``support_`` is the answer.
 ism = ikdr.ISM(random_state=0).fit(X, y)
-print("words ISM keeps:", sorted(vocabulary[ism.support_]))
+print("words ISM keeps:", ", ".join(sorted(vocabulary[ism.support_].tolist())))
 top_chi2 = np.argsort(-np.nan_to_num(chi2(X, y)[0]))[:15]
-print("chi-squared's top 15:", sorted(vocabulary[top_chi2]))
+print("chi-squared's top 15:", ", ".join(sorted(vocabulary[top_chi2].tolist())))
 
 # %%
 # Top words per component

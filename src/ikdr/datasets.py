@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import check_random_state
 from ._utils.typing import ArrayLike, PathLike, RandomStateLike
+from ._utils.validation import plain
 
 __all__ = ["make_gaussian_views", "make_moon_gaussians", "load_image_colors",
            "segmentation_image", "read_png", "write_png"]
@@ -23,7 +24,7 @@ __all__ = ["make_gaussian_views", "make_moon_gaussians", "load_image_colors",
 
 def _check_int(value, name, minimum):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+        raise ValueError(f"{name} must be an int >= {minimum}, got {plain(value)!r}")
     return int(value)
 
 

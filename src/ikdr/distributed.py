@@ -11,7 +11,7 @@ This module is the public face of :mod:`ikdr.passes.dask_data` (the data on
 the cluster and its tasks), :mod:`ikdr.passes.dask` (the problem, the provider
 and the clustering provider) and of
 :mod:`ikdr.ksvd.dask_blocks` (KernelSVD's blocks); Dask is an optional
-dependency (``pip install ikdr[dask]``), imported only when such a fit runs.
+dependency (``pip install "dask[array]" distributed``, or the ``dask`` extra), imported only when such a fit runs.
 
 Requirements on X: 2-D, chunked along rows only (one column block), known
 chunk sizes, all row chunks of the same size except a smaller last one, and

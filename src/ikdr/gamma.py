@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from ._config import require_memory
 from ._utils.labels import one_hot, target_type
-from ._utils.validation import check_matrix
+from ._utils.validation import check_matrix, plain
 from ._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 from .kernels import Gaussian, KernelLike, make_kernel
 
@@ -264,8 +264,8 @@ def target_factor(y: ArrayLike, *, kernel: KernelLike = "auto", sigma: SigmaLike
     if kind in ("binary", "multiclass", "labels"):
         F, classes = one_hot(y)
         if classes.shape[0] < 2:
-            raise ValueError(f"y has a single class ({classes[0]!r}); supervised ISM needs at "
-                             "least 2 classes")
+            raise ValueError(f"y has a single class ({plain(classes[0])!r}); supervised ISM "
+                             "needs at least 2 classes")
         return F, classes
     Y = y.reshape(y.shape[0], -1).astype(np.float64)
     if not np.all(np.isfinite(Y)):

@@ -20,6 +20,7 @@ from sklearn.utils import check_array, check_random_state
 
 from .ksvd.estimator import KernelSVD
 from ._utils.typing import ArrayLike, RandomStateLike
+from ._utils.validation import plain
 
 #: (nodes, edges, classes) of the citation graphs of the paper's Tables 1 and 4.
 PRESETS = {"cora": (2708, 5429, 7), "citeseer": (3312, 4732, 6), "pubmed": (19717, 44338, 3)}
@@ -345,7 +346,8 @@ def directed_sbm(n_nodes: int | str = "cora", n_edges: int | None = None,
     """
     if isinstance(n_nodes, str):
         if n_nodes not in PRESETS:
-            raise ValueError(f"unknown preset {n_nodes!r}; use one of {sorted(PRESETS)} or an int")
+            raise ValueError(f"unknown preset {plain(n_nodes)!r}; use one of {sorted(PRESETS)} "
+                             "or an int")
         N, E, K = PRESETS[n_nodes]
         E = E if n_edges is None else n_edges
         K = K if n_communities is None else n_communities
@@ -355,7 +357,7 @@ def directed_sbm(n_nodes: int | str = "cora", n_edges: int | None = None,
         K = 2 if n_communities is None else n_communities
     for name, v, lo in (("n_nodes", N, 2), ("n_edges", E, 1), ("n_communities", K, 1)):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo:
-            raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+            raise ValueError(f"{name} must be an int >= {lo}, got {plain(v)!r}")
     if K > N:
         raise ValueError(f"n_communities={K} is larger than n_nodes={N}")
     if E > N * (N - 1) // 4:
@@ -365,7 +367,7 @@ def directed_sbm(n_nodes: int | str = "cora", n_edges: int | None = None,
     if not degree_exponent > 1.0:
         raise ValueError(f"degree_exponent must be > 1, got {degree_exponent}")
     if isinstance(target_offset, bool) or not isinstance(target_offset, numbers.Integral):
-        raise ValueError(f"target_offset must be an int, got {target_offset!r}")
+        raise ValueError(f"target_offset must be an int, got {plain(target_offset)!r}")
     rng = check_random_state(random_state)
     sizes = np.maximum(1, np.round(rng.dirichlet(5.0 * np.ones(K)) * N).astype(int))
     sizes[-1] = N - sizes[:-1].sum()

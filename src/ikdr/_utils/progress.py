@@ -3,7 +3,7 @@
 One mechanism for every estimator's ``verbose`` parameter: an
 :class:`IterationReport` prints one line per iteration (iteration, objective,
 change, elapsed time and the estimator's own extras) and, when tqdm is
-installed (``pip install ikdr[progress]``) and the output is a terminal, keeps
+installed (``pip install tqdm``, or the ``progress`` extra) and the output is a terminal, keeps
 a progress bar over ``max_iter``. Bars appear when ``verbose > 0`` or when
 they were switched on process-wide by :func:`progress_bars` (the command line
 does so on a terminal unless ``--quiet``). Nothing here is stored on an
@@ -19,6 +19,8 @@ import time
 import weakref
 from typing import Any
 
+from .validation import plain
+
 _bars_enabled = False       # process-wide switch (the command line turns it on)
 _open: weakref.WeakSet[Any] = weakref.WeakSet()   # reports started and not closed: only the outermost draws a bar
 
@@ -26,7 +28,7 @@ _open: weakref.WeakSet[Any] = weakref.WeakSet()   # reports started and not clos
 def check_verbose(verbose):
     """Validate an estimator's ``verbose`` parameter (a non-negative int or bool)."""
     if not isinstance(verbose, (numbers.Integral, bool)) or verbose < 0:
-        raise ValueError(f"verbose must be a non-negative int, got {verbose!r}")
+        raise ValueError(f"verbose must be a non-negative int, got {plain(verbose)!r}")
     return int(verbose)
 
 

@@ -50,5 +50,5 @@ def subspace_change(A: np.ndarray, B: np.ndarray) -> float:
     product (:math:`\|AA^T - BB^T\|_F^2 = 2k - 2\|A^TB\|_F^2`), never n x n.
     """
     k = A.shape[1]
-    overlap = np.linalg.norm(A.T @ B) ** 2
+    overlap = float(np.linalg.norm(A.T @ B)) ** 2
     return float(np.sqrt(max(0.0, 2.0 * k - 2.0 * overlap) / k))

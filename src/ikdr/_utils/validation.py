@@ -11,6 +11,20 @@ from sklearn.utils import check_array
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
+def plain(value):
+    """``value`` with numpy scalars (also inside lists, tuples and arrays) turned into the
+    Python ones they hold, for messages and reprs: since numpy 2 ``repr(np.float64(0.5))``
+    is ``np.float64(0.5)`` and ``repr(np.str_("a"))`` is ``np.str_('a')``; ``plain``
+    makes them ``0.5`` and ``'a'``. Anything else is returned unchanged."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
 def check_matrix(X, name="X", *, min_samples=2, dtype=np.float64):
     """Validate a dense 2-D finite array of at least ``min_samples`` rows."""
     if sp.issparse(X):

@@ -41,7 +41,8 @@ from .._config import usable_cores, num_threads
 
 #: the columns of summary.csv, in order
 COLUMNS = ("file", "status", "error", "n_samples", "n_features", "shape", "n_components",
-           "objective_name", "objective", "n_iter", "converged", "time_s", "output", "warnings")
+           "n_support", "objective_name", "objective", "n_iter", "converged", "time_s", "output",
+           "warnings")
 
 #: per command: the summary entry reported as the file's objective
 OBJECTIVES = {"reduce": ("hsic", "quality"), "altcluster": ("cost",), "knet": ("objective",),
@@ -110,6 +111,9 @@ def _row_from_summary(command: str, summary: Dict[str, Any]) -> Dict[str, Any]:
         row["n_samples"], row["n_features"] = summary.get("n_samples"), summary.get("n_features")
     row["shape"] = f"{row['n_samples']}x{row['n_features']}"
     row["n_components"] = summary.get("n_components")
+    # the features the projection uses: with as many as components, W only rotates
+    # within them, the objective does not change, and the fit ends at once (n_iter 0)
+    row["n_support"] = len(summary["support"]) if "support" in summary else None
     for name in OBJECTIVES.get(command, ()):
         if summary.get(name) is not None:
             value = summary[name]

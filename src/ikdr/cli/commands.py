@@ -36,7 +36,7 @@ import warnings
 
 import numpy as np
 
-from .._config import num_threads, show_config
+from .._config import num_threads, package_version, show_config
 from .._utils.progress import progress_bars
 from .batch import expand_inputs, is_batch, run_batch
 from .errors import UsageError, first_line, is_input_error
@@ -283,6 +283,7 @@ def cmd_reduce(args):
     summary = {"command": "reduce", "data": args.data, "n_samples": X.shape[0],
                "n_features": X.shape[1], "n_components": model.components_.shape[1],
                "kernel": repr(model.kernel_) if hasattr(model, "kernel_") else args.kernel,
+               "support": [int(j) for j in model.support_],
                "n_iter": model.n_iter_, "time_s": elapsed, **extra,
                "parameters": _parameters(args, "kernel", "sigma", "components", "clusters",
                                          "no_standardize")}
@@ -397,6 +398,8 @@ def cmd_info(args):
 def build_parser():
     parser = _Parser(
         prog="ikdr", description="Interpretable kernel dimension reduction (ISM, KDAC, KSVD, KNet).")
+    parser.add_argument("--version", action="version", version=f"ikdr {package_version()}",
+                        help="print the version and exit (`ikdr info` adds the build and threads)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     kernel_help = "ISM kernel, e.g. gaussian, polynomial:degree=3,c=1, 0.5*gaussian+2*polynomial"
 
@@ -434,7 +437,10 @@ def build_parser():
                    help="data matrix A: CSV/.npy, or .npz (scipy.sparse.save_npz adjacency)" + _MANY)
     p.add_argument("--columns", help="second point set Z (fit(X, Z)); default: rows and columns of A")
     p.add_argument("--components", "-k", type=int, default=8, help="rank r (default 8)")
-    p.add_argument("--kernel", default="rbf", choices=["rbf", "sne", "polynomial", "linear"])
+    p.add_argument("--kernel", default="rbf", choices=["rbf", "gaussian", "sne", "polynomial",
+                                                       "linear"],
+                   help="rbf (also named gaussian, as in the other commands), sne, polynomial, "
+                        "linear")
     p.add_argument("--gamma", type=float, default=None, help="RBF/SNE bandwidth (default: median)")
     p.add_argument("--degree", type=int, default=2, help="polynomial degree (default 2)")
     p.add_argument("--center", action="store_true", help="double-centre G")

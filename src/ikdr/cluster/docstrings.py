@@ -21,9 +21,12 @@ COMMON_PARAMS = r"""
         Gaussian (by any of its names) at ``sigma="auto"``, with ``affinity``
         and ``normalize`` left at their defaults and the rows in memory, is
         the default fit (:mod:`ikdr.cluster.selection`); any other setting
-        runs the papers' alternation with it.
+        runs the papers' alternation with it. A kernel object keeps its own
+        bandwidth: ``Gaussian()`` is one global Gaussian at the median pairwise
+        distance of X (as ``sigma="median"`` by name), not the default's local
+        scaling; :doc:`/guide/kernels` compares the two.
     sigma : float, "auto" or "median", default="auto"
-        Bandwidth of ``kernel="gaussian"``. "auto" (chosen from the data
+        Bandwidth of ``kernel="gaussian"`` (a kernel object keeps its own). "auto" (chosen from the data
         alone, no labels): local scaling, the relative Gaussian
         :math:`\exp(-\|W^T(x_i - x_j)\|^2 / 2\sigma_i\sigma_j)` with
         :math:`\sigma_i` the distance of :math:`x_i` to its 7th nearest

@@ -22,7 +22,7 @@ from .._utils.eig import EIGEN_SOLVERS
 from .._utils.progress import IterationReport
 from .._utils.sampling import rows_at, sample_index, sample_rows
 from .._utils.sparse import CLUSTERING_MAX_FEATURES, START_COMPONENTS, stored_columns
-from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
+from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_state_on_error
 from ..gamma import (centered, clustering_gamma, kernel_factor, semi_supervised_gamma,
@@ -359,7 +359,7 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
         self.feature_importances_ = clustering_importances(
             X, feature_importances(out.components), self.labels_, self.random_state)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> ArrayLike:
         """Project X onto the learned subspace: ``X @ components_``."""
         check_is_fitted(self)
         return project_data(self, X, self.components_)
@@ -467,7 +467,7 @@ class ISMClustering(AlternatingClustering):
         self.dtype = dtype
 
     @keep_state_on_error
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: None = None) -> ISMClustering:
         """Learn W, U and the labels from X (n x d; dense, or ``scipy.sparse`` and
         never made dense: :doc:`/guide/sparse`); y is ignored."""
         X, _, side = self._input(X)
@@ -548,7 +548,7 @@ class SemiSupervisedISM(TargetRequiredMixin, AlternatingClustering):
         self.dtype = dtype
 
     @keep_state_on_error
-    def fit(self, X, scores):
+    def fit(self, X: ArrayLike, scores: ArrayLike) -> SemiSupervisedISM:
         """Learn W, U and the labels from X (n x d; dense or ``scipy.sparse``,
         :doc:`/guide/sparse`) and expert scores (n x r or n)."""
         if scores is None:

@@ -285,7 +285,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         self.dtype = dtype
 
     @keep_state_on_error
-    def fit(self, X, y_existing):
+    def fit(self, X: ArrayLike, y_existing: ArrayLike) -> KDAC:
         """Find an alternative clustering of X (n x d; dense, or ``scipy.sparse``
         and never made dense: :doc:`/guide/sparse`) to ``y_existing`` (a label
         vector, or a list of label vectors of earlier clusterings)."""
@@ -383,7 +383,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 swap[id(K)] = median_scale_gaussian(K)
         return swap.get(id(kernel), kernel), swap.get(id(affinity), affinity)
 
-    def fit_predict(self, X, y_existing, **kwargs):
+    def fit_predict(self, X: ArrayLike, y_existing: ArrayLike, **kwargs: Any) -> np.ndarray:
         """Fit and return ``labels_``."""
         return self.fit(X, y_existing, **kwargs).labels_
 

@@ -15,11 +15,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
-from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error
+from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error, plain
 from ..kernels import Gaussian
 from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussian, njw_labels,
                        row_normalised, spectral_embedding)
-from .._utils.typing import RandomStateLike, SigmaLike
+from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
 from .criterion import PartitionCriterion
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
@@ -308,7 +308,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
             hidden = tuple(self.hidden_layer_sizes)
             for h in hidden:
                 if isinstance(h, bool) or not isinstance(h, numbers.Integral):
-                    raise TypeError(f"hidden_layer_sizes entries must be ints, got {h!r}")
+                    raise TypeError(f"hidden_layer_sizes entries must be ints, got {plain(h)!r}")
                 if h < 1:
                     raise ValueError(f"hidden_layer_sizes entries must be >= 1, got {h}")
         return k, float(self.lam), int(batch), hidden
@@ -329,7 +329,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
 
     # -- fitting -----------------------------------------------------------------
     @keep_state_on_error
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: None = None) -> KNetClustering:
         """Learn the embedding and cluster X (:func:`train_knet` does the rounds).
 
         Parameters
@@ -470,17 +470,17 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
             self._spectral_rows = SU
             self._spectral_centers = njw.cluster_centers_
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X: ArrayLike, y: None = None) -> np.ndarray:
         """Fit and return the cluster labels of X."""
         return self.fit(X).labels_
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """The learned embedding :math:`\\psi_\\theta(X)`."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return self.encoder_.forward(np.ascontiguousarray(X[:, self.support_])) * self.scale_
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Cluster new points (out of sample, dissertation Table 4.4).
 
         With the k-means rounding: the nearest learned cluster centre in the

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _native
 from .._config import require_memory
 from .._native import KernelTerm
-from .._utils.validation import check_finite_result, check_matrix, largest_magnitude
+from .._utils.validation import check_finite_result, check_matrix, largest_magnitude, plain
 from .._utils.typing import ArrayLike, RandomStateLike
 
 __all__ = ["Kernel", "ConicKernel", "KernelLike", "LowRankPart", "FLOATS", "PANEL_FLOPS",
@@ -437,7 +437,7 @@ class Kernel:
         return {k: v for k, v in self.__dict__.items() if not k.endswith("_")}
 
     def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        params = ", ".join(f"{k}={plain(v)!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
 
@@ -544,4 +544,4 @@ class ConicKernel(Kernel):
     __hash__ = Kernel.__hash__
 
     def __repr__(self):
-        return " + ".join(f"{w!r} * {k!r}" for w, k in self.members())
+        return " + ".join(f"{plain(w)!r} * {k!r}" for w, k in self.members())

@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from .estimator import KernelSVD
 from .solvers import normalise_columns
 from .._utils.typing import ArrayLike, RandomStateLike
+from .._utils.validation import plain
 
 
 def ksvd_bicluster(A: ArrayLike, n_row_clusters: int, n_column_clusters: int | None = None, *,
@@ -58,7 +59,7 @@ def ksvd_bicluster(A: ArrayLike, n_row_clusters: int, n_column_clusters: int | N
     kc = n_row_clusters if n_column_clusters is None else n_column_clusters
     for name, k in (("n_row_clusters", n_row_clusters), ("n_column_clusters", kc)):
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 2:
-            raise ValueError(f"{name} must be an int >= 2, got {k!r}")
+            raise ValueError(f"{name} must be an int >= 2, got {plain(k)!r}")
     shape = A.shape
     r = n_components or max(n_row_clusters, kc)
     r = min(r, min(shape))

@@ -27,7 +27,7 @@ from .._utils.eig import fix_signs
 from .blocks import dense_kernel_matrix
 from .solvers import top_svd
 from .._utils.typing import ArrayLike, RandomStateLike
-from .._utils.validation import check_bandwidth, check_matrix, check_n_components
+from .._utils.validation import check_bandwidth, check_matrix, check_n_components, plain
 from ..gamma import centered
 from ..kernels import median_sigma
 
@@ -215,7 +215,7 @@ def learn_compat_map(X: ArrayLike, y: ArrayLike, n_components: int = 4, *, kerne
                          f"got kernel={kernel!r}")
     r = check_n_components(n_components, min(X.shape))
     if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+        raise ValueError(f"max_iter must be a positive int, got {plain(max_iter)!r}")
     gamma = (check_bandwidth(gamma, "gamma") if gamma is not None
              else median_sigma(X, random_state=check_random_state(random_state)))
     return learn_map(X, None, True, np.eye(X.shape[1]), y, r,

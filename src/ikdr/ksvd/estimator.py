@@ -29,14 +29,17 @@ from .dask_blocks import KSVDBlocks, ksvd_transform, ksvd_transform_columns
 from .. import kernels as _kernels
 from .blocks import Centered, DenseBlocks, SparseBlocks, dense_kernel_matrix
 from .compat import check_learned_target, compat_points, learn_map
-from .metrics import svd_accuracy
+from .metrics import SVDAccuracy, svd_accuracy
 from .solvers import choose_solver, solve_ksvd
 from .._utils.progress import check_verbose
 from .._utils.validation import check_bandwidth, check_scale
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_state_on_error
-from .._utils.typing import RandomStateLike
+from .._utils.typing import ArrayLike, RandomStateLike
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
+#: the names of the package's kernel vocabulary (:data:`ikdr.kernels.KERNEL_NAMES`) that
+#: name one of these: the estimators' "gaussian" is the paper's "rbf"
+KERNEL_ALIASES = {"gaussian": "rbf", "poly": "polynomial"}
 COMPAT = ("pinv", "pca", "random", "learned")
 SOLVERS = ("auto", "dense", "arpack", "randomized", "nystrom")
 _MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
@@ -58,7 +61,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
     ----------
     n_components : int, default=8
         Rank r, at most min(n, m).
-    kernel : {"rbf", "sne", "polynomial", "linear"}, a kernel of :mod:`ikdr.kernels`, or callable, default="rbf"
+    kernel : {"rbf", "sne", "polynomial", "linear"}, another kernel name, a kernel of :mod:`ikdr.kernels`, or callable, default="rbf"
         RBF :math:`\exp(-\|x - z\|^2/\gamma^2)` (the paper's form, no factor 2);
         SNE, the RBF normalised over the columns,
         :math:`\kappa(x_i, z_j) = e_{ij} / \sum_{j'} e_{ij'}` (rows of G sum
@@ -69,7 +72,11 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
         e^{-\|x-z\|^2/2\sigma^2}`; ``sigma="median"`` leaves the bandwidth to
         ``gamma``), ``Linear()``, ``Polynomial(p, c=1)``; any other kernel
         object (e.g. ``RelativeGaussian``) and ``kappa(X, Z) -> G`` callables
-        are evaluated by their matrix (dense inputs only).
+        are evaluated by their matrix (dense inputs only). The other
+        estimators' kernel names are accepted too: ``"gaussian"`` is "rbf"
+        (the same kernel and bandwidth rule), ``"poly"`` is "polynomial", and
+        the other names of :data:`ikdr.kernels.KERNEL_NAMES` stand for their
+        kernel objects.
     sigma : float or "median", default="median"
         RBF / SNE bandwidth, as :class:`ikdr.kernels.Gaussian`'s:
         :math:`\exp(-\|x - z\|^2/2\sigma^2)`, i.e. the paper's
@@ -239,7 +246,8 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
 
     _parameter_constraints: dict = {
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "kernel": [StrOptions(set(KERNELS)), _kernels.Kernel, callable],
+        "kernel": [StrOptions(set(KERNELS) | set(_kernels.KERNEL_NAMES)), _kernels.Kernel,
+                   callable],
         "sigma": [Interval(numbers.Real, 0, np.inf, closed="neither"), StrOptions({"median"})],
         "gamma": [Interval(numbers.Real, 0, np.inf, closed="neither"), None],
         "degree": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -284,10 +292,15 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
         """
         k = self.kernel
         if isinstance(k, str):
-            if k not in KERNELS:
-                raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
-                                 f"callable, got {k!r}")
-            return k, self._paper_gamma(), self.degree, None
+            k = KERNEL_ALIASES.get(k.lower(), k.lower())
+            if k in KERNELS:
+                return k, self._paper_gamma(), self.degree, None
+            if k in _kernels.KERNEL_NAMES:     # another kernel of the vocabulary, as its object
+                k = _kernels.make_kernel(k)
+            else:
+                raise ValueError(f"kernel must be one of {KERNELS}, a name of "
+                                 f"{sorted(_kernels.KERNEL_NAMES)}, a kernel of ikdr.kernels or "
+                                 f"a callable, got {self.kernel!r}")
         if isinstance(k, _kernels.Kernel):
             spec = k.block_spec()          # the kernel says how the tiled blocks compute it
             if spec is None:
@@ -399,7 +412,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
 
     # -- fitting
     @keep_state_on_error
-    def fit(self, X, Z=None, y=None):
+    def fit(self, X: ArrayLike, Z: ArrayLike = None, y: None = None) -> KernelSVD:
         """Fit on the rows and columns of X, or on the point sets X and Z.
 
         Parameters
@@ -514,7 +527,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
             self.gamma_ = None
         self.sigma_ = None if self.gamma_ is None else self.gamma_ / np.sqrt(2.0)
 
-    def fit_transform(self, X, Z=None, y=None):
+    def fit_transform(self, X: ArrayLike, Z: ArrayLike = None, y: None = None) -> np.ndarray:
         """Fit and return ``row_embedding_`` (n x r)."""
         return self.fit(X, Z, y).row_embedding_
 
@@ -546,7 +559,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
             X = np.ascontiguousarray(X.toarray())
         return X
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> ArrayLike:
         r"""Row embeddings of new rows: :math:`\sum_j \kappa(x, z_j) V_j` (n_new x r).
 
         For ``fit(A)`` a new row lives where A's rows live (m features, or
@@ -561,7 +574,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
             G = G - self._blocks.col_mean[None, :]
         return G @ self.right_vectors_
 
-    def transform_columns(self, Z):
+    def transform_columns(self, Z: ArrayLike) -> ArrayLike:
         r"""Column embeddings of new columns: :math:`\sum_i \kappa(x_i, z) U_i` (m_new x r).
 
         ``Z`` holds one new column per row (a new node's in-links for a graph,
@@ -576,7 +589,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
             G = G - self._blocks.row_mean[:, None]
         return G.T @ self.left_vectors_
 
-    def accuracy(self, U, s, V):
+    def accuracy(self, U: ArrayLike, s: ArrayLike, V: ArrayLike) -> SVDAccuracy:
         """Per-component accuracy of this fit against a reference SVD (U, s, V):
         :func:`ikdr.metrics.svd_accuracy` (relative singular value errors,
         subspace sines, and the paper's eta beside)."""

@@ -16,6 +16,7 @@ from .._utils.progress import IterationReport
 from .blocks import ArrayBlocks, block_operator
 from .metrics import svd_accuracy
 from .._utils.typing import RandomStateLike
+from .._utils.validation import plain
 
 #: ``n_landmarks="auto"`` stops growing at this many rows / columns (or all of them).
 #: G with at most this many entries is decomposed densely by ``solver="auto"``.
@@ -157,7 +158,7 @@ def landmark_pair(n_landmarks, N, M, r, auto=False):
     else:
         kinds = 'an int, a pair (n, m) of ints or "auto"' if auto else \
             "an int or a pair (n, m) of ints"
-        raise ValueError(f"n_landmarks must be {kinds}, got {n_landmarks!r}")
+        raise ValueError(f"n_landmarks must be {kinds}, got {plain(n_landmarks)!r}")
     n, m = pair
     if n > N:
         raise ValueError(f"n_landmarks asks for {n} rows but G has only {N} rows "
@@ -331,7 +332,8 @@ def solve_ksvd(blocks, solver, r, n_landmarks, tol, rng, verbose=0) -> KSVDSolut
         chosen = "auto" if n_landmarks is None else n_landmarks
         if isinstance(chosen, str):
             if chosen != "auto":
-                raise ValueError(f'n_landmarks must be an int, a pair or "auto", got {chosen!r}')
+                raise ValueError('n_landmarks must be an int, a pair or "auto", '
+                                 f"got {plain(chosen)!r}")
             tol = 1e-2 if tol is None else float(tol)
             with IterationReport("KernelSVD", verbose) as report:
                 U, s, V, landmarks, history, estimate = nystrom_auto(blocks, r, tol, rng,

@@ -30,7 +30,7 @@ clustering estimators (``ISMClustering``, ``SemiSupervisedISM``, ``KDAC``) or
 and :func:`ikdr.passes.resolve_clustering` the clustering provider
 (:class:`ClusteringPasses`). With an active
 ``dask.distributed.Client`` the tasks run on its workers (otherwise on Dask's
-local scheduler). Dask is an optional dependency (``pip install ikdr[dask]``);
+local scheduler). Dask is an optional dependency (``pip install "dask[array]" distributed``, or the ``dask`` extra);
 this module imports it lazily.
 
 Requirements on X: 2-D, chunked along rows only (one column block), known

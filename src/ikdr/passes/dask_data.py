@@ -44,7 +44,8 @@ def require_dask():
         import dask  # noqa: F401
         import dask.array  # noqa: F401
     except ImportError as exc:  # pragma: no cover - exercised only without dask
-        raise ImportError("distributed fits need dask: pip install 'ikdr[dask]'") from exc
+        raise ImportError("distributed fits need dask: pip install 'dask[array]' distributed "
+                          "(or, in an ikdr checkout, pip install '.[dask]')") from exc
 
 
 def _client():

@@ -83,6 +83,7 @@ from .problem import BaseProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import LazyProjection, MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
 from .sparse_rows import check_sparse, forms_dense_phi, is_sparse, sparse_phi0
+from .._utils.validation import plain
 
 __all__ = ["landmark_step_costs", "EIGH_FLOPS", "APPROXIMATIONS", "LANDMARK_METHODS",
            "Approximation", "LandmarkPasses", "LandmarkProblem", "auto_landmarks", "landmark_data",
@@ -382,7 +383,8 @@ def check_n_landmarks(n_landmarks, n_samples=None):
     """``"auto"`` or an int in [1, n_samples]; a ValueError naming the problem."""
     if isinstance(n_landmarks, str):
         if n_landmarks != "auto":
-            raise ValueError(f'n_landmarks must be "auto" or a positive int, got {n_landmarks!r}')
+            raise ValueError('n_landmarks must be "auto" or a positive int, '
+                             f"got {plain(n_landmarks)!r}")
         return "auto"
     if isinstance(n_landmarks, bool) or not isinstance(n_landmarks, numbers.Integral):
         raise TypeError(f'n_landmarks must be "auto" or a positive int, got '

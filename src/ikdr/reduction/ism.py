@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -15,8 +16,8 @@ from .._utils.labels import target_type
 from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import rows_at, sample_index
 from .._utils.sparse import column_counts
-from .._utils.typing import DTypeLike, RandomStateLike, SigmaLike
-from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
+from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
+from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components, plain
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, check_positive
 from .._utils.validation import keep_state_on_error
 from ..gamma import supervised_gamma
@@ -76,7 +77,7 @@ def check_kernel_params(kernel, sigma, *, rules=("median",)):
     if not (isinstance(sigma, str) and sigma == "median"):
         if isinstance(sigma, str):
             names = " or ".join(f'"{r}"' for r in rules)
-            raise ValueError(f'sigma must be a positive float or {names}, got {sigma!r}')
+            raise ValueError(f'sigma must be a positive float or {names}, got {plain(sigma)!r}')
         check_positive(sigma, "sigma")
     if not isinstance(kernel, (str, Kernel)):
         raise TypeError(f"kernel must be a name or an ikdr.kernels.Kernel, got {type(kernel).__name__}")
@@ -110,7 +111,10 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
     kernel : str or Kernel, default="gaussian"
         "linear", "polynomial", "gaussian", "squared", "multiquadric",
         "relative_gaussian", or any :mod:`ikdr.kernels` object including conic
-        combinations such as ``Gaussian() + Polynomial()``.
+        combinations such as ``Gaussian() + Polynomial()``. A Gaussian by name
+        takes its bandwidth from ``sigma`` ("auto" by default); an object keeps
+        its own: ``Gaussian()`` is the median pairwise distance of X in all its
+        features, as ``sigma="median"`` by name (:doc:`/guide/kernels`).
     sigma : float, "auto", "median" or "separation", default="auto"
         Gaussian bandwidth when ``kernel="gaussian"``. "auto": the median
         pairwise distance of the *projected* start :math:`XW_0` (the top-q
@@ -363,7 +367,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         check_verbose(self.verbose)
 
     @keep_state_on_error
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> ISM:
         """Learn W from training data X (n x d) and targets y (labels or continuous).
 
         X may be a row-chunked ``dask.array.Array`` (and y a dask array): every
@@ -384,7 +388,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         # q: the largest eigengap of Phi_0, at least (classes - 1) and at least 2 (one
         # direction cannot hold a ring or an XOR)
         minimum = min(d, max(2, classes.shape[0] - 1 if classes is not None else 1))
-        heldout = HeldOutRows(*self._selection_rows(X, y), target, self.random_state)
+        selection_X, selection_y = self._selection_rows(X, y)
+        heldout = HeldOutRows(selection_X, selection_y, target, self.random_state)
         self.empty_features_ = np.empty(0, dtype=np.intp)     # sparse X: set by the screen
         start, order, scores = self._candidates(X, y, heldout)
         evidence = start.size > 0
@@ -408,7 +413,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
             losses = np.zeros(d)
             losses[support] = heldout_losses(heldout, support, W, kernel,
                                              self._fold_fit)[0].sum(axis=0)
-        self._set_fitted(*result, support, d, X.shape[0], scores, classes)
+        solution, passes_used = result
+        self._set_fitted(solution, passes_used, support, d, X.shape[0], scores, classes)
         self.feature_importances_ = heldout_importances(losses, heldout, support)
         return self
 
@@ -582,12 +588,12 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
                              "(constant or duplicate features); pass sigma as a number") from None
         return Gaussian(sigma), q
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> ArrayLike:
         """Project X onto the learned subspace: ``X @ components_``."""
         check_is_fitted(self)
         return project_data(self, X, self.components_)
 
-    def fit_transform(self, X, y=None, **fit_params):
+    def fit_transform(self, X: ArrayLike, y: ArrayLike = None, **fit_params: Any) -> ArrayLike:
         if y is None:
             raise ValueError("ISM is supervised: fit_transform(X, y) needs y")
         return self.fit(X, y).transform(X)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -16,7 +17,7 @@ from .function import ism
 from .._utils.validation import check_scale, keep_state_on_error
 from ..gamma import centered, supervised_gamma
 from ..kernels import Gaussian, median_sigma
-from .._utils.typing import RandomStateLike, SigmaLike
+from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
 __all__ = ["KernelDependenceNetwork", "normalized_hsic"]
 
@@ -193,7 +194,7 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
                 "hsic": normalized_hsic(out, Yc), "ism_iter": n_iter}, out
 
     @keep_state_on_error
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> KernelDependenceNetwork:
         """Train the network layer by layer.
 
         Parameters
@@ -209,12 +210,13 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         check_scale(X)
         check_classification_targets(y)
         self._check_params()
-        gamma, classes = supervised_gamma(y, target="multiclass")
+        gamma, found = supervised_gamma(y, target="multiclass")
+        classes = np.asarray(found)       # class labels: never None for a multiclass target
         Yc = gamma.factor
         codes = np.searchsorted(classes, y)
         rng = check_random_state(self.random_state)
         R = X
-        layers = []
+        layers: list[dict[str, Any]] = []
         report = IterationReport("KernelDependenceNetwork", self.verbose,
                                  total=int(self.max_layers)).start()
         for _ in range(int(self.max_layers)):
@@ -236,7 +238,7 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.class_centers_ = np.vstack([R[codes == c].mean(axis=0) for c in range(len(classes))])
         return self
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Output of the last layer (n_samples, n_fourier)."""
         check_is_fitted(self)
         R = validate_data(self, X, dtype=np.float64, reset=False)
@@ -251,13 +253,13 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
               + np.sum(self.class_centers_ ** 2, axis=1)[None, :])
         return -d2
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Negative squared distance to each class centre in the output space
         (binary: the difference, positive for ``classes_[1]``)."""
         scores = self._neg_distances(X)
         return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Class of the nearest class centre in the output space."""
         check_is_fitted(self)
         return self.classes_[np.argmax(self._neg_distances(X), axis=1)]

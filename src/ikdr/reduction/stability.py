@@ -13,6 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils.typing import ArrayLike, RandomStateLike
+from .._utils.validation import plain
 
 __all__ = ["ImportanceIntervals", "importance_intervals"]
 
@@ -81,9 +82,9 @@ def importance_intervals(estimator: Any, X: ArrayLike, y: ArrayLike | None = Non
     check_is_fitted(estimator, "feature_importances_")
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) \
             or n_resamples < 2:
-        raise ValueError(f"n_resamples must be an int >= 2, got {n_resamples!r}")
+        raise ValueError(f"n_resamples must be an int >= 2, got {plain(n_resamples)!r}")
     if not (isinstance(confidence, numbers.Real) and 0 < confidence < 1):
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+        raise ValueError(f"confidence must be in (0, 1), got {plain(confidence)!r}")
     X = np.asarray(X)
     n = X.shape[0]
     y = None if y is None else np.asarray(y)
