@@ -92,7 +92,7 @@ def resolve_target(y, target="auto"):
         warnings.warn(f"y holds {distinct} distinct integer values among {y.shape[0]} rows: it "
                       "is fitted as that many classes, but looks like a continuous measure. "
                       'Pass target="continuous" to fit it as one (a Gaussian kernel on y), '
-                      'or target="classes" to keep the classes without this warning',
+                      'or target="classes" if the values are classes (no such warning then)',
                       TargetWarning, stacklevel=4)
     classes = np.unique(y) if y.dtype.kind == "f" else None
     if y.dtype.kind == "f" and np.all(y == np.round(y)):
