@@ -13,7 +13,7 @@ import io
 import math
 import numbers
 import os
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -75,7 +75,7 @@ class ImportanceTable:
 
     columns = COLUMNS
 
-    def __init__(self, rows):
+    def __init__(self, rows: Iterable[tuple]) -> None:
         self.rows = tuple(ImportanceRecord(*row) for row in rows)
 
     def __iter__(self) -> Iterator[ImportanceRecord]:
@@ -97,7 +97,7 @@ class ImportanceTable:
         return (_text(self.rows[:REPR_ROWS]) + f"\n... {len(self.rows) - REPR_ROWS} more rows "
                 "(print() shows them all)")
 
-    def to_csv(self, path_or_buffer=None):
+    def to_csv(self, path_or_buffer: Any = None) -> str | None:
         """Write the table as CSV with a header row: to a path, to an open text
         file, or (None) return it as a string. A missing interval is an empty
         field (pandas reads it back as NaN); numbers keep every digit."""
@@ -121,7 +121,7 @@ class ImportanceTable:
         for row in self.rows:
             writer.writerow([row.feature, row.group] + [_csv_number(v) for v in row[2:]])
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """The table as a pandas DataFrame (pandas is optional: an ImportError
         says so when it is missing)."""
         try:
@@ -191,8 +191,10 @@ def importance_table(estimator: Any, *, top: int | None = None,
         raise ValueError(f"feature_importances_ must be 1-D, got shape {overall.shape}")
     names = _feature_names(estimator, overall.shape[0], feature_names)
     top = _check_top(top)
-    blocks = [([ALL], overall[None, :],
-               _intervals(estimator, "feature_importance_intervals_", overall[None, :]))]
+    # (group labels, their importances, their intervals), one block per attribute
+    blocks: list[tuple[list, np.ndarray, np.ndarray]] = [
+        ([ALL], overall[None, :],
+         _intervals(estimator, "feature_importance_intervals_", overall[None, :]))]
     for values_name, intervals_name, labels_name in _GROUPED:
         values = getattr(estimator, values_name, None)
         if values is None:

@@ -44,7 +44,13 @@ _NAMED = 5
 class TargetWarning(UserWarning):
     """The target y is fitted, but perhaps not as meant: an integer target taken
     for classes although it looks continuous, or a class too small to be held
-    out on both halves of the rows. The message says what to pass instead."""
+    out on both halves of the rows. The message says what to pass instead.
+
+    Attributes
+    ----------
+    args : tuple
+        The message, as for every warning.
+    """
 
 
 def many_values(y):
