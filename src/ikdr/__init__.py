@@ -28,6 +28,9 @@ _LAZY = {
     "ism": ".reduction.function",
     "importance_intervals": ".reduction.stability",
     "ImportanceIntervals": ".reduction.stability",
+    "importance_table": ".inspection",
+    "ImportanceTable": ".inspection",
+    "TargetWarning": ".reduction.targets",
     "AlternationResult": ".cluster.alternation",
     "alternate": ".cluster.alternation",
     "default_n_components": ".cluster.alternation",
@@ -59,6 +62,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .cluster.kdac import KDAC, select_sigma_lambda
     from .cluster.knet import KNetClustering
     from .gamma import Gamma, supervised_gamma
+    from .inspection import ImportanceTable, importance_table
     from .kernels import median_sigma
     from .ksvd.bicluster import ksvd_bicluster
     from .ksvd.compat import learn_compat_map
@@ -69,6 +73,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .reduction.ism import ISM
     from .reduction.kdn import KernelDependenceNetwork
     from .reduction.stability import ImportanceIntervals, importance_intervals
+    from .reduction.targets import TargetWarning
     from .solver.certificate import ISMConvergence
     from .solver.driver import ISMResult, choose_n_components
 
@@ -102,5 +107,5 @@ __all__ = [
     "ism", "kernels", "median_sigma", "num_threads", "principal_angle", "set_num_threads",
     "show_config", "spectral", "supervised_gamma", "__version__",
     "get_memory_budget", "memory_budget", "set_memory_budget", "importance_intervals",
-    "ImportanceIntervals",
+    "ImportanceIntervals", "importance_table", "ImportanceTable", "TargetWarning",
 ]

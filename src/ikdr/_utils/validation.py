@@ -6,6 +6,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.utils import check_array
 
 FLOAT_DTYPES = (np.float64, np.float32)
@@ -214,6 +215,22 @@ class SparseInputMixin:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+class ComponentNamesMixin(ClassNamePrefixFeaturesOutMixin):
+    """``get_feature_names_out`` of a transformer whose output columns are its
+    learnt components: the lower-case class name and the column's number
+    (``ism0``, ``ism1``, ...), scikit-learn's convention for projections. With
+    it, scikit-learn's ``TransformerMixin`` gives ``set_output`` (e.g.
+    ``transform="pandas"``) and a Pipeline names its output end to end."""
+
+    #: the fitted array whose last axis holds one entry per output column
+    _output_columns_of = "components_"
+
+    @property
+    def _n_features_out(self):
+        # an AttributeError before fit: scikit-learn's check_is_fitted then says so
+        return np.shape(getattr(self, self._output_columns_of))[-1]
 
 
 class NewParametersOnLoad:

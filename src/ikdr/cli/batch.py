@@ -8,7 +8,8 @@ folder ``OUT/<stem>/`` (the arrays and ``summary.json`` of a single run), and
 the batch writes
 
 * ``OUT/summary.csv``: one row per file (file, status, error, shape,
-  objective, time, ...), appended and flushed as each file finishes, so an
+  objective, time, the support's feature names separated by ``;``, the path
+  of its ``importances.csv``, ...), appended and flushed as each file finishes, so an
   interrupted batch keeps the rows of the files already done;
 * ``OUT/summary.json``: the same rows in input order plus the totals.
 
@@ -42,7 +43,7 @@ from .._config import usable_cores, num_threads
 #: the columns of summary.csv, in order
 COLUMNS = ("file", "status", "error", "n_samples", "n_features", "shape", "n_components",
            "n_support", "objective_name", "objective", "n_iter", "converged", "time_s", "output",
-           "warnings")
+           "support", "importances", "warnings")
 
 #: per command: the summary entry reported as the file's objective
 OBJECTIVES = {"reduce": ("hsic", "quality"), "altcluster": ("cost",), "knet": ("objective",),
@@ -103,8 +104,12 @@ def _fill(value: Any, path: str) -> Any:
     return value
 
 
-def _row_from_summary(command: str, summary: Dict[str, Any]) -> Dict[str, Any]:
+def _row_from_summary(command: str, summary: Dict[str, Any], out: str) -> Dict[str, Any]:
     row: Dict[str, Any] = {}
+    if summary.get("support") is not None:
+        row["support"] = ";".join(summary["support"])
+    if summary.get("importances"):
+        row["importances"] = os.path.join(out, summary["importances"])
     if "shape" in summary:
         row["n_samples"], row["n_features"] = summary["shape"][0], summary["shape"][1]
     else:
@@ -142,7 +147,7 @@ def run_one(options: Dict[str, Any], path: str, out: str, threads: int) -> Dict[
             warnings.simplefilter("always")
             summary = args.func(args)
             caught = sorted({str(r.message).strip().splitlines()[0] for r in records})
-        row.update(status="ok", error="", **_row_from_summary(args.command, summary))
+        row.update(status="ok", error="", **_row_from_summary(args.command, summary, out))
     except Exception as exc:  # noqa: BLE001 - a bad file is a row, not the end of the batch
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         row.update(status="failed", error=f"{type(exc).__name__}: {message}".rstrip(": "),

@@ -125,12 +125,23 @@ def _standardise(X, enabled):
 
 
 def _dense_data(args):
+    """(X, labels from the data or None, the names of X's columns)."""
     label_column = getattr(args, "label_column", None)
-    X, y, _ = load_data(args.data, label_column=label_column)
+    X, y, header = load_data(args.data, label_column=label_column)
     if hasattr(X, "tocsr"):
         raise InputError(f"{args.data}: sparse input is not supported by this command")
     log.info("loaded %s: %d samples x %d features", args.data, X.shape[0], X.shape[1])
-    return X, y
+    from .report import column_names
+
+    return X, y, column_names(header, X.shape[1])
+
+
+def _features(model, out, names):
+    """importances.csv beside summary.json, and the summary's support and top
+    features by name (:func:`ikdr.cli.report.feature_report`)."""
+    from .report import feature_report
+
+    return feature_report(model, out, names)
 
 
 def _inputs(args):
@@ -176,12 +187,14 @@ def _reduce_model(args):
 
     kernel, sigma = ism_kernel_option(args)
     return ISM(n_components=args.components, kernel=kernel, sigma=sigma, random_state=args.seed,
-               verbose=int(args.verbose))
+               verbose=int(args.verbose), target=args.target)
 
 
 def check_reduce(args):
     """The options of ``reduce``, before any file is read."""
     _checked(_reduce_model(args))
+    if args.clusters is not None and args.target != "auto":
+        raise UsageError("--target applies to supervised reduce (labels), not to --clusters")
     if args.clusters is None and args.labels is None:
         _require_labels(args, "reduce needs --labels FILE, --label-column NAME|INDEX or "
                               "--clusters K")
@@ -255,7 +268,7 @@ def _nmi_if_known(y, labels):
 
 
 def cmd_reduce(args):
-    X, y_col = _dense_data(args)
+    X, y_col, names = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
     model = _reduce_model(args)
     out = _out_dir(args.out)
@@ -285,8 +298,9 @@ def cmd_reduce(args):
                "kernel": repr(model.kernel_) if hasattr(model, "kernel_") else args.kernel,
                "support": [int(j) for j in model.support_],
                "n_iter": model.n_iter_, "time_s": elapsed, **extra,
+               **_features(model, out, names),
                "parameters": _parameters(args, "kernel", "sigma", "components", "clusters",
-                                         "no_standardize")}
+                                         "target", "no_standardize")}
     _write_summary(out, summary)
     return summary
 
@@ -301,7 +315,7 @@ def _existing_labels(args, n_samples, y_col):
 
 
 def cmd_altcluster(args):
-    X, y_col = _dense_data(args)
+    X, y_col, names = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
     existing = _existing_labels(args, X.shape[0], y_col)
     model = _altcluster_model(args)
@@ -320,6 +334,7 @@ def cmd_altcluster(args):
                "novelty": model.novelty_, "quality": model.quality_,
                "alternativeness": model.alternativeness_, "cost": best["cost"],
                "n_iter": model.n_iter_, "converged": model.converged_, "time_s": elapsed,
+               **_features(model, out, names),
                "parameters": _parameters(args, "kernel", "sigma", "components", "clusters",
                                          "lam", "max_iter", "existing", "no_standardize")}
     _write_summary(out, summary)
@@ -369,7 +384,7 @@ def cmd_ksvd(args):
 
 
 def cmd_knet(args):
-    X, y_col = _dense_data(args)
+    X, y_col, names = _dense_data(args)
     X = _standardise(X, not args.no_standardize)
     model = _knet_model(args)
     out = _out_dir(args.out)
@@ -383,7 +398,7 @@ def cmd_knet(args):
                "n_features": X.shape[1], "n_clusters": args.clusters, "sigma": model.sigma_,
                "objective": model.history_[-1], "n_iter": model.n_iter_,
                "converged": model.converged_, "time_s": elapsed,
-               **_nmi_if_known(y_col, model.labels_),
+               **_nmi_if_known(y_col, model.labels_), **_features(model, out, names),
                "parameters": _parameters(args, "sigma", "update", "hidden", "lam", "max_iter",
                                          "learning_rate", "batch_size", "no_standardize")}
     _write_summary(out, summary)
@@ -407,6 +422,10 @@ def build_parser():
     _data(p)
     p.add_argument("--labels", help="label file (.csv one per row, or .npy)")
     p.add_argument("--clusters", type=int, help="unsupervised ISM with this many clusters")
+    p.add_argument("--target", choices=["auto", "classes", "continuous"], default="auto",
+                   help="what the labels are: classes, a continuous quantity (integers "
+                        "included), or auto (default: scikit-learn's type_of_target, with a "
+                        "warning where integers look continuous)")
     p.add_argument("--kernel", default="gaussian", help=kernel_help)
     p.add_argument("--components", "-k", type=int, default=None, help="q (default: eigengap)")
     p.add_argument("--sigma", default=None,

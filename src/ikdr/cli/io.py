@@ -16,8 +16,8 @@ class InputError(ValueError):
 def _load_bundled(name):
     from sklearn import datasets
 
-    X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
-    return X.astype(np.float64), y, None
+    bunch = getattr(datasets, f"load_{name}")()
+    return bunch.data.astype(np.float64), bunch.target, [str(n) for n in bunch.feature_names]
 
 
 def _sniff_header(path):

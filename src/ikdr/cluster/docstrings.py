@@ -184,4 +184,9 @@ COMMON_ATTRS = r"""
         0.05. None for the default fit.
     n_features_in_ : int
         Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of str
+        Column names of a DataFrame X (absent otherwise): ``feature_names_in_[support_]``
+        names the features W may use, and :func:`ikdr.importance_table` ranks them
+        by name. ``get_feature_names_out()`` names the columns of ``transform``
+        (the lower-case class name and the component's number, e.g. ``kdac0``).
 """

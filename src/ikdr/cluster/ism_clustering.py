@@ -25,6 +25,7 @@ from .._utils.sparse import CLUSTERING_MAX_FEATURES, START_COMPONENTS, stored_co
 from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_state_on_error
+from .._utils.validation import ComponentNamesMixin
 from ..gamma import (centered, clustering_gamma, kernel_factor, semi_supervised_gamma,
                      supervised_gamma)
 from ..kernels import MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel
@@ -49,8 +50,8 @@ __all__ = ["AlternatingClustering", "ISMClustering", "SemiSupervisedISM", "COMMO
            "COMMON_ATTRS"]
 
 
-class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin, TransformerMixin,
-                            BaseEstimator):
+class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin, ComponentNamesMixin,
+                            TransformerMixin, BaseEstimator):
     """Shared parameter constraints, checks, fitted attributes and transform."""
 
     #: ikdr 0.1's behaviour for the parameters added since (pickles of 0.1 load with it)

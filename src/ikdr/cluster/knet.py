@@ -15,7 +15,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
-from .._utils.validation import NewParametersOnLoad, check_scale, keep_state_on_error, plain
+from .._utils.validation import ComponentNamesMixin, NewParametersOnLoad, check_scale
+from .._utils.validation import keep_state_on_error, plain
 from ..kernels import Gaussian
 from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussian, njw_labels,
                        row_normalised, spectral_embedding)
@@ -29,7 +30,8 @@ from .selection import scored_starts
 __all__ = ["KNetClustering"]
 
 
-class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEstimator):
+class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, TransformerMixin,
+                     BaseEstimator):
     r"""KNet deep kernel clustering (dissertation chapter 4, Algorithm 3).
 
     Learns an embedding :math:`\psi_\theta` (a ReLU MLP) that maximises the
@@ -226,6 +228,11 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     feature_scores_ : ndarray (n_features,) or None
         Each feature's larger 2- or 3-group gap (:func:`ikdr.cluster.screen.feature_gaps`) at
         ``sigma="auto"`` with more than 2 features; None otherwise.
+    feature_names_in_ : ndarray of str
+        Column names of a DataFrame X (absent otherwise);
+        ``feature_names_in_[support_]`` names the features the network reads.
+        ``get_feature_names_out()`` names the embedding's columns
+        (``knetclustering0``, ...).
 
     References
     ----------
@@ -268,6 +275,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         if "encoder_" in state:
             return {"support_": np.arange(state["n_features_in_"]), "feature_scores_": None}
         return {}
+
+    #: get_feature_names_out names the embedding's columns: ``knetclustering0``, ...
+    _output_columns_of = "embedding_"
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(numbers.Integral, 2, None, closed="left")],

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..passes.dask_data import DaskData, as_data, is_dask_array, is_distributed
 from .dask_blocks import KSVDBlocks, ksvd_transform, ksvd_transform_columns
@@ -34,6 +34,7 @@ from .solvers import choose_solver, solve_ksvd
 from .._utils.progress import check_verbose
 from .._utils.validation import check_bandwidth, check_scale
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_state_on_error
+from .._utils.validation import ComponentNamesMixin
 from .._utils.typing import ArrayLike, RandomStateLike
 
 KERNELS = ("rbf", "sne", "polynomial", "linear")
@@ -46,7 +47,8 @@ _MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
 
 
 # ---------------------------------------------------------------- estimator
-class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEstimator):
+class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, TransformerMixin,
+                BaseEstimator):
     r"""Asymmetric kernel SVD (KSVD) between two point sets.
 
     With :math:`G_{ij} = \kappa(x_i, z_j)` (n x m), KSVD is the rank-r
@@ -202,6 +204,10 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
         The solver that ran (what ``"auto"`` chose).
     n_features_in_ : int
         Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of str
+        Column names of a DataFrame X (absent otherwise).
+        ``get_feature_names_out()`` names the columns of ``transform``
+        (``kernelsvd0``, ...).
 
     Notes
     -----
@@ -243,6 +249,9 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
 
     #: ikdr 0.1's behaviour for the parameters added since (its ``gamma`` still wins)
     _earlier_parameters = {"sigma": "median"}
+
+    #: get_feature_names_out names the r components: ``kernelsvd0``, ...
+    _output_columns_of = "right_vectors_"
 
     _parameter_constraints: dict = {
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -439,6 +448,8 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, TransformerMixin, BaseEst
         shipped once to each worker (:mod:`ikdr.distributed`, :doc:`/distributed`).
         """
         self._check_params()
+        # the column names of a DataFrame X (``feature_names_in_``); X is checked below
+        validate_data(self, X, skip_check_array=True)
         rng = check_random_state(self.random_state)
         A, Xp, Zp, learned = self._fit_points(X, Z, y, rng)
         n, m = Xp.shape[0], Zp.shape[0]

@@ -501,12 +501,17 @@ def landmark_data(estimator, X, y, kernel, *, multi_output=True):
     Checks ``approximation``, ``n_landmarks`` and that the approximation can
     serve ``kernel`` first, then X by row blocks (:func:`check_rows`: an
     ``np.memmap`` is never loaded whole, NaN anywhere is found), then y
-    (in memory, same length); sets ``n_features_in_``. Returns (X, y).
+    (in memory, same length); sets ``n_features_in_`` and, for a DataFrame X,
+    ``feature_names_in_``. Returns (X, y).
     """
     from sklearn.utils import check_array, check_consistent_length
+    from sklearn.utils.validation import validate_data
 
     n = np.shape(X)[0] if hasattr(X, "shape") else len(X)
     check_landmark_options(estimator, n, kernel)
+    # the column names before check_rows makes X an array (the shape alone: a
+    # memmap is not read here)
+    validate_data(estimator, X, skip_check_array=True)
     X = check_rows(X)
     if y is not None:
         y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=False,
@@ -514,7 +519,6 @@ def landmark_data(estimator, X, y, kernel, *, multi_output=True):
         if y.ndim == 2 and not multi_output:
             y = y.ravel()
         check_consistent_length(X, y)
-    estimator.n_features_in_ = X.shape[1]
     return X, y
 
 

@@ -12,13 +12,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._config import fits_memory
 from .._utils.eig import EIGEN_SOLVERS, gap_spectrum, top_eigenvectors
-from .._utils.labels import target_type
 from .._utils.progress import IterationReport, check_verbose
 from .._utils.sampling import rows_at, sample_index
 from .._utils.sparse import column_counts
 from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
 from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components, plain
 from .._utils.validation import NewParametersOnLoad, SparseInputMixin, check_positive
+from .._utils.validation import ComponentNamesMixin
 from .._utils.validation import keep_state_on_error
 from ..gamma import supervised_gamma
 from ..kernels import (MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel, median_sigma,
@@ -34,6 +34,7 @@ from .screen import (SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_scr
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
                       fold_precision,
                       heldout_importances, heldout_losses, marginal_dependence, select_support)
+from .targets import TARGETS, ClassAttributesMixin, resolve_target
 
 
 #: relative gradient at which a fit that only proposes features stops its trust region
@@ -43,22 +44,6 @@ LOOSE_GTOL = 1e-3
 #: only its W is used (no float64 pass for the last point's gradient)
 _FOLD_OPTIONS = ISMOptions(n_components=None, gtol=FOLD_GTOL, max_iter=30, certify=False,
                            warn=False, exact_finish=False)
-
-
-def _target(y):
-    """(y, its kind: "labels" or "continuous", Gamma, classes or None)."""
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    kind = target_type(y)
-    if kind in ("multilabel-indicator", "multiclass-multioutput"):
-        kind = "continuous"
-    if kind not in ("binary", "multiclass", "continuous", "continuous-multioutput"):
-        raise ValueError(f"Unknown label type: {kind!r}; y must be class labels or "
-                         "continuous targets")
-    target = "labels" if kind in ("binary", "multiclass") else "continuous"
-    gamma, classes = supervised_gamma(y, target=target)
-    return y, target, gamma, classes
 
 
 def _approx_dtype(X, dtype):
@@ -84,8 +69,8 @@ def check_kernel_params(kernel, sigma, *, rules=("median",)):
     return make_kernel(kernel, sigma=sigma)
 
 
-class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, TransformerMixin,
-          BaseEstimator):
+class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, SparseInputMixin,
+          ComponentNamesMixin, TransformerMixin, BaseEstimator):
     r"""Supervised interpretable kernel dimension reduction by the Iterative Spectral Method.
 
     Finds W (d x q, :math:`W^TW = I`) maximising the HSIC between the
@@ -167,6 +152,14 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         ``support_`` says which. The screen needs per-class d x d moments;
         where they would exceed the memory budget (:func:`ikdr.set_memory_budget`)
         the candidates come in the order of their marginal dependence.
+    target : {"auto", "classes", "continuous"}, default="auto"
+        What y is: ``"classes"``, labels whatever their dtype (one-hot
+        :math:`K_Y`); ``"continuous"``, a quantity, integers included (a
+        Gaussian kernel on y, e.g. scikit-learn's diabetes target); ``"auto"``,
+        scikit-learn's ``type_of_target``, with an :class:`ikdr.TargetWarning`
+        where an integer y has more than ``max(20, n / 5)`` distinct values (fewer
+        than 5 rows per value on average: likely continuous). Classes too small
+        for the held-out halves: :func:`ikdr.reduction.targets.check_halves`.
     eigen_solver : {"auto", "lapack", "power", "cpm"}, default="auto"
         How the top-q eigenvectors of a dense :math:`\Phi` are found (see
         :func:`ikdr.ism`); "cpm" is the coordinate-wise power method (Lei,
@@ -258,7 +251,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         (see :class:`ikdr.ISMConvergence`); its ``support`` is ``support_``,
         the features it covers.
     classes_ : ndarray or None
-        Class labels, or None for a continuous target.
+        Class labels, or None for a continuous target (``class_importances_``
+        is then absent: reading it raises an AttributeError saying why).
     feature_importances_ : ndarray of shape (n_features,)
         The held-out HSIC each feature carries: what the dependence measured
         on held-out rows loses, to first order, when the feature is removed
@@ -271,7 +265,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         :func:`ikdr.importance_intervals` gives bootstrap intervals and how
         often each feature is among the top ones.
     support_ : ndarray of int
-        The features the projection uses (``support``), increasing.
+        The features the projection uses (``support``), increasing;
+        ``feature_names_in_[support_]`` names them.
     empty_features_ : ndarray of int
         For sparse X, the columns without any stored value (never candidates;
         their weight is 0). Empty for dense X.
@@ -291,6 +286,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         Printed with ``verbose >= 1``.
     n_features_in_ : int
         Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of str
+        Column names of a DataFrame X (absent otherwise); the output columns
+        are ``get_feature_names_out()``: ``ism0``, ``ism1``, ...
 
     See Also
     --------
@@ -314,7 +312,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
     """
 
     #: ikdr 0.1's behaviour for the parameters added since (pickles of 0.1 load with it)
-    _earlier_parameters = {"support": "all", "eigen_solver": "auto", "acceleration": None}
+    _earlier_parameters = {"support": "all", "eigen_solver": "auto", "acceleration": None,
+                           "target": "auto"}
 
     def __setstate__(self, state):
         # a pickle of an earlier 0.2 development version has ``screen`` ("auto": the
@@ -333,6 +332,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         "support": [StrOptions({"heldout", "moments", "all"})],
         "eigen_solver": [StrOptions(set(EIGEN_SOLVERS))],
         "acceleration": [StrOptions({"pulay"}), None],
+        "target": [StrOptions(set(TARGETS))],
     }
 
     def __init__(self, n_components: int | None = None, kernel: KernelLike = "gaussian",
@@ -342,7 +342,8 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
                  certify: bool = True, approximation: str | None = None,
                  n_landmarks: int | str = "auto", polish: bool = False,
                  gtol: float = 1e-6, support: str = "heldout",
-                 eigen_solver: str = "auto", acceleration: str | None = "pulay") -> None:
+                 eigen_solver: str = "auto", acceleration: str | None = "pulay",
+                 target: str = "auto") -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.sigma = sigma
@@ -360,6 +361,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         self.support = support
         self.eigen_solver = eigen_solver
         self.acceleration = acceleration
+        self.target = target
 
     def _validate_params_values(self):
         self._validate_params()
@@ -382,7 +384,7 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         # one entry check for every row source: in memory, row blocks (an
         # approximation; a memmap is never loaded whole) or a Dask cluster
         X, y, location = fit_data(self, X, y, approximation=self.approximation, kernel=kernel)
-        y, target, gamma, classes = _target(y)
+        y, target, gamma, classes = resolve_target(y, self.target)
         d = X.shape[1]
         q_user = None if self.n_components is None else check_n_components(self.n_components, d)
         # q: the largest eigengap of Phi_0, at least (classes - 1) and at least 2 (one

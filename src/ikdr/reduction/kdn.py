@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.progress import IterationReport, check_verbose
 from .function import ism
-from .._utils.validation import check_scale, keep_state_on_error
+from .._utils.validation import ComponentNamesMixin, check_scale, keep_state_on_error
 from ..gamma import centered, supervised_gamma
 from ..kernels import Gaussian, median_sigma
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
@@ -56,7 +56,8 @@ def _width_for(eigenvalues, fraction=0.9):
     return int(np.searchsorted(np.cumsum(pos) / pos.sum(), fraction - 1e-12) + 1)
 
 
-class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
+class KernelDependenceNetwork(ClassifierMixin, ComponentNamesMixin, TransformerMixin,
+                              BaseEstimator):
     r"""Kernel Dependence Network: a greedily trained kernel network (dissertation chapter 6, Algorithm 5).
 
     Each layer maps its input R to :math:`\psi(R W_l)`, where :math:`W_l`
@@ -110,6 +111,10 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
         the class of the nearest centre.
     n_layers_ : int
         Number of layers built.
+    feature_names_in_ : ndarray of str
+        Column names of a DataFrame X (absent otherwise).
+        ``get_feature_names_out()`` names the columns of ``transform``
+        (``kerneldependencenetwork0``, ...).
 
     References
     ----------
@@ -127,6 +132,9 @@ class KernelDependenceNetwork(ClassifierMixin, TransformerMixin, BaseEstimator):
     >>> net.score(X, y) > 0.95
     True
     """
+
+    #: get_feature_names_out names the last layer's outputs: ``kerneldependencenetwork0``, ...
+    _output_columns_of = "class_centers_"
 
     _parameter_constraints: dict = {
         "max_layers": [Interval(numbers.Integral, 1, None, closed="left")],

@@ -86,6 +86,7 @@ from ..passes import resolve
 from ..passes.dask_data import take_columns
 from ..passes.problem import float32_estimate
 from ..solver.marginal import marginal_dependence, marginal_threshold
+from .targets import check_halves
 
 __all__ = ["HeldOutRows", "Selection", "select_support", "heldout_losses", "heldout_importances",
            "filled", "fold_precision", "FOLD_GTOL", "FOLD_FLOAT32_ERROR", "FOLD_FLOAT32_MIN_ROWS",
@@ -130,7 +131,8 @@ class HeldOutRows:
 
     ``X`` (n x d, float64, in memory) and ``y`` are the selection rows (all
     rows, or a seeded sample of ``2 * FOLD_ROWS``); class labels are split
-    stratified, a continuous target at random.
+    stratified (a class of one row in one half only:
+    :func:`ikdr.reduction.targets.check_halves`), a continuous target at random.
     """
 
     def __init__(self, X, y, target, random_state=None):
@@ -147,6 +149,7 @@ class HeldOutRows:
                 halves[0].extend(rows[:cut])
                 halves[1].extend(rows[cut:])
             first, second = (np.sort(np.asarray(h, dtype=np.intp)) for h in halves)
+            check_halves(y, (first, second))
         else:
             order = rng.permutation(n)
             first, second = np.sort(order[:n // 2]), np.sort(order[n // 2:])
