@@ -21,6 +21,7 @@ from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussia
                        row_normalised, spectral_embedding)
 from .._utils.typing import RandomStateLike, SigmaLike
 
+from ..reduction.groups import cluster_importances
 from .criterion import PartitionCriterion
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
 from .screen import screen_features
@@ -341,7 +342,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         -------
         self
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = every_feature = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         check_scale(X)
         k, lam, batch, hidden = self._check_params(*X.shape)
         auto = isinstance(self.sigma, str) and self.sigma == "auto"
@@ -408,6 +409,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
         spectral = found is None or not (self.update == "fixed" and out.n_accepted > 0)
         self._round(out.embedding, kernel, k, out.U, out.degrees, rng,
                     recompute_u=moved and spectral, spectral=spectral, starts=found, X=X)
+        # no projection W: the marginal part of each cluster alone
+        self.cluster_importances_ = cluster_importances(every_feature, None, None, self.labels_,
+                                                        k, self.random_state)
         self.n_iter_ = out.n_iter
         self.n_rejected_ = out.n_rejected
         self.converged_ = out.converged
