@@ -101,9 +101,12 @@ MAX_ROUNDS = 4
 #: (the ones with the highest raw screen scores above it)
 ALL_FEATURES = 64
 #: a feature in use leaves when its summed held-out loss is below -SUPPORT_MARGIN
-#: times the summed held-out objective (a loss within rounding and sampling noise
-#: of zero must not flip the support between near-equal fits) ...
-SUPPORT_MARGIN = 1e-3
+#: times the summed held-out objective: a loss within the sampling noise of zero
+#: must not flip the support between two draws of the halves. On breast cancer
+#: (30 draws) the losses of the features that carry nothing average -0.1% with a
+#: spread of up to 0.26% from draw to draw; at 0.1% the support changed with
+#: random_state (23-28 features over 10 seeds), at 1% it does not ...
+SUPPORT_MARGIN = 1e-2
 #: ... and a candidate enters above +CANDIDATE_MARGIN times it: the held-out loss of a
 #: noise feature that a half's fit took in reaches 1-1.5% (ring or XOR among 50
 #: noise features, 1,000 rows), a weak real one several percent
