@@ -227,6 +227,12 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, TransformerMixin, BaseEs
     feature_scores_ : ndarray (n_features,) or None
         Each feature's larger 2- or 3-group gap (:func:`ikdr.cluster.screen.feature_gaps`) at
         ``sigma="auto"`` with more than 2 features; None otherwise.
+    cluster_importances_ : ndarray (n_clusters, n_features)
+        Per cluster (rows in the order of the labels), how much each feature
+        tells it from the other clusters, each weighed alike; each row sums to 1.
+        The network has no projection W, so this is each feature's share of its
+        own dependence on the cluster where beyond noise
+        (:func:`ikdr.reduction.groups.cluster_importances`).
 
     References
     ----------

@@ -149,9 +149,9 @@ class ISM(NewParametersOnLoad, TargetRequiredMixin, SparseInputMixin, Transforme
         on (:mod:`ikdr.reduction.support`): the class-moment screen
         (:func:`ikdr.reduction.screen.moment_screen`) proposes, two halves of
         at most 2 x 2,000 rows are each fitted and measured on the other, and
-        a feature stays when removing it would lower the held-out HSIC
-        (to first order); candidates the screen dropped are tried in the order
-        of its scores. Among many noise features the training objective's
+        a feature stays unless removing it would raise the held-out HSIC by more
+        than 1% (to first order); candidates the screen dropped are tried in the
+        order of its scores. Among many noise features the training objective's
         maximum over all of them is partly a noise subspace fitted to the
         sample, which every start drifts to: a held-out choice keeps the
         features that generalise. ``"moments"``: the screen's features alone

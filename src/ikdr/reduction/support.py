@@ -52,25 +52,24 @@ it would blur; it still carries dependence. Its marginal HSIC,
 :math:`m_j = \mathrm{Tr}(\Gamma K_j)` for a one-dimensional Gaussian
 :math:`K_j` on feature j (median bandwidth), less its expectation under
 independence, measures that; nothing is fitted for it, so it is measured on
-all the selection rows (held out for it all alike). Since HSIC is linear in the
-kernel, the importance of feature j,
+all the selection rows (held out for it all alike), and counts where
+independent data would exceed it with probability below 5% / d
+(:func:`marginal_threshold`; with the rows of :math:`\Gamma` permuted at
+random, :math:`\mathrm{Tr}(\Gamma K_j)` deviates by about
+:math:`\mathrm{sd}_j = \sqrt{2}\,\|\Gamma\|_F\,\|H K_j H\|_F / n` around its
+mean :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`).
 
-.. math:: \mathrm{imp}_j \propto \max(0,\; \ell_j + m_j),
-
-is the held-out HSIC lost when j is removed from the conic kernel
-:math:`K_{XW} + \sum_i K_i`, the first part to first order, summed over both
-halves, normalised to sum 1. Each part counts only beyond noise, or the noise
-of many noise features outranks a weak real one: :math:`\ell_j` for the
-features of the support (a candidate the selection refused showed no loss
-beyond its entry margin), :math:`m_j` where independent data would exceed it
-with probability below 5% / d (:func:`marginal_threshold`). With the rows of
-:math:`\Gamma` permuted at random, :math:`\mathrm{Tr}(\Gamma K_j)` deviates
-by about
-
-.. math:: \mathrm{sd}_j = \sqrt{2}\,\|\Gamma\|_F\,\|H K_j H\|_F / n
-
-(both matrices centred, n large), computed from the same bins, around its
-mean :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`.
+**Importances** (:func:`heldout_importances`). For class labels both parts
+are taken per class, with each class set against the other classes weighed
+alike (:mod:`ikdr.reduction.groups`): the held-out loss :math:`\ell_{jc}` from
+each half's W on the other half, one thin pass per class, summed over both
+halves and counted for the features of the support (a candidate the
+selection refused showed no loss beyond its entry margin), and the marginal
+part :math:`m_{jc}`. A class's row of ``class_importances_`` is the mean of
+the two parts' shares; ``feature_importances_`` is each feature's largest
+share in any class, normalised. A continuous target is one group, its own
+Gamma. Each half's own estimate (its losses, the marginal part of its rows)
+gives the intervals.
 """
 from __future__ import annotations
 
