@@ -131,7 +131,7 @@ def test_the_parts_share_each_row_and_the_largest_share_ranks_the_features():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_marginal_dependence_by_column_is_one_gamma_per_column(sparse):
+def test_marginal_dependence_in_parts_is_one_gamma_per_part(sparse):
     rng = np.random.default_rng(0)
     y = rng.integers(0, 4, 300)
     X = rng.standard_normal((300, 6))
@@ -139,12 +139,14 @@ def test_marginal_dependence_by_column_is_one_gamma_per_column(sparse):
     X[rng.random((300, 6)) < 0.5] = 0.0                 # ties, as in counts
     H, _ = group_contrasts(y)
     data = scipy.sparse.csr_matrix(X) if sparse else X
-    together = marginal_dependence(data, Gamma(H), with_noise=True, by_column=True)
-    for c in range(4):
-        alone = marginal_dependence(data, Gamma(H[:, [c]]), with_noise=True)
-        for got, want in zip(together, alone):
-            # the same bins and medians; the sums over bins in another order
-            np.testing.assert_allclose(got[:, c], want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+    for parts, members in (([0, 1, 2, 3], [[0], [1], [2], [3]]), ([1, 0, 0, 1], [[1, 2], [0, 3]])):
+        together = marginal_dependence(data, Gamma(H), with_noise=True, parts=np.array(parts))
+        for part, columns in enumerate(members):
+            alone = marginal_dependence(data, Gamma(H[:, columns]), with_noise=True)
+            for got, want in zip(together, alone):
+                # the same bins and medians; the sums over bins in another order
+                np.testing.assert_allclose(got[:, part], want, rtol=1e-9,
+                                           atol=1e-9 * np.abs(want).max())
     summed = marginal_dependence(X, Gamma(H))
     np.testing.assert_allclose(together[0].sum(axis=1), summed, rtol=1e-9,
                                atol=1e-9 * np.abs(summed).max())

@@ -67,8 +67,8 @@ from ..gamma import Gamma
 from ..passes import resolve
 from ..solver.marginal import marginal_dependence, marginal_threshold
 
-__all__ = ["group_contrasts", "projection_losses", "marginal_parts", "combined_importances",
-           "group_importances", "cluster_importances", "IMPORTANCE_ROWS"]
+__all__ = ["group_contrasts", "projection_losses", "marginal_parts", "on_rows",
+           "combined_importances", "group_importances", "cluster_importances", "IMPORTANCE_ROWS"]
 
 #: rows the clusterers' importances read at most (seeded)
 IMPORTANCE_ROWS = 4000
@@ -117,20 +117,38 @@ def projection_losses(X, W, kernel, target):
     return _both_of_two(np.array(rows), target)
 
 
-def marginal_parts(X, target):
+def marginal_parts(X, *targets):
     """The marginal part :math:`m_{jc}` of every group on the rows X, 0 where it is
-    within the noise of independence (groups x d; every group's statistics tested
-    together, :func:`~ikdr.solver.marginal.marginal_threshold`); ``target`` as in
-    :func:`projection_losses`."""
-    gammas = _gammas(target)
-    gamma = gammas[0] if len(gammas) == 1 else Gamma(np.hstack([g.factor for g in gammas]))
-    dependence, null_sd, null_mean = marginal_dependence(X, gamma, with_noise=True,
-                                                         by_column=len(gammas) > 1)
-    if len(gammas) == 1:
-        dependence, null_sd, null_mean = dependence[:, None], null_sd[:, None], null_mean[:, None]
-    counted = dependence > marginal_threshold(null_sd, null_mean)
-    parts = np.where(counted, dependence, 0.0).T
-    return _both_of_two(parts, target)
+    within the noise of independence: one (groups x d) array per target (as in
+    :func:`projection_losses`), each target's statistics tested together
+    (:func:`~ikdr.solver.marginal.marginal_threshold`). The targets share one pass
+    over X's bins and medians; a target of some of the rows (a held-out half) is
+    zero on the others (:func:`on_rows`) and measured with the kernels, bins and
+    noise level of all the rows."""
+    gammas = [_gammas(target) for target in targets]
+    members = [gamma for group in gammas for gamma in group]
+    parts = np.concatenate([np.full(g.factor.shape[1], i) for i, g in enumerate(members)])
+    stacked = Gamma(np.hstack([g.factor for g in members]),
+                    np.concatenate([np.ones(g.rank) if g.scale is None else g.scale
+                                    for g in members]))
+    dependence, null_sd, null_mean = marginal_dependence(X, stacked, with_noise=True,
+                                                         parts=parts)
+    out, start = [], 0
+    for target, group in zip(targets, gammas):
+        part = slice(start, start + len(group))
+        start += len(group)
+        counted = dependence[:, part] > marginal_threshold(null_sd[:, part], null_mean[:, part])
+        out.append(_both_of_two(np.where(counted, dependence[:, part], 0.0).T, target))
+    return out
+
+
+def on_rows(target, rows, n):
+    """``target`` (of the rows ``rows`` of n) as a target of all n rows, zero on the
+    others."""
+    factor = target.factor if isinstance(target, Gamma) else target
+    full = np.zeros((n, factor.shape[1]))
+    full[rows] = factor
+    return Gamma(full, target.scale) if isinstance(target, Gamma) else full
 
 
 def _both_of_two(rows, target):
@@ -167,7 +185,7 @@ def group_importances(X, W, kernel, labels, groups=None):
     network's embedding) leaves the marginal part alone. Returns (rows, feature
     importances, groups)."""
     contrasts, groups = group_contrasts(labels, groups)
-    marginal = marginal_parts(X, contrasts)
+    marginal, = marginal_parts(X, contrasts)
     losses = np.zeros_like(marginal) if W is None else projection_losses(X, W, kernel, contrasts)
     rows, features = combined_importances(losses, marginal)
     return rows, features, groups

@@ -85,7 +85,8 @@ from ..passes import resolve
 from ..passes.dask_data import take_columns
 from ..passes.problem import float32_estimate
 from ..solver.marginal import marginal_dependence, marginal_threshold
-from .groups import combined_importances, group_contrasts, marginal_parts, projection_losses
+from .groups import (combined_importances, group_contrasts, marginal_parts, on_rows,
+                     projection_losses)
 
 __all__ = ["HeldOutRows", "Selection", "select_support", "heldout_losses", "heldout_importances",
            "filled", "fold_precision", "FOLD_GTOL", "FOLD_FLOAT32_ERROR", "FOLD_FLOAT32_MIN_ROWS",
@@ -344,13 +345,15 @@ def heldout_importances(rows: HeldOutRows, support: np.ndarray, fits: tuple, ker
     continuous target (one row, its own Gamma).
 
     Each half also gives its own estimate (its held-out losses, the marginal part of
-    its rows); the intervals are the range of the two and the estimate on all rows.
+    its rows, measured with the kernels, bins and noise level of all the selection
+    rows: one pass over them for the three); the intervals are the range of the two
+    and the estimate on all rows.
     Returns the fitted attributes by name: ``feature_importances_``,
     ``feature_importance_intervals_``, ``class_importances_`` and
     ``class_importance_intervals_`` (None for a continuous target). All zeros where
     no feature carries held-out dependence.
     """
-    d = rows.X.shape[1]
+    n, d = rows.X.shape
     outside = ~np.isin(np.arange(d), support)
 
     def target(index):
@@ -361,15 +364,18 @@ def heldout_importances(rows: HeldOutRows, support: np.ndarray, fits: tuple, ker
 
     features, components = fits
     X = take_columns(rows.X, features)
-    halves = []
+    losses = []
     for fold, (_, test) in enumerate(rows.folds):
-        held = target((fold, 1))
-        losses = np.zeros((1 if groups is None else len(groups), d))
-        losses[:, features] = projection_losses(X[test], components[fold], kernel, held)
-        losses[:, outside] = 0.0
-        halves.append((losses, marginal_parts(rows.X[test], held)))
-    estimate = combined_importances(sum(h[0] for h in halves), marginal_parts(rows.X, target(None)))
-    each = [estimate] + [combined_importances(*h) for h in halves]
+        half = np.zeros((1 if groups is None else len(groups), d))
+        half[:, features] = projection_losses(X[test], components[fold], kernel,
+                                              target((fold, 1)))
+        half[:, outside] = 0.0
+        losses.append(half)
+    # the halves' marginal parts in the same pass over the bins as all the rows'
+    marginal = marginal_parts(rows.X, target(None), *(
+        on_rows(target((fold, 1)), test, n) for fold, (_, test) in enumerate(rows.folds)))
+    estimate = combined_importances(sum(losses), marginal[0])
+    each = [estimate] + [combined_importances(*half) for half in zip(losses, marginal[1:])]
     feature_values = np.stack([e[1] for e in each])
     row_values = np.stack([e[0] for e in each])
     feature_intervals = np.stack([feature_values.min(axis=0), feature_values.max(axis=0)], axis=-1)

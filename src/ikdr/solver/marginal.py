@@ -35,19 +35,18 @@ BINS = 64
 FEATURE_BLOCK = 1024
 
 
-def _null_sd(factor, scale, kernel_norms, n, by_column=False):
+def _null_sd(factor, scale, kernel_norms, n, parts=None):
     r"""Standard deviation of :math:`\mathrm{Tr}(\Gamma K_j)` under independence (rows
     of Gamma permuted), :math:`\sqrt{2}\,\|\Gamma\|_F\,\|HK_jH\|_F / n` for large n;
-    ``kernel_norms`` are the :math:`\|HK_jH\|_F^2`. ``by_column``: one column per
-    rank-one Gamma :math:`s_r g_r g_r^T` of the factor, whose norm is
-    :math:`|s_r|\,\|g_r\|^2` (d x r)."""
+    ``kernel_norms`` are the :math:`\|HK_jH\|_F^2`. ``parts`` (r x P, each column of
+    the factor in one part): the Gamma of each part (d x P)."""
     kernel_norms = np.maximum(kernel_norms, 0.0)
-    if by_column:
-        column_norms = np.abs(scale) * np.einsum("ir,ir->r", factor, factor)
-        return np.sqrt(2.0 * np.outer(kernel_norms, column_norms ** 2)) / n
     scaled = (factor.T @ factor) * scale[None, :]
-    gamma_norm = float(np.sum(scaled * scaled.T))
-    return np.sqrt(2.0 * gamma_norm * kernel_norms) / n
+    products = scaled * scaled.T          # its sum over a part's columns: ||Gamma_p||_F^2
+    if parts is None:
+        return np.sqrt(2.0 * float(np.sum(products)) * kernel_norms) / n
+    gamma_norms = np.einsum("rp,rs,sp->p", parts, products, parts)
+    return np.sqrt(2.0 * np.outer(kernel_norms, gamma_norms)) / n
 
 
 def _pair_medians(X, pairs, varies):
@@ -80,13 +79,16 @@ def _pair_medians(X, pairs, varies):
     return sigma
 
 
-def _autocorrelation(values, bins, scale, by_column=False):
+def _autocorrelation(values, bins, scale, parts=None):
     r""":math:`\sum_r s_r \sum_b v_{jbr} v_{j,b+g,r}` for every feature j and bin gap
     g = 0..bins-1 (``values``: d x bins x r), by a real FFT of twice the length
-    (no wrap-around); ``by_column``: each r's term apart (d x bins x r)."""
+    (no wrap-around); ``parts`` (r x P): the sum over each part's r apart
+    (d x bins x P)."""
     spectrum = np.fft.rfft(values, n=2 * bins, axis=1)
-    power = np.einsum("jfr,r->jfr" if by_column else "jfr,r->jf",
-                      spectrum.real ** 2 + spectrum.imag ** 2, scale)
+    squares = spectrum.real ** 2 + spectrum.imag ** 2
+    # each part's sum: one product with its 0/1 membership (r x P)
+    power = np.einsum("jfr,r->jf", squares, scale) if parts is None else \
+        (squares * scale) @ parts
     return np.fft.irfft(power, n=2 * bins, axis=1)[:, :bins]
 
 
@@ -103,10 +105,10 @@ def _toeplitz_product(toeplitz, counts, bins):
     return product[:, :bins]
 
 
-def _binned_statistics(X, pairs, factor, scale, bins, with_noise, by_column=False):
+def _binned_statistics(X, pairs, factor, scale, bins, with_noise, parts=None):
     """For the columns of ``X``: (varies, total, 1^T K 1, ||H K H||_F^2 or None), the
     sums of :func:`marginal_dependence` (see there) over each feature's bins
-    (``by_column``: ``total`` per column of the factor, d x r)."""
+    (``parts``, r x P: ``total`` per part of the factor's columns, d x P)."""
     n = X.shape[0]
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
@@ -125,7 +127,7 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise, by_column=Fals
     # (c_0 = 1, c_g = 2 for both signs of g), by FFT: no bins x bins matrix
     weights = toeplitz * np.where(gap > 0, 2.0, 1.0)
     total = np.einsum("jg,jg...->j...", weights,
-                      _autocorrelation(sums, bins, scale, by_column))
+                      _autocorrelation(sums, bins, scale, parts))
     counts_ac = _autocorrelation(counts[:, :, None], bins, np.ones(1))
     ones_K_ones = np.einsum("jg,jg->j", weights, counts_ac)
     if not with_noise:
@@ -139,7 +141,7 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise, by_column=Fals
 
 
 def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
-                        with_noise: bool = False, by_column: bool = False):
+                        with_noise: bool = False, parts=None):
     r"""Each feature's HSIC with the target on its own:
     :math:`\mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \bar k_j)`, ``K_j`` a
     Gaussian on feature j at the median distance of its values, :math:`\bar k_j`
@@ -159,26 +161,31 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     statistic's standard deviation under independence (module docstring) and
     the expectation subtracted, :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`.
 
-    ``by_column``: a factored Gamma :math:`\sum_r s_r g_r g_r^T` is taken as r
-    rank-one Gammas (one per group, :mod:`ikdr.reduction.groups`), and every
-    output has a column per r (d x r), from the same bins and medians (sparse X:
-    one call per column).
+    ``parts``: several Gammas at once. A factored Gamma
+    :math:`\sum_r s_r g_r g_r^T` whose column r belongs to part ``parts[r]``
+    (0 .. P-1) is taken as the P Gammas :math:`\Gamma_p = \sum_{r \in p} s_r g_r
+    g_r^T` (one per group, or per set of rows: a column that is zero outside some
+    rows; :mod:`ikdr.reduction.groups`), and every output has a column per part
+    (d x P), from the same bins and medians (sparse X: one call per part).
     """
     n, d = X.shape
     factor: np.ndarray
     if gamma.factor is not None:
         factor = gamma.factor
         scale = np.ones(factor.shape[1]) if gamma.scale is None else gamma.scale
-    elif by_column:
-        raise ValueError("by_column needs a factored Gamma (one rank-one Gamma per column)")
+    elif parts is not None:
+        raise ValueError("parts needs a factored Gamma (its columns make the parts)")
     else:       # a dense (positive semi-definite) Gamma: its Cholesky factor
         factor = np.linalg.cholesky(gamma.toarray() + 1e-12 * np.eye(n))
         scale = np.ones(n)
+    if parts is not None:
+        parts = np.asarray(parts)
+        parts = (parts[:, None] == np.arange(parts.max() + 1)[None, :]).astype(np.float64)
     if sp.issparse(X):
-        if by_column:
-            parts = [marginal_dependence(X, Gamma(factor[:, [r]], scale[[r]]), bins, True)
-                     for r in range(factor.shape[1])]
-            out = tuple(np.stack(values, axis=1) for values in zip(*parts))
+        if parts is not None:
+            calls = [marginal_dependence(X, Gamma(factor[:, member > 0], scale[member > 0]),
+                                         bins, True) for member in parts.T]
+            out = tuple(np.stack(values, axis=1) for values in zip(*calls))
             return out if with_noise else out[0]
         trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
         dependence, norms, null_mean = sparse_marginal_dependence(X, factor, scale, trace, bins)
@@ -188,23 +195,24 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, PAIR_SAMPLES)))
     pairs = pairs[:, pairs[0] != pairs[1]]
     varies, ones_K_ones = np.zeros(d, dtype=bool), np.zeros(d)
-    total = np.zeros((d, factor.shape[1]) if by_column else d)
+    total = np.zeros(d if parts is None else (d, parts.shape[1]))
     centred = np.zeros(d)
     for start in range(0, d, FEATURE_BLOCK):
         block = slice(start, min(d, start + FEATURE_BLOCK))
         varies[block], total[block], ones_K_ones[block], norms = _binned_statistics(
-            X[:, block], pairs, factor, scale, bins, with_noise, by_column)
+            X[:, block], pairs, factor, scale, bins, with_noise, parts)
         if with_noise:
             centred[block] = norms
     mean_offdiagonal = (ones_K_ones - n) / (n * (n - 1))
-    # tr(Gamma), or each column's s_r ||g_r||^2
-    trace = np.einsum("ir,r,ir->r" if by_column else "ir,r,ir->", factor, scale, factor)
-    varies_ = varies[:, None] if by_column else varies
+    # tr(Gamma), or each part's
+    trace = np.einsum("ir,r,ir->r", factor, scale, factor)
+    trace = trace.sum() if parts is None else trace @ parts
+    varies_ = varies if parts is None else varies[:, None]
     null_mean = np.where(varies_, np.multiply.outer(1.0 - mean_offdiagonal, trace), 0.0)
     dependence = np.where(varies_, total - null_mean, 0.0)
     if not with_noise:
         return dependence
-    return dependence, np.where(varies_, _null_sd(factor, scale, centred, n, by_column),
+    return dependence, np.where(varies_, _null_sd(factor, scale, centred, n, parts),
                                 0.0), null_mean
 
 
@@ -220,9 +228,9 @@ def marginal_threshold(null_sd, null_mean, level=MARGINAL_LEVEL):
     far more noise. Its scaled chi-square with the same mean and variance
     (Satterthwaite), :math:`g\chi^2_\nu` with :math:`\nu = 2\mu^2/s^2` and
     :math:`g = s^2 / 2\mu`, gives the quantile, less the mean. Infinite where a
-    feature has no spread. Statistics of several Gammas at once (d x r, one
+    feature has no spread. Statistics of several Gammas at once (d x P, one
     column per group, :mod:`ikdr.reduction.groups`) are tested at ``level / (d
-    r)``: the chance that any of them counts under independence stays ``level``."""
+    P)``: the chance that any of them counts under independence stays ``level``."""
     tests = null_sd.size
     valid = (null_sd > 0) & (null_mean > 0)
     mean = np.where(valid, null_mean, 1.0)
