@@ -220,6 +220,10 @@ def main(argv=None):
                              f"{seconds:.2f} |")
                 print(lines[-1], flush=True)
         body += lines + [""]
+    body += ["Times are wall clock with the machine's threads (the forest on all cores), "
+             "indicative on a loaded machine (the load average above).", "",
+             "pbmc68k's markers, per type (genes of the 765):", ""]
+    body += [f"- {kind}: {', '.join(genes)}" for kind, genes in PBMC_MARKERS.items()]
     if args.out:
         print(write_results("markers", "Marker genes of each cell type", conditions, body,
                             records, out_dir=args.out))
