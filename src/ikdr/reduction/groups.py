@@ -32,9 +32,9 @@ its genes would take the top of every small type's list.
   W; the clusterers on the rows they clustered;
 * the marginal part :math:`m_{jc} = \mathrm{Tr}(\Gamma_c K_j)` less its mean
   under independence, for a one-dimensional Gaussian :math:`K_j` on feature j,
-  counted above the level independent data exceed with probability 5% / d
+  counted above the level independent data exceed with probability 5% / (d g)
   (:func:`ikdr.solver.marginal.marginal_threshold`; all the groups from the
-  same bins).
+  same bins, tested together).
 
 **Combined**: group c's row is the mean of the two parts' shares,
 
@@ -43,19 +43,21 @@ its genes would take the top of every small type's list.
 
 each row summing to 1 (a part that is zero for every feature leaves the other
 alone). The two parts live on different scales (one kernel on q directions
-against d one-dimensional kernels: the marginal part's sum is about d times
-larger), so a plain sum would be the marginal part alone: the projection then
-adds nothing. The shares let each rank what it sees: on pbmc68k's sorted
-immune cells the projection ranks the progenitor and B-cell markers first (the
-genes that move together), the marginal part the markers of small types that
-the projection's few directions do not hold (:doc:`/feature_discovery`).
+against d one-dimensional kernels: on pbmc68k's 765 genes the marginal part's
+sum was 100 times the projection part's), so a plain sum would be the
+marginal part alone. The shares let each rank what it sees: on pbmc68k's
+sorted immune cells the projection part alone ranks the progenitor markers
+PRSS57 and SPINK2 and the B-cell CD79A among the first 20 genes (genes that
+vary together), the marginal part alone past the 25th; on the simulated
+expression set of :doc:`/benchmarks/markers` the marginal part finds the
+small types' markers, which the projection's few directions do not hold.
 
 **Feature importances**: the largest share a feature takes in any group,
 :math:`\max_c I_{cj}`, normalised to sum 1: a gene that marks one small type
-ranks with the markers of the large ones. The mean over the groups ranked
-by how many groups a feature separates instead, and the genes of the large
-types' programs first (:doc:`/benchmarks/markers`). A continuous target is one
-group, its own Gamma.
+ranks with the markers of the large ones. The mean over the groups ranks by
+how many groups a feature separates instead, the genes of the large types'
+programs first (pbmc68k: 10 of the 24 canonical markers in the top 50, against
+13 with the largest share). A continuous target is one group, its own Gamma.
 """
 from __future__ import annotations
 
