@@ -8,7 +8,7 @@ whether :math:`(x_0, x_1)` lies outside a ring and by the sign of
 method sees nothing. ISM's defaults keep the features whose class moments
 differ beyond noise (the screen), set the Gaussian's bandwidth for the
 projected data :math:`XW` (``sigma="auto"``), and find the four; the
-bootstrap intervals of :func:`ikdr.importance_intervals` show how sure that
+intervals of :func:`ikdr.importance_intervals` show how sure that
 ranking is, and a random forest is drawn beside them for comparison.
 """
 import matplotlib.pyplot as plt
@@ -31,9 +31,9 @@ top = np.argsort(ism.feature_importances_)[::-1][:4]
 print(f"the four most important features: {sorted(top.tolist())}")
 
 # %%
-# How sure: bootstrap intervals
-# -----------------------------
-# Each of 20 refits on a bootstrap sample of the rows gives its own
+# How sure: intervals over refits
+# --------------------------------
+# Each of 20 refits on a subsample of 80% of the rows gives its own
 # importances; the bars are their 90% intervals.
 intervals = ikdr.importance_intervals(ism, X, y, n_resamples=20, random_state=0)
 print(f"above 1/d in 90% of the refits: {sorted(intervals.selected.tolist())}")
@@ -43,7 +43,7 @@ forest = RandomForestClassifier(200, random_state=0).fit(X, y)
 shown = np.arange(12)
 middle = np.median(intervals.samples, axis=0)[shown]
 fig, ax = plt.subplots(figsize=(7, 3.2))
-ax.bar(shown - 0.2, middle, width=0.4, label="ISM (defaults), bootstrap median",
+ax.bar(shown - 0.2, middle, width=0.4, label="ISM (defaults), median of the refits",
        yerr=[middle - intervals.low[shown], intervals.high[shown] - middle], capsize=2)
 ax.bar(shown + 0.2, forest.feature_importances_[shown], width=0.4, label="random forest")
 ax.set_xticks(shown, [f"x{j}" for j in shown])

@@ -160,6 +160,14 @@ COMMON_ATTRS = r"""
         marginal HSIC with the partition,
         :func:`ikdr.solver.marginal.marginal_dependence`), which ranks the
         features W leaves out (:func:`ikdr.cluster.ism_clustering.clustering_importances`).
+    cluster_importances_ : ndarray (n_clusters, n_features)
+        Per cluster (rows in the order of the labels), how much each feature
+        tells it from the other clusters, each weighed alike; each row sums to 1
+        (a cluster without rows: 0). The mean of two shares: of what the
+        cluster's dependence on the rows loses, to first order, without the
+        feature in the projection W, and of the feature's own dependence on
+        the cluster where beyond noise
+        (:func:`ikdr.reduction.groups.cluster_importances`).
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None

@@ -33,6 +33,7 @@ from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
 from ..passes.sparse_rows import is_sparse
+from ..reduction.groups import IMPORTANCE_ROWS, cluster_importances
 from ..solver.importances import feature_importances
 from ..solver.marginal import marginal_dependence
 from ..spectral import auto_kernel, njw_labels, spectral_gap
@@ -275,6 +276,8 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
         # classification 4 of 30-60, seed 2: recall 0.25-0.50 -> 0.75 against equal weights)
         self.feature_importances_ = clustering_importances(
             X, feature_importances(W, chosen.eigenvalues), self.labels_, self.random_state)
+        self.cluster_importances_ = cluster_importances(X, W, chosen.kernel, self.labels_,
+                                                        self.n_clusters, self.random_state)
         self.support_ = np.arange(n_features) if best.columns is None else best.columns
         self.start_ = start
         self.start_gaps_ = None
@@ -359,15 +362,14 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
         # equal column weights: the alternation does not keep the W-step's Phi eigenvalues
         self.feature_importances_ = clustering_importances(
             X, feature_importances(out.components), self.labels_, self.random_state)
+        self.cluster_importances_ = cluster_importances(X, out.components, out.kernel,
+                                                        self.labels_, self.n_clusters,
+                                                        self.random_state)
 
     def transform(self, X: ArrayLike) -> ArrayLike:
         """Project X onto the learned subspace: ``X @ components_``."""
         check_is_fitted(self)
         return project_data(self, X, self.components_)
-
-
-#: rows the marginal part of the clusterers' importances reads at most (seeded)
-IMPORTANCE_ROWS = 4000
 
 
 def clustering_importances(X, projection, labels, random_state=None):

@@ -22,6 +22,7 @@ from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussia
                        row_normalised, spectral_embedding)
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
+from ..reduction.groups import cluster_importances
 from .criterion import PartitionCriterion
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
 from .screen import screen_features
@@ -233,6 +234,12 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         ``feature_names_in_[support_]`` names the features the network reads.
         ``get_feature_names_out()`` names the embedding's columns
         (``knetclustering0``, ...).
+    cluster_importances_ : ndarray (n_clusters, n_features)
+        Per cluster (rows in the order of the labels), how much each feature
+        tells it from the other clusters, each weighed alike; each row sums to 1.
+        The network has no projection W, so this is each feature's share of its
+        own dependence on the cluster where beyond noise
+        (:func:`ikdr.reduction.groups.cluster_importances`).
 
     References
     ----------
@@ -351,7 +358,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         -------
         self
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = every_feature = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         check_scale(X)
         k, lam, batch, hidden = self._check_params(*X.shape)
         auto = isinstance(self.sigma, str) and self.sigma == "auto"
@@ -418,6 +425,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         spectral = found is None or not (self.update == "fixed" and out.n_accepted > 0)
         self._round(out.embedding, kernel, k, out.U, out.degrees, rng,
                     recompute_u=moved and spectral, spectral=spectral, starts=found, X=X)
+        # no projection W: the marginal part of each cluster alone
+        self.cluster_importances_ = cluster_importances(every_feature, None, None, self.labels_,
+                                                        k, self.random_state)
         self.n_iter_ = out.n_iter
         self.n_rejected_ = out.n_rejected
         self.converged_ = out.converged

@@ -32,8 +32,8 @@ from .approximate import LandmarkOptions, approximate_ism
 from .screen import (SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen,
                      third_moment_candidates)
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
-                      fold_precision,
-                      heldout_importances, heldout_losses, marginal_dependence, select_support)
+                      fold_precision, heldout_importances, heldout_losses, marginal_dependence,
+                      select_support)
 from .targets import TARGETS, ClassAttributesMixin, resolve_target
 
 
@@ -138,9 +138,9 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         on (:mod:`ikdr.reduction.support`): the class-moment screen
         (:func:`ikdr.reduction.screen.moment_screen`) proposes, two halves of
         at most 2 x 2,000 rows are each fitted and measured on the other, and
-        a feature stays when removing it would lower the held-out HSIC
-        (to first order); candidates the screen dropped are tried in the order
-        of its scores. Among many noise features the training objective's
+        a feature stays unless removing it would raise the held-out HSIC by more
+        than 1% (to first order); candidates the screen dropped are tried in the
+        order of its scores. Among many noise features the training objective's
         maximum over all of them is partly a noise subspace fitted to the
         sample, which every start drifts to: a held-out choice keeps the
         features that generalise. ``"moments"``: the screen's features alone
@@ -254,16 +254,20 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         Class labels, or None for a continuous target (``class_importances_``
         is then absent: reading it raises an AttributeError saying why).
     feature_importances_ : ndarray of shape (n_features,)
-        The held-out HSIC each feature carries: what the dependence measured
-        on held-out rows loses, to first order, when the feature is removed
-        from the fitted projection, plus its own held-out HSIC with the
-        target (a one-dimensional Gaussian kernel), so that a feature whose
-        dependence the projection's single kernel cannot hold (a weak
-        quadratic term) still counts; cross-fitted over the two halves of
-        the selection rows, clipped at 0, summing to 1 (all zeros when no
-        feature carries held-out dependence; :mod:`ikdr.reduction.support`).
-        :func:`ikdr.importance_intervals` gives bootstrap intervals and how
-        often each feature is among the top ones.
+        The held-out dependence each feature carries, summing to 1 (zeros where
+        none carries any): for class labels the largest of its
+        ``class_importances_``, normalised, so that a small class's features rank
+        with the large ones'; for a continuous target the same two parts on its
+        Gamma (:mod:`ikdr.reduction.groups`).
+    class_importances_ : ndarray of shape (n_classes, n_features)
+        Class labels only (absent for a continuous target): per class (rows in
+        ``classes_`` order, each summing to 1), how much each feature tells it
+        from the other classes, each weighed alike, on held-out rows: the mean of
+        its share of what the held-out dependence loses, to first order, without
+        it in the projection, and of its own dependence on the class.
+    feature_importance_intervals_, class_importance_intervals_ : ndarray
+        ``[..., 0]`` low, ``[..., 1]`` high: the range of the estimate and of each
+        held-out half's own; :func:`ikdr.importance_intervals` refits instead.
     support_ : ndarray of int
         The features the projection uses (``support``), increasing;
         ``feature_names_in_[support_]`` names them.
@@ -408,16 +412,19 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         if self.support == "heldout":
             selection, result = select_support(heldout, start, order, fit_rows,
                                                self._fold_fit, q_user or minimum, evidence)
-            support, losses = selection.support, selection.losses
+            support, fits = selection.support, selection.fits
         else:
             support = _filled(np.sort(start), order, q_user or minimum)
             W, kernel, _, result = fit_rows(support, None)
-            losses = np.zeros(d)
-            losses[support] = heldout_losses(heldout, support, W, kernel,
-                                             self._fold_fit)[0].sum(axis=0)
+            fits = heldout_losses(heldout, support, W, kernel, self._fold_fit)[2]
         solution, passes_used = result
         self._set_fitted(solution, passes_used, support, d, X.shape[0], scores, classes)
-        self.feature_importances_ = heldout_importances(losses, heldout, support)
+        for name, value in heldout_importances(heldout, support, fits, solution.kernel,
+                                               classes).items():
+            if value is not None:
+                setattr(self, name, value)
+            else:       # a continuous target has no class_importances_ (an earlier fit's go)
+                self.__dict__.pop(name, None)
         return self
 
     def _set_fitted(self, result, passes_used, support, d, n, scores, classes):

@@ -1,4 +1,5 @@
-"""How much to trust ``feature_importances_``: bootstrap intervals and rank stability."""
+"""How much to trust ``feature_importances_`` and the per-class or per-cluster
+importances: intervals and rank stability over refits on subsamples of the rows."""
 from __future__ import annotations
 
 import numbers
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -15,12 +17,15 @@ from sklearn.utils.validation import check_is_fitted
 from .._utils.typing import ArrayLike, RandomStateLike
 from .._utils.validation import plain
 
-__all__ = ["ImportanceIntervals", "importance_intervals"]
+__all__ = ["ImportanceIntervals", "importance_intervals", "SUBSAMPLE"]
+
+#: the share of the rows each refit reads (drawn without replacement)
+SUBSAMPLE = 0.8
 
 
 @dataclass
 class ImportanceIntervals:
-    """Bootstrap distribution of an estimator's ``feature_importances_``.
+    """The distribution of an estimator's importances over refits on subsamples.
 
     Attributes
     ----------
@@ -35,6 +40,18 @@ class ImportanceIntervals:
         How often each feature is among the k most important of a refit, k the
         number of features whose own importance is above the uniform 1/d: a
         feature that is always selected has 1.0.
+    groups : ndarray or None
+        The classes (``classes_``) or clusters (0 .. n_clusters - 1) of the
+        per-group importances; None where the estimator has none (a continuous
+        target).
+    group_importances : ndarray (n_groups, d) or None
+        The estimator's own ``class_importances_`` or ``cluster_importances_``.
+    group_low, group_high : ndarray (n_groups, d) or None
+        Their quantiles over the refits (NaN for a group no refit saw).
+    group_samples : ndarray (n_resamples, n_groups, d) or None
+        The per-group importances of every refit, NaN where a refit's subsample
+        lacked the group. A refit's clusters are matched to the estimator's by
+        the largest overlap of their rows (the Hungarian assignment).
     """
 
     importances: np.ndarray
@@ -42,6 +59,11 @@ class ImportanceIntervals:
     high: np.ndarray
     samples: np.ndarray
     top_k_frequency: np.ndarray
+    groups: np.ndarray | None = None
+    group_importances: np.ndarray | None = None
+    group_low: np.ndarray | None = None
+    group_high: np.ndarray | None = None
+    group_samples: np.ndarray | None = None
 
     @property
     def selected(self):
@@ -52,18 +74,51 @@ class ImportanceIntervals:
         return idx[np.argsort(self.importances[idx])[::-1]]
 
 
+def _own_groups(estimator):
+    """(groups, the estimator's per-group importances) or (None, None)."""
+    for name in ("class_importances_", "cluster_importances_"):
+        rows = getattr(estimator, name, None)
+        if rows is not None:
+            groups = getattr(estimator, "classes_", None) if name == "class_importances_" \
+                else np.arange(rows.shape[0])
+            return np.asarray(groups), np.asarray(rows, dtype=np.float64)
+    return None, None
+
+
+def _matched_groups(model, groups, own_labels):
+    """The refit's per-group rows in the order of ``groups`` (NaN rows for groups it
+    lacks): classes by label, clusters by the Hungarian assignment of the refit's
+    clusters to the estimator's on the subsample's rows (``own_labels``)."""
+    refit_groups, rows = _own_groups(model)
+    out = np.full((groups.shape[0], rows.shape[1]), np.nan)
+    if own_labels is None:         # classes: by label
+        position = {g: i for i, g in enumerate(groups.tolist())}
+        for g, row in zip(refit_groups.tolist(), rows):
+            out[position[g]] = row
+        return out
+    overlap = np.zeros((groups.shape[0], rows.shape[0]))
+    np.add.at(overlap, (own_labels, np.asarray(model.labels_)), 1.0)
+    own, refit = linear_sum_assignment(-overlap)
+    out[own] = rows[refit]
+    return out
+
+
 def importance_intervals(estimator: Any, X: ArrayLike, y: ArrayLike | None = None, *,
                          n_resamples: int = 20, confidence: float = 0.9,
                          random_state: RandomStateLike = None) -> ImportanceIntervals:
-    """Bootstrap intervals of a fitted estimator's ``feature_importances_``.
+    """Intervals of a fitted estimator's importances from refits on subsamples.
 
-    The estimator (any ikdr estimator that learns W: ISM, ISMClustering,
-    SemiSupervisedISM, KDAC) is refitted with its own parameters on
-    ``n_resamples`` bootstrap samples of the rows (drawn with replacement,
-    stratified by nothing); each refit's importances are its row norms of W,
-    weighted as the estimator weighs them. W is determined only up to a
-    rotation of its columns, and the importances do not depend on it, so
-    refits are comparable feature by feature. Costs ``n_resamples`` fits.
+    The estimator (any ikdr estimator with ``feature_importances_``: ISM,
+    ISMClustering, SemiSupervisedISM, KDAC) is refitted with its own parameters
+    on ``n_resamples`` subsamples of :data:`SUBSAMPLE` of the rows, drawn
+    without replacement: a bootstrap sample repeats rows, and a repeated row
+    can fall in both held-out halves of a supervised fit, or look like
+    dependence to the marginal test (a noise feature's values copied together
+    with their labels). W is determined only up to a rotation of its columns,
+    and the importances do not depend on it, so refits are comparable feature
+    by feature. The per-class (``class_importances_``) or per-cluster
+    (``cluster_importances_``) importances get intervals too. Costs
+    ``n_resamples`` fits.
 
     Parameters
     ----------
@@ -92,19 +147,33 @@ def importance_intervals(estimator: Any, X: ArrayLike, y: ArrayLike | None = Non
         raise ValueError(f"X has {n} rows but y has {y.shape[0]}")
     rng = check_random_state(random_state)
     own = np.asarray(estimator.feature_importances_, dtype=np.float64)
+    groups, own_rows = _own_groups(estimator)
+    clusters = groups is not None and hasattr(estimator, "cluster_importances_")
     d = own.shape[0]
+    size = max(2, int(np.ceil(SUBSAMPLE * n)))
     samples = np.empty((n_resamples, d))
+    group_samples = None if groups is None else np.empty((n_resamples,) + own_rows.shape)
     for i in range(n_resamples):
-        idx = rng.randint(0, n, n)
+        idx = np.sort(rng.choice(n, size, replace=False))
         model = clone(estimator)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(X[idx]) if y is None else model.fit(X[idx], y[idx])
         samples[i] = model.feature_importances_
+        if group_samples is not None:
+            group_samples[i] = _matched_groups(
+                model, groups, np.asarray(estimator.labels_)[idx] if clusters else None)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(samples, [alpha, 1.0 - alpha], axis=0)
     k = max(1, int(np.sum(own > 1.0 / d)))
     top = np.argsort(samples, axis=1)[:, ::-1][:, :k]
     frequency = np.bincount(top.ravel(), minlength=d) / n_resamples
-    return ImportanceIntervals(importances=own, low=low, high=high, samples=samples,
-                               top_k_frequency=frequency)
+    out = ImportanceIntervals(importances=own, low=low, high=high, samples=samples,
+                              top_k_frequency=frequency)
+    if group_samples is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)     # a group no refit saw
+            out.group_low, out.group_high = np.nanquantile(group_samples, [alpha, 1.0 - alpha],
+                                                           axis=0)
+        out.groups, out.group_importances, out.group_samples = groups, own_rows, group_samples
+    return out

@@ -35,13 +35,18 @@ BINS = 64
 FEATURE_BLOCK = 1024
 
 
-def _null_sd(factor, scale, kernel_norms, n):
+def _null_sd(factor, scale, kernel_norms, n, parts=None):
     r"""Standard deviation of :math:`\mathrm{Tr}(\Gamma K_j)` under independence (rows
     of Gamma permuted), :math:`\sqrt{2}\,\|\Gamma\|_F\,\|HK_jH\|_F / n` for large n;
-    ``kernel_norms`` are the :math:`\|HK_jH\|_F^2`."""
+    ``kernel_norms`` are the :math:`\|HK_jH\|_F^2`. ``parts`` (r x P, each column of
+    the factor in one part): the Gamma of each part (d x P)."""
+    kernel_norms = np.maximum(kernel_norms, 0.0)
     scaled = (factor.T @ factor) * scale[None, :]
-    gamma_norm = float(np.sum(scaled * scaled.T))
-    return np.sqrt(2.0 * gamma_norm * np.maximum(kernel_norms, 0.0)) / n
+    products = scaled * scaled.T          # its sum over a part's columns: ||Gamma_p||_F^2
+    if parts is None:
+        return np.sqrt(2.0 * float(np.sum(products)) * kernel_norms) / n
+    gamma_norms = np.einsum("rp,rs,sp->p", parts, products, parts)
+    return np.sqrt(2.0 * np.outer(kernel_norms, gamma_norms)) / n
 
 
 def _pair_medians(X, pairs, varies):
@@ -58,18 +63,32 @@ def _pair_medians(X, pairs, varies):
     middle = [(m - 1) // 2, m // 2]
     gaps.partition(middle, axis=1)
     sigma = 0.5 * (gaps[:, middle[0]] + gaps[:, middle[1]])
-    for j in np.flatnonzero(varies & ~(sigma > 0)):
-        distinct = gaps[j][gaps[j] > 0]
-        sigma[j] = np.median(distinct) if distinct.size else 0.0
+    tied = np.flatnonzero(varies & ~(sigma > 0))
+    if tied.size:
+        # the untied distances are the last ones of each sorted row: their median
+        # from the two middle positions past the zeros, all such rows at once
+        ordered = np.sort(gaps[tied], axis=1)
+        zeros = np.count_nonzero(ordered == 0, axis=1)
+        untied = m - zeros
+        low = zeros + np.maximum(untied - 1, 0) // 2
+        high = zeros + untied // 2
+        rows = np.arange(tied.size)
+        middle_values = 0.5 * (ordered[rows, np.minimum(low, m - 1)] +
+                               ordered[rows, np.minimum(high, m - 1)])
+        sigma[tied] = np.where(untied > 0, middle_values, 0.0)
     return sigma
 
 
-def _autocorrelation(values, bins, scale):
+def _autocorrelation(values, bins, scale, parts=None):
     r""":math:`\sum_r s_r \sum_b v_{jbr} v_{j,b+g,r}` for every feature j and bin gap
     g = 0..bins-1 (``values``: d x bins x r), by a real FFT of twice the length
-    (no wrap-around)."""
+    (no wrap-around); ``parts`` (r x P): the sum over each part's r apart
+    (d x bins x P)."""
     spectrum = np.fft.rfft(values, n=2 * bins, axis=1)
-    power = np.einsum("jfr,r->jf", spectrum.real ** 2 + spectrum.imag ** 2, scale)
+    squares = spectrum.real ** 2 + spectrum.imag ** 2
+    # each part's sum: one product with its 0/1 membership (r x P)
+    power = np.einsum("jfr,r->jf", squares, scale) if parts is None else \
+        (squares * scale) @ parts
     return np.fft.irfft(power, n=2 * bins, axis=1)[:, :bins]
 
 
@@ -86,9 +105,10 @@ def _toeplitz_product(toeplitz, counts, bins):
     return product[:, :bins]
 
 
-def _binned_statistics(X, pairs, factor, scale, bins, with_noise):
+def _binned_statistics(X, pairs, factor, scale, bins, with_noise, parts=None):
     """For the columns of ``X``: (varies, total, 1^T K 1, ||H K H||_F^2 or None), the
-    sums of :func:`marginal_dependence` (see there) over each feature's bins."""
+    sums of :func:`marginal_dependence` (see there) over each feature's bins
+    (``parts``, r x P: ``total`` per part of the factor's columns, d x P)."""
     n = X.shape[0]
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
@@ -106,7 +126,8 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise):
     # times an autocorrelation, a^T K_j a = sum_g c_g t_j(g) sum_b a_b a_{b+g}
     # (c_0 = 1, c_g = 2 for both signs of g), by FFT: no bins x bins matrix
     weights = toeplitz * np.where(gap > 0, 2.0, 1.0)
-    total = np.einsum("jg,jg->j", weights, _autocorrelation(sums, bins, scale))
+    total = np.einsum("jg,jg...->j...", weights,
+                      _autocorrelation(sums, bins, scale, parts))
     counts_ac = _autocorrelation(counts[:, :, None], bins, np.ones(1))
     ones_K_ones = np.einsum("jg,jg->j", weights, counts_ac)
     if not with_noise:
@@ -120,7 +141,7 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise):
 
 
 def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
-                        with_noise: bool = False):
+                        with_noise: bool = False, parts=None):
     r"""Each feature's HSIC with the target on its own:
     :math:`\mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \bar k_j)`, ``K_j`` a
     Gaussian on feature j at the median distance of its values, :math:`\bar k_j`
@@ -139,37 +160,60 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     ``with_noise``: returns ``(dependence, null_sd, null_mean)``, with the
     statistic's standard deviation under independence (module docstring) and
     the expectation subtracted, :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`.
+
+    ``parts``: several Gammas at once. A factored Gamma
+    :math:`\sum_r s_r g_r g_r^T` whose column r belongs to part ``parts[r]``
+    (0 .. P-1) is taken as the P Gammas :math:`\Gamma_p = \sum_{r \in p} s_r g_r
+    g_r^T` (one per group, or per set of rows: a column that is zero outside some
+    rows; :mod:`ikdr.reduction.groups`), and every output has a column per part
+    (d x P), from the same bins and medians (sparse X: one call per part).
     """
     n, d = X.shape
     factor: np.ndarray
     if gamma.factor is not None:
         factor = gamma.factor
         scale = np.ones(factor.shape[1]) if gamma.scale is None else gamma.scale
+    elif parts is not None:
+        raise ValueError("parts needs a factored Gamma (its columns make the parts)")
     else:       # a dense (positive semi-definite) Gamma: its Cholesky factor
         factor = np.linalg.cholesky(gamma.toarray() + 1e-12 * np.eye(n))
         scale = np.ones(n)
-    trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
+    if parts is not None:
+        parts = np.asarray(parts)
+        parts = (parts[:, None] == np.arange(parts.max() + 1)[None, :]).astype(np.float64)
     if sp.issparse(X):
+        if parts is not None:
+            calls = [marginal_dependence(X, Gamma(factor[:, member > 0], scale[member > 0]),
+                                         bins, True) for member in parts.T]
+            out = tuple(np.stack(values, axis=1) for values in zip(*calls))
+            return out if with_noise else out[0]
+        trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
         dependence, norms, null_mean = sparse_marginal_dependence(X, factor, scale, trace, bins)
         if not with_noise:
             return dependence
         return dependence, _null_sd(factor, scale, norms, n), null_mean
     pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, PAIR_SAMPLES)))
     pairs = pairs[:, pairs[0] != pairs[1]]
-    varies, total, ones_K_ones = (np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d))
+    varies, ones_K_ones = np.zeros(d, dtype=bool), np.zeros(d)
+    total = np.zeros(d if parts is None else (d, parts.shape[1]))
     centred = np.zeros(d)
     for start in range(0, d, FEATURE_BLOCK):
         block = slice(start, min(d, start + FEATURE_BLOCK))
         varies[block], total[block], ones_K_ones[block], norms = _binned_statistics(
-            X[:, block], pairs, factor, scale, bins, with_noise)
+            X[:, block], pairs, factor, scale, bins, with_noise, parts)
         if with_noise:
             centred[block] = norms
     mean_offdiagonal = (ones_K_ones - n) / (n * (n - 1))
-    null_mean = np.where(varies, trace * (1.0 - mean_offdiagonal), 0.0)
-    dependence = np.where(varies, total - null_mean, 0.0)
+    # tr(Gamma), or each part's
+    trace = np.einsum("ir,r,ir->r", factor, scale, factor)
+    trace = trace.sum() if parts is None else trace @ parts
+    varies_ = varies if parts is None else varies[:, None]
+    null_mean = np.where(varies_, np.multiply.outer(1.0 - mean_offdiagonal, trace), 0.0)
+    dependence = np.where(varies_, total - null_mean, 0.0)
     if not with_noise:
         return dependence
-    return dependence, np.where(varies, _null_sd(factor, scale, centred, n), 0.0), null_mean
+    return dependence, np.where(varies_, _null_sd(factor, scale, centred, n, parts),
+                                0.0), null_mean
 
 
 #: the chance that some feature's marginal part counts under independence
@@ -184,10 +228,12 @@ def marginal_threshold(null_sd, null_mean, level=MARGINAL_LEVEL):
     far more noise. Its scaled chi-square with the same mean and variance
     (Satterthwaite), :math:`g\chi^2_\nu` with :math:`\nu = 2\mu^2/s^2` and
     :math:`g = s^2 / 2\mu`, gives the quantile, less the mean. Infinite where a
-    feature has no spread."""
-    d = null_sd.shape[0]
+    feature has no spread. Statistics of several Gammas at once (d x P, one
+    column per group, :mod:`ikdr.reduction.groups`) are tested at ``level / (d
+    P)``: the chance that any of them counts under independence stays ``level``."""
+    tests = null_sd.size
     valid = (null_sd > 0) & (null_mean > 0)
     mean = np.where(valid, null_mean, 1.0)
     variance = np.where(valid, null_sd, 1.0) ** 2
     dof, scale = 2.0 * mean ** 2 / variance, variance / (2.0 * mean)
-    return np.where(valid, scale * chi2.isf(level / max(d, 1), dof) - mean, np.inf)
+    return np.where(valid, scale * chi2.isf(level / max(tests, 1), dof) - mean, np.inf)
