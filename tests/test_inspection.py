@@ -13,9 +13,30 @@ import ikdr
 
 
 @pytest.fixture(scope="module")
-def fitted():
+def model():
     X, y = load_wine(return_X_y=True)
     return ikdr.ISM(n_components=2, random_state=0).fit(StandardScaler().fit_transform(X), y)
+
+
+@pytest.fixture(scope="module")
+def fitted(model):
+    """The fitted model with ``feature_importances_`` alone: the per-class importances
+    and the intervals removed, so that each test sets the attributes it reads."""
+    import copy
+
+    bare = copy.deepcopy(model)
+    for name in ("class_importances_", "class_importance_intervals_",
+                 "feature_importance_intervals_"):
+        bare.__dict__.pop(name, None)
+    return bare
+
+
+def test_a_fitted_ism_ranks_every_class_with_intervals(model):
+    table = ikdr.importance_table(model)
+    assert table.groups() == ["all", *model.classes_.tolist()]
+    assert len(table) == 13 * (1 + len(model.classes_))
+    assert all(row.low <= row.importance + 1e-12 and row.importance <= row.high + 1e-12
+               for row in table)
 
 
 def _with(model, **attributes):
