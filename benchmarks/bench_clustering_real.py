@@ -255,16 +255,18 @@ class Runner:
 
     def _exchange(self, task, timeout):
         self.conn.send(task)
-        if self.conn.poll(timeout):
-            try:
-                return self.conn.recv()
-            except EOFError:
-                self.process.join()
-                code = self.process.exitcode
-                self.process = None
-                return {"error": f"the worker died (exit code {code})"}
-        self._stop()
-        return {"error": f"timeout after {timeout:g} s"}
+        if not self.conn.poll(timeout):
+            self._stop()
+            return {"error": f"timeout after {timeout:g} s"}
+        try:
+            return self.conn.recv()
+        except EOFError:
+            self.process.join()
+            code, self.process = self.process.exitcode, None
+            return {"error": f"the worker died (exit code {code})"}
+        except Exception as exc:  # noqa: BLE001 - an answer this process cannot read
+            self._stop()
+            return {"error": f"unreadable answer from the worker: {type(exc).__name__}: {exc}"}
 
     def close(self):
         if self.process is not None:
