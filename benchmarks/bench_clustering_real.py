@@ -2,8 +2,9 @@
 defaults beside k-means, kNN spectral clustering, Ward and Leiden, on 50 real data
 sets and a few stress sets (``_real_data.py`` lists them and how each is prepared).
 
-Every method gets the standardised data and ``k`` = the number of published classes,
-seeded with each of ``--seeds``:
+Every method gets the same matrix (standardised; the stress sets' sparse matrices and
+their dense copies as they are) and ``k`` = the number of published classes, seeded
+with each of ``--seeds``:
 
 * ``k-means``: ``KMeans(k, n_init=10)``;
 * ``spectral-kNN``: ``SpectralClustering(k, affinity="nearest_neighbors")`` (scikit-learn's
