@@ -69,6 +69,9 @@ TITLE = "Clustering on public labelled data with the defaults"
 IKDR = ("ISMClustering", "KNetClustering")
 LETTER_SIZES = (1000, 2000, 5000, 10000, 20000)
 BLOB_SIZES = (10000, 20000, 50000, 100000)
+SERIES = {"letter": "letter", "blobs": "blobs 16-d, 10 centres"}
+#: the errors after which a method is not tried on more rows
+RESOURCE_FAILURES = ("timeout after", "MemoryError", "the worker died")
 #: seconds a worker process may take to import its libraries and say it is ready
 STARTUP_SECONDS = 300
 
@@ -408,30 +411,32 @@ def criterion_study(runner, log, sets, partitions, methods, seed, rounds=5):
 
 # --- rows against time ------------------------------------------------------------------------
 
-def scaling(runner, log, methods, seed):
-    """The methods on letter subsampled to LETTER_SIZES and on blobs of BLOB_SIZES rows; a
-    method that fails at one size is not run at the larger ones of that series."""
+def scaling(runner, log, methods, seed, series=("letter", "blobs")):
+    """The methods on letter subsampled to LETTER_SIZES and on blobs of BLOB_SIZES rows
+    (``series``: which of the two). A method that runs out of time or memory at one size
+    is not run at the larger ones of that series; after any other error it is."""
     from ikdr.metrics import nmi
 
-    series = [("letter", n, lambda n=n: data.letter(n)) for n in LETTER_SIZES] + \
-             [("blobs 16-d, 10 centres", n, lambda n=n: data.blobs(n)) for n in BLOB_SIZES]
-    failed = set()
-    for name, n, make in series:
+    sizes = [("letter", n, lambda n=n: data.letter(n)) for n in LETTER_SIZES] + \
+            [("blobs", n, lambda n=n: data.blobs(n)) for n in BLOB_SIZES]
+    exhausted = set()
+    for name, n, make in (entry for entry in sizes if entry[0] in series):
         made = make()
         if made is None:
             continue
         X, y = made
         for m, spec in methods:
-            base = {"kind": "scaling", "series": name, "n": n, "method": m}
-            if (name, m) in failed:
-                log.add({**base, "skipped": "failed at a smaller n"})
+            base = {"kind": "scaling", "series": SERIES[name], "n": n, "method": m}
+            if (name, m) in exhausted:
+                log.add({**base, "skipped": "out of time or memory at a smaller n"})
                 continue
             out = runner.run({"kind": "fit", "method": m, "spec": spec, "X": X,
                               "k": int(np.unique(y).shape[0]), "seed": seed})
             if "labels" in out:
                 log.add({**base, "nmi": nmi(y, out["labels"]), "seconds": out["seconds"]})
             else:
-                failed.add((name, m))
+                if out["error"].startswith(RESOURCE_FAILURES):
+                    exhausted.add((name, m))
                 log.add({**base, "error": out["error"]})
             print(f"   scaling {name} n={n} {m}: {log.records[-1]}", flush=True)
 
@@ -469,6 +474,8 @@ def parse(argv):
     p.add_argument("--stability-rounds", type=int, default=5)
     p.add_argument("--scaling", action="store_true", help="rows against time")
     p.add_argument("--scaling-methods", default="ISMClustering,k-means,spectral-kNN")
+    p.add_argument("--scaling-series", default="letter,blobs",
+                   help="letter (1,000-20,000 rows), blobs (10,000-100,000 rows) or both")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
     p.add_argument("--memory-gb", type=float, default=10.0,
                    help="address-space limit of the worker (0: none)")
@@ -526,7 +533,7 @@ def run_all(args, methods, log):
         if args.scaling:
             wanted = {m.strip().lower() for m in args.scaling_methods.split(",")}
             scaling(runner, log, [(m, s) for m, s in methods if m.lower() in wanted],
-                    args.seeds[0])
+                    args.seeds[0], args.scaling_series.split(","))
     finally:
         runner.close()
     return log.records
