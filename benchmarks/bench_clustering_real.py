@@ -495,8 +495,10 @@ def main(argv=None):
     if args.report:
         records = [json.loads(line) for path in args.report
                    for line in Path(path).read_text().splitlines()]
-        conditions = records[0]["conditions"]
-        details = records[0]["details"]
+        runs = [r for r in records if r["kind"] == "conditions"]
+        conditions, details = runs[0]["conditions"], list(runs[0]["details"])
+        details += [f"merged with the records of `{r['conditions']['command']}` "
+                    f"({r['conditions']['date']}; {'; '.join(r['details'])})" for r in runs[1:]]
     else:
         if args.threads:
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
