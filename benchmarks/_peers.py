@@ -166,6 +166,17 @@ def best_times(fns, repeat):
     return best
 
 
+def gemm_rate(size=2048, dtype=np.float64, repeat=3):
+    """Flop/s of one ``size`` x ``size`` x ``size`` GEMM with numpy's BLAS on its default
+    threads, the best of ``repeat`` after one untimed call: the machine's dense rate
+    measured in the same run as the timings it stands beside."""
+    rng = np.random.default_rng(0)
+    A, B = (rng.standard_normal((size, size)).astype(dtype) for _ in range(2))
+    C = np.empty((size, size), dtype=dtype)
+    np.matmul(A, B, out=C)
+    return 2.0 * size ** 3 / best_time(lambda: np.matmul(A, B, out=C), repeat)
+
+
 def emit(text, out=None):
     """Print a result table and, when ``out`` is given, write it to that file."""
     print(text)
@@ -374,15 +385,15 @@ def floors_missed(missed):
     return "Below its floor: " + "; ".join(missed) + ". Every other floor in this table is met."
 
 
-def write_results(stem, title, conditions, body, records=None, out_dir=None):
-    """Write ``results/<stem>.md`` (:func:`head_lines`, then ``body`` lines) and, with
-    ``records``, ``results/<stem>.json`` (the conditions and the records), the file other
-    scripts read. Returns the markdown path."""
+def write_results(stem, title, conditions, body, records=None, out_dir=None, details=()):
+    """Write ``results/<stem>.md`` (:func:`head_lines` with ``details``, then ``body``
+    lines) and, with ``records``, ``results/<stem>.json`` (the conditions and the records),
+    the file other scripts read. Returns the markdown path."""
     import json
 
     out_dir = Path(out_dir or RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
-    head = head_lines(title, conditions)
+    head = head_lines(title, conditions, details)
     md = out_dir / f"{stem}.md"
     md.write_text("\n".join(head + list(body)) + "\n", encoding="utf-8")
     if records is not None:
