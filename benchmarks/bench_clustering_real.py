@@ -154,8 +154,10 @@ def method(name, spec, k, seed):
 
 
 def label_free_scores(X, k, partitions):
-    """Each label-free criterion's score of each partition, higher = better: the project's
-    multi-graph cut (negated), silhouette, Calinski-Harabasz (nan for one cluster)."""
+    """Each label-free criterion's score of each partition, higher = better: the
+    clusterers' criterion (the log of the multi-graph cut over the compactness, negated),
+    the multi-graph cut alone (negated), silhouette, Calinski-Harabasz (nan for one
+    cluster)."""
     from sklearn.metrics import calinski_harabasz_score, silhouette_score
 
     # the clusterers' own label-free criterion; the public API does not expose it
@@ -163,8 +165,9 @@ def label_free_scores(X, k, partitions):
 
     X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     several = [np.unique(p).shape[0] > 1 for p in partitions]
-    cut = PartitionCriterion(X, k).scores(partitions)
-    return {"multi-graph cut": [-c for c in cut],
+    judge = PartitionCriterion(X, k)
+    return {"cut over compactness": [-c for c in judge.scores(partitions)],
+            "multi-graph cut": [-float(np.mean(judge.cuts(p))) for p in partitions],
             "silhouette": [silhouette_score(X, p) if ok else np.nan
                            for p, ok in zip(partitions, several)],
             "Calinski-Harabasz": [calinski_harabasz_score(X, p) if ok else np.nan
