@@ -231,12 +231,11 @@ def test_alternate_returns_the_best_iterate_and_warns():
 
 
 def test_the_papers_alternation_converges():
-    # normalize=True (the papers' degree normalisation asked for) runs the papers'
-    # alternation with the local-scaling kernel instead of the default fit
+    # strategy="alternate" runs the papers' alternation with the local-scaling kernel
     X, _ = generated("moons", 0, n=300)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        model = ikdr.ISMClustering(2, normalize=True, random_state=0).fit(X)
+        model = ikdr.ISMClustering(2, strategy="alternate", random_state=0).fit(X)
     assert model.converged_ and model.selection_ is None
     last = model.history_[-1]
     assert last["u_change"] < model.tol and last["w_change"] < model.tol

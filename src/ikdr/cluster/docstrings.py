@@ -37,9 +37,12 @@ COMMON_PARAMS = r"""
         pairwise distance of X (the papers' choice). A float: that global
         bandwidth. All are fixed for the whole run.
     max_iter : int, default=20
-        Cap on the outer U/W iterations.
+        Cap on the outer iterations: W-steps, each followed by a U-step.
     tol : float, default=1e-3
-        Stop when the relative subspace changes of U and W are both below tol.
+        ``strategy="alternate"``: stop when the relative subspace changes of U
+        and W are both below tol. ``strategy="select"``: stop when a kept
+        W-step changed the embedding U by less than tol (or the criterion
+        refused the iterate).
     affinity : None, str or Kernel, default=None
         Kernel of the U-step (spectral clustering of XW). None: ``kernel``
         itself (the papers' single-kernel objective) when it is an affinity
@@ -88,6 +91,22 @@ COMMON_PARAMS = r"""
         How each W-step finds the top-q eigenvectors of a dense :math:`\Phi`
         (as :class:`ikdr.ISM`'s); "cpm" is the coordinate-wise power method
         (Lei, Zhong and Dhillon 2016; :doc:`/cpm`).
+    strategy : {"auto", "select", "alternate"}, default="auto"
+        How U and W are found. "select" (:mod:`ikdr.cluster.selection`):
+        several starts (k-means, spectral clustering on the 10-NN graph and
+        with the local-scaling affinity, the same on screened features) judged
+        on every feature by a label-free criterion
+        (:class:`ikdr.cluster.criterion.PartitionCriterion`), then W-steps from
+        the best while the criterion prefers their clusters; it uses the
+        local-scaling Gaussian (``kernel="gaussian"``, ``sigma="auto"``,
+        ``affinity=None``) and needs the rows in memory with exact passes.
+        "alternate" (:mod:`ikdr.cluster.alternation`): the papers' U/W
+        alternation from spectral clustering of X, with the given kernel,
+        affinity and ``normalize``. "auto": "select" where it can run, else
+        "alternate" (KDAC: "alternate" also when the existing clustering is
+        visible in X, ``existing_dependence_ >= 2``); the strategy run is
+        ``strategy_``. The comparison that chose the default is on
+        :doc:`/clustering_defaults`.
 """
 
 COMMON_ATTRS = r"""
@@ -121,25 +140,28 @@ COMMON_ATTRS = r"""
         fit: the kept candidate (1: the start). Otherwise the outer iteration
         with the highest objective (D is held fixed in the W-step, so the
         true objective need not rise monotonically).
+    strategy_ : {"select", "alternate"}
+        The strategy the fit ran (``strategy`` with "auto" resolved).
     converged_ : bool
-        Default fit: the W-steps ended because the criterion refused an
-        iterate, or no W-step could move (q = d). Otherwise: the U and W
-        changes fell below ``tol``.
+        "select": the W-steps ended because the criterion refused an iterate,
+        a kept one changed U by less than ``tol``, or no W-step could move
+        (q = d), not at ``max_iter``. "alternate": the U and W changes fell
+        below ``tol``.
     history_ : list of dict
-        Default fit: the start, then one entry per W-step, with
+        "select": the start, then one entry per W-step, with
         ``candidate``, ``criterion``, ``accepted``, ``objective`` (the
         paradigm's, maximised), ``cost`` (its negative, the thesis'
         convention), ``quality`` and the paradigm's own terms; the W-steps'
         also ``u_change``, ``w_change``, ``ism_iterations``. Otherwise one
         entry per outer iteration with the same terms.
     criterion_ : float or None
-        The kept candidate's multi-graph cut
-        (:class:`ikdr.cluster.criterion.PartitionCriterion`); None outside
-        the default fit.
+        The kept candidate's criterion, the log of its multi-graph cut over its
+        compactness (:class:`ikdr.cluster.criterion.PartitionCriterion`; lower
+        is better); None for "alternate".
     selection_ : list of dict or None
-        Every candidate of the default fit (the starts, then the W-steps'
-        iterates): ``candidate``, ``criterion`` and ``labels``. None outside
-        the default fit.
+        Every candidate of "select" (the starts, then the W-steps'
+        iterates): ``candidate``, ``criterion`` and ``labels``. None for
+        "alternate".
     kernel_ : Kernel
         The W-step kernel with fitted parameters.
     affinity_ : Kernel or None
@@ -182,7 +204,7 @@ COMMON_ATTRS = r"""
         of 50 features: ISMClustering 0.34 -> 0.91); ``components_`` is zero
         elsewhere.
     start_ : int
-        Default fit: the index in ``selection_`` of the kept start. KDAC
+        "select": the index in ``selection_`` of the kept start. KDAC
         against a visible existing clustering: which of its runs was kept
         (the feature start is 1, see its Notes; 0 when there was one run).
     start_gaps_ : ndarray or None

@@ -23,7 +23,7 @@ from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussia
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
 from ..reduction.groups import cluster_importances
-from .criterion import PartitionCriterion
+from .criterion import PartitionCriterion, choose
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
 from .screen import screen_features
 from .selection import scored_starts
@@ -397,7 +397,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
             # the default fit's starts on X and the criterion that judges the rounding
             found = scored_starts(X, k, local, screen=False,
                                   local_start=out.stop_reason == "fragmented start",
-                                  spectra=False, random_state=seed)
+                                  random_state=seed)
         if out.stop_reason == "fragmented start":
             warnings.warn(f"KNetClustering did not train: at sigma={kernel.sigma:.4g} the kernel "
                           "isolates points of X (more of the objective comes from the points' "
@@ -468,13 +468,16 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
                                                dense_solver="lanczos", tol=START_TOL)
             candidates["local"] = njw_labels(U_local, k, random_state=seed)
         if starts is not None:
-            candidates.update({c.name: c.labels for c in starts.candidates})
+            # the starts on X; "X kmeans" is not the k-means on psi(X) named "kmeans"
+            candidates.update({("X kmeans" if c.name == "kmeans" else c.name): c.labels
+                               for c in starts.candidates})
             judge = starts.criterion
         else:
             judge = PartitionCriterion(X, k)
-        self.partition_criterion_ = dict(zip(candidates, judge.scores(candidates.values())))
+        assessments = judge.assess(candidates.values())
+        self.partition_criterion_ = {name: a.criterion for name, a in zip(candidates, assessments)}
         # ties keep the earlier candidate (k-means, then the learned kernel's)
-        self.rounding_ = min(candidates, key=lambda name: self.partition_criterion_[name])
+        self.rounding_ = list(candidates)[choose(assessments)]
         self.labels_ = candidates[self.rounding_]
         self.U_ = U
         self.degrees_ = degrees
