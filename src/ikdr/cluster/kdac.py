@@ -324,6 +324,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
             return measure
 
         strategy = self._strategy(X, side)
+        if self.strategy == "auto" and self.existing_dependence_ >= FEATURE_START_DEPENDENCE:
+            strategy = "alternate"      # the existing clustering is visible: leave it out
         if strategy == "select" and self.existing_dependence_ < FEATURE_START_DEPENDENCE:
             # Nothing to leave out: the existing clustering is not visible in X, so its
             # HSIC with XW is the same for every W in expectation and its penalty, of the

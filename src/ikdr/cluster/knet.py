@@ -26,7 +26,7 @@ from ..reduction.groups import cluster_importances
 from .criterion import PartitionCriterion, choose
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
 from .screen import screen_features
-from .selection import scored_starts
+from .selection import scored_starts, selection_points
 
 __all__ = ["KNetClustering"]
 
@@ -394,8 +394,13 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         finally:
             report.close()
         if auto:
-            # the default fit's starts on X and the criterion that judges the rounding
-            found = scored_starts(X, k, local, screen=False,
+            # the selection's starts on every feature (wide X: its leading singular
+            # vectors) and the criterion that judges the rounding there: candidates
+            # found on the screened features and on all of them on one footing
+            points, basis = selection_points(every_feature, random_state=seed)
+            own = columns is None and basis is None      # the points are X: its kernel
+            found = scored_starts(points, k, local if own else auto_kernel(points, k),
+                                  screen=False,
                                   local_start=out.stop_reason == "fragmented start",
                                   random_state=seed)
         if out.stop_reason == "fragmented start":

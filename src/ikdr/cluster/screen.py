@@ -14,7 +14,7 @@ from .._utils.sampling import sample_index
 from ..kernels import Gaussian
 from ..spectral import auto_kernel, spectral_embedding, spectral_gap
 
-__all__ = ["FEATURE_GAP_SCALE", "FEATURE_GAP_MAX_SAMPLES", "FEATURE_GAP_BINS", "SCREEN_MIN_GAP",
+__all__ = ["no_structure", "FEATURE_GAP_SCALE", "FEATURE_GAP_MAX_SAMPLES", "FEATURE_GAP_BINS", "SCREEN_MIN_GAP",
            "SCREEN_GAP_MARGIN", "SCREEN_NO_STRUCTURE", "SCREEN_STRUCTURE", "SCREEN_MAX_SAMPLES",
            "median_pairwise_distance_1d", "feature_gaps", "screen_features", "screen_candidates",
            "screen_taken"]
@@ -228,6 +228,14 @@ def screen_candidates(X, *, random_state=None):
     if columns.size == 0 or columns.size == scores.shape[0]:
         return None, scores
     return columns, scores
+
+
+def no_structure(values):
+    """Whether a local-scaling U-step's k descending eigenvalues show no k clusters: the
+    (k-1)-th, the weakest direction that separates k clusters, below
+    :data:`SCREEN_NO_STRUCTURE`."""
+    values = np.asarray(values)
+    return bool(values[values.shape[0] - 2] < SCREEN_NO_STRUCTURE)
 
 
 def screen_taken(values_all, values_screened):

@@ -11,7 +11,8 @@ label-free criterion.
    features :func:`ikdr.cluster.screen.screen_features` takes, when it takes a
    few.
 2. **Criterion.** Every start is judged on the same footing, every feature of
-   the points, by :class:`ikdr.cluster.criterion.PartitionCriterion` (the
+   the points (or, when every feature's local affinity holds no k clusters at
+   all and the screen was taken, every screened feature), by :class:`ikdr.cluster.criterion.PartitionCriterion` (the
    multi-graph cut over the compactness); :func:`ikdr.cluster.criterion.choose`
    keeps the best.
 3. **W-steps.** From the chosen start, ISM's alternation: a W-step (ISM on the
@@ -21,7 +22,8 @@ label-free criterion.
    An iterate is kept only while the criterion prefers it (a guided paradigm
    also accepts a criterion at most :data:`GUIDED_TOLERANCE` higher when its
    own objective rises); the first that it does not prefer, a change of the
-   embedding below ``tol`` or ``max_iter`` W-steps end the run.
+   embedding below ``tol`` (a guided run: also a relative rise of its objective
+   below ``tol``) or ``max_iter`` W-steps end the run.
 4. **W.** The kept iterate's W, or, when no W-step was kept, the first
    W-step's: the q-dimensional subspace in which ISM's kernel best matches
    the chosen clusters (its ``feature_importances_``).
@@ -54,7 +56,7 @@ from ..spectral import (DENSE_MAX_N, START_TOL, affinity_embedding, auto_kernel,
 from .alternation import AlternationOptions, default_n_components
 from .criterion import Assessment, PartitionCriterion
 from .neighbours import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbours, neighbour_graph
-from .screen import screen_candidates, screen_taken
+from .screen import no_structure, screen_candidates, screen_taken
 
 __all__ = ["Candidate", "Selection", "Starts", "scored_starts", "graph_start", "kernel_start",
            "kmeans_start", "selection_points", "GUIDED_TOLERANCE", "LOCAL_START_MAX_N",
@@ -65,9 +67,10 @@ __all__ = ["Candidate", "Selection", "Starts", "scored_starts", "graph_start", "
 #: of ``benchmarks/bench_clustering_quality.py``)
 W_STEP_MAX_ITER = 3
 #: a guided paradigm (expert scores, an existing clustering) keeps an iterate whose
-#: criterion is at most this much higher when its own objective rises: its guidance
-#: may choose among clusterings the data hold about equally well
-GUIDED_TOLERANCE = 0.02
+#: criterion (a log) is at most this much higher when its own objective rises, its
+#: cut over compactness at most 1.65 times the best's: its guidance may choose among
+#: clusterings the data hold about equally well (two axes of four blobs differ by 0.45)
+GUIDED_TOLERANCE = 0.5
 #: rows above which the local-scaling start is left out: its spectral problem is n x n
 #: (fused products, never formed), and above this size k-means and the 10-NN graph
 #: are the starts the field runs (``benchmarks/bench_clustering_real.py --scaling``)
@@ -287,22 +290,27 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, rando
             kernels["screened"] = screened_kernel
         else:
             columns = None
-    criterion = PartitionCriterion(X, k, random_state=random_state, n_threads=n_threads)
+    # every candidate on one footing: every feature, or, where every feature's local
+    # affinity holds no k clusters at all (the noise features drown the few that
+    # cluster), the screened features
+    judged_on = X
+    if columns is not None and no_structure(candidates[2].eigenvalues):
+        judged_on = np.ascontiguousarray(X[:, columns])
+    criterion = PartitionCriterion(judged_on, k, random_state=random_state, n_threads=n_threads)
     for c, judged in zip(candidates, criterion.assess([c.labels for c in candidates])):
         c.assessment = judged
     return Starts(candidates, criterion, kernels, columns, scores)
 
 
 def _accepts(new, best, guided, objective_rose):
-    """Whether a W-step's iterate replaces the best so far (see the module): the
-    criterion prefers it (a separated partition first), or, for a guided paradigm
-    whose objective rose, it is as separated and at most :data:`GUIDED_TOLERANCE`
-    worse."""
+    """Whether a W-step's iterate replaces the best so far (see the module): for a
+    guided paradigm whose objective rose, a criterion at most :data:`GUIDED_TOLERANCE`
+    worse; otherwise the criterion's preference (a separated partition first)."""
+    if guided and objective_rose and new.criterion <= best.criterion + GUIDED_TOLERANCE:
+        return True
     if new.assessment.separated != best.assessment.separated:
         return new.assessment.separated
-    if new.criterion < best.criterion:
-        return True
-    return guided and objective_rose and new.criterion <= best.criterion + GUIDED_TOLERANCE
+    return new.criterion < best.criterion
 
 
 class WStepRun:
@@ -445,9 +453,13 @@ def refine(X, start, kernel, criterion, build_gamma, options: AlternationOptions
         if not accepted:
             converged = True
             break
+        rise = terms["objective"] - best_terms["objective"]
         best, best_terms, W = new, terms, result.components
         gamma = run.gamma(new)
-        if u_change < options.tol:
+        # settled: the embedding barely moved, or (a guided run, which may keep
+        # iterates the criterion does not prefer) its objective barely rose
+        if u_change < options.tol or (options.guided and
+                                      rise <= options.tol * abs(terms["objective"])):
             converged = True
             break
     phi: Optional[np.ndarray] = weights.get(best.name if best.components is not None else None)
