@@ -14,7 +14,8 @@ features they were found on):
   the share of each cluster's edge weight that leaves it (0: the clusters
   are disconnected). The judges J are the symmetric 10- and 20-nearest-neighbour
   graphs of X and its dense local-scaling affinity
-  (:func:`ikdr.spectral.auto_kernel`);
+  (:func:`ikdr.spectral.auto_kernel`), on X's distinct rows (copies of a row
+  are one point, labelled as the first copy);
 * the **compactness**: the Calinski-Harabasz ratio CH(P), between-cluster over
   within-cluster dispersion, each per degree of freedom.
 
@@ -22,11 +23,15 @@ The criterion is
 
 .. math:: c(P) = \log \max(\mathrm{cut}(P), \epsilon) - \log \mathrm{CH}(P)
 
-(lower is better; :math:`\epsilon` = :data:`CUT_FLOOR`), with one preference
-before it: a partition whose graph cuts are all below :math:`\epsilon`
-(*separated*: no neighbourhood edge leaves its clusters) is preferred to one
-that is not, since a clean cut of the neighbourhood graphs is what
-non-convex clusters (moons, rings) have and what the compactness cannot see.
+(lower is better; :math:`\epsilon` = :data:`CUT_FLOOR`: below it the compactness
+alone decides), with two preferences before it (:func:`choose`): partitions
+whose smallest cluster holds at least :data:`MIN_CLUSTER_SHARE` of an even
+split's rows (*admissible*) over those that do not, and among them a
+*separated* partition, one whose graph cuts are all below :data:`SEPARATED_CUT`
+(no neighbourhood edge leaves its clusters) and whose smallest cluster holds at
+least :data:`BALANCE` of an even split's rows, over one that is not: a clean
+cut of the neighbourhood graphs is what non-convex clusters (moons, rings)
+have and what the compactness cannot see.
 
 Why both. On public labelled data (``benchmarks/bench_clustering_real.py
 --criteria``) a lower cut alone is not a truer clustering: the published
@@ -55,15 +60,28 @@ from .._utils.labels import one_hot
 from ..spectral import auto_kernel
 from .neighbours import nearest_neighbours, neighbour_graph
 
-__all__ = ["Assessment", "CUT_FLOOR", "JUDGE_NEIGHBORS", "PartitionCriterion", "SCORE_ROWS",
+__all__ = ["Assessment", "BALANCE", "CUT_FLOOR", "MIN_CLUSTER_SHARE", "SEPARATED_CUT", "JUDGE_NEIGHBORS", "PartitionCriterion", "SCORE_ROWS",
            "choose", "normalised_cut"]
 
 #: the neighbourhood sizes of the criterion's graph judges (10 is scikit-learn's
 #: SpectralClustering default; two sizes so that no one graph's artefacts decide)
 JUDGE_NEIGHBORS = (10, 20)
-#: cuts below this are "no edge leaves the clusters": they count as equal in the
-#: criterion, and a partition whose graph cuts are all below it is *separated*
-CUT_FLOOR = 1e-3
+#: cuts below this count as equal in the criterion, where the compactness alone
+#: decides: a few neighbourhood edges leaving a cluster say little about which of two
+#: partitions is truer (on public data the published classes cut more edges than
+#: k-means' or spectral clustering's partitions: ``benchmarks/bench_clustering_real.py
+#: --criteria``), and a partition that isolates a small clump of near-copies cuts
+#: almost none
+CUT_FLOOR = 0.05
+#: graph cuts below this are "no edge leaves the clusters": such a partition, if
+#: *balanced*, is *separated* and preferred (two moons, two rings)
+SEPARATED_CUT = 1e-3
+#: a partition is *balanced* when its smallest cluster holds at least this share of the
+#: n / k rows of an even split, and *admissible* when it holds at least
+#: :data:`MIN_CLUSTER_SHARE` of them (k-means of data with outliers can give an outlier
+#: a cluster of its own, and a graph with a disconnected clump a cluster of the clump)
+BALANCE = 0.5
+MIN_CLUSTER_SHARE = 0.05
 #: rows the judges score at most (a fixed sample above): the local affinity on them is
 #: formed densely, 72 MB at this size
 SCORE_ROWS = 3000
@@ -121,19 +139,23 @@ def calinski_harabasz(Z, labels):
 @dataclass(frozen=True)
 class Assessment:
     """One partition's judgement: ``criterion`` (lower is better, see the module),
-    ``separated`` (every graph cut below :data:`CUT_FLOOR`), ``cut`` (the judges'
-    mean cut) and ``compactness`` (its Calinski-Harabasz ratio)."""
+    ``separated`` (balanced, every graph cut below :data:`SEPARATED_CUT`), ``cut`` (the
+    judges' mean cut), ``compactness`` (its Calinski-Harabasz ratio) and
+    ``admissible`` (no cluster below :data:`MIN_CLUSTER_SHARE` of an even split)."""
 
     criterion: float
     separated: bool
     cut: float
     compactness: float
+    admissible: bool = True
 
 
 def choose(assessments: Sequence[Assessment]) -> int:
-    """The index of the best of several assessed partitions: the lowest criterion among
-    the separated ones when any is, else among all (ties: the earlier)."""
-    pool = [i for i, a in enumerate(assessments) if a.separated] or range(len(assessments))
+    """The index of the best of several assessed partitions: among the admissible ones
+    (all when none is), the lowest criterion of the separated ones when any is, else
+    of all of them (ties: the earlier)."""
+    pool = [i for i, a in enumerate(assessments) if a.admissible] or list(range(len(assessments)))
+    pool = [i for i in pool if assessments[i].separated] or pool
     return min(pool, key=lambda i: (assessments[i].criterion, i))
 
 
@@ -175,13 +197,20 @@ class PartitionCriterion:
             self.rows = np.sort(rng.choice(self.n, SCORE_ROWS, replace=False))
             X = X[self.rows]
         self.Z = np.ascontiguousarray(X)
-        neighbours = nearest_neighbours(self.Z, max(JUDGE_NEIGHBORS))
-        self.graphs = [neighbour_graph(neighbours[1], m) for m in JUDGE_NEIGHBORS]
+        # the graphs join distinct points: copies of a row are one point (else a clump
+        # of repeated rows is a clique no partition cuts, and any partition that keeps
+        # the clumps whole looks separated)
+        distinct, self.first = np.unique(self.Z, axis=0, return_index=True)
+        self.first = None if distinct.shape[0] == self.Z.shape[0] else np.sort(self.first)
+        points = self.Z if self.first is None else self.Z[self.first]
+        m = points.shape[0]
+        neighbours = nearest_neighbours(points, min(max(JUDGE_NEIGHBORS), m - 1))
+        self.graphs = [neighbour_graph(neighbours[1], min(size, m - 1))
+                       for size in JUDGE_NEIGHBORS] if m > 1 else []
         self.K = None
-        m = self.Z.shape[0]
-        # fewer than 3 rows per cluster, or every row the same: no local scales
-        if m >= 3 * self.n_clusters and np.any(self.Z != self.Z[:1]) and fits_memory(8 * m * m):
-            self.K = auto_kernel(self.Z, self.n_clusters).matrix(self.Z, n_threads=n_threads)
+        # fewer than 3 points per cluster: no local scales
+        if m >= 3 * self.n_clusters and fits_memory(8 * m * m):
+            self.K = auto_kernel(points, self.n_clusters).matrix(points, n_threads=n_threads)
 
     def _scored(self, labels):
         labels = np.asarray(labels)
@@ -191,7 +220,10 @@ class PartitionCriterion:
         return labels if self.rows is None else labels[self.rows]
 
     def _judge_cuts(self, partitions):
-        """Judges x partitions cuts: one product per judge for all of them."""
+        """Judges x partitions cuts: one product per judge for all of them (each distinct
+        point labelled as its first copy)."""
+        if self.first is not None:
+            partitions = [labels[self.first] for labels in partitions]
         Ys = [_indicators(labels, self.n_clusters) for labels in partitions]
         Y = np.hstack(Ys)
         splits = np.cumsum([block.shape[1] for block in Ys])[:-1]
@@ -215,10 +247,14 @@ class PartitionCriterion:
         for j, labels in enumerate(partitions):
             cut = float(np.mean(cuts[:, j]))
             compactness = calinski_harabasz(self.Z, labels)
-            separated = bool(np.all(cuts[:len(self.graphs), j] < CUT_FLOOR))
+            smallest = np.bincount(np.unique(labels, return_inverse=True)[1].reshape(-1),
+                                   minlength=self.n_clusters).min() * self.n_clusters / len(labels)
+            separated = bool(smallest >= BALANCE and
+                             np.all(cuts[:len(self.graphs), j] < SEPARATED_CUT))
             criterion = (np.inf if compactness <= 0 else
                          float(np.log(max(cut, CUT_FLOOR)) - np.log(compactness)))
-            out.append(Assessment(criterion, separated, cut, compactness))
+            out.append(Assessment(criterion, separated, cut, compactness,
+                                  bool(smallest >= MIN_CLUSTER_SHARE)))
         return out
 
     def __call__(self, labels) -> float:

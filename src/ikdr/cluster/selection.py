@@ -54,7 +54,7 @@ from ..solver.driver import solve_ism
 from ..spectral import (DENSE_MAX_N, START_TOL, affinity_embedding, auto_kernel,
                         dense_step_bytes, njw_labels, spectral_embedding)
 from .alternation import AlternationOptions, default_n_components
-from .criterion import Assessment, PartitionCriterion
+from .criterion import Assessment, PartitionCriterion, choose
 from .neighbours import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbours, neighbour_graph
 from .screen import no_structure, screen_candidates, screen_taken
 
@@ -304,13 +304,14 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, rando
 
 def _accepts(new, best, guided, objective_rose):
     """Whether a W-step's iterate replaces the best so far (see the module): for a
-    guided paradigm whose objective rose, a criterion at most :data:`GUIDED_TOLERANCE`
-    worse; otherwise the criterion's preference (a separated partition first)."""
-    if guided and objective_rose and new.criterion <= best.criterion + GUIDED_TOLERANCE:
+    guided paradigm whose objective rose, an admissible one with a criterion at most
+    :data:`GUIDED_TOLERANCE` worse; otherwise the criterion's preference
+    (:func:`ikdr.cluster.criterion.choose`; ties keep the best so far)."""
+    if guided and objective_rose and new.assessment.admissible and \
+            new.criterion <= best.criterion + GUIDED_TOLERANCE:
         return True
-    if new.assessment.separated != best.assessment.separated:
-        return new.assessment.separated
-    return new.criterion < best.criterion
+    return choose([best.assessment, new.assessment]) == 1 and \
+        new.assessment != best.assessment
 
 
 class WStepRun:
