@@ -52,7 +52,7 @@ from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import solve_ism
 from ..spectral import (DENSE_MAX_N, START_TOL, affinity_embedding, auto_kernel,
-                        dense_step_bytes, njw_labels, spectral_embedding)
+                        dense_step_bytes, njw_labels, one_thread, spectral_embedding)
 from .alternation import AlternationOptions, default_n_components
 from .criterion import Assessment, PartitionCriterion, choose
 from .neighbours import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbours, neighbour_graph
@@ -171,9 +171,13 @@ def _in_kernel(Z, kernel, U, n_threads=None):
 
 
 def kmeans_u_step(Z, n_clusters, *, random_state=None):
-    """Labels and U of k-means on Z (``n_init=10``; U: the partition's indicators)."""
-    labels = KMeans(n_clusters=int(n_clusters), n_init=10,
-                    random_state=random_state).fit(Z).labels_
+    """Labels and U of k-means on Z (``n_init=10``; U: the partition's indicators).
+
+    On one thread: its OpenMP threads and the kernel passes' own contend for the
+    cores, and k-means of a few thousand rows is light (``spectral.one_thread``)."""
+    with one_thread():
+        labels = KMeans(n_clusters=int(n_clusters), n_init=10,
+                        random_state=random_state).fit(Z).labels_
     return labels, _partition_embedding(labels, n_clusters)
 
 
