@@ -353,7 +353,9 @@ def run_conditions(script, argv):
     except OSError:  # pragma: no cover - not on every platform
         load = None
     argv = list(sys.argv[1:] if argv is None else argv)
-    return {"command": " ".join(["python", f"benchmarks/{script}", *argv]),
+    # a bare name is a script of this folder; a study passes its path from the root
+    path = script if "/" in script else f"benchmarks/{script}"
+    return {"command": " ".join(["python", path, *argv]),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine_summary(), "load_average": load}
 
@@ -372,7 +374,8 @@ def head_lines(title, conditions, details=()):
 
 
 def results_head(title, script, argv=None, details=()):
-    """:func:`head_lines` for a run of ``benchmarks/<script>`` with ``argv`` (default: this
+    """:func:`head_lines` for a run of ``benchmarks/<script>`` (or of ``script``, a path from
+    the repository root, such as ``studies/markers.py``) with ``argv`` (default: this
     process's arguments), measured now."""
     return head_lines(title, run_conditions(script, argv), details)
 

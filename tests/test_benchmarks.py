@@ -1,12 +1,15 @@
-"""The benchmarks folder keeps its own rules: every script listed in its README, and
-ikdr's internals imported only where the script says why."""
+"""The benchmarks and studies folders keep their own rules: every script listed in its
+folder's README, every file a README names present, and ikdr's internals imported only
+where the script says why."""
 import ast
 import re
 from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+FOLDERS = [BENCHMARKS, ROOT / "studies"]
 pytestmark = pytest.mark.skipif(not (BENCHMARKS / "README.md").exists(),
                                 reason="the benchmarks are not in this tree (an installed wheel)")
 
@@ -16,17 +19,53 @@ PUBLIC = {"ikdr", "ikdr.kernels", "ikdr.gamma", "ikdr.distributed", "ikdr.spectr
           "ikdr.metrics", "ikdr.graph", "ikdr.datasets"}
 
 
-def _scripts():
-    return sorted(p for p in BENCHMARKS.rglob("*.py") if p.name != "__init__.py"
-                  and ".asv" not in p.parts)
+def _scripts(folder=None):
+    return sorted(p for f in ([folder] if folder else FOLDERS) for p in f.rglob("*.py")
+                  if p.name != "__init__.py" and ".asv" not in p.parts)
 
 
-def test_every_script_is_listed_in_the_readme():
-    readme = (BENCHMARKS / "README.md").read_text()
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
+def test_every_script_is_listed_in_the_readme(folder):
+    readme = (folder / "README.md").read_text()
     listed = set(re.findall(r"`([\w/.]+\.py)`", readme))
-    missing = [str(p.relative_to(BENCHMARKS)) for p in _scripts()
-               if str(p.relative_to(BENCHMARKS)) not in listed]
-    assert missing == [], f"not in benchmarks/README.md: {missing}"
+    missing = [str(p.relative_to(folder)) for p in _scripts(folder)
+               if str(p.relative_to(folder)) not in listed]
+    assert missing == [], f"not in {folder.name}/README.md: {missing}"
+
+
+#: a file or folder a README names: in code spans (`results/sparse.md`) and link targets
+NAMED_PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)*/?)`|\]\(([^)#\s]+)\)")
+FILE_LIKE = re.compile(r"/|\.(?:py|md|json|jsonl|png|toml)$")
+
+
+def named_paths(text):
+    """The paths a README names, as written: each code span that is a bare path (no
+    spaces, no placeholder such as ``<name>``) with a folder or a file suffix, and each
+    relative link target."""
+    found = []
+    for span, link in NAMED_PATH.findall(text):
+        path = span or link
+        if ("://" in path or not FILE_LIKE.search(path) or path.startswith("/")
+                or re.fullmatch(r"\.\w+", path)):          # a suffix alone: "the `.md` files"
+            continue
+        found.append(path)
+    return found
+
+
+def test_named_paths_catches_a_missing_page(tmp_path):
+    text = "| `bench_x.py` | writes `results/nothing_here.md` and [a page](../nowhere.md) |"
+    assert named_paths(text) == ["bench_x.py", "results/nothing_here.md", "../nowhere.md"]
+    assert named_paths("`pip install \".[bench]\"`, `--out DIR`, `ikdr.solver`, `.json`") == []
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
+def test_every_path_the_readme_names_exists(folder):
+    """The README lists only what exists: a results page, script, figure or folder it names
+    is in the tree, relative to the README's folder or to the repository root. A page that
+    a script writes but no committed run holds is named in plain text, "(no run committed)"."""
+    missing = [path for path in named_paths((folder / "README.md").read_text())
+               if not ((folder / path).exists() or (ROOT / path).exists())]
+    assert missing == [], f"{folder.name}/README.md names files that do not exist: {missing}"
 
 
 def _internal_imports(path):

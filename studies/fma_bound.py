@@ -25,7 +25,7 @@ Python). The pass evaluates n (n + b) / 2 entries, b = 512 rows a block: each
 off-diagonal block of the symmetric pass once, the diagonal blocks whole.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 \\
-        python benchmarks/bench_fma_bound.py --out benchmarks/results/fma_bound.md
+        python studies/fma_bound.py --out studies/results/fma_bound.md
 
 Timings need a quiet machine (one thread, but a neighbour on the same core halves it).
 """
@@ -40,7 +40,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "benchmarks"))  # _peers
 
 #: FMA and multiply instructions per element of the exp (simd.hpp) and around it in
 #: the single-Gaussian tile (tile_ops.hpp, gaussian_tile)
@@ -139,7 +139,7 @@ def main():
                      f"{r['gram_rate'] / 1e9:.1f} G | {r['peak'] / 1e9:.1f} G | "
                      f"{r['gram_fraction']:.2f} | {r['rest_ns']:.3f} | {r['rest_fraction']:.2f} |")
         print(lines[-1], flush=True)
-    text = "\n".join([*results_head("The exact pass against the FMA peak", "bench_fma_bound.py",
+    text = "\n".join([*results_head("The exact pass against the FMA peak", "studies/fma_bound.py",
                                     details=[f"n = {args.n}, one thread, Gaussian kernel, "
                                              "factored supervised Gamma (10 classes), objective "
                                              "pass (no right-hand side)"]), *lines]) + "\n"

@@ -2,9 +2,9 @@
 
 Run from a checkout, with ikdr installed (or ``PYTHONPATH=src``)::
 
-    python benchmarks/reproduce.py --list
-    python benchmarks/reproduce.py ism-supervised kdac --quick --out report/
-    python benchmarks/reproduce.py --out report/ --data-dir ../shared/data
+    python studies/reproduce.py --list
+    python studies/reproduce.py ism-supervised kdac --quick --out report/
+    python studies/reproduce.py --out report/ --data-dir ../shared/data
 
 Every experiment is a function of a :class:`Context` returning a
 :class:`Result` (tables of "paper vs ikdr" rows, figures, notes and what was
@@ -897,7 +897,7 @@ def _environment(ctx, argv):
             f"{platform.machine()} ({os.cpu_count()} CPUs), {get_num_threads()} ikdr thread(s), "
             f"load average {load}",
             f"- {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-            f"command: `python benchmarks/reproduce.py {' '.join(argv)}`",
+            f"command: `python studies/reproduce.py {' '.join(argv)}`",
             f"- mode: {'--quick (reduced data sets, folds and sizes)' if ctx.quick else 'full'}; "
             f"seed {ctx.seed}; shared data: {data}",
             "- figures: " + ("PNG files beside this report" if ctx.plotting else
@@ -975,7 +975,7 @@ def run(names, out, *, quick=False, data_dir=None, seed=0, progress=None, detail
 
 def build_parser():
     p = argparse.ArgumentParser(
-        prog="python benchmarks/reproduce.py",
+        prog="python studies/reproduce.py",
         description="Rerun the papers' experiments that can run here and write DIR/report.md "
                     "with paper-vs-ikdr tables and PNG figures (matplotlib: pip install "
                     "matplotlib). Run from a checkout of ikdr, with ikdr installed.")

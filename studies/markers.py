@@ -28,7 +28,7 @@ larger in the type; the global ranking takes each type's best in turn).
 
 Usage::
 
-    python benchmarks/bench_markers.py [--seeds 0 1 2] [--data pbmc68k simulated] [--out DIR]
+    python studies/markers.py [--seeds 0 1 2] [--data pbmc68k simulated] [--out DIR]
 
 ``--out DIR`` writes ``DIR/markers.md`` and ``.json`` in the format of the other results files.
 """
@@ -45,7 +45,7 @@ import numpy as np
 import ikdr
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "benchmarks"))  # _peers
 from _peers import run_conditions, write_results  # noqa: E402
 
 #: the 10 ``bulk_labels`` types of pbmc68k_reduced and their canonical markers present among
@@ -198,7 +198,7 @@ def main(argv=None):
                    default=["pbmc68k", "simulated"])
     p.add_argument("--out", help="write markers.md and .json to this directory")
     args = p.parse_args(argv)
-    conditions = run_conditions("bench_markers.py", argv)
+    conditions = run_conditions("studies/markers.py", argv)
     body, records = [], []
     for name in args.data:
         lines = [f"## {name}", "",

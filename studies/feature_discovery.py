@@ -63,7 +63,7 @@ substring of their name, among those of the run. ``--quick`` runs the small task
 on a busy 2-core machine), ``--full`` the 5,000-row tasks and 20,000 x 20 (about half an hour).
 Usage::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_feature_discovery.py [--quick | --full]
+    OMP_NUM_THREADS=1 python studies/feature_discovery.py [--quick | --full]
         [--seeds 0 1 2] [--only parity Friedman] [--section recall heldout papers]
         [--ism defaults "all features"] [--skip-peers] [--json run.json] [--out DIR]
 
@@ -96,7 +96,7 @@ import numpy as np
 import ikdr
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "benchmarks"))  # _peers
 from _peers import recall_at_k  # noqa: E402
 
 # ---------------------------------------------------------------------------- tasks
@@ -682,7 +682,7 @@ def main(argv=None):
 def run(args):
     from _peers import run_conditions, write_results
 
-    conditions = run_conditions("bench_feature_discovery.py", args.argv)
+    conditions = run_conditions("studies/feature_discovery.py", args.argv)
     _log(conditions["machine"])
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     tasks = select_tasks(args)
