@@ -1,9 +1,10 @@
-"""Helpers shared by the benchmark scripts.
+"""Helpers shared by the benchmark scripts and the studies (``studies/``).
 
-Peers measured in the same run as ikdr: plain dense numpy implementations of
-the same formulas (form Psi, form Phi = X^T L(Psi) X, eigh) and pymanopt's
-manifold solvers on ikdr's objective; the Table 4 data sets; peak-RSS and
-machine reporting."""
+The one timer (:func:`timed`, :func:`best_time`, :func:`best_times`) and the one GEMM
+rate (:func:`gemm_rate`) every script measures with; peers measured in the same run as
+ikdr: plain dense numpy implementations of the same formulas (form Psi, form
+Phi = X^T L(Psi) X, eigh) and pymanopt's manifold solvers on ikdr's objective; the
+Table 4 data sets; peak-RSS and machine reporting; the results writer."""
 from __future__ import annotations
 
 import os
@@ -146,9 +147,25 @@ def machine_summary():
             f"numpy {np.__version__}, BLAS {blas}; OPENBLAS overrides {overrides or 'none'}")
 
 
+def timed(fn, *args, repeat=1, clock=time.perf_counter, quiet=False, **kwargs):
+    """``(fn(*args, **kwargs), seconds)``: the result of the last call and the least time of
+    ``repeat`` calls on ``clock`` (wall time; ``time.process_time`` for the CPU seconds of
+    this process). ``quiet``: warnings silenced, so a fit that warns is timed as one that
+    does not (the message would otherwise print inside the timing)."""
+    best = np.inf
+    for _ in range(repeat):
+        with warnings.catch_warnings():
+            if quiet:
+                warnings.simplefilter("ignore")
+            t0 = clock()
+            out = fn(*args, **kwargs)
+            best = min(best, clock() - t0)
+    return out, best
+
+
 def best_time(fn, repeat):
     """Best wall time in seconds of ``repeat`` calls of ``fn``."""
-    return best_times([fn], repeat)[0]
+    return timed(fn, repeat=repeat)[1]
 
 
 def best_times(fns, repeat):
@@ -160,21 +177,38 @@ def best_times(fns, repeat):
     best = [np.inf] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
+            best[i] = min(best[i], timed(fn)[1])
     return best
 
 
-def gemm_rate(size=2048, dtype=np.float64, repeat=3):
-    """Flop/s of one ``size`` x ``size`` x ``size`` GEMM with numpy's BLAS on its default
-    threads, the best of ``repeat`` after one untimed call: the machine's dense rate
-    measured in the same run as the timings it stands beside."""
+def gemm_rate(size=2048, inner=None, cols=None, dtype=np.float64, repeat=3, threads=None,
+              calls=1, transposed=False):
+    """Flop/s of numpy's BLAS on one ``size`` x ``inner`` by ``inner`` x ``cols`` GEMM (both
+    default to ``size``), the best of ``repeat`` after one untimed call: the machine's dense
+    rate measured in the same run as the timings it stands beside.
+
+    ``threads``: the BLAS's threads for the measurement (None: its default). ``calls``:
+    GEMMs per timed call, for a product small enough to stay in cache (the FMA peak of
+    one core), whose single call is too short to time. ``transposed``: the product is
+    ``A.T @ B`` with A stored ``inner`` x ``size``, the shape of a pass's ``X^T C``."""
+    from threadpoolctl import threadpool_limits
+
+    inner = size if inner is None else inner
+    cols = size if cols is None else cols
     rng = np.random.default_rng(0)
-    A, B = (rng.standard_normal((size, size)).astype(dtype) for _ in range(2))
-    C = np.empty((size, size), dtype=dtype)
-    np.matmul(A, B, out=C)
-    return 2.0 * size ** 3 / best_time(lambda: np.matmul(A, B, out=C), repeat)
+    A = rng.standard_normal((inner, size) if transposed else (size, inner)).astype(dtype)
+    A = A.T if transposed else A
+    B = rng.standard_normal((inner, cols)).astype(dtype)
+    C = np.empty((size, cols), dtype=dtype)
+
+    def run():
+        for _ in range(calls):
+            np.matmul(A, B, out=C)
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        run()
+        seconds = best_time(run, repeat)
+    return 2.0 * size * inner * cols * calls / seconds
 
 
 def emit(text, out=None):

@@ -81,7 +81,6 @@ import io
 import json
 import os
 import sys
-import time
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -97,7 +96,7 @@ import ikdr
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "benchmarks"))  # _peers
-from _peers import recall_at_k  # noqa: E402
+from _peers import recall_at_k, timed  # noqa: E402
 
 # ---------------------------------------------------------------------------- tasks
 
@@ -246,12 +245,6 @@ TIERS = {"quick": ("quick",), "default": ("quick", "default"), "full": ("quick",
 
 # ------------------------------------------------------------------- ISM configurations
 
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
-
-
 #: name -> keyword arguments of ikdr.ISM (besides random_state). The key "sigma_q_from" names
 #: another configuration: its fitted bandwidth and q on the same rows are passed as
 #: ``sigma=`` and ``n_components=`` (a fit that differs from it only in what the other
@@ -294,7 +287,7 @@ def fit_ism(config, X, y, seed, fitted=None):
     """Fit a configuration (timed: the fit alone) and add it to ``fitted``."""
     fitted = {} if fitted is None else fitted
     estimator = ism_estimator(config, seed, fitted, (X, y))
-    model, seconds = _timed(lambda: estimator.fit(X, y))
+    model, seconds = timed(lambda: estimator.fit(X, y))
     fitted[config] = model
     return model, seconds
 
@@ -415,7 +408,7 @@ def _ism_importance(config, fitted, X, y, k, seed):
 
 def _peer_importance(peer):
     def run(X, y, k, seed):
-        importance, seconds = _timed(lambda: peer(X, y, k, seed))
+        importance, seconds = timed(lambda: peer(X, y, k, seed))
         return importance, seconds, {}
     return run
 
@@ -469,7 +462,7 @@ def papers_section(configs, seed=0):
             record = {"data": load.__name__[5:], "config": config}
             try:
                 model = make_pipeline(StandardScaler(), ism_estimator(config, seed), SVC())
-                scores, seconds = _timed(lambda: cross_val_score(model, X, y, cv=cv,
+                scores, seconds = timed(lambda: cross_val_score(model, X, y, cv=cv,
                                                                  error_score="raise"))
             except Exception as err:
                 _log(f"# papers' data: {record['data']} {config}: {type(err).__name__}: {err}")

@@ -54,24 +54,12 @@ def entries(n):
     return n * (n + BLOCK_ROWS) / 2.0
 
 
-def gemm_rate(dtype, repeat):
-    """Multiply-adds per second of one thread's in-cache GEMM (the FMA peak)."""
-    from threadpoolctl import threadpool_limits
+def fma_peak(dtype, repeat):
+    """Multiply-adds per second of one thread's in-cache GEMM (192 x 192, 50 products per
+    timed call): the FMA peak, half its flop rate."""
+    from _peers import gemm_rate
 
-    from _peers import best_time
-
-    size = 192
-    rng = np.random.default_rng(0)
-    A, B = (rng.standard_normal((size, size)).astype(dtype) for _ in range(2))
-    C = np.empty((size, size), dtype=dtype)
-    reps = 50
-    with threadpool_limits(limits=1, user_api="blas"):
-
-        def run():
-            for _ in range(reps):
-                np.matmul(A, B, out=C)
-        run()
-        return reps * size ** 3 / best_time(run, repeat)
+    return gemm_rate(192, dtype=dtype, repeat=repeat, threads=1, calls=50) / 2.0
 
 
 def measure(args):
@@ -98,7 +86,7 @@ def measure(args):
         e = entries(args.n)
         per_entry = np.array(times) / e
         slope, intercept = np.polyfit(qs, per_entry, 1)
-        peak = gemm_rate(dtype, args.repeat)
+        peak = fma_peak(dtype, args.repeat)
         out.append(dict(isa=isa, dtype=dtype.name, q=qs, seconds=[float(t) for t in times],
                         gram_rate=1.0 / slope, rest_ns=intercept * 1e9, peak=peak,
                         gram_fraction=(1.0 / slope) / peak,

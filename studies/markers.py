@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -46,7 +45,7 @@ import ikdr
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "benchmarks"))  # _peers
-from _peers import run_conditions, write_results  # noqa: E402
+from _peers import run_conditions, timed, write_results  # noqa: E402
 
 #: the 10 ``bulk_labels`` types of pbmc68k_reduced and their canonical markers present among
 #: its 765 genes (24), with the reason for each type's choice
@@ -172,22 +171,17 @@ def measure(X, y, markers, seed):
         found[name] = (len(top(scores, 50) & every),
                        None if union is None else len(union & every), seconds)
 
-    start = time.perf_counter()
-    model = ikdr.ISM(random_state=seed).fit(X, y)
-    seconds = time.perf_counter() - start
+    model, seconds = timed(ikdr.ISM(random_state=seed).fit, X, y)
     rows = getattr(model, "class_importances_", None)
     if rows is not None:
         rows = rows[[list(model.classes_).index(t) for t in types]]
     record("ISM", model.feature_importances_, rows, seconds)
-    start = time.perf_counter()
-    forest = RandomForestClassifier(500, n_jobs=-1, random_state=seed).fit(X, y)
-    record("random forest, 500 trees", forest.feature_importances_, None,
-           time.perf_counter() - start)
-    start = time.perf_counter()
-    record("F-test", np.nan_to_num(f_classif(X, y)[0]), None, time.perf_counter() - start)
-    start = time.perf_counter()
-    wilcoxon = per_type_wilcoxon(X, y, types)
-    record("Wilcoxon per type", interleaved(wilcoxon), wilcoxon, time.perf_counter() - start)
+    forest, seconds = timed(RandomForestClassifier(500, n_jobs=-1, random_state=seed).fit, X, y)
+    record("random forest, 500 trees", forest.feature_importances_, None, seconds)
+    (f_scores, _), seconds = timed(f_classif, X, y)
+    record("F-test", np.nan_to_num(f_scores), None, seconds)
+    wilcoxon, seconds = timed(per_type_wilcoxon, X, y, types)
+    record("Wilcoxon per type", interleaved(wilcoxon), wilcoxon, seconds)
     return found, len(every), model
 
 
