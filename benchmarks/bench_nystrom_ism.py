@@ -380,7 +380,7 @@ def write_mixture_memmap(path, n, d, n_classes=10, seed=0, chunk=50_000):
     return np.memmap(path, dtype=np.float32, mode="r", shape=(n, d)), y
 
 
-def gemm_rate(dtype=np.float32):
+def pass_gemm_rate(dtype=np.float32):
     """GEMM rate (flop/s) of the pass's main product shape, X^T C (784 x 4096 times
     4096 x 512), in ``dtype``, measured now."""
     return _peers.gemm_rate(784, 4096, 512, dtype=dtype, repeat=5, transposed=True)
@@ -550,7 +550,7 @@ NONLINEAR_SECONDS = 6.0
 def section_memmap(quick, out, n_big):
     """The two memmap rows: supervised fits on n_big x 784 float32 memmaps."""
     out.append("## A million rows from a memmap\n")
-    rates = {np.dtype(np.float32): gemm_rate(), np.dtype(np.float64): gemm_rate(dtype=np.float64)}
+    rates = {np.dtype(np.float32): pass_gemm_rate(), np.dtype(np.float64): pass_gemm_rate(np.float64)}
     out.append("Roofline: every landmark pass the fit makes (the \"auto\" rule's fits, the "
                "float64 passes that check the gradient), each at the GEMM rate of its precision "
                f"measured in this run (float32 {rates[np.dtype(np.float32)] / 1e9:.0f} GFLOP/s, "
@@ -610,7 +610,7 @@ def section_scale(quick, out, n_mid, n_clu, n_clu_exact):
     out.append("| row | n x d | result | time s | target | peak memory beyond X | passes | "
                "roofline s |")
     out.append("|---|---|---|---|---|---|---|---|")
-    rates = {np.dtype(np.float32): gemm_rate(), np.dtype(np.float64): gemm_rate(dtype=np.float64)}
+    rates = {np.dtype(np.float32): pass_gemm_rate(), np.dtype(np.float64): pass_gemm_rate(np.float64)}
     d, q = 784, 10
     missed = []
 
