@@ -422,21 +422,58 @@ def floors_missed(missed):
     return "Below its floor: " + "; ".join(missed) + ". Every other floor in this table is met."
 
 
+def _plain(value, digits):
+    """``value`` with numpy scalars and arrays as Python numbers and lists, and every float
+    rounded to ``digits`` significant digits (a benchmark's timings and scores mean nothing
+    beyond the fourth)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v, digits) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return float(f"{value:.{digits}g}") if np.isfinite(value) else value
+    return value
+
+
+def compact_json(obj, digits=4):
+    """JSON text of ``obj`` for a results file: floats to ``digits`` significant digits, a
+    dict or list of scalars (a record) on one line, nested ones indented one level per
+    depth. A run of hundreds of records reads as one line per record, not one per value."""
+    import json
+
+    def dump(value, indent):
+        flat = json.dumps(value, ensure_ascii=False)
+        if not isinstance(value, (dict, list)) or not value or all(
+                not isinstance(v, (dict, list)) for v in
+                (value.values() if isinstance(value, dict) else value)):
+            return flat
+        pad = " " * (indent + 1)
+        if isinstance(value, dict):
+            items = [f"{pad}{json.dumps(k)}: {dump(v, indent + 1)}" for k, v in value.items()]
+            return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+        return "[\n" + ",\n".join(pad + dump(v, indent + 1) for v in value) + "\n" + \
+            " " * indent + "]"
+
+    return dump(_plain(obj, digits), 0) + "\n"
+
+
 def write_results(stem, title, conditions, body, records=None, out_dir=None, details=()):
     """Write ``results/<stem>.md`` (:func:`head_lines` with ``details``, then ``body``
     lines) and, with ``records``, ``results/<stem>.json`` (the conditions and the records),
-    the file other scripts read. Returns the markdown path."""
-    import json
-
+    the file other scripts read, written by :func:`compact_json`. Returns the markdown path."""
     out_dir = Path(out_dir or RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
     head = head_lines(title, conditions, details)
     md = out_dir / f"{stem}.md"
     md.write_text("\n".join(head + list(body)) + "\n", encoding="utf-8")
     if records is not None:
-        with open(out_dir / f"{stem}.json", "w", encoding="utf-8") as fh:
-            json.dump({**conditions, "title": title, "records": records}, fh, indent=2,
-                      default=float)
+        (out_dir / f"{stem}.json").write_text(
+            compact_json({**conditions, "title": title, "records": records}), encoding="utf-8")
     return md
 
 

@@ -96,7 +96,7 @@ import ikdr
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "benchmarks"))  # _peers
-from _peers import recall_at_k, timed  # noqa: E402
+from _peers import compact_json, recall_at_k, timed  # noqa: E402
 
 # ---------------------------------------------------------------------------- tasks
 
@@ -703,8 +703,8 @@ def run(args):
     body = report(results, seeds, legend)
     print("\n".join(body))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({**conditions, "legend": legend, **results}, fh, indent=1, default=float)
+        Path(args.json).write_text(compact_json({**conditions, "legend": legend, **results}),
+                                   encoding="utf-8")
     if args.out:
         path = write_results("feature_discovery", "Which features matter, and does the answer "
                              "generalize: ISM against a random forest and HSIC Lasso",

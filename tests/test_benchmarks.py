@@ -103,3 +103,38 @@ def test_internals_are_imported_only_with_a_reason():
             if not reason:
                 silent.append(f"{path.relative_to(BENCHMARKS)}:{lineno} {what}")
     assert silent == [], silent
+
+
+def _peers():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("ikdr_benchmarks_peers", BENCHMARKS / "_peers.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compact_json_puts_a_record_on_a_line_and_rounds():
+    import json
+
+    import numpy as np
+
+    records = {"seeds": [0, 1], "rows": [{"a": np.float64(0.123456789), "n": np.int64(3)},
+                                         {"a": float("nan"), "ok": np.bool_(True)}]}
+    text = _peers().compact_json(records)
+    assert text.splitlines()[3:5] == ['  {"a": 0.1235, "n": 3},', '  {"a": NaN, "ok": true}']
+    assert json.loads(text)["seeds"] == [0, 1]
+
+
+@pytest.mark.parametrize("path", sorted(p for f in FOLDERS for p in (f / "results").glob("*.json")),
+                         ids=lambda p: f"{p.parents[1].name}/{p.name}")
+def test_committed_results_json_is_compact(path):
+    """A committed results file is in the writer's compact form (a record a line, floats to
+    four digits), not a value a line: a run of hundreds of records stays reviewable."""
+    import json
+
+    text = path.read_text(encoding="utf-8")
+    assert text == _peers().compact_json(json.loads(text)), (
+        f"{path.name}: not as _peers.compact_json writes it")
