@@ -138,3 +138,38 @@ def test_committed_results_json_is_compact(path):
     text = path.read_text(encoding="utf-8")
     assert text == _peers().compact_json(json.loads(text)), (
         f"{path.name}: not as _peers.compact_json writes it")
+
+
+def _asv_classes():
+    """{class name: its benchmark methods} of the asv suite (``benchmarks/benchmarks/``)."""
+    found = {}
+    for path in sorted((BENCHMARKS / "benchmarks").glob("bench_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                found[node.name] = [f.name for f in node.body if isinstance(f, ast.FunctionDef)
+                                    and re.match(r"(time|timeraw|peakmem|mem|track)_", f.name)]
+    return found
+
+
+def _record_table():
+    """{results page: [asv class names]} from the README's table of what records each page."""
+    readme = (BENCHMARKS / "README.md").read_text()
+    rows = {}
+    for line in readme.splitlines():
+        page = re.match(r"\|\s*`(results/[\w.]+\.md)`.*\|\s*(.+?)\s*\|\s*$", line)
+        if page:
+            rows[page.group(1)] = re.findall(r"`([A-Z]\w+)`", page.group(2))
+    return rows
+
+
+def test_every_results_page_has_an_asv_record():
+    """asv is the performance record of the results pages: each page in
+    ``benchmarks/results/`` has a row in the README's table, naming suite classes that
+    exist and time something."""
+    rows, classes = _record_table(), _asv_classes()
+    pages = sorted(f"results/{p.name}" for p in (BENCHMARKS / "results").glob("*.md"))
+    assert [p for p in pages if p not in rows] == [], "results pages without an asv record"
+    named = {name for names in rows.values() for name in names}
+    assert all(rows.values()), "a row of the table names no asv benchmark"
+    assert sorted(named - set(classes)) == [], "the table names classes the suite lacks"
+    assert [c for c in named if not classes[c]] == [], "a named class has no benchmark method"
