@@ -236,9 +236,10 @@ class _Rounds:
         r"""U, D and Gamma of the start (spectral clustering of psi(X) = X); returns
         (Tr(Gamma K) of the start, whether it is fragmented)."""
         self.Psi = _embed(self.encoder, self.X, self.spread0)
-        # Lanczos where the affinity is dense (wide data: digits 55 ms against LAPACK's
-        # 285 ms), the shifted inverse where it is a sparse graph of low dimension (2-D:
-        # 20 against 35 ms at n = 900; ikdr.spectral.affinity_embedding)
+        # Lanczos where the affinity is dense (wide data: a few eigenpairs of a full
+        # matrix), the shifted inverse where it is a sparse graph of low dimension
+        # (ikdr.spectral.affinity_embedding; benchmarks/bench_clustering_quality.py
+        # times both)
         self.U, _, self.degrees = spectral_embedding(self.Psi, self.kernel, self.k,
                                                      random_state=self.rng.randint(2**31 - 1),
                                                      dense_solver="auto", tol=START_TOL)
@@ -267,7 +268,7 @@ class _Rounds:
     def fixed_value(self, Psi):
         r"""``update="fixed"``: :math:`\mathrm{Tr}(\Gamma K_\psi)` of the ascended kernel,
         by float32 products summed in float64 (relative error about 1e-8, far below
-        the ``tol`` on a round's gain; 0.40 against 0.65 ms a judgement at n = 900),
+        the ``tol`` on a round's gain, and faster: benchmarks/bench_clustering_quality.py),
         or float64 ones where float32 cannot hold Psi's squares (X at 1e80)."""
         if within_scale(largest_magnitude(Psi), np.float32):
             Psi = Psi.astype(np.float32)
@@ -394,7 +395,7 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel
     embedding_kernel : Gaussian or callable
         Fitted kernel the network ascends with ``update="fixed"`` (required there),
         or a function that makes it when the rounds start (a fragmented start runs
-        none: on the digits its median bandwidth took 46 ms of a 0.6 s fit).
+        none, and its median bandwidth is a noticeable share of a short fit).
     lam, learning_rate, batch_size, max_iter, epochs_per_iter, tol, update
         As in :class:`KNetClustering`.
     rng : RandomState

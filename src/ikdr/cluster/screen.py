@@ -161,7 +161,7 @@ SCREEN_MIN_GAP = 0.25
 SCREEN_GAP_MARGIN = 0.05
 #: ... or when the U-step of all features holds no k clusters at all (its (k-1)-th
 #: eigenvalue below this: the normalised affinity mixes the rows in one step; 0.013-0.07
-#: on every feature task of benchmarks/bench_clustering_features.py, 0.14-0.83 on the
+#: on every feature task of studies/clustering_features.py, 0.14-0.83 on the
 #: real data sets) while the candidates' does (:data:`SCREEN_STRUCTURE` above it):
 #: make_classification 4 of 30-100, seed 2, 0.013-0.043 against 0.986, where the gap
 #: rule refused the two informative candidates (gaps 0.000-0.002 against 0.015) and no
