@@ -72,7 +72,7 @@ JUDGE_NEIGHBORS = (10, 20)
 #: k-means' or spectral clustering's partitions: ``benchmarks/bench_clustering_real.py
 #: --criteria``), and a partition that isolates a small clump of near-copies cuts
 #: almost none
-CUT_FLOOR = 0.05
+CUT_FLOOR = 0.01
 #: graph cuts below this are "no edge leaves the clusters": such a partition, if
 #: *balanced*, is *separated* and preferred (two moons, two rings)
 SEPARATED_CUT = 1e-3
@@ -81,7 +81,7 @@ SEPARATED_CUT = 1e-3
 #: :data:`MIN_CLUSTER_SHARE` of them (k-means of data with outliers can give an outlier
 #: a cluster of its own, and a graph with a disconnected clump a cluster of the clump)
 BALANCE = 0.5
-MIN_CLUSTER_SHARE = 0.05
+MIN_CLUSTER_SHARE = 0.2
 #: rows the judges score at most (a fixed sample above): the local affinity on them is
 #: formed densely, 72 MB at this size
 SCORE_ROWS = 3000
