@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._config import fits_memory
+from .._config import fits_memory, single_threaded_blas
 from .._utils.eig import gap_spectrum, top_eigenvectors
 from .._utils.progress import IterationReport
 from .._utils.sampling import rows_at, sample_index
@@ -93,6 +93,8 @@ class FitSettings:
     approximation: str | None = None
     n_landmarks: Any = "auto"
     polish: bool = False
+    #: why ``approximation`` (resolved: None or a kind) where "auto" chose it
+    approximation_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -301,7 +303,11 @@ def _auto_kernel(sample, labels, rows, minimum):
             q = choose_n_components(gap_spectrum(phi0, minimum), minimum=minimum)
         projected = np.asarray(sample @ top_eigenvectors(phi0, q, method="lapack")[1])
     else:
-        vals, vecs = np.linalg.eigh(Gaussian(1.0).phi0(sample, gamma))
+        phi0 = Gaussian(1.0).phi0(sample, gamma)
+        # d x d algebra on one BLAS thread: OpenBLAS's threaded eigensolver collapses
+        # on busy cores (256 x 256 took most of a Nystrom fit at 20,000 rows)
+        with single_threaded_blas():
+            vals, vecs = np.linalg.eigh(phi0)
         if q is None:
             q = choose_n_components(vals, minimum=minimum)
         W0 = vecs[:, ::-1][:, :q]
@@ -344,7 +350,8 @@ def _solve(X, rows, kernel, q, minimum, W0, loose):
         if approx is None:
             work = X.astype(check_dtype(settings.dtype), copy=False)
             result = solve_ism(resolve(work), work, gamma, kernel, options, W0=W0)
-            return RowsFit(result, PassesUsed(None, None, "approximation=None: exact passes"))
+            return RowsFit(result, PassesUsed(None, None, settings.approximation_reason or
+                                              "approximation=None: exact passes"))
         # the landmark fits certify only their gradient; ``certify`` and ``gtol``
         # apply to the exact polish (approximate_ism)
         approximation = Approximation(approx, settings.n_landmarks,
@@ -357,5 +364,7 @@ def _solve(X, rows, kernel, q, minimum, W0, loose):
                                            LandmarkOptions(approximation,
                                                            polish=bool(settings.polish)),
                                            W0=W0)
-        report.line(f"[ISM] passes: {info['choice']}")
-    return RowsFit(result, PassesUsed(info["n_landmarks"], info["approximation"], info["choice"]))
+        reason = info["choice"] if settings.approximation_reason is None else \
+            f"{settings.approximation_reason}; {info['choice']}"
+        report.line(f"[ISM] passes: {reason}")
+    return RowsFit(result, PassesUsed(info["n_landmarks"], info["approximation"], reason))

@@ -19,13 +19,15 @@ from .._utils.validation import ComponentNamesMixin
 from .._utils.validation import keep_state_on_error
 from ..kernels import KernelLike
 from ..passes import fit_data, project_data
+from .cost import PassChoice, auto_approximation
 from .fitting import FitSettings, SupportFit, check_kernel_params, select_and_fit
 from .targets import TARGETS, ClassAttributesMixin, resolve_target
 
 
-#: the estimator's parameters that the fit reads (FitSettings' fields but n_components,
-#: which the fit takes validated)
-_SETTINGS = tuple(f.name for f in fields(FitSettings) if f.name != "n_components")
+#: the estimator's parameters that the fit reads as they are (FitSettings' fields but
+#: n_components, which it takes validated, and the approximation, resolved)
+_SETTINGS = tuple(f.name for f in fields(FitSettings)
+                  if f.name not in ("n_components", "approximation", "approximation_reason"))
 
 
 class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, SparseInputMixin,
@@ -127,8 +129,8 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
         fit stops (``criterion="gradient"``) and below which the certificate's
         first-order condition holds; the objective's rounding (about 1e-13
-        relative) bounds how small it can usefully be. With ``approximation`` it applies to the exact
-        polish; the landmark fits stop at their own looser tolerance (the
+        relative) bounds how small it can usefully be. With landmark passes it applies to the
+        exact polish; the landmark fits stop at their own looser tolerance (the
         landmark error dominates below it).
     acceleration : {"pulay", None}, default="pulay"
         Pulay mixing of the plain steps once W settles (:func:`ikdr.ism`,
@@ -139,7 +141,7 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
     certify : bool, default=True
         Compute the second-order part of ``convergence_`` (the largest
         Riemannian Hessian eigenvalue, a few thin passes); False keeps only the
-        gradient (no extra pass). With ``approximation`` it applies to the exact
+        gradient (no extra pass). With landmark passes it applies to the exact
         polish; the landmark fits report their gradient only.
     random_state : int, RandomState instance or None
         The seeded samples of rows: the bandwidth rules' (at most 3,000) and
@@ -153,8 +155,20 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         runs the fused products (and their BLAS calls) in single precision,
         about twice as fast at large n, with HSIC agreeing to about 1e-4
         relative; the certificate and the fitted attributes stay float64.
-    approximation : {None, "nystrom", "rff"}, default=None
-        None: exact passes (:math:`O(n^2 d)` each). "nystrom": every kernel
+    approximation : {"auto", None, "nystrom", "rff"}, default="auto"
+        "auto" (like scikit-learn's ``svd_solver="auto"``): the exact passes
+        where they are cheap, landmarks where they would cost more
+        (:func:`ikdr.reduction.cost.auto_approximation`): exact while the cost
+        model's flops of an exact fit are at most
+        :data:`~ikdr.reduction.cost.EXACT_FIT_FLOPS` (n up to about 9,000 at
+        d = 20, 3,800 at d = 256, 2,000 at d = 784) or the kernel has nothing
+        to approximate (linear, squared), else "nystrom" with its defaults,
+        whose cost model may still choose the exact passes once q is known.
+        ``approximation_`` says which passes gave the answer and
+        ``approximation_reason_`` why; ``converged_`` certifies what was
+        solved: the exact problem to the Hessian, or the landmark problem to
+        its gradient (see ``certify``). None: exact passes
+        (:math:`O(n^2 d)` each) at any n. "nystrom": every kernel
         matrix of a pass is replaced by its landmark factorisation
         :math:`C K_{mm}^+ C^T` (:mod:`ikdr.passes.landmarks`): a pass costs a few
         n*d*m flops (two for the supervised Gamma whatever the number of
@@ -237,12 +251,14 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         The class-moment screen's raw score of every feature (None where it
         did not run).
     n_landmarks_ : int or None
-        Landmarks (or random features) used; None without approximation, n when
+        Landmarks (or random features) used; None for exact passes asked for
+        (``approximation=None``, or chosen by ``approximation="auto"``), n when
         ``n_landmarks="auto"`` chose the exact passes.
     approximation_ : {None, "nystrom", "rff"}
         The passes that gave ``components_``: None when they were exact, either
         because ``approximation=None`` or because the cost model of
-        ``n_landmarks="auto"`` (:mod:`ikdr.reduction.cost`) found them cheaper.
+        ``approximation="auto"`` or of ``n_landmarks="auto"``
+        (:mod:`ikdr.reduction.cost`) found them cheaper.
     approximation_reason_ : str
         Why those passes: the cost model's comparison (flops of an exact fit
         and of the landmark fits), the landmarks given, or "approximation=None".
@@ -302,7 +318,7 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
                  sigma: SigmaLike = "auto", tol: float = 0.01, max_iter: int = 100,
                  random_state: RandomStateLike = None, verbose: int = 0,
                  dtype: DTypeLike = np.float64, criterion: str = "gradient",
-                 certify: bool = True, approximation: str | None = None,
+                 certify: bool = True, approximation: str | None = "auto",
                  n_landmarks: int | str = "auto", polish: bool = False,
                  gtol: float = 1e-6, support: str = "heldout",
                  eigen_solver: str = "auto", acceleration: str | None = "pulay",
@@ -346,16 +362,32 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma,
                                      rules=("auto", "median", "separation"))
+        passes = self._passes(X, kernel)
         # one entry check for every row source: in memory, row blocks (an
         # approximation; a memmap is never loaded whole) or a Dask cluster
-        X, y, location = fit_data(self, X, y, approximation=self.approximation, kernel=kernel)
+        X, y, location = fit_data(self, X, y, approximation=passes.approximation, kernel=kernel)
         target = resolve_target(y, self.target)
         q = None if self.n_components is None else check_n_components(self.n_components,
                                                                        X.shape[1])
         settings = FitSettings(**{name: getattr(self, name) for name in _SETTINGS},
-                               n_components=q)
+                               n_components=q, approximation=passes.approximation,
+                               approximation_reason=passes.reason)
         self._store(select_and_fit(X, target, location, settings), X.shape, target.classes)
         return self
+
+    def _passes(self, X, kernel) -> PassChoice:
+        """The passes asked for: ``approximation`` as given, or what "auto" chooses
+        for X's shape (:func:`ikdr.reduction.cost.auto_approximation`; X without a
+        shape, such as a list, is looked at as an array)."""
+        if self.approximation != "auto":
+            return PassChoice(self.approximation, None)
+        shape = np.shape(X) if hasattr(X, "shape") else np.shape(np.asarray(X, dtype=object))
+        if len(shape) != 2 or not all(isinstance(s, Integral) and s > 0 for s in shape):
+            # the entry check says what is wrong with X (a Dask X of unknown chunks
+            # keeps its exact passes)
+            return PassChoice(None, None)
+        q = self.n_components if isinstance(self.n_components, Integral) else None
+        return auto_approximation(shape[0], shape[1], kernel, q)
 
     def _store(self, fit: SupportFit, shape, classes):
         """The fitted attributes from :func:`~ikdr.reduction.fitting.select_and_fit`'s
