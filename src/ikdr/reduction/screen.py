@@ -257,22 +257,33 @@ def _scores(n, counts, sums, gram_of, total, z1, z2, fourth=None):
     # bury one strong covariance (an interaction) among d - 1 noise ones
     strongest = np.zeros((present.size, d))
     significant = np.zeros((present.size, d))
-    for i, c in enumerate(present):
-        gram = gram_of(c)
-        for start in range(0, d, _SCORE_ROWS):
-            J = slice(start, min(d, start + _SCORE_ROWS))
-            scale = np.outer(std[J], std)
-            second = (gram[J] / nc[i] - mean_c[i, J, None] * mean[None, :]
-                      - mean[J, None] * mean_c[i, None, :] + np.outer(mean[J], mean)) / scale
-            spread = 1.0 + S[J] * S[J] if fourth is None else \
-                np.maximum(fourth[J] - S[J] * S[J], _TINY)
-            se = np.sqrt(spread / nc[i])
-            D = (second - S[J]) / se
+    # block by block, what every class shares (the standardisation, the second
+    # moments' spread, the thresholds) once; each class's deviations then in place
+    for start in range(0, d, _SCORE_ROWS):
+        J = slice(start, min(d, start + _SCORE_ROWS))
+        scale = np.outer(std[J], std)
+        S_J = S[J]
+        spread = 1.0 + S_J * S_J if fourth is None else np.maximum(fourth[J] - S_J * S_J, _TINY)
+        threshold = np.full(S_J.shape, z2)
+        threshold[np.arange(S_J.shape[0]), np.arange(J.start, J.stop)] = z1
+        centred = np.outer(mean[J], mean)
+        for i, c in enumerate(present):
+            count = nc[i, 0]
+            second = gram_of(c)[J] / count
+            second -= mean_c[i, J, None] * mean[None, :]
+            second -= mean[J, None] * mean_c[i, None, :]
+            second += centred
+            second /= scale
+            se = spread / count
+            np.sqrt(se, out=se)
+            D = second
+            D -= S_J
+            D /= se
             strongest[i, J] = np.max(D * D, axis=1)
-            threshold = np.full(D.shape, z2)
-            threshold[np.arange(D.shape[0]), np.arange(J.start, J.stop)] = z1
-            D = D * (np.abs(D) > threshold) * se
-            significant[i, J] = np.sum(D * D, axis=1)
+            passed = np.abs(D) > threshold
+            # the deviation itself (D * se), squared where it passed its threshold
+            D *= se
+            significant[i, J] = np.sum(np.where(passed, D * D, 0.0), axis=1)
     weight = nc[:, 0] / n
     raw = weight @ (m * m + strongest)
     m = m * (np.abs(m) > z1) / np.sqrt(nc)
