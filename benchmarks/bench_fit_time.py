@@ -19,7 +19,7 @@ for n, d, k in cases:
     y = rng.integers(0, k, n)
     X = means[y] + rng.standard_normal((n, d))
     X = (X - X.mean(0)) / X.std(0)
-    kw = dict(n_components=k - 1, sigma="median", random_state=0)
+    kw = dict(n_components=k - 1, sigma="median", random_state=0, approximation=None)
     # every feature: support="all" (0.2), screen=None (its development versions), or
     # nothing to set (0.1, whose ISM had neither)
     for option in ({"support": "all"}, {"screen": None}):
