@@ -7,7 +7,8 @@ Four rows, one run (indicative unless the machine is quiet):
   rows, in the same run (issue #61: at most 1 s on 2 quiet cores, no slower than the
   forest). The data: scanpy's bundled ``pbmc68k_reduced`` (700 cells x 765 genes,
   ``bulk_labels``) where scanpy is installed, else a simulated expression set of that
-  shape (``bench_markers.simulated_expression``: 10 sorted types of 8 to 240 cells);
+  shape (``studies/markers.py``'s ``simulated_expression``: 10 sorted types of 8 to 240
+  cells);
 * **exact against Nystrom at 20,000 x 256** (``_peers.mixture``, 10 classes, q = 9):
   ``approximation=None`` against ``approximation="nystrom"`` with its defaults and
   against the default ``approximation="auto"``; the ratio (target: at least 10x);
@@ -35,9 +36,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "studies"))     # markers: the expression data
 import ikdr  # noqa: E402
-from _peers import best_time, gemm_rate, mixture, results_head  # noqa: E402
-from _peers import run_conditions, write_results  # noqa: E402
+from _peers import gemm_rate, mixture, results_head, run_conditions, timed  # noqa: E402
+from _peers import write_results  # noqa: E402
 
 #: the cells of each simulated type (700 in all, sorted like pbmc68k_reduced's 10 types)
 EXPRESSION_SIZES = (240, 160, 100, 60, 40, 30, 25, 20, 17, 8)
@@ -47,7 +49,7 @@ EXPRESSION_GENES = 765
 
 def expression_data():
     """(X, y, source) of the expression row."""
-    from bench_markers import pbmc68k, simulated_expression
+    from markers import pbmc68k, simulated_expression
 
     data = pbmc68k()            # None without scanpy
     if data is not None:
@@ -67,12 +69,7 @@ def warm_up():
 
 def fitted(make, X, y, repeat):
     """(model, best seconds) of ``make().fit(X, y)`` over ``repeat`` fits."""
-    models = []
-
-    def fit():
-        models.append(make().fit(X, y))
-    seconds = best_time(fit, repeat)
-    return models[-1], seconds
+    return timed(lambda: make().fit(X, y), repeat=repeat, quiet=True)
 
 
 def describe(model):

@@ -190,10 +190,11 @@ _blas_libraries: Any = None
 class _OneBlasThread:
     """Sets every loaded BLAS to one thread and restores each one's own count.
 
-    Direct calls to the libraries' set/get functions (a few microseconds),
-    where ``threadpoolctl.threadpool_limits`` re-inspects every loaded library
-    on each use (about 50 microseconds, measured: 2-3% of a 1,000-sample ISM
-    fit, which makes about 40 such calls). Holds nest and may overlap between
+    Direct calls to the libraries' set/get functions, where
+    ``threadpoolctl.threadpool_limits`` re-inspects every loaded library on each
+    use: a small fit makes about 40 such calls, so the inspection would be a
+    visible share of it (``benchmarks/bench_call_overhead.py`` times the fits
+    and passes at n = 1,000). Holds nest and may overlap between
     Python threads: the first sets the libraries to one thread, the last to
     end restores them, and the holds in between (every pass of a fit, inside
     the fit's own) cost a counter."""
@@ -241,8 +242,10 @@ def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     """Hold the BLAS at one thread while a C++ core call runs.
 
     The core splits its GEMMs over threads of its own; a multi-threaded
-    BLAS underneath would spin-wait against them on the same cores (measured:
-    2x slower on 2 cores). Costs a few microseconds per call.
+    BLAS underneath would spin-wait against them on the same cores, and a
+    pass would wait for a core at every barrier (``benchmarks/bench_call_overhead.py``
+    times the passes on 1 and on 2 threads). The hold itself is two calls into
+    each BLAS, cheap beside any pass.
     """
     global _blas_libraries
     if _blas_libraries is None:
@@ -267,8 +270,10 @@ def small_problem_blas(entries: int) -> contextlib.AbstractContextManager[Any]:
     :data:`SMALL_BLAS_ENTRIES`), the BLAS's own threads otherwise.
 
     Small factorisations gain nothing from threads and lose much when the cores
-    are busy (measured: a 160 x 160 gesdd 2.3 s threaded; the 958 x 64 SVD of a
-    learned compatibility map's step 0.44 s threaded, a few ms on one thread).
+    are busy: the BLAS's threads then wait for cores the other work holds, and a
+    small SVD (a 160 x 160 gesdd, the 958 x 64 SVD of a learned compatibility
+    map's step) takes many times its single-threaded time. The threads' per-call
+    cost at small sizes: ``benchmarks/bench_call_overhead.py``.
     """
     return single_threaded_blas() if entries <= SMALL_BLAS_ENTRIES else contextlib.nullcontext()
 
