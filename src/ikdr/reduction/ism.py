@@ -216,7 +216,11 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         True only when the certificate holds at ``components_``: the relative
         gradient norm is at most ``gtol`` and (with ``certify=True``) the
         Hessian's largest eigenvalue is not positive, for the problem on the
-        features of ``support_`` (the rows of W outside it fixed at zero).
+        features of ``support_`` (the rows of W outside it fixed at zero). Where
+        landmark passes gave ``components_`` (``approximation_`` not None) it
+        certifies the landmark problem's gradient at the landmark fits' own
+        tolerance (:data:`~ikdr.reduction.approximate.APPROX_GTOL`); ``polish=True``
+        finishes with the exact certificate.
     convergence_ : ISMConvergence
         Certificate of the solution: Riemannian gradient norm, eigengap of
         :math:`\Phi` (dissertation Eq. C.73), largest Riemannian Hessian
