@@ -9,7 +9,7 @@ and its attributes:
    (:class:`~ikdr.reduction.support.HeldOutRows`);
 2. the **candidates** (:func:`candidates`): the class-moment screen's features
    and every feature in the order of its scores;
-3. the **fit on every row** of the starting features (:func:`fit_features`:
+3. the **fit on every row** of the starting features (:func:`_fit_features`:
    the bandwidth rule, then the solver, exact or on landmarks);
 4. the **support**: ``"heldout"`` lets the halves decide
    (:func:`~ikdr.reduction.support.select_support`) and refits on every row
@@ -192,13 +192,13 @@ def select_and_fit(X, target: Target, location: str, settings: FitSettings) -> S
     rows = _Rows(X, target, location, settings, q, minimum)
     features = filled(np.sort(start), found.order, q or minimum)
     heldout_rule = settings.support == "heldout"
-    fitted = fit_features(rows, features, None, loose=heldout_rule and not evidence)
+    fitted = _fit_features(rows, features, None, loose=heldout_rule and not evidence)
     if heldout_rule:
         selection = select_support(heldout, features, fitted.result, found.order, q or minimum,
                                    evidence)
         support, halves = selection.support, selection.halves
         if selection.refit:
-            fitted = fit_features(rows, support, selection.warm_start)
+            fitted = _fit_features(rows, support, selection.warm_start)
     else:
         support = features
         halves = heldout_losses(heldout, support, fitted.result.components,
@@ -251,7 +251,7 @@ def _screen_rows(X, y, settings):
     return (X if index is None else rows_at(X, index)), (y if index is None else y[index])
 
 
-def fit_features(rows: _Rows, features, W0, loose=False) -> RowsFit:
+def _fit_features(rows: _Rows, features, W0, loose=False) -> RowsFit:
     """The fit on every row of the columns ``features``: the bandwidth rule, then
     the solver (``loose``: the papers' rule, no certificate), warm-started from
     ``W0`` where it has q columns."""
