@@ -131,10 +131,11 @@ class LandmarkBudget:
 @dataclass(frozen=True)
 class PassChoice:
     """What ``approximation="auto"`` chose: ``approximation`` (None for the exact
-    passes, else "nystrom") and the ``reason``."""
+    passes, else "nystrom") and the ``reason`` (None where nothing was chosen: the
+    approximation was given)."""
 
     approximation: str | None
-    reason: str
+    reason: str | None
 
 
 def auto_approximation(n, d, kernel, q=None) -> PassChoice:

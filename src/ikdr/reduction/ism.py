@@ -386,7 +386,8 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         if self.approximation != "auto":
             return PassChoice(self.approximation, None)
         shape = np.shape(X) if hasattr(X, "shape") else np.shape(np.asarray(X, dtype=object))
-        if len(shape) != 2 or not all(isinstance(s, Integral) and s > 0 for s in shape):
+        if len(shape) != 2 or not all(isinstance(s, (int, np.integer)) and int(s) > 0
+                                      for s in shape):
             # the entry check says what is wrong with X (a Dask X of unknown chunks
             # keeps its exact passes)
             return PassChoice(None, None)
@@ -398,6 +399,8 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         outcome on X of ``shape``."""
         n, d = shape
         result = fit.result
+        # the solver returns both (they are optional in ISMResult for its callers' sake)
+        assert result.convergence is not None and result.kernel is not None
         # W is zero on the features the support leaves out (transform stays X @ W)
         W = np.zeros((d, result.components.shape[1]))
         W[fit.support] = result.components
