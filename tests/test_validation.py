@@ -201,7 +201,7 @@ def test_failed_refit_q_above_new_width_keeps_state(spec):
 
 
 def test_interrupted_fit_keeps_state(monkeypatch):
-    import ikdr.reduction.ism as mod
+    import ikdr.reduction.fitting as mod
 
     est = ikdr.ISM(n_components=1).fit(X0, LABELS)
     before = fitted_state(est)

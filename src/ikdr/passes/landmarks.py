@@ -484,10 +484,11 @@ class LandmarkPasses:
         return LandmarkProblem(X, gamma, kernel, n_threads, provider=self)
 
 
-def check_landmark_options(estimator, n, kernel):
-    """The estimator's ``approximation`` and ``n_landmarks`` against n samples and
-    the kernel (ValueErrors naming the problem, before any pass)."""
-    approximation = estimator.approximation
+def check_landmark_options(estimator, n, kernel, approximation=None):
+    """The estimator's ``approximation`` (or the one its "auto" chose,
+    ``approximation``) and ``n_landmarks`` against n samples and the kernel
+    (ValueErrors naming the problem, before any pass)."""
+    approximation = approximation or estimator.approximation
     if approximation not in ("nystrom", "rff"):
         raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {approximation!r}")
     n_landmarks = check_n_landmarks(estimator.n_landmarks)
@@ -496,7 +497,7 @@ def check_landmark_options(estimator, n, kernel):
         raise ValueError(f"n_landmarks={n_landmarks} is larger than the number of samples n={n}")
 
 
-def landmark_data(estimator, X, y, kernel, *, multi_output=True):
+def landmark_data(estimator, X, y, kernel, *, multi_output=True, approximation=None):
     """The estimators' input path with an approximation (ValueErrors before any long work).
 
     Checks ``approximation``, ``n_landmarks`` and that the approximation can
@@ -509,7 +510,7 @@ def landmark_data(estimator, X, y, kernel, *, multi_output=True):
     from sklearn.utils.validation import validate_data
 
     n = np.shape(X)[0] if hasattr(X, "shape") else len(X)
-    check_landmark_options(estimator, n, kernel)
+    check_landmark_options(estimator, n, kernel, approximation)
     # the column names before check_rows makes X an array (the shape alone: a
     # memmap is not read here)
     validate_data(estimator, X, skip_check_array=True)

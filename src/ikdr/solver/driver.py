@@ -521,6 +521,8 @@ def _not_converged_message(run, certificate, saddle):
                 f"gradient norm {rel:.3g} > gtol={gtol}. Raise max_iter, or loosen gtol")
     # first order holds; the Hessian check did not conclude within its products
     return (f"ISM reached a relative gradient norm of {rel:.3g} <= gtol={gtol}, but the "
-            f"Hessian check was inconclusive (largest eigenvalue estimate "
-            f"{certificate.hessian_max_eigenvalue:.3g} +- {certificate.hessian_residual:.3g}, "
-            f"scale {certificate.hessian_scale:.3g}); converged=False")
+            f"Hessian check was inconclusive after its budget of "
+            f"{certificate.certificate_hessian_products} Hessian products (largest eigenvalue "
+            f"estimate {certificate.hessian_max_eigenvalue:.3g} +- "
+            f"{certificate.hessian_residual:.3g}, scale {certificate.hessian_scale:.3g}); "
+            "converged=False")
