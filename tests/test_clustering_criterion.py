@@ -9,7 +9,8 @@ from sklearn.preprocessing import StandardScaler
 
 from ikdr.cluster.criterion import JUDGE_NEIGHBORS, PartitionCriterion, normalised_cut
 from ikdr.cluster.neighbours import graph_embedding, nearest_neighbours, neighbour_graph
-from ikdr.cluster.screen import feature_gaps, median_pairwise_distance_1d
+from ikdr.cluster.screen import feature_gaps
+from ikdr.kernels.bandwidth import feature_median_distances
 from ikdr.kernels import Gaussian
 from ikdr.spectral import spectral_embedding, spectral_gap
 
@@ -77,8 +78,8 @@ def test_median_pair_difference_is_exact(rng):
         for z in (rng.standard_normal(m), rng.integers(0, 5, m).astype(float),
                   np.r_[np.zeros(m // 2), rng.standard_normal(m - m // 2)]):
             pairs = np.abs(np.subtract.outer(z, z))[np.triu_indices(m, 1)]
-            assert median_pairwise_distance_1d(z) == np.median(pairs)
-    assert median_pairwise_distance_1d(np.ones(5)) == 0.0
+            assert feature_median_distances(z[:, None], untied=False)[0] == np.median(pairs)
+    assert feature_median_distances(np.ones((5, 1)), untied=False)[0] == 0.0
 
 
 def test_binned_feature_gaps_match_the_sample_gaps(rng):
@@ -91,7 +92,7 @@ def test_binned_feature_gaps_match_the_sample_gaps(rng):
         binned = feature_gaps(X, groups)
         for j in range(3):
             z = X[:, j:j + 1]
-            s = 0.5 * median_pairwise_distance_1d(z)
+            s = 0.5 * feature_median_distances(z, untied=False)[0]
             _, vals, _ = spectral_embedding(z, Gaussian(s).fit(z), groups)
             assert binned[j] == pytest.approx(spectral_gap(vals), abs=2e-3)
 

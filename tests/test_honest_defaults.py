@@ -12,6 +12,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
+from ikdr._utils.sampling import sample_pairs
+from ikdr.kernels.bandwidth import PAIR_SAMPLES
 from ikdr.reduction.screen import third_moment_screen
 from ikdr.reduction.support import HeldOutRows, marginal_dependence, marginal_threshold
 
@@ -283,8 +285,7 @@ def test_marginal_dependence_matches_the_dense_formula():
     gamma, _ = ikdr.supervised_gamma(y)
     G = gamma.toarray()
     got = marginal_dependence(X, gamma)
-    pairs = np.random.default_rng(0).integers(0, 300, size=(2, 1200))
-    pairs = pairs[:, pairs[0] != pairs[1]]
+    pairs = sample_pairs(300, PAIR_SAMPLES, 0)         # the default random_state's pairs
     exact = np.zeros(4)
     for j in range(4):
         x = X[:, j]

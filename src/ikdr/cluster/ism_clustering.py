@@ -392,7 +392,8 @@ def clustering_importances(X, projection, labels, random_state=None):
     labels = np.asarray(labels) if index is None else np.asarray(labels)[index]
     if np.unique(labels).shape[0] < 2:
         return projection
-    own = np.maximum(marginal_dependence(rows, supervised_gamma(labels)[0]), 0.0)
+    own = np.maximum(marginal_dependence(rows, supervised_gamma(labels)[0],
+                                         random_state=random_state), 0.0)
     if not own.sum() > 0:
         return projection
     return 0.5 * (projection + own / own.sum())

@@ -119,14 +119,15 @@ def projection_losses(X, W, kernel, target):
     return _both_of_two(np.array(rows), target)
 
 
-def marginal_parts(X, *targets):
+def marginal_parts(X, *targets, random_state=0):
     """The marginal part :math:`m_{jc}` of every group on the rows X, 0 where it is
     within the noise of independence: one (groups x d) array per target (as in
     :func:`projection_losses`), each target's statistics tested together
     (:func:`~ikdr.solver.marginal.marginal_threshold`). The targets share one pass
     over X's bins and medians; a target of some of the rows (a held-out half) is
     zero on the others (:func:`on_rows`) and measured with the kernels, bins and
-    noise level of all the rows."""
+    noise level of all the rows; ``random_state`` draws the pairs of rows of the
+    medians (:func:`~ikdr.solver.marginal.marginal_dependence`)."""
     gammas = [_gammas(target) for target in targets]
     members = [gamma for group in gammas for gamma in group]
     parts = np.concatenate([np.full(g.factor.shape[1], i) for i, g in enumerate(members)])
@@ -134,7 +135,7 @@ def marginal_parts(X, *targets):
                     np.concatenate([np.ones(g.rank) if g.scale is None else g.scale
                                     for g in members]))
     dependence, null_sd, null_mean = marginal_dependence(X, stacked, with_noise=True,
-                                                         parts=parts)
+                                                         parts=parts, random_state=random_state)
     out, start = [], 0
     for target, group in zip(targets, gammas):
         part = slice(start, start + len(group))
@@ -180,14 +181,14 @@ def combined_importances(losses, marginal):
     return rows, (top / norm if norm > 0 else top)
 
 
-def group_importances(X, W, kernel, labels, groups=None):
+def group_importances(X, W, kernel, labels, groups=None, random_state=0):
     """``cluster_importances_`` and the importances built from them, for a fit that
     has no held-out rows (the clusterers): both parts on the rows X with the groups
     ``labels`` (in the order of ``groups`` when given); W None (no projection: a
     network's embedding) leaves the marginal part alone. Returns (rows, feature
     importances, groups)."""
     contrasts, groups = group_contrasts(labels, groups)
-    marginal, = marginal_parts(X, contrasts)
+    marginal, = marginal_parts(X, contrasts, random_state=random_state)
     losses = np.zeros_like(marginal) if W is None else projection_losses(X, W, kernel, contrasts)
     rows, features = combined_importances(losses, marginal)
     return rows, features, groups
@@ -207,4 +208,4 @@ def cluster_importances(X, W, kernel, labels, n_clusters, random_state=None):
     clusters = np.arange(n_clusters)
     if np.unique(labels).shape[0] < 2:
         return np.zeros((n_clusters, X.shape[1]))
-    return group_importances(rows, W, kernel, labels, clusters)[0]
+    return group_importances(rows, W, kernel, labels, clusters, random_state)[0]

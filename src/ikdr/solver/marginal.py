@@ -23,9 +23,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.stats import chi2
 
+from .._utils.sampling import sample_pairs
 from ..gamma import Gamma
+from ..kernels.bandwidth import PAIR_SAMPLES, feature_median_distances
 from ..kernels.feature_bins import feature_bin_sums
-from .sparse_marginal import PAIR_SAMPLES, sparse_marginal_dependence
+from .sparse_marginal import sparse_marginal_dependence
 
 __all__ = ["marginal_dependence", "marginal_threshold", "BINS", "MARGINAL_LEVEL"]
 
@@ -47,36 +49,6 @@ def _null_sd(factor, scale, kernel_norms, n, parts=None):
         return np.sqrt(2.0 * float(np.sum(products)) * kernel_norms) / n
     gamma_norms = np.einsum("rp,rs,sp->p", parts, products, parts)
     return np.sqrt(2.0 * np.outer(kernel_norms, gamma_norms)) / n
-
-
-def _pair_medians(X, pairs, varies):
-    """Per feature (column of ``X``), the median distance between the values of the
-    ``pairs`` of distinct rows (2 x m); where more than half of them are tied (an
-    ordinal feature with a dominant level) and the feature ``varies``, the median
-    of the untied pairs' distances, as the median rule does (0 if none)."""
-    m = pairs.shape[1]
-    if m == 0:
-        return np.zeros(X.shape[1])
-    gaps = np.abs(X[pairs[0]] - X[pairs[1]]).T.copy()        # a row per feature
-    # the median of each row, as np.median takes it (the mean of the two middle
-    # values for an even count), by one partition in place
-    middle = [(m - 1) // 2, m // 2]
-    gaps.partition(middle, axis=1)
-    sigma = 0.5 * (gaps[:, middle[0]] + gaps[:, middle[1]])
-    tied = np.flatnonzero(varies & ~(sigma > 0))
-    if tied.size:
-        # the untied distances are the last ones of each sorted row: their median
-        # from the two middle positions past the zeros, all such rows at once
-        ordered = np.sort(gaps[tied], axis=1)
-        zeros = np.count_nonzero(ordered == 0, axis=1)
-        untied = m - zeros
-        low = zeros + np.maximum(untied - 1, 0) // 2
-        high = zeros + untied // 2
-        rows = np.arange(tied.size)
-        middle_values = 0.5 * (ordered[rows, np.minimum(low, m - 1)] +
-                               ordered[rows, np.minimum(high, m - 1)])
-        sigma[tied] = np.where(untied > 0, middle_values, 0.0)
-    return sigma
 
 
 def _autocorrelation(values, bins, scale, parts=None):
@@ -113,7 +85,7 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise, parts=None):
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
     width = np.where(varies, (hi - lo) / bins, 1.0)
-    sigma = _pair_medians(X, pairs, varies)
+    sigma = feature_median_distances(X, pairs)
     varies &= sigma > 0
     # K_j depends on the bin gap only: t_j(g) = exp(-(g * width_j)^2 / (2 sigma_j^2))
     gap = np.arange(bins)
@@ -141,7 +113,7 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise, parts=None):
 
 
 def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
-                        with_noise: bool = False, parts=None):
+                        with_noise: bool = False, parts=None, *, random_state=0):
     r"""Each feature's HSIC with the target on its own:
     :math:`\mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \bar k_j)`, ``K_j`` a
     Gaussian on feature j at the median distance of its values, :math:`\bar k_j`
@@ -153,9 +125,11 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     feature for a Gamma of rank r (the kernel on the bins is Toeplitz: its
     quadratic forms are sums over bin gaps of autocorrelations, by FFT), never
     n x n, in blocks of :data:`FEATURE_BLOCK` features (memory bounded for any d).
-    The medians come from a fixed sample of pairs of rows
-    (:data:`~ikdr.solver.sparse_marginal.PAIR_SAMPLES`, the same pairs as for
-    sparse X).
+    The medians come from one sample of pairs of rows, at most
+    :data:`~ikdr.kernels.bandwidth.PAIR_SAMPLES`
+    (:func:`ikdr.kernels.bandwidth.feature_median_distances`, the pairs drawn by
+    ``random_state``: dense and sparse X take the same pairs; the default 0
+    takes the same ones on every call).
 
     ``with_noise``: returns ``(dependence, null_sd, null_mean)``, with the
     statistic's standard deviation under independence (module docstring) and
@@ -181,19 +155,19 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     if parts is not None:
         parts = np.asarray(parts)
         parts = (parts[:, None] == np.arange(parts.max() + 1)[None, :]).astype(np.float64)
+    pairs = sample_pairs(n, PAIR_SAMPLES, random_state)
     if sp.issparse(X):
-        if parts is not None:
-            calls = [marginal_dependence(X, Gamma(factor[:, member > 0], scale[member > 0]),
-                                         bins, True) for member in parts.T]
-            out = tuple(np.stack(values, axis=1) for values in zip(*calls))
-            return out if with_noise else out[0]
-        trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
-        dependence, norms, null_mean = sparse_marginal_dependence(X, factor, scale, trace, bins)
-        if not with_noise:
-            return dependence
-        return dependence, _null_sd(factor, scale, norms, n), null_mean
-    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, PAIR_SAMPLES)))
-    pairs = pairs[:, pairs[0] != pairs[1]]
+        members = [slice(None)] if parts is None else [member > 0 for member in parts.T]
+        calls = []
+        for member in members:        # one Gamma, or each part's
+            part_factor, part_scale = factor[:, member], scale[member]
+            trace = float(np.einsum("ir,r,ir->", part_factor, part_scale, part_factor))
+            dependence, norms, null_mean = sparse_marginal_dependence(
+                X, part_factor, part_scale, trace, bins, pairs)
+            calls.append((dependence, _null_sd(part_factor, part_scale, norms, n), null_mean))
+        out = calls[0] if parts is None else \
+            tuple(np.stack(values, axis=1) for values in zip(*calls))
+        return out if with_noise else out[0]
     varies, ones_K_ones = np.zeros(d, dtype=bool), np.zeros(d)
     total = np.zeros(d if parts is None else (d, parts.shape[1]))
     centred = np.zeros(d)
