@@ -15,7 +15,8 @@ import ikdr
 from ikdr._utils.sampling import sample_pairs
 from ikdr.kernels.bandwidth import PAIR_SAMPLES
 from ikdr.reduction.screen import third_moment_screen
-from ikdr.reduction.support import HeldOutRows, marginal_dependence, marginal_threshold
+from ikdr.reduction.marginal import marginal_dependence, marginal_threshold
+from ikdr.reduction.support import HeldOutRows
 
 
 def _standardised(X):
@@ -222,7 +223,7 @@ def test_the_binned_kernel_sums_by_fft_equal_the_toeplitz_matrices():
     equal those of the bins x bins Toeplitz kernel matrices."""
     from scipy.linalg import toeplitz
 
-    from ikdr.solver.marginal import _autocorrelation, _toeplitz_product
+    from ikdr.reduction.marginal import _autocorrelation, _toeplitz_product
 
     rng = np.random.default_rng(3)
     d, bins, r = 4, 16, 3
@@ -241,7 +242,7 @@ def test_the_binned_kernel_sums_by_fft_equal_the_toeplitz_matrices():
 
 def test_marginal_dependence_in_feature_blocks_is_the_same(monkeypatch):
     """Many features are made a block at a time (bounded memory): blocks change nothing."""
-    import ikdr.solver.marginal as marginal
+    import ikdr.reduction.marginal as marginal
 
     rng = np.random.default_rng(1)
     X = np.hstack([rng.standard_normal((300, 7)), rng.integers(0, 2, (300, 3)) * 1.0])

@@ -15,8 +15,8 @@ import ikdr
 from ikdr._utils.sampling import sample_pairs
 from ikdr.gamma import Gamma, supervised_gamma
 from ikdr.kernels.bandwidth import PAIR_SAMPLES, feature_median_distances
-from ikdr.reduction.groups import combined_importances, group_contrasts
-from ikdr.solver.marginal import marginal_dependence
+from ikdr.reduction.importances import combined_importances, group_contrasts
+from ikdr.reduction.marginal import marginal_dependence
 
 
 def _standardised(X):

@@ -22,7 +22,7 @@ from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussia
                        row_normalised, spectral_embedding)
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
-from ..reduction.groups import cluster_importances
+from ..reduction.importances import cluster_importances
 from .criterion import PartitionCriterion
 from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
 from .screen import screen_features
@@ -239,7 +239,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         tells it from the other clusters, each weighed alike; each row sums to 1.
         The network has no projection W, so this is each feature's share of its
         own dependence on the cluster where beyond noise
-        (:func:`ikdr.reduction.groups.cluster_importances`).
+        (:func:`ikdr.reduction.importances.cluster_importances`).
 
     References
     ----------

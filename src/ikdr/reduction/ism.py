@@ -31,9 +31,9 @@ from ..solver.options import ISMOptions
 from .approximate import LandmarkOptions, approximate_ism
 from .screen import (SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen,
                      third_moment_candidates)
+from .marginal import marginal_dependence
 from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
-                      fold_precision, heldout_importances, heldout_losses, marginal_dependence,
-                      select_support)
+                      fold_precision, heldout_importances, heldout_losses, select_support)
 from .targets import TARGETS, ClassAttributesMixin, resolve_target
 
 
@@ -258,7 +258,7 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         none carries any): for class labels the largest of its
         ``class_importances_``, normalised, so that a small class's features rank
         with the large ones'; for a continuous target the same two parts on its
-        Gamma (:mod:`ikdr.reduction.groups`).
+        Gamma (:mod:`ikdr.reduction.importances`).
     class_importances_ : ndarray of shape (n_classes, n_features)
         Class labels only (absent for a continuous target): per class (rows in
         ``classes_`` order, each summing to 1), how much each feature tells it

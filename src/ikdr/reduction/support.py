@@ -54,14 +54,14 @@ it would blur; it still carries dependence. Its marginal HSIC,
 independence, measures that; nothing is fitted for it, so it is measured on
 all the selection rows (held out for it all alike), and counts where
 independent data would exceed it with probability below 5% / d
-(:func:`marginal_threshold`; with the rows of :math:`\Gamma` permuted at
+(:func:`~ikdr.reduction.marginal.marginal_threshold`; with the rows of :math:`\Gamma` permuted at
 random, :math:`\mathrm{Tr}(\Gamma K_j)` deviates by about
 :math:`\mathrm{sd}_j = \sqrt{2}\,\|\Gamma\|_F\,\|H K_j H\|_F / n` around its
 mean :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`).
 
 **Importances** (:func:`heldout_importances`). For class labels both parts
 are taken per class, with each class set against the other classes weighed
-alike (:mod:`ikdr.reduction.groups`): the held-out loss :math:`\ell_{jc}` from
+alike (:mod:`ikdr.reduction.importances`): the held-out loss :math:`\ell_{jc}` from
 each half's W on the other half, one thin pass per class, summed over both
 halves and counted for the features of the support (a candidate the
 selection refused showed no loss beyond its entry margin), and the marginal
@@ -84,15 +84,13 @@ from ..gamma import supervised_gamma
 from ..passes import resolve
 from ..passes.dask_data import take_columns
 from ..passes.problem import float32_estimate
-from ..solver.marginal import marginal_dependence, marginal_threshold
-from .groups import (combined_importances, group_contrasts, marginal_parts, on_rows,
-                     projection_losses)
+from .importances import (combined_importances, group_contrasts, marginal_parts, on_rows,
+                          projection_losses)
 from .targets import check_halves
 
 __all__ = ["HeldOutRows", "Selection", "select_support", "heldout_losses", "heldout_importances",
            "filled", "fold_precision", "FOLD_GTOL", "FOLD_FLOAT32_ERROR", "FOLD_FLOAT32_MIN_ROWS",
-           "FOLD_ROWS", "MAX_ROUNDS",
-           "ALL_FEATURES", "marginal_dependence", "marginal_threshold"]
+           "FOLD_ROWS", "MAX_ROUNDS", "ALL_FEATURES"]
 
 #: rows of each half at most (a larger X is subsampled, seeded)
 FOLD_ROWS = 2000
@@ -338,7 +336,7 @@ def heldout_importances(rows: HeldOutRows, support: np.ndarray, fits: tuple, ker
     r"""``feature_importances_``, the per-class rows and their intervals, from the
     halves' fits ``fits`` (the fitted features and each half's W on them, as
     :func:`heldout_losses` returns them) measured on the other halves
-    (:mod:`ikdr.reduction.groups`).
+    (:mod:`ikdr.reduction.importances`).
 
     The projection part of each group is summed over both halves and counted for
     the features of ``support`` only: a candidate the selection did not take showed

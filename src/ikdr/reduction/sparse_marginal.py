@@ -1,4 +1,4 @@
-r"""The marginal dependence (:func:`ikdr.solver.marginal.marginal_dependence`) of sparse
+r"""The marginal dependence (:func:`ikdr.reduction.marginal.marginal_dependence`) of sparse
 X, from its stored values only.
 
 Each column's values are its stored entries and ``n - nnz_j`` zeros; the bins
@@ -23,7 +23,7 @@ _CHUNK = 256
 
 
 def sparse_marginal_dependence(X, factor, scale, trace, bins, pairs):
-    r""":func:`ikdr.solver.marginal.marginal_dependence` of a sparse X (module
+    r""":func:`ikdr.reduction.marginal.marginal_dependence` of a sparse X (module
     docstring); ``factor`` and ``scale`` are Gamma's, ``trace`` its trace, ``pairs``
     the pairs of rows whose distances give the bandwidths (the dense
     computation's: :func:`ikdr._utils.sampling.sample_pairs`). Made

@@ -14,7 +14,7 @@ centred Gamma. With the rows of :math:`\Gamma` permuted at random,
 (both matrices centred, n large); :func:`marginal_threshold` turns mean and
 deviation into the level that independent data exceed with probability
 5 % / d. Each feature's values are binned, so nothing n x n is formed
-(:mod:`ikdr.solver.sparse_marginal`: the same from a sparse matrix's stored
+(:mod:`ikdr.reduction.sparse_marginal`: the same from a sparse matrix's stored
 values).
 """
 from __future__ import annotations
@@ -139,7 +139,7 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     :math:`\sum_r s_r g_r g_r^T` whose column r belongs to part ``parts[r]``
     (0 .. P-1) is taken as the P Gammas :math:`\Gamma_p = \sum_{r \in p} s_r g_r
     g_r^T` (one per group, or per set of rows: a column that is zero outside some
-    rows; :mod:`ikdr.reduction.groups`), and every output has a column per part
+    rows; :mod:`ikdr.reduction.importances`), and every output has a column per part
     (d x P), from the same bins and medians (sparse X: one call per part).
     """
     n, d = X.shape
@@ -203,7 +203,7 @@ def marginal_threshold(null_sd, null_mean, level=MARGINAL_LEVEL):
     (Satterthwaite), :math:`g\chi^2_\nu` with :math:`\nu = 2\mu^2/s^2` and
     :math:`g = s^2 / 2\mu`, gives the quantile, less the mean. Infinite where a
     feature has no spread. Statistics of several Gammas at once (d x P, one
-    column per group, :mod:`ikdr.reduction.groups`) are tested at ``level / (d
+    column per group, :mod:`ikdr.reduction.importances`) are tested at ``level / (d
     P)``: the chance that any of them counts under independence stays ``level``."""
     tests = null_sd.size
     valid = (null_sd > 0) & (null_mean > 0)
