@@ -322,6 +322,16 @@ def test_providers_come_from_resolve():
     assert offenders == []
 
 
+def test_one_name_one_class():
+    _rule("One name, one class")
+    where = {}
+    for m, tree in TREES.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(f"{m}:{node.lineno}")
+    assert {name: at for name, at in where.items() if len(at) > 1} == {}
+
+
 def _limits():
     text = _rule("Short modules and functions")
     modules = re.search(r"no module is longer than ([\d,]+) lines", text)
@@ -426,6 +436,7 @@ RULES = {
     "Private names stay private": test_private_names_stay_private,
     "Kernels answer for themselves": test_kernels_answer_for_themselves,
     "Providers come from resolve": test_providers_come_from_resolve,
+    "One name, one class": test_one_name_one_class,
     "Short modules and functions": test_short_modules_and_functions,
     "Short parameter lists": test_short_parameter_lists,
 }

@@ -88,8 +88,8 @@ from .importances import (combined_importances, group_contrasts, marginal_parts,
                           projection_losses)
 from .targets import check_halves
 
-__all__ = ["HeldOutRows", "Selection", "select_support", "heldout_losses", "heldout_importances",
-           "filled", "fold_precision", "FOLD_GTOL", "FOLD_FLOAT32_ERROR", "FOLD_FLOAT32_MIN_ROWS",
+__all__ = ["HeldOutRows", "SupportSelection", "select_support", "heldout_losses",
+           "heldout_importances", "filled", "fold_precision", "FOLD_GTOL", "FOLD_FLOAT32_ERROR", "FOLD_FLOAT32_MIN_ROWS",
            "FOLD_ROWS", "MAX_ROUNDS", "ALL_FEATURES"]
 
 #: rows of each half at most (a larger X is subsampled, seeded)
@@ -189,7 +189,7 @@ def fold_precision(X, W0, kernel):
 
 
 @dataclass
-class Selection:
+class SupportSelection:
     """The outcome of :func:`select_support`.
 
     Attributes
@@ -260,8 +260,8 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
     Each round tests the current features and a batch of untried candidates on
     the two halves, warm-started from the first fit on every row (zero rows for
     the features it did not use); the fit on every row is made once more, warm,
-    at the end, when the features changed. Returns (:class:`Selection`, the
-    result of the fit on ``support``).
+    at the end, when the features changed. Returns (:class:`SupportSelection`,
+    the result of the fit on ``support``).
     """
     d = rows.X.shape[1]
     current = filled(np.sort(start), order, minimum)
@@ -309,8 +309,9 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
         W0 = W_all[current]
         ok = current.size >= W0.shape[1] and np.linalg.matrix_rank(W0) == W0.shape[1]
         result = fit(current, W0 if ok else None, False)[-1]
-    return Selection(support=current, losses=losses, tried=np.array(sorted(tried), dtype=np.intp),
-                     rounds=rounds, fits=rounds[-1].pop("fits")), result
+    return SupportSelection(support=current, losses=losses,
+                            tried=np.array(sorted(tried), dtype=np.intp),
+                            rounds=rounds, fits=rounds[-1].pop("fits")), result
 
 
 def _by_loss(losses, order, features):
