@@ -24,7 +24,8 @@ from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
 from ..reduction.importances import cluster_importances
 from .criterion import PartitionCriterion
-from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
+from .knet_training import (PREDICT_CHUNK, KNetOptions, kernel_times, spread, train_knet,
+                            u_gradient)
 from .screen import screen_features
 from .selection import scored_starts
 
@@ -385,12 +386,13 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         encoder, decoder = self._build(X, hidden, lam, rng)
         report = IterationReport("KNetClustering", self.verbose, total=int(self.max_iter)).start()
         try:
-            out = train_knet(X, kernel, k, encoder, decoder,
-                             embedding_kernel=embedding_kernel, lam=lam,
-                             learning_rate=self.learning_rate, batch_size=batch,
-                             max_iter=int(self.max_iter),
-                             epochs_per_iter=int(self.epochs_per_iter), tol=self.tol,
-                             update=self.update, rng=rng, report=report)
+            options = KNetOptions(embedding_kernel=embedding_kernel, lam=lam,
+                                  learning_rate=self.learning_rate, batch_size=batch,
+                                  max_iter=int(self.max_iter),
+                                  epochs_per_iter=int(self.epochs_per_iter), tol=self.tol,
+                                  update=self.update)
+            out = train_knet(X, kernel, k, encoder, decoder, options=options, rng=rng,
+                             report=report)
         finally:
             report.close()
         if auto:
