@@ -392,6 +392,61 @@ def test_one_name_one_class():
     assert {name: at for name, at in where.items() if len(at) > 1} == {}
 
 
+def _fitted(name):
+    return name.endswith("_") and not name.startswith("_") and not name.endswith("__")
+
+
+def _fitted_writes(function):
+    """The fitted attributes a method assigns on ``self`` (``self.x_ = ``, augmented,
+    in a tuple target, or ``setattr(self, "x_", ...)``), nested functions included."""
+    out = set()
+    for node in ast.walk(function):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        out |= {e.attr for target in targets for e in ast.walk(target)
+                if isinstance(e, ast.Attribute) and ast.unparse(e.value) == "self"
+                and _fitted(e.attr)}
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and \
+                len(node.args) >= 2 and ast.unparse(node.args[0]) == "self" and \
+                isinstance(node.args[1], ast.Constant) and _fitted(str(node.args[1].value)):
+            out.add(node.args[1].value)
+    return out
+
+
+def _methods(name, classes):
+    """The methods an instance of class ``name`` runs: {method: (defining class, node)},
+    the first definition along its bases (depth first, the source's classes only)."""
+    methods, order, seen = {}, [name], set()
+    while order:
+        current = order.pop(0)
+        if current in seen or current not in classes:
+            continue
+        seen.add(current)
+        node = classes[current]
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef):
+                methods.setdefault(item.name, (current, item))
+        order += [ast.unparse(b).split(".")[-1] for b in node.bases]
+    return methods
+
+
+def test_one_writer_per_fitted_attribute():
+    _rule("One writer per fitted attribute")
+    classes = {node.name: node for tree in TREES.values() for node in tree.body
+               if isinstance(node, ast.ClassDef)}
+    estimators = _estimators()
+    assert {"ISM", "ISMClustering", "KDAC", "KNetClustering"} <= estimators
+    writers = {}
+    for name in sorted(estimators):
+        for method, (owner, node) in _methods(name, classes).items():
+            for attribute in _fitted_writes(node):
+                writers.setdefault((name, attribute), set()).add(f"{owner}.{method}")
+    assert ("KDAC", "labels_") in writers          # the writes are seen
+    several = {f"{name}.{attribute}": sorted(at) for (name, attribute), at in writers.items()
+               if len(at) > 1}
+    assert several == {}
+
+
 def _limits():
     text = _rule("Short modules and functions")
     modules = re.search(r"no module is longer than ([\d,]+) lines", text)
@@ -497,6 +552,7 @@ RULES = {
     "Kernels answer for themselves": test_kernels_answer_for_themselves,
     "Providers come from resolve": test_providers_come_from_resolve,
     "One name, one class": test_one_name_one_class,
+    "One writer per fitted attribute": test_one_writer_per_fitted_attribute,
     "Short modules and functions": test_short_modules_and_functions,
     "Short parameter lists": test_short_parameter_lists,
 }
