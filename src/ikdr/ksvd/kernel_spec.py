@@ -13,7 +13,7 @@ blocks of G between the sets (:mod:`ikdr.ksvd.blocks`, or Dask row blocks,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,7 +45,7 @@ class KernelSpec:
     kind: str
     gamma: Optional[float]
     degree: int
-    function: Optional[Callable[..., Any]] = None
+    function: Any = None
 
 
 def paper_gamma(sigma, gamma):
