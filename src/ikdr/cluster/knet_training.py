@@ -115,7 +115,7 @@ class KNetOptions:
     embedding_kernel : Gaussian, callable or None
         Fitted kernel the network ascends with ``update="fixed"`` (required there),
         or a function that makes it when the rounds start (a fragmented start runs
-        none: on the digits its median bandwidth took 46 ms of a 0.6 s fit).
+        none, and its median bandwidth is a pass over the rows that it then spares).
     lam, learning_rate, batch_size, max_iter, epochs_per_iter, tol, update
         As in :class:`ikdr.KNetClustering`.
     """
