@@ -202,7 +202,7 @@ def test_the_marginal_noise_is_that_of_permuted_labels():
                          for _ in range(300)])
     ratio = permuted.std(axis=0) / noise
     assert np.all((ratio > 0.8) & (ratio < 1.25)), ratio
-    # the permuted statistics centre on the subtracted mean; the threshold lets
+    # the permuted statistics center on the subtracted mean; the threshold lets
     # through about 5% / d of them per feature (none of 300 x 8 here, typically)
     assert np.all(np.abs(permuted.mean(axis=0)) < 0.2 * noise)
     threshold = marginal_threshold(noise, null_mean)
@@ -294,7 +294,7 @@ def test_marginal_dependence_matches_the_dense_formula():
         K = np.exp(-(x[:, None] - x[None]) ** 2 / (2 * sigma ** 2))
         mean_off = (K.sum() - 300) / (300 * 299)
         exact[j] = np.sum(K * G) - np.trace(G) * (1 - mean_off)
-    # the kernel at the bin centres: within 1% of the strongest dependence
+    # the kernel at the bin centers: within 1% of the strongest dependence
     np.testing.assert_allclose(got, exact, rtol=0, atol=0.01 * np.abs(exact).max())
     assert got[0] > 10 * np.abs(got[1:]).max()
 

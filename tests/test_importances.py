@@ -106,7 +106,7 @@ def test_the_support_does_not_depend_on_random_state():
 def test_group_contrasts_sum_to_the_class_balanced_gamma():
     y = np.repeat([0, 1, 2], [50, 20, 5])
     H, groups = group_contrasts(y)
-    np.testing.assert_allclose(H.sum(axis=0), 0.0, atol=1e-15)      # centred
+    np.testing.assert_allclose(H.sum(axis=0), 0.0, atol=1e-15)      # centered
     P = (y[:, None] == groups[None, :]) / np.bincount(y)
     J = np.eye(3) - 1.0 / 3
     np.testing.assert_allclose(H @ H.T, (3 / 2) ** 2 * P @ J @ P.T, atol=1e-15)

@@ -335,7 +335,7 @@ def test_predict_far_point_and_kmeans_rounding():
     np.testing.assert_array_equal(model.predict(X), model.labels_)
     Xm = StandardScaler().fit_transform(make_moons(200, noise=0.05, random_state=0)[0])
     moon = KNetClustering(2, sigma=0.2, max_iter=3, random_state=0).fit(Xm)
-    # a point far from every training point still gets a label (nearest neighbour)
+    # a point far from every training point still gets a label (nearest neighbor)
     assert moon.predict(np.array([[50.0, 50.0]])).shape == (1,)
 
 

@@ -322,11 +322,11 @@ def warn_if_kernel_vanishes(X, sigma, max_rows=200):
             _warn_vanishing(sigma, float(np.sqrt(np.min(rows))))
         return
     # Any pair of distinct rows within the limit has a nonzero kernel entry: the
-    # neighbouring rows of the sample decide almost every fit in O(rows d), and
-    # only a sample whose neighbours are all too far apart takes every pair
+    # neighboring rows of the sample decide almost every fit in O(rows d), and
+    # only a sample whose neighbors are all too far apart takes every pair
     step = np.diff(rows, axis=0)
-    neighbours = np.einsum("ij,ij->i", step, step)
-    if np.any((neighbours > 0) & (neighbours <= limit)):
+    neighbors = np.einsum("ij,ij->i", step, step)
+    if np.any((neighbors > 0) & (neighbors <= limit)):
         return
     d2 = pdist(rows, "sqeuclidean")
     d2 = d2[d2 > 0]

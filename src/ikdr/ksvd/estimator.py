@@ -7,7 +7,7 @@ coupled covariance eigenproblem reduces to it, Prop. 2.4-2.5 of the paper).
 
 This module holds the estimator; :mod:`ikdr.ksvd.kernel_spec` resolves its
 kernel and bandwidth; :mod:`ikdr.ksvd.blocks` evaluates blocks of G
-(dense points, sparse graphs, double centring); :mod:`ikdr.ksvd.solvers` the
+(dense points, sparse graphs, double centering); :mod:`ikdr.ksvd.solvers` the
 truncated SVDs (dense, ARPACK, randomized, asymmetric Nystrom with automatic
 landmarks); :mod:`ikdr.ksvd.compat` the compatibility maps a0-a3;
 :mod:`ikdr.ksvd.metrics` the accuracy measures; :mod:`ikdr.ksvd.bicluster`
@@ -91,7 +91,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
         overrides ``sigma``). It is neither scikit-learn's ``gamma`` nor the
         ISM paradigm matrix Gamma; use ``sigma``.
     center : bool, default=False
-        Decompose :math:`H_n G H_m` (double centring with exact row and column
+        Decompose :math:`H_n G H_m` (double centering with exact row and column
         means of G).
     compat : {"pinv", "pca", "random", "learned"} or None, default=None
         Compatibility map of Algorithm 1 for ``fit(A)`` with a rectangular A
@@ -107,7 +107,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
         :math:`G_{ij}` becomes an entry-wise function of :math:`A_{ij}` and
         the other side's norms.
         ``"pca"`` (a1) projects on the top right singular vectors of D
-        (uncentred). ``"random"`` (a2) is a Gaussian matrix scaled by
+        (uncentered). ``"random"`` (a2) is a Gaussian matrix scaled by
         :math:`1/\sqrt{k}` so squared norms are kept in expectation (the paper
         writes randn(M, N) unscaled). ``"learned"`` (a3) starts from a1 and
         optimises C on a downstream loss (needs ``fit(X, y)``; RBF and SNE
@@ -319,7 +319,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
 
     def _check_distributed(self, Z):
         """What a fit on dask rows supports: ``fit(X, Z)`` with the
-        Nystrom solver, an int number of landmarks, uncentred, dense points."""
+        Nystrom solver, an int number of landmarks, uncentered, dense points."""
         if self.solver not in ("auto", "nystrom"):
             raise ValueError(f"KernelSVD on a dask array uses solver='nystrom' (the others need "
                              f"the whole n x m kernel matrix), got solver={self.solver!r}")

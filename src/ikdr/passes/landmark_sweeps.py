@@ -95,7 +95,7 @@ class GammaStructure:
                 self.n_classes = G.shape[1]
 
     @property
-    def centred(self):
+    def centered(self):
         """Gamma 1 = 0 (the supervised HYY^TH always; a general factor when
         G s (G^T 1) vanishes to rounding)."""
         if self.classes:

@@ -239,7 +239,7 @@ class LandmarkProblem(BaseProblem):
                 if kind == "laplacian":
                     lap_weight[i] += coef
                     need_second = True
-        if dense and V is None and not np.any(W) and st.centred:
+        if dense and V is None and not np.any(W) and st.centered:
             # W = 0 (Phi_0): every kernel matrix is constant, so the degrees are a
             # constant times Gamma 1 = 0: no degree term (n d^2 flops) to add
             need_second = False

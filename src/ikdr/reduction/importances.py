@@ -18,7 +18,7 @@ clusters found), group c's contrast is
 (:math:`\mu_c` the mean embedding of group c): how far the group lies from the
 other groups, each of them weighted alike whatever its size. The contrasts sum
 to a class-balanced supervised Gamma, :math:`\sum_c \Gamma_c = (g/(g-1))^2\,
-P J P^T` (P the indicators scaled by :math:`1/n_c`, J the g x g centring
+P J P^T` (P the indicators scaled by :math:`1/n_c`, J the g x g centering
 matrix): the dependence on the labels as if every group had as many rows. For
 two groups :math:`h_1 = -h_0`: what tells one from the other is the same for
 both. Against the size-weighted rest (:math:`H y_c`) a gene that marks the

@@ -6,12 +6,12 @@ For feature j, :math:`m_j = \mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \b
 :math:`K_j` a Gaussian on feature j alone at the median distance of its values,
 :math:`\bar k_j` the mean of its off-diagonal entries, so that the
 expectation under independence (rows of Gamma permuted) is about 0 for a
-centred Gamma. With the rows of :math:`\Gamma` permuted at random,
+centered Gamma. With the rows of :math:`\Gamma` permuted at random,
 :math:`\mathrm{Tr}(\Gamma K_j)` deviates by about
 
 .. math:: \mathrm{sd}_j = \sqrt{2}\,\|\Gamma\|_F\,\|H K_j H\|_F / n
 
-(both matrices centred, n large); :func:`marginal_threshold` turns mean and
+(both matrices centered, n large); :func:`marginal_threshold` turns mean and
 deviation into the level that independent data exceed with probability
 5 % / d. Each feature's values are binned, so nothing n x n is formed
 (:mod:`ikdr.reduction.sparse_marginal`: the same from a sparse matrix's stored
@@ -107,9 +107,9 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise, parts=None):
     # ||H K_j H||_F^2 = 1^T (K_j o K_j) 1 - 2/n ||K_j 1||^2 + (1^T K_j 1)^2 / n^2, by bins
     squared = np.einsum("jg,jg->j", weights * toeplitz, counts_ac)
     K_counts = _toeplitz_product(toeplitz, counts, bins)
-    centred = squared - 2.0 / n * np.einsum("jb,jb->j", counts, K_counts ** 2) + \
+    centered = squared - 2.0 / n * np.einsum("jb,jb->j", counts, K_counts ** 2) + \
         (ones_K_ones / n) ** 2
-    return varies, total, ones_K_ones, centred
+    return varies, total, ones_K_ones, centered
 
 
 def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
@@ -118,10 +118,10 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     :math:`\mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \bar k_j)`, ``K_j`` a
     Gaussian on feature j at the median distance of its values, :math:`\bar k_j`
     the mean of its off-diagonal entries (the expectation under independence is
-    then about 0: a centred Gamma's entries sum to 0).
+    then about 0: a centered Gamma's entries sum to 0).
 
     Each feature's values are put in ``bins`` equal bins and the kernel taken
-    at the bin centres: :math:`O(n r + r\,\mathrm{bins} \log \mathrm{bins})` per
+    at the bin centers: :math:`O(n r + r\,\mathrm{bins} \log \mathrm{bins})` per
     feature for a Gamma of rank r (the kernel on the bins is Toeplitz: its
     quadratic forms are sums over bin gaps of autocorrelations, by FFT), never
     n x n, in blocks of :data:`FEATURE_BLOCK` features (memory bounded for any d).
@@ -170,13 +170,13 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
         return out if with_noise else out[0]
     varies, ones_K_ones = np.zeros(d, dtype=bool), np.zeros(d)
     total = np.zeros(d if parts is None else (d, parts.shape[1]))
-    centred = np.zeros(d)
+    centered = np.zeros(d)
     for start in range(0, d, FEATURE_BLOCK):
         block = slice(start, min(d, start + FEATURE_BLOCK))
         varies[block], total[block], ones_K_ones[block], norms = _binned_statistics(
             X[:, block], pairs, factor, scale, bins, with_noise, parts)
         if with_noise:
-            centred[block] = norms
+            centered[block] = norms
     mean_offdiagonal = (ones_K_ones - n) / (n * (n - 1))
     # tr(Gamma), or each part's
     trace = np.einsum("ir,r,ir->r", factor, scale, factor)
@@ -186,7 +186,7 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     dependence = np.where(varies_, total - null_mean, 0.0)
     if not with_noise:
         return dependence
-    return dependence, np.where(varies_, _null_sd(factor, scale, centred, n, parts),
+    return dependence, np.where(varies_, _null_sd(factor, scale, centered, n, parts),
                                 0.0), null_mean
 
 

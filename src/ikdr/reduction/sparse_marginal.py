@@ -28,7 +28,7 @@ def sparse_marginal_dependence(X, factor, scale, trace, bins, pairs):
     the pairs of rows whose distances give the bandwidths (the dense
     computation's: :func:`ikdr._utils.sampling.sample_pairs`). Made
     :data:`_CHUNK` columns at a time (memory O(nnz + n r + bins^2 chunk)). Returns
-    the dependences, the squared norms :math:`\|HK_jH\|_F^2` of the centred
+    the dependences, the squared norms :math:`\|HK_jH\|_F^2` of the centered
     one-dimensional kernels (their noise under independence) and the
     statistic's means under independence (subtracted from the dependences)."""
     X = sp.csc_matrix(X, dtype=np.float64)
@@ -96,7 +96,7 @@ def _columns(X, sigma, factor, scale, trace, bins):
     dependence = np.where(varies, total - null_mean, 0.0)
     # ||H K_j H||_F^2 (support.marginal_dependence), over the same pairs of bins
     K_counts = np.bincount(left, weights=kernel * tallies[right], minlength=column.size)
-    centred = (np.bincount(j, weights=kernel * kernel * pair_tallies, minlength=d)
+    centered = (np.bincount(j, weights=kernel * kernel * pair_tallies, minlength=d)
                - 2.0 / n * np.bincount(column, weights=tallies * K_counts ** 2, minlength=d)
                + (pairs / n) ** 2)
-    return dependence, np.where(varies, centred, 0.0), null_mean
+    return dependence, np.where(varies, centered, 0.0), null_mean
