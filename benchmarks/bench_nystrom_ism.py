@@ -480,7 +480,7 @@ class PassLog:
 
 
 def heldout_accuracy(model, Xtr, ytr, Xte, yte):
-    """5-NN accuracy on XW of held-out rows, neighbours among the training rows."""
+    """5-NN accuracy on XW of held-out rows, neighbors among the training rows."""
     clf = KNeighborsClassifier(5).fit(Xtr @ model.components_, ytr)
     return float(clf.score(Xte @ model.components_, yte))
 

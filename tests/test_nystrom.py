@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 import ikdr
 from ikdr import Gamma, ism, principal_angle, supervised_gamma
-from ikdr.solver.importances import feature_importances
+from ikdr.reduction.importances import feature_importances
 from ikdr.kernels.bandwidth import separation, separation_sigma
 from ikdr.passes.exact import ExactClustering
 from ikdr.passes.factors import select_landmarks

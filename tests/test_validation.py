@@ -224,7 +224,7 @@ def test_transform_rejects_bad_X(spec, case, patterns):
          "empty": X0[:0]}[case]
     methods = [m for m in ("transform", "predict") if hasattr(est, m)]
     if spec.name == "KNetClustering":
-        methods = ["transform"]  # predict is transform + nearest centre
+        methods = ["transform"]  # predict is transform + nearest center
     for method in methods:
         with raises(ValueError, *patterns):
             getattr(est, method)(X)

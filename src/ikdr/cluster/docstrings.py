@@ -155,10 +155,10 @@ COMMON_ATTRS = r"""
         two shares: the feature's weight in the learned subspace (squared row
         norms of W, its columns weighted by the absolute eigenvalues of
         :math:`\Phi` belonging to them in the default fit, equally in the
-        papers' alternation; :func:`ikdr.solver.importances.feature_importances`)
+        papers' alternation; :func:`ikdr.reduction.importances.feature_importances`)
         and its own dependence on ``labels_`` (the positive part of its
         marginal HSIC with the partition,
-        :func:`ikdr.solver.marginal.marginal_dependence`), which ranks the
+        :func:`ikdr.reduction.marginal.marginal_dependence`), which ranks the
         features W leaves out (:func:`ikdr.cluster.ism_clustering.clustering_importances`).
     cluster_importances_ : ndarray (n_clusters, n_features)
         Per cluster (rows in the order of the labels), how much each feature
@@ -167,7 +167,7 @@ COMMON_ATTRS = r"""
         cluster's dependence on the rows loses, to first order, without the
         feature in the projection W, and of the feature's own dependence on
         the cluster where beyond noise
-        (:func:`ikdr.reduction.groups.cluster_importances`).
+        (:func:`ikdr.reduction.importances.cluster_importances`).
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None

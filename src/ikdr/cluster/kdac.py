@@ -20,12 +20,12 @@ from .._utils.validation import TargetRequiredMixin, check_matrix, check_positiv
 from .._utils.validation import keep_state_on_error
 from ..gamma import alternative_gamma, centered, clustering_gamma
 from ..kernels import Gaussian, KernelLike, median_sigma
+from ..kernels.bandwidth import feature_median_distances
 from ..metrics import nmi
 from ..passes.dask_data import check_target, is_dask_array
 from ..spectral import median_scale_gaussian
 from .ism_clustering import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
-from .screen import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
-                     median_pairwise_distance_1d)
+from .screen import FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps
 
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"]
 
@@ -161,7 +161,7 @@ def feature_start(X, Y, n_clusters, *, random_state=None):
     start[best, 0] = 1.0
     rows = sample_index(X.shape[0], FEATURE_GAP_MAX_SAMPLES, random_state)
     column = X[:, best] if rows is None else X[rows, best]
-    sigma = FEATURE_GAP_SCALE * median_pairwise_distance_1d(column)
+    sigma = FEATURE_GAP_SCALE * feature_median_distances(column[:, None], untied=False)[0]
     return start, sigma, scores
 
 

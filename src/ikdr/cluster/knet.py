@@ -22,9 +22,10 @@ from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussia
                        row_normalised, spectral_embedding)
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
-from ..reduction.groups import cluster_importances
+from ..reduction.importances import cluster_importances
 from .criterion import PartitionCriterion
-from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
+from .knet_training import (PREDICT_CHUNK, KNetOptions, kernel_times, spread, train_knet,
+                            u_gradient)
 from .screen import screen_features
 from .selection import scored_starts
 
@@ -239,7 +240,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         tells it from the other clusters, each weighed alike; each row sums to 1.
         The network has no projection W, so this is each feature's share of its
         own dependence on the cluster where beyond noise
-        (:func:`ikdr.reduction.groups.cluster_importances`).
+        (:func:`ikdr.reduction.importances.cluster_importances`).
 
     References
     ----------
@@ -385,12 +386,13 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         encoder, decoder = self._build(X, hidden, lam, rng)
         report = IterationReport("KNetClustering", self.verbose, total=int(self.max_iter)).start()
         try:
-            out = train_knet(X, kernel, k, encoder, decoder,
-                             embedding_kernel=embedding_kernel, lam=lam,
-                             learning_rate=self.learning_rate, batch_size=batch,
-                             max_iter=int(self.max_iter),
-                             epochs_per_iter=int(self.epochs_per_iter), tol=self.tol,
-                             update=self.update, rng=rng, report=report)
+            options = KNetOptions(embedding_kernel=embedding_kernel, lam=lam,
+                                  learning_rate=self.learning_rate, batch_size=batch,
+                                  max_iter=int(self.max_iter),
+                                  epochs_per_iter=int(self.epochs_per_iter), tol=self.tol,
+                                  update=self.update)
+            out = train_knet(X, kernel, k, encoder, decoder, options=options, rng=rng,
+                             report=report)
         finally:
             report.close()
         if auto:

@@ -202,7 +202,7 @@ class RelativeGaussian(Kernel):
     r"""Gaussian kernel with local bandwidths, :math:`k = \exp(-\beta / 2\sigma_i\sigma_j)`.
 
     :math:`\sigma_i` is the distance from :math:`x_i` to its ``n_neighbors``-th
-    nearest neighbour (self-tuning scale; dissertation appendix C, Eq. C.39-C.43).
+    nearest neighbor (self-tuning scale; dissertation appendix C, Eq. C.39-C.43).
     :math:`\Phi = -X^T L(\Sigma \circ \Gamma \circ K_{XW}) X`,
     :math:`\Sigma_{ij} = 1/\sigma_i\sigma_j`; :math:`\Phi_0 = -X^T L(\Sigma\circ\Gamma) X`.
 
@@ -234,7 +234,7 @@ class RelativeGaussian(Kernel):
         """Distance of each row to its ``n_neighbors``-th nearest other row."""
         from sklearn.neighbors import NearestNeighbors
 
-        # sparse rows stay sparse (the neighbour search takes them as they are)
+        # sparse rows stay sparse (the neighbor search takes them as they are)
         X = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
         k = min(int(n_neighbors), X.shape[0] - 1)
         if k < 1:

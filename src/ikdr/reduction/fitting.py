@@ -44,8 +44,9 @@ from ..solver.options import ISMOptions
 from .approximate import LandmarkOptions, approximate_ism
 from .screen import (SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen,
                      third_moment_candidates)
+from .marginal import marginal_dependence
 from .support import (ALL_FEATURES, HeldOutRows, filled, heldout_importances, heldout_losses,
-                      marginal_dependence, select_support)
+                      select_support)
 from .targets import Target
 
 __all__ = ["FitSettings", "PassesUsed", "SupportFit", "Candidates", "select_and_fit",

@@ -235,7 +235,7 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         none carries any): for class labels the largest of its
         ``class_importances_``, normalised, so that a small class's features rank
         with the large ones'; for a continuous target the same two parts on its
-        Gamma (:mod:`ikdr.reduction.groups`).
+        Gamma (:mod:`ikdr.reduction.importances`).
     class_importances_ : ndarray of shape (n_classes, n_features)
         Class labels only (absent for a continuous target): per class (rows in
         ``classes_`` order, each summing to 1), how much each feature tells it

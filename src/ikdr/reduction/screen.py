@@ -1,7 +1,7 @@
 r"""The class-moment screen: which features a supervised ISM fit starts from.
 
 ISM's start :math:`\Phi_0` (ISM paper, Theorem 3) sees only the class means
-(for a centred Gamma, :math:`\Phi_0 \propto X^T \Gamma X`); a ring or an XOR
+(for a centered Gamma, :math:`\Phi_0 \propto X^T \Gamma X`); a ring or an XOR
 moves no class mean, and among many noise features the fit then drifts to
 noise: at 2,000 x 784 with 4 informative features, 0.004-0.017 of W's mass
 lands on them, from every start tried, because the objective's own maximum

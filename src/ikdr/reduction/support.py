@@ -54,14 +54,14 @@ it would blur; it still carries dependence. Its marginal HSIC,
 independence, measures that; nothing is fitted for it, so it is measured on
 all the selection rows (held out for it all alike), and counts where
 independent data would exceed it with probability below 5% / d
-(:func:`marginal_threshold`; with the rows of :math:`\Gamma` permuted at
+(:func:`~ikdr.reduction.marginal.marginal_threshold`; with the rows of :math:`\Gamma` permuted at
 random, :math:`\mathrm{Tr}(\Gamma K_j)` deviates by about
 :math:`\mathrm{sd}_j = \sqrt{2}\,\|\Gamma\|_F\,\|H K_j H\|_F / n` around its
 mean :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`).
 
 **Importances** (:func:`heldout_importances`). For class labels both parts
 are taken per class, with each class set against the other classes weighed
-alike (:mod:`ikdr.reduction.groups`): the held-out loss :math:`\ell_{jc}` from
+alike (:mod:`ikdr.reduction.importances`): the held-out loss :math:`\ell_{jc}` from
 each half's W on the other half, one thin pass per class, summed over both
 halves and counted for the features of the support (a candidate the
 selection refused showed no loss beyond its entry margin), and the marginal
@@ -86,16 +86,15 @@ from ..passes.dask_data import take_columns
 from ..passes.problem import float32_estimate
 from ..solver.driver import ISMResult, solve_ism
 from ..solver.options import ISMOptions
-from ..solver.marginal import marginal_dependence, marginal_threshold
-from .groups import (combined_importances, group_contrasts, marginal_parts, on_rows,
-                     projection_losses)
+from .importances import (combined_importances, group_contrasts, marginal_parts, on_rows,
+                          projection_losses)
+from .marginal import marginal_threshold
 from .targets import check_halves
 
-__all__ = ["HeldOutRows", "HalfFits", "HeldOutLosses", "Selection", "select_support",
+__all__ = ["HeldOutRows", "HalfFits", "HeldOutLosses", "SupportSelection", "select_support",
            "heldout_losses", "heldout_importances", "filled", "fold_fit", "fold_precision",
            "FOLD_GTOL", "FOLD_FLOAT32_ERROR", "FOLD_FLOAT32_MIN_ROWS",
-           "FOLD_ROWS", "MAX_ROUNDS",
-           "ALL_FEATURES", "marginal_dependence", "marginal_threshold"]
+           "FOLD_ROWS", "MAX_ROUNDS", "ALL_FEATURES"]
 
 #: rows of each half at most (a larger X is subsampled, seeded)
 FOLD_ROWS = 2000
@@ -235,7 +234,7 @@ class HeldOutLosses:
 
 
 @dataclass
-class Selection:
+class SupportSelection:
     """The outcome of :func:`select_support`.
 
     Attributes
@@ -295,7 +294,7 @@ def heldout_losses(rows, features, W, kernel) -> HeldOutLosses:
 
 
 def select_support(rows: HeldOutRows, features: np.ndarray, first: ISMResult, order: np.ndarray,
-                   minimum: int, evidence: bool = True) -> Selection:
+                   minimum: int, evidence: bool = True) -> SupportSelection:
     """The features whose held-out loss is positive (module docstring).
 
     ``features``: those of ``first``, the fit on every row (its W has a row per
@@ -309,7 +308,7 @@ def select_support(rows: HeldOutRows, features: np.ndarray, first: ISMResult, or
     Each round tests the current features and a batch of untried candidates on
     the two halves (:func:`heldout_losses`), warm-started from ``first`` (zero
     rows for the features it did not use). Where the features changed, the
-    :class:`Selection` asks for the fit on every row once more, warm.
+    :class:`SupportSelection` asks for the fit on every row once more, warm.
     """
     d = rows.X.shape[1]
     current = fitted = features
@@ -352,7 +351,7 @@ def select_support(rows: HeldOutRows, features: np.ndarray, first: ISMResult, or
     # directions where they still span q dimensions
     W0 = W_all[current]
     ok = current.size >= W0.shape[1] and np.linalg.matrix_rank(W0) == W0.shape[1]
-    return Selection(support=current, losses=losses, tried=np.array(sorted(tried), dtype=np.intp),
+    return SupportSelection(support=current, losses=losses, tried=np.array(sorted(tried), dtype=np.intp),
                      halves=last, rounds=rounds, refit=refit,
                      warm_start=W0 if refit and ok else None)
 
@@ -380,7 +379,7 @@ def heldout_importances(rows: HeldOutRows, support: np.ndarray, halves: HalfFits
     r"""``feature_importances_``, the per-class rows and their intervals, from the
     ``halves``' fits (as :func:`heldout_losses` returns them) measured on the
     other halves
-    (:mod:`ikdr.reduction.groups`).
+    (:mod:`ikdr.reduction.importances`).
 
     The projection part of each group is summed over both halves and counted for
     the features of ``support`` only: a candidate the selection did not take showed
