@@ -220,6 +220,6 @@ def report(records, candidates):
     if scale:
         body += ["", "## Rows against time", "",
                  "Letter stratified to each size (standardised); blobs: make_blobs, 16 "
-                 "features, 10 centres. A method out of time or memory at a size is not run at "
+                 "features, 10 centers. A method out of time or memory at a size is not run at "
                  "the larger ones of its series.", ""] + scale
     return body

@@ -9,7 +9,7 @@ Cases:
     (make_gaussian_views("large", n)), n from --sizes.
 
 The peer is a lean dense numpy implementation of the same alternation (n x n
-Gamma, kernel and U-step matrices, LAPACK eigh; no n x n centring matrix and no
+Gamma, kernel and U-step matrices, LAPACK eigh; no n x n centering matrix and no
 O(n^3) product), run up to --peer-max-n samples; the script prints the time ratio and the largest principal angle
 between the two W (same algorithm, so the subspaces should agree).
 
@@ -77,7 +77,7 @@ def numpy_alternation(X, sigma, k, q, Y=None, lam=0.0, max_iter=20, tol=1e-3, in
 
     Gamma = D^-1/2 H (U U^T - lam Y Y^T) H D^-1/2 is formed as
     D^-1/2 ((HU)(HU)^T - lam (HY)(HY)^T) D^-1/2 with HU = U - mean(U), so it
-    costs O(n^2 k), not the O(n^3) of multiplying by the n x n centring matrix H;
+    costs O(n^2 k), not the O(n^3) of multiplying by the n x n centering matrix H;
     the Laplacian form X^T L(M) X never builds diag(M 1) - M. What remains n x n
     is what a dense implementation needs: Gamma, the kernel and Psi.
     """

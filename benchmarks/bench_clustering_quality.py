@@ -53,7 +53,7 @@ import ikdr  # noqa: E402
 from _clustering_data import all_sets  # noqa: E402
 from _peers import results_head, timed  # noqa: E402
 from ikdr.cluster.criterion import normalised_cut  # noqa: E402
-from ikdr.cluster.neighbours import nearest_neighbours, neighbour_graph  # noqa: E402
+from ikdr.cluster.neighbors import nearest_neighbors, neighbor_graph  # noqa: E402
 from ikdr.cluster.selection import scored_starts  # noqa: E402
 from ikdr.metrics import nmi  # noqa: E402
 from ikdr.spectral import auto_kernel  # noqa: E402
@@ -153,7 +153,7 @@ def candidate_pool(X, k):
 
 def index_scores(X, labels_list, criterion):
     """Every index's score of each candidate, higher = better."""
-    graph = neighbour_graph(nearest_neighbours(X, 10)[1], 10)
+    graph = neighbor_graph(nearest_neighbors(X, 10)[1], 10)
     ok = [np.unique(lab).shape[0] > 1 for lab in labels_list]
     return {
         "multi-graph cut (ours)": [-criterion(lab) for lab in labels_list],

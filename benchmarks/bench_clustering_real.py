@@ -8,10 +8,10 @@ with each of ``--seeds``:
 
 * ``k-means``: ``KMeans(k, n_init=10)``;
 * ``spectral-kNN``: ``SpectralClustering(k, affinity="nearest_neighbors")`` (scikit-learn's
-  default 10 neighbours);
+  default 10 neighbors);
 * ``Ward``: ``AgglomerativeClustering(k, linkage="ward")`` (dense input only);
 * ``Leiden`` (from 500 rows): PCA to at most 50 components, the symmetrised,
-  unweighted 15-nearest-neighbour graph, then ``leidenalg``'s
+  unweighted 15-nearest-neighbor graph, then ``leidenalg``'s
   ``RBConfigurationVertexPartition``. With k known, its resolution is found by bisection
   on log10(resolution) in [-3, 2] until the partition has k communities (at most 30
   Leiden runs; else the run closest to k); every run counts in its time;
@@ -69,7 +69,7 @@ TITLE = "Clustering on public labelled data with the defaults"
 IKDR = ("ISMClustering", "KNetClustering")
 LETTER_SIZES = (1000, 2000, 5000, 10000, 20000)
 BLOB_SIZES = (10000, 20000, 50000, 100000)
-SERIES = {"letter": "letter", "blobs": "blobs 16-d, 10 centres"}
+SERIES = {"letter": "letter", "blobs": "blobs 16-d, 10 centers"}
 #: the errors after which a method is not tried on more rows
 RESOURCE_FAILURES = ("timeout after", "MemoryError", "the worker died")
 #: seconds a worker process may take to import its libraries and say it is ready

@@ -127,7 +127,8 @@ def worker(impl, n, d, q, tol, data_path, out_path):
         options = {"ikdr": {}, "ikdr-nocert": {"certify": False},
                    "ikdr-f32": {"certify": False, "dtype": np.float32},
                    "ikdr-gradient": {"criterion": "gradient"}}[impl]
-        model = ikdr.ISM(n_components=q, sigma=sigma, tol=tol, **options).fit(X, y)
+        model = ikdr.ISM(n_components=q, sigma=sigma, tol=tol, approximation=None,
+                         **options).fit(X, y)
         c = model.convergence_
         W, n_iter = model.components_, model.n_iter_
         obj = model.hsic_ * (n - 1) ** 2
@@ -202,7 +203,7 @@ def main(argv=None):
             sigma = ikdr.median_sigma(X, random_state=0)
             np.savez(data_path, X=X, y=y, sigma=sigma)
             W_max = ikdr.ISM(n_components=q, sigma=sigma, criterion="gradient", gtol=1e-11,
-                             max_iter=500).fit(X, y).components_
+                             max_iter=500, approximation=None).fit(X, y).components_
             del X, y
             gemm = gemm_time_per_pass(n, d, q)
             gemm_thin = gemm_time_per_pass(n, q, q)

@@ -298,7 +298,7 @@ def nystrom_graph_kernel(name, nodes=None):
     """Does the graph embedding's kernel ("edges" features, median bandwidth) suit Nystrom?
 
     ikdr KernelSVD(kernel="sne", solver="nystrom", n_landmarks=n) on
-    ``ikdr.graph.node_features(A)`` (uncentred, the default median bandwidth),
+    ``ikdr.graph.node_features(A)`` (uncentered, the default median bandwidth),
     landmarks raised as in Table 4, against the exact ARPACK SVD at r = 20."""
     A, name, _ = graph_for(name, nodes)
     N = A.shape[0]
@@ -328,10 +328,10 @@ def graph_embeddings(names, ranks=(16, 32)):
     Embeddings (N x 2r, source and target parts concatenated): ikdr
     ``node_embeddings`` with its defaults (SNE on the "edges" features:
     direct edges and the node itself, degree normalisation regularised by the
-    mean degree; median bandwidth, centred); the same on the "cosine"
+    mean degree; median bandwidth, centered); the same on the "cosine"
     features (self-loop, unit length: also two-step paths; the default before
     0.2); the paper's setting (SNE on the adjacency rows and
-    columns, ``paper_gamma``, uncentred); the rank-r SVD of A; random normal
+    columns, ``paper_gamma``, uncentered); the rank-r SVD of A; random normal
     vectors. Logistic regression on the standardised embeddings, stratified
     5-fold accuracy; reconstruction precision of ``ikdr.graph.reconstruction_score``.
     Graphs: ``directed_sbm(preset, random_state=0)`` (Pareto degrees,
@@ -374,7 +374,7 @@ def graph_embeddings(names, ranks=(16, 32)):
 
 class LearnedMapKernelPCA(TransformerMixin, BaseEstimator):
     """KernelPCA (RBF) of X C, C learned on the labels by ``ikdr.learn_compat_map``
-    (centred kernel, as KernelPCA's) at the same bandwidth; a Pipeline step
+    (centered kernel, as KernelPCA's) at the same bandwidth; a Pipeline step
     (``gamma`` in the paper's form, exp(-d^2/gamma^2))."""
 
     def __init__(self, n_components=4, gamma=1.0):
@@ -422,7 +422,7 @@ def table3(datasets, folds=5, n_components=4):
     say("Bandwidth per outer fold by an inner 3-fold grid search on the training fold "
         "(median distance x 2^-2 .. 2^2); the paper's gamma, exp(-d^2/gamma^2). "
         "\"learned C\": KernelPCA of X C with C learned on the training labels "
-        "(ikdr.learn_compat_map, the a3 mechanism with a symmetric, centred kernel).\n")
+        "(ikdr.learn_compat_map, the a3 mechanism with a symmetric, centered kernel).\n")
     say("| method | " + " | ".join(datasets) + " |")
     say("|---|" + "---|" * len(datasets))
     rows = {m: [] for m in methods}

@@ -3,7 +3,7 @@
 Each layer is a supervised ISM projection followed by random Fourier features
 of its Gaussian kernel (Eqs. 6.2-6.4), added greedily while the output's
 normalised HSIC with the labels (Eq. 6.14) rises; prediction is the nearest
-class centre. Trained on 70% of the data, scored on the other 30%.
+class center. Trained on 70% of the data, scored on the other 30%.
 """
 import time
 

@@ -2,7 +2,7 @@
 
 KNetClustering(n_clusters=2) alone: the start is spectral clustering of X under
 the narrow affinity of sigma="auto" (the median distance to the 7th nearest
-neighbour); the network then ascends the HSIC of a wide Gaussian (the median
+neighbor); the network then ascends the HSIC of a wide Gaussian (the median
 distance) against those clusters, which gathers each moon into a compact group
 that k-means separates. The figure shows the standardised moons coloured by the
 found clusters beside the embedding psi(X) of the same points, and the objective

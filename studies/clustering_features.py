@@ -6,7 +6,7 @@ is the share of the informative ones among its top m, exact ties broken at rando
 (seeded: the tasks put their informative features first, which an index order would
 favour). Tasks:
 
-* ``blobs m of d``: ``make_blobs`` with 4 centres in m = 3 dimensions, plus d - 3 standard
+* ``blobs m of d``: ``make_blobs`` with 4 centers in m = 3 dimensions, plus d - 3 standard
   normal noise features (d = 20, 50, 100);
 * ``classification m of d``: ``make_classification`` with m = 3, 4, 5 informative features
   of d = 30, 60, 100, 3 classes, one cluster per class, ``class_sep=2``;
@@ -17,7 +17,7 @@ Peers, implemented here from their papers' formulas (no library of theirs is use
 
 * **Laplacian score** (He, Cai and Niyogi, NIPS 2005): a 5-NN graph with heat-kernel weights
   :math:`S_{ij} = e^{-\\|x_i - x_j\\|^2 / t}` (t: the mean squared distance of the
-  neighbour pairs), :math:`D = \\mathrm{diag}(S1)`, :math:`L = D - S`; for each feature f,
+  neighbor pairs), :math:`D = \\mathrm{diag}(S1)`, :math:`L = D - S`; for each feature f,
   :math:`\\tilde f = f - (f^TD1 / 1^TD1)1` and :math:`L_f = \\tilde f^TL\\tilde f /
   \\tilde f^TD\\tilde f`; the smallest scores rank first.
 * **MCFS** (Cai, Zhang and He, KDD 2010, multi-cluster feature selection): the same graph;
@@ -62,7 +62,7 @@ from _peers import recall_at_k, results_head  # noqa: E402
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "clustering_features.md"
 FIGURE = HERE.parent / "docs" / "clustering_features.png"
-#: neighbours of the peers' graph (the papers use p = 5)
+#: neighbors of the peers' graph (the papers use p = 5)
 PEER_NEIGHBORS = 5
 
 
@@ -84,8 +84,8 @@ def classification(m, d, seed, n=600):
 def grid(d, seed, n=630, cells=3, spacing=4.0):
     rng = np.random.default_rng(seed)
     y = np.arange(n) % (cells * cells)
-    centres = spacing * np.stack([y // cells, y % cells], axis=1).astype(float)
-    X = np.hstack([centres + rng.standard_normal((n, 2)), rng.standard_normal((n, d - 2))])
+    centers = spacing * np.stack([y // cells, y % cells], axis=1).astype(float)
+    X = np.hstack([centers + rng.standard_normal((n, 2)), rng.standard_normal((n, d - 2))])
     return standardise(X), y, np.arange(2)
 
 
@@ -114,7 +114,7 @@ def heat_graph(X, n_neighbors=PEER_NEIGHBORS):
 
 
 def laplacian_score(X, S):
-    """He, Cai, Niyogi (2005), Eq. (after the centring by D): lower is better."""
+    """He, Cai, Niyogi (2005), Eq. (after the centering by D): lower is better."""
     deg = np.asarray(S.sum(axis=1)).ravel()
     L = sp.diags(deg) - S
     F = X - (deg @ X) / deg.sum()

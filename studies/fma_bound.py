@@ -27,7 +27,7 @@ off-diagonal block of the symmetric pass once, the diagonal blocks whole.
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 \\
         python studies/fma_bound.py --out studies/results/fma_bound.md
 
-Timings need a quiet machine (one thread, but a neighbour on the same core halves it).
+Timings need a quiet machine (one thread, but a neighbor on the same core halves it).
 """
 from __future__ import annotations
 

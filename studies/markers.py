@@ -103,17 +103,18 @@ def pbmc68k():
     return standardise(X), np.asarray(adata.obs["bulk_labels"].astype(str)), genes, markers
 
 
-def simulated_expression(seed=0):
+def simulated_expression(seed=0, sizes=SIM_SIZES, n_genes=SIM_GENES):
     """(X standardised, y, gene names, markers): Poisson counts on log-normal gene means; each
     type's own ``SIM_OWN`` genes 4-fold up in it, each lineage program's genes 4-fold up in its
-    types; log1p, standardised. Genes in a random order."""
+    types; log1p, standardised. Genes in a random order. ``sizes``: the cells of each type;
+    ``n_genes``: the genes."""
     rng = np.random.default_rng(seed)
-    y = np.repeat(np.arange(len(SIM_SIZES)), SIM_SIZES)
-    base = np.exp(rng.normal(0.0, 1.0, SIM_GENES))
-    fold = np.ones((len(SIM_SIZES), SIM_GENES))
-    genes = rng.permutation(SIM_GENES)
+    y = np.repeat(np.arange(len(sizes)), sizes)
+    base = np.exp(rng.normal(0.0, 1.0, n_genes))
+    fold = np.ones((len(sizes), n_genes))
+    genes = rng.permutation(n_genes)
     markers, at = {}, 0
-    for t in range(len(SIM_SIZES)):
+    for t in range(len(sizes)):
         markers[f"type {t}"] = genes[at:at + SIM_OWN].tolist()
         fold[t, genes[at:at + SIM_OWN]] = 4.0
         at += SIM_OWN
@@ -123,7 +124,7 @@ def simulated_expression(seed=0):
     # cell-to-cell variation of the library size, as in droplet data
     library = np.exp(rng.normal(0.0, 0.3, y.size))
     counts = rng.poisson(base[None, :] * fold[y] * library[:, None])
-    names = np.array([f"g{j}" for j in range(SIM_GENES)])
+    names = np.array([f"g{j}" for j in range(n_genes)])
     return standardise(np.log1p(counts)), np.array([f"type {t}" for t in y]), names, markers
 
 

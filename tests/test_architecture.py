@@ -305,21 +305,146 @@ def test_kernels_answer_for_themselves():
     assert offenders == []
 
 
+def _provider_classes():
+    """(W-step providers, clustering providers): the classes of ``ikdr.passes`` with
+    every method of the protocol ``ikdr.solver.problem.Provider``, those with a
+    ``w_step_provider``, and the subclasses of each."""
+    protocol = next(node for node in TREES["ikdr.solver.problem"].body
+                    if isinstance(node, ast.ClassDef) and node.name == "Provider")
+    required = {item.name for item in protocol.body if isinstance(item, ast.FunctionDef)}
+    assert required >= {"check_data", "fit_kernel", "problem"}
+    classes = {node.name: node for m, tree in TREES.items() if _within(m, "ikdr.passes")
+               for node in tree.body if isinstance(node, ast.ClassDef)}
+
+    def methods(node):
+        return {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+
+    def with_subclasses(found):
+        while True:
+            more = {name for name, node in classes.items()
+                    if {ast.unparse(b).split(".")[-1] for b in node.bases} & found} - found
+            if not more:
+                return found
+            found |= more
+
+    wstep = with_subclasses({name for name, node in classes.items()
+                             if methods(node) >= required})
+    clustering = with_subclasses({name for name, node in classes.items()
+                                  if "w_step_provider" in methods(node)})
+    return wstep, clustering
+
+
+def _builds(tree, names):
+    """[(line, class built, the class whose body holds the call or None)] of the calls
+    to the classes ``names`` in a module."""
+    found = []
+
+    def visit(node, owner):
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.ClassDef) else owner
+            if isinstance(child, ast.Call) and ast.unparse(child.func).split(".")[-1] in names:
+                found.append((child.lineno, ast.unparse(child.func).split(".")[-1], owner))
+            visit(child, inner)
+
+    visit(tree, None)
+    return found
+
+
+def test_the_page_names_every_provider():
+    """The rule's list of providers is the set of provider classes in the code."""
+    named = set(re.findall(r"`([A-Z]\w+)`", _rule("Providers come from resolve")))
+    wstep, clustering = _provider_classes()
+    assert {"ExactPasses", "SparsePasses", "ExactClustering"} <= wstep | clustering
+    assert named == wstep | clustering
+
+
 def test_providers_come_from_resolve():
+    """A provider is built in ``ikdr.passes.choice`` only (a clustering provider builds
+    its W-step's), and imported by no module outside ``ikdr.passes`` but the facade."""
     text = _rule("Providers come from resolve")
-    providers = set(re.findall(r"`([A-Z]\w+)`", text))
-    facades = [name for name in _names(text) if name in MODULES and name != "ikdr.passes"]
-    assert {"ExactPasses", "LandmarkPasses", "DaskPasses"} <= providers and facades
+    wstep, clustering = _provider_classes()
+    providers = wstep | clustering
+    builder = "ikdr.passes.choice"
+    assert builder in _names(text) and builder in MODULES
+    facades = [name for name in _names(text)
+               if name in MODULES and not _within(name, "ikdr.passes")]
+    assert facades == ["ikdr.distributed"]
     offenders = []
     for m, tree in TREES.items():
+        if m == builder:
+            continue
+        offenders += [f"{m}:{line} builds {name}" for line, name, owner in _builds(tree, providers)
+                      if not (owner in clustering and name in wstep)]
         if _within(m, "ikdr.passes") or m in facades:
             continue
         offenders += [f"{m}:{line} imports {name}" for t, name, line, _, _ in IMPORTS[m]
                       if name in providers]
-        offenders += [f"{m}:{node.lineno} builds {ast.unparse(node.func)}"
-                      for node in ast.walk(tree) if isinstance(node, ast.Call) and
-                      ast.unparse(node.func).split(".")[-1] in providers]
     assert offenders == []
+
+
+def test_one_name_one_class():
+    _rule("One name, one class")
+    where = {}
+    for m, tree in TREES.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(f"{m}:{node.lineno}")
+    assert {name: at for name, at in where.items() if len(at) > 1} == {}
+
+
+def _fitted(name):
+    return name.endswith("_") and not name.startswith("_") and not name.endswith("__")
+
+
+def _fitted_writes(function):
+    """The fitted attributes a method assigns on ``self`` (``self.x_ = ``, augmented,
+    in a tuple target, or ``setattr(self, "x_", ...)``), nested functions included."""
+    out = set()
+    for node in ast.walk(function):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        out |= {e.attr for target in targets for e in ast.walk(target)
+                if isinstance(e, ast.Attribute) and ast.unparse(e.value) == "self"
+                and _fitted(e.attr)}
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and \
+                len(node.args) >= 2 and ast.unparse(node.args[0]) == "self" and \
+                isinstance(node.args[1], ast.Constant) and _fitted(str(node.args[1].value)):
+            out.add(node.args[1].value)
+    return out
+
+
+def _methods(name, classes):
+    """The methods an instance of class ``name`` runs: {method: (defining class, node)},
+    the first definition along its bases (depth first, the source's classes only)."""
+    methods, order, seen = {}, [name], set()
+    while order:
+        current = order.pop(0)
+        if current in seen or current not in classes:
+            continue
+        seen.add(current)
+        node = classes[current]
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef):
+                methods.setdefault(item.name, (current, item))
+        order += [ast.unparse(b).split(".")[-1] for b in node.bases]
+    return methods
+
+
+def test_one_writer_per_fitted_attribute():
+    _rule("One writer per fitted attribute")
+    classes = {node.name: node for tree in TREES.values() for node in tree.body
+               if isinstance(node, ast.ClassDef)}
+    estimators = _estimators()
+    assert {"ISM", "ISMClustering", "KDAC", "KNetClustering"} <= estimators
+    writers = {}
+    for name in sorted(estimators):
+        for method, (owner, node) in _methods(name, classes).items():
+            for attribute in _fitted_writes(node):
+                writers.setdefault((name, attribute), set()).add(f"{owner}.{method}")
+    assert ("KDAC", "labels_") in writers          # the writes are seen
+    several = {f"{name}.{attribute}": sorted(at) for (name, attribute), at in writers.items()
+               if len(at) > 1}
+    assert several == {}
 
 
 def _limits():
@@ -346,15 +471,6 @@ def _parameter_limit():
     return int(re.search(r"takes more than ([\d,]+) parameters", text).group(1).replace(",", ""))
 
 
-def _exported(tree):
-    """The names of a module's ``__all__`` (empty when it has none)."""
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
-                                                for t in node.targets):
-            return set(ast.literal_eval(node.value))
-    return set()
-
-
 def _estimators():
     """Names of the classes deriving from scikit-learn's BaseEstimator, over the source."""
     bases = {node.name: {ast.unparse(b).split(".")[-1] for b in node.bases}
@@ -379,44 +495,53 @@ def _parameters(function, in_class):
     return names
 
 
-def _functions(tree, estimators):
-    """(qualified name, node, within a class, public) of every function of a module:
-    public when named in its module's ``__all__``, a method not private of a class
-    so named, or an estimator's ``__init__``; nested functions are internal."""
-    exported, found = _exported(tree), []
+def _functions(tree):
+    """(qualified name, node, within a class, class name) of every function of a
+    module, nested ones included."""
+    found = []
 
-    def visit(node, prefix, cls, public):
+    def visit(node, prefix, cls):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 name = prefix + child.name
-                top = not prefix
-                is_public = (child.name in exported if top else
-                             public and cls is not None and not _private(child.name))
-                if cls in estimators and child.name == "__init__":
-                    is_public = True
-                found.append((name, child, cls is not None, is_public))
-                visit(child, name + ".", None, False)
+                found.append((name, child, cls is not None, cls))
+                visit(child, name + ".", None)
             elif isinstance(child, ast.ClassDef):
-                visit(child, prefix + child.name + ".", child.name,
-                      (not prefix and child.name in exported) or (public and bool(prefix)))
+                visit(child, prefix + child.name + ".", child.name)
             else:
-                visit(child, prefix, cls, public)
+                visit(child, prefix, cls)
 
-    visit(tree, "", None, False)
+    visit(tree, "", None)
     return found
 
 
+def _parameter_exemptions():
+    """The functions the rule exempts by name (``module.function``: the names of the
+    rule that are a module's function, not its options classes), besides the
+    estimators' ``__init__``."""
+    def is_function(name):
+        module, _, function = name.rpartition(".")
+        return module in MODULES and any(
+            isinstance(node, ast.FunctionDef) and node.name == function
+            for node in TREES[module].body)
+
+    return {name for name in _names(_rule("Short parameter lists")) if is_function(name)}
+
+
 def test_short_parameter_lists():
+    """Only the estimators' ``__init__`` and the functions the rule names (the public
+    ``ism``) may take more than the limit: an ``__all__`` exempts nothing."""
     limit = _parameter_limit()
     estimators = _estimators()
+    exempt = _parameter_exemptions()
     assert {"ISM", "ISMClustering", "KDAC", "KernelSVD"} <= estimators
-    functions = {m: _functions(tree, estimators) for m, tree in TREES.items()}
-    public = {f"{m}.{name}" for m, found in functions.items() for name, _, _, p in found if p}
-    assert {"ikdr.reduction.function.ism", "ikdr.reduction.ism.ISM.__init__"} <= public
+    assert exempt == {"ikdr.reduction.function.ism"}
+    functions = {m: _functions(tree) for m, tree in TREES.items()}
     long = [f"{m}:{node.lineno} {name} ({len(_parameters(node, in_class))} parameters)"
-            for m, found in functions.items() for name, node, in_class, is_public in found
-            if not is_public and len(_parameters(node, in_class)) > limit]
-    assert long == [], f"internal functions with more than {limit} parameters: {long}"
+            for m, found in functions.items() for name, node, in_class, cls in found
+            if not (cls in estimators and name.endswith(".__init__"))
+            and f"{m}.{name}" not in exempt and len(_parameters(node, in_class)) > limit]
+    assert long == [], f"functions with more than {limit} parameters: {long}"
 
 
 #: the page's rules (their keys) and the test of each
@@ -426,6 +551,8 @@ RULES = {
     "Private names stay private": test_private_names_stay_private,
     "Kernels answer for themselves": test_kernels_answer_for_themselves,
     "Providers come from resolve": test_providers_come_from_resolve,
+    "One name, one class": test_one_name_one_class,
+    "One writer per fitted attribute": test_one_writer_per_fitted_attribute,
     "Short modules and functions": test_short_modules_and_functions,
     "Short parameter lists": test_short_parameter_lists,
 }

@@ -79,7 +79,7 @@ def test_semi_supervised_gamma_matches_dense(rng):
 
 
 def test_linear_kernel_uses_plain_hsic(rng):
-    # The linear kernel is no affinity (K 1 = 0 on centred data): "auto" drops D.
+    # The linear kernel is no affinity (K 1 = 0 on centered data): "auto" drops D.
     # K_XW has rank q, so the U-step needs n_components >= n_clusters.
     centers = np.array([[4.0, 0, 0, 0], [-4, 0, 0, 0], [0, 4, 0, 0]])
     X = np.vstack([c + 0.5 * rng.standard_normal((40, 4)) for c in centers])

@@ -12,8 +12,9 @@ from sklearn.metrics import calinski_harabasz_score
 from ikdr.cluster.criterion import (CUT_FLOOR, JUDGE_NEIGHBORS, SCORE_ROWS, Assessment,
                                     PartitionCriterion, calinski_harabasz, choose,
                                     normalised_cut)
-from ikdr.cluster.neighbours import graph_embedding, nearest_neighbours, neighbour_graph
-from ikdr.cluster.screen import feature_gaps, median_pairwise_distance_1d
+from ikdr.cluster.neighbors import graph_embedding, nearest_neighbors, neighbor_graph
+from ikdr.cluster.screen import feature_gaps
+from ikdr.kernels.bandwidth import feature_median_distances
 from ikdr.kernels import Gaussian
 from ikdr.spectral import spectral_embedding, spectral_gap
 
@@ -31,8 +32,8 @@ def test_graph_u_step_is_scikit_learns_knn_spectral_clustering(data):
         warnings.simplefilter("ignore")
         expected = SpectralClustering(k, affinity="nearest_neighbors",
                                       random_state=3).fit_predict(X)
-    _, indices = nearest_neighbours(X, 20)          # deeper than the graph: its first 10
-    labels, vals = graph_embedding(neighbour_graph(indices, 10), k, random_state=3)
+    _, indices = nearest_neighbors(X, 20)          # deeper than the graph: its first 10
+    labels, vals = graph_embedding(neighbor_graph(indices, 10), k, random_state=3)
     np.testing.assert_array_equal(labels, expected)
     assert vals[0] == pytest.approx(1.0) and np.all(np.diff(vals) <= 1e-12)
 
@@ -49,7 +50,7 @@ def _dense_cut(A, labels):
 def test_normalised_cut_is_the_share_of_each_clusters_edges_that_leave_it(rng):
     X = rng.standard_normal((60, 3))
     labels = rng.integers(0, 4, 60)
-    A = neighbour_graph(nearest_neighbours(X, 10)[1], 10)
+    A = neighbor_graph(nearest_neighbors(X, 10)[1], 10)
     assert normalised_cut(A, labels) == pytest.approx(_dense_cut(A, labels), rel=1e-12)
     K = Gaussian(1.0).fit(X).matrix(X)
     assert normalised_cut(K, labels) == pytest.approx(_dense_cut(K, labels), rel=1e-12)
@@ -130,8 +131,8 @@ def test_median_pair_difference_is_exact(rng):
         for z in (rng.standard_normal(m), rng.integers(0, 5, m).astype(float),
                   np.r_[np.zeros(m // 2), rng.standard_normal(m - m // 2)]):
             pairs = np.abs(np.subtract.outer(z, z))[np.triu_indices(m, 1)]
-            assert median_pairwise_distance_1d(z) == np.median(pairs)
-    assert median_pairwise_distance_1d(np.ones(5)) == 0.0
+            assert feature_median_distances(z[:, None], untied=False)[0] == np.median(pairs)
+    assert feature_median_distances(np.ones((5, 1)), untied=False)[0] == 0.0
 
 
 def test_binned_feature_gaps_match_the_sample_gaps(rng):
@@ -144,7 +145,7 @@ def test_binned_feature_gaps_match_the_sample_gaps(rng):
         binned = feature_gaps(X, groups)
         for j in range(3):
             z = X[:, j:j + 1]
-            s = 0.5 * median_pairwise_distance_1d(z)
+            s = 0.5 * feature_median_distances(z, untied=False)[0]
             _, vals, _ = spectral_embedding(z, Gaussian(s).fit(z), groups)
             assert binned[j] == pytest.approx(spectral_gap(vals), abs=2e-3)
 

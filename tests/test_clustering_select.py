@@ -36,9 +36,9 @@ def _repeated_rows(seed=0):
     """Integer-valued features of three groups, most rows repeated many times (as in
     public sets of counts and ratings)."""
     rng = np.random.default_rng(seed)
-    centres = np.array([[0, 0, 0, 0], [3, 3, 0, 0], [0, 3, 3, 3]])
+    centers = np.array([[0, 0, 0, 0], [3, 3, 0, 0], [0, 3, 3, 3]])
     y = np.repeat([0, 1, 2], 60)
-    X = centres[y] + rng.integers(0, 2, (180, 4))
+    X = centers[y] + rng.integers(0, 2, (180, 4))
     return X.astype(float), y
 
 

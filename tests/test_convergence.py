@@ -399,11 +399,37 @@ def test_unconverged_hessian_estimate_never_certifies(wine, monkeypatch):
     res = ikdr.ism(X, gamma, "gaussian", 3, criterion="gradient")
     assert res.convergence.local_maximum and res.convergence.hessian_converged
     monkeypatch.setattr(_certificate, "HESSIAN_MAX_PRODUCTS", 1)
+    monkeypatch.setattr(_certificate, "HESSIAN_PRODUCT_BUDGET", 1)
     monkeypatch.setattr(_certificate, "HESSIAN_RTOL", 1e-9)
-    c = ikdr.ism(X, gamma, "gaussian", 3, criterion="gradient").convergence
+    with pytest.warns(ConvergenceWarning, match="inconclusive after its budget of 1 Hessian"):
+        c = ikdr.ism(X, gamma, "gaussian", 3, criterion="gradient").convergence
     assert c.certificate_hessian_products == 1 and c.hessian_converged is False
     assert c.hessian_max_eigenvalue < 0 and c.first_order      # would look like a maximum...
     assert c.second_order is False and not c.local_maximum     # ...but is not claimed
+
+
+def test_hessian_estimate_runs_until_it_decides(wine, monkeypatch):
+    """An estimate whose residual rule is out of reach (RTOL and STOL tiny) is probed
+    after HESSIAN_MAX_PRODUCTS products and at each doubling, and stops at the first
+    probe where its interval lies below the second-order tolerance: a maximum,
+    certified, within the budget; without a budget beyond the first run it stays
+    inconclusive."""
+    X, y = wine
+    gamma, _ = ikdr.supervised_gamma(y)
+    monkeypatch.setattr(_certificate, "HESSIAN_MAX_PRODUCTS", 1)
+    monkeypatch.setattr(_certificate, "HESSIAN_RTOL", 1e-12)
+    monkeypatch.setattr(_certificate, "HESSIAN_STOL", 1e-15)
+    monkeypatch.setattr(_certificate, "HESSIAN_PRODUCT_BUDGET", 64)
+    c = ikdr.ism(X, gamma, "gaussian", 3, criterion="gradient").convergence
+    products = c.certificate_hessian_products
+    assert c.hessian_converged and c.second_order and c.converged
+    # it stopped at a probe (a power of two) once the interval decided
+    assert 1 <= products <= 64 and products & (products - 1) == 0
+    assert c.hessian_max_eigenvalue + c.hessian_residual <= 1e-4 * c.hessian_scale
+    monkeypatch.setattr(_certificate, "HESSIAN_PRODUCT_BUDGET", 1)
+    with pytest.warns(ConvergenceWarning, match="inconclusive"):
+        undecided = ikdr.ism(X, gamma, "gaussian", 3, criterion="gradient").convergence
+    assert undecided.hessian_converged is False and not undecided.converged
 
 
 @pytest.fixture

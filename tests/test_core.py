@@ -141,7 +141,7 @@ def test_fused_relative_gaussian_phi(rng):
                                           (20, 4)])
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-10), (np.float32, 1e-4)])
 def test_class_structured_gamma(classes, rank, dtype, tol, rng):
-    # A factor whose rows repeat (centred one-hot class indicators, the
+    # A factor whose rows repeat (centered one-hot class indicators, the
     # supervised Gamma) is read from a table of its distinct rows (at most 16,
     # or at most rank + 1: 17 and 40 classes); 20 distinct rows of rank 4 take
     # the rank-r product per entry. The answer is the dense formula's, with
@@ -335,15 +335,15 @@ def test_rank_zero_gamma_is_the_zero_matrix(rng):
     assert np.all(y == 0) and np.all(sums == 0)
 
 
-@pytest.mark.parametrize("centred", [True, False])
+@pytest.mark.parametrize("is_centered", [True, False])
 @pytest.mark.parametrize("form", ["factored", "dense"])
-def test_laplacian_quadratic_matches_the_dense_formula(rng, centred, form):
-    # X^T L(D_w Gamma D_w) X, L(M) = diag(M 1) - M; a centred Gamma's row sums are
+def test_laplacian_quadratic_matches_the_dense_formula(rng, is_centered, form):
+    # X^T L(D_w Gamma D_w) X, L(M) = diag(M 1) - M; a centered Gamma's row sums are
     # rounding and its degree term is dropped, any other Gamma's is kept
     from ikdr.gamma import Gamma, centered
     n, d, r = 300, 7, 4
     F = rng.standard_normal((n, r))
-    if centred:
+    if is_centered:
         F = centered(F)
     gamma = Gamma(F, rng.uniform(0.5, 2.0, r))
     if form == "dense":
@@ -354,9 +354,9 @@ def test_laplacian_quadratic_matches_the_dense_formula(rng, centred, form):
         expected = X.T @ ((np.diag(M.sum(axis=1)) - M) @ X)
         got = gamma.laplacian_quadratic(X, weights)
         assert np.abs(got - expected).max() <= 1e-12 * np.abs(expected).max()
-    # the rounding bound covers the computed row sums of a centred Gamma, and only those
+    # the rounding bound covers the computed row sums of a centered Gamma, and only those
     sums = np.abs(gamma.row_sums())
-    assert (sums <= gamma.row_sums_rounding()).all() == centred
+    assert (sums <= gamma.row_sums_rounding()).all() == is_centered
 
 
 @pytest.mark.parametrize("bad, message", [

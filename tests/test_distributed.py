@@ -177,7 +177,7 @@ def test_clustering_w_and_u_steps_match_in_memory(client, small_spectral):
     X = np.vstack([rng.standard_normal((60, 4)) + [3, 0, 0, 0], rng.standard_normal((60, 4))])
     Xd = da.from_array(X, chunks=(60, 4))
     existing = (X[:, 1] > 0).astype(int)
-    # sigma="median": the default "auto" (local scaling) needs every point's neighbours
+    # sigma="median": the default "auto" (local scaling) needs every point's neighbors
     kw = dict(n_clusters=2, n_components=2, max_iter=2, random_state=0, sigma="median")
     cases = [(ikdr.ISMClustering(**kw), ()),
              (ikdr.KDAC(**kw), (da.from_array(existing, chunks=60),)),

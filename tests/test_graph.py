@@ -111,7 +111,7 @@ def test_directed_sbm_target_offset():
 def test_block_model_recovered():
     """The planted communities of a sparse, degree-heterogeneous directed block model
     are recovered from the KSVD (SNE) source + target embeddings of node_embeddings'
-    defaults ("edges" features, median bandwidth, centred) clearly better than from the
+    defaults ("edges" features, median bandwidth, centered) clearly better than from the
     SVD of A, the paper's features and bandwidth, and random embeddings, both by a
     linear classifier and by graph reconstruction."""
     from scipy.sparse.linalg import svds
@@ -123,7 +123,7 @@ def test_block_model_recovered():
     emb, model = node_embeddings(A, r, solver="arpack", random_state=0, return_model=True)
     s = model.singular_values_
     assert 0.5 < model.gamma_ < np.sqrt(2.0)  # the median rule on the "edges" features
-    assert s[1] / s[0] > 0.2  # centred: the first component is not the constant mean row
+    assert s[1] / s[0] > 0.2  # centered: the first component is not the constant mean row
     U, sv, Vt = svds(A, r, random_state=0)
     svd_emb = np.hstack([U * sv, Vt.T * sv])
     paper = node_embeddings(A, r, features="adjacency", center=False, gamma=paper_gamma(A),

@@ -12,8 +12,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
+from ikdr._utils.sampling import sample_pairs
+from ikdr.kernels.bandwidth import PAIR_SAMPLES
 from ikdr.reduction.screen import third_moment_screen
-from ikdr.reduction.support import HeldOutRows, marginal_dependence, marginal_threshold
+from ikdr.reduction.marginal import marginal_dependence, marginal_threshold
+from ikdr.reduction.support import HeldOutRows
 
 
 def _standardised(X):
@@ -199,7 +202,7 @@ def test_the_marginal_noise_is_that_of_permuted_labels():
                          for _ in range(300)])
     ratio = permuted.std(axis=0) / noise
     assert np.all((ratio > 0.8) & (ratio < 1.25)), ratio
-    # the permuted statistics centre on the subtracted mean; the threshold lets
+    # the permuted statistics center on the subtracted mean; the threshold lets
     # through about 5% / d of them per feature (none of 300 x 8 here, typically)
     assert np.all(np.abs(permuted.mean(axis=0)) < 0.2 * noise)
     threshold = marginal_threshold(noise, null_mean)
@@ -220,7 +223,7 @@ def test_the_binned_kernel_sums_by_fft_equal_the_toeplitz_matrices():
     equal those of the bins x bins Toeplitz kernel matrices."""
     from scipy.linalg import toeplitz
 
-    from ikdr.solver.marginal import _autocorrelation, _toeplitz_product
+    from ikdr.reduction.marginal import _autocorrelation, _toeplitz_product
 
     rng = np.random.default_rng(3)
     d, bins, r = 4, 16, 3
@@ -239,7 +242,7 @@ def test_the_binned_kernel_sums_by_fft_equal_the_toeplitz_matrices():
 
 def test_marginal_dependence_in_feature_blocks_is_the_same(monkeypatch):
     """Many features are made a block at a time (bounded memory): blocks change nothing."""
-    import ikdr.solver.marginal as marginal
+    import ikdr.reduction.marginal as marginal
 
     rng = np.random.default_rng(1)
     X = np.hstack([rng.standard_normal((300, 7)), rng.integers(0, 2, (300, 3)) * 1.0])
@@ -283,8 +286,7 @@ def test_marginal_dependence_matches_the_dense_formula():
     gamma, _ = ikdr.supervised_gamma(y)
     G = gamma.toarray()
     got = marginal_dependence(X, gamma)
-    pairs = np.random.default_rng(0).integers(0, 300, size=(2, 1200))
-    pairs = pairs[:, pairs[0] != pairs[1]]
+    pairs = sample_pairs(300, PAIR_SAMPLES, 0)         # the default random_state's pairs
     exact = np.zeros(4)
     for j in range(4):
         x = X[:, j]
@@ -292,7 +294,7 @@ def test_marginal_dependence_matches_the_dense_formula():
         K = np.exp(-(x[:, None] - x[None]) ** 2 / (2 * sigma ** 2))
         mean_off = (K.sum() - 300) / (300 * 299)
         exact[j] = np.sum(K * G) - np.trace(G) * (1 - mean_off)
-    # the kernel at the bin centres: within 1% of the strongest dependence
+    # the kernel at the bin centers: within 1% of the strongest dependence
     np.testing.assert_allclose(got, exact, rtol=0, atol=0.01 * np.abs(exact).max())
     assert got[0] > 10 * np.abs(got[1:]).max()
 

@@ -12,9 +12,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 import ikdr
+from ikdr._utils.sampling import sample_pairs
 from ikdr.gamma import Gamma, supervised_gamma
-from ikdr.reduction.groups import combined_importances, group_contrasts
-from ikdr.solver.marginal import marginal_dependence
+from ikdr.kernels.bandwidth import PAIR_SAMPLES, feature_median_distances
+from ikdr.reduction.importances import combined_importances, group_contrasts
+from ikdr.reduction.marginal import marginal_dependence
 
 
 def _standardised(X):
@@ -104,7 +106,7 @@ def test_the_support_does_not_depend_on_random_state():
 def test_group_contrasts_sum_to_the_class_balanced_gamma():
     y = np.repeat([0, 1, 2], [50, 20, 5])
     H, groups = group_contrasts(y)
-    np.testing.assert_allclose(H.sum(axis=0), 0.0, atol=1e-15)      # centred
+    np.testing.assert_allclose(H.sum(axis=0), 0.0, atol=1e-15)      # centered
     P = (y[:, None] == groups[None, :]) / np.bincount(y)
     J = np.eye(3) - 1.0 / 3
     np.testing.assert_allclose(H @ H.T, (3 / 2) ** 2 * P @ J @ P.T, atol=1e-15)
@@ -152,12 +154,12 @@ def test_marginal_dependence_in_parts_is_one_gamma_per_part(sparse):
                                atol=1e-9 * np.abs(summed).max())
 
 
-def test_the_median_of_tied_features_is_that_of_their_untied_pairs():
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_median_of_tied_features_is_that_of_their_untied_pairs(sparse):
     """Features with more than half of the sampled pairs tied (counts with many zeros)
     take the median of the untied distances, the same bits as np.median of them (all
-    such features at once)."""
-    from ikdr.solver.marginal import _pair_medians
-
+    such features at once, dense or sparse X); over every pair (``pairs=None``) the
+    same rule, and the plain median with ``untied=False``."""
     rng = np.random.default_rng(1)
     X = rng.standard_normal((500, 8))
     X[rng.random((500, 8)) < 0.8] = 0.0
@@ -173,8 +175,38 @@ def test_the_median_of_tied_features_is_that_of_their_untied_pairs():
         median = np.median(gaps[:, j])
         want.append(median if median > 0 or untied.size == 0 else np.median(untied))
     assert sum(np.median(gaps, axis=0) == 0) >= 6       # the tied case is tested
-    varies = X.max(axis=0) > X.min(axis=0)
-    np.testing.assert_array_equal(_pair_medians(X, pairs, varies), want)
+    data = scipy.sparse.csr_matrix(X) if sparse else X
+    np.testing.assert_array_equal(feature_median_distances(data, pairs), want)
+    plain = np.median(gaps, axis=0)
+    np.testing.assert_array_equal(feature_median_distances(data, pairs, untied=False), plain)
+    # every pair of the first 80 rows, exactly
+    head = X[:80]
+    every = np.abs(head[:, None, :] - head[None, :, :])[np.triu_indices(80, 1)]
+    want = []
+    for j in range(8):
+        untied = every[:, j][every[:, j] > 0]
+        median = np.median(every[:, j])
+        want.append(median if median > 0 or untied.size == 0 else np.median(untied))
+    got = feature_median_distances(scipy.sparse.csr_matrix(head) if sparse else head)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(
+        feature_median_distances(head, untied=False), np.median(every, axis=0))
+
+
+def test_the_pairs_of_the_medians_follow_random_state():
+    """The marginal dependence's pairs are drawn by its random_state: the same seed
+    gives the same numbers, another seed other medians (dense and sparse alike)."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((300, 4))
+    gamma = ikdr.supervised_gamma(rng.integers(0, 2, 300))[0]
+    first = marginal_dependence(X, gamma, random_state=3)
+    np.testing.assert_array_equal(marginal_dependence(X, gamma, random_state=3), first)
+    assert not np.array_equal(marginal_dependence(X, gamma, random_state=4), first)
+    sparse = marginal_dependence(scipy.sparse.csr_matrix(X), gamma, random_state=3)
+    np.testing.assert_allclose(sparse, first, rtol=1e-9, atol=1e-12)
+    a, b = sample_pairs(300, PAIR_SAMPLES, 3), sample_pairs(300, PAIR_SAMPLES, 3)
+    np.testing.assert_array_equal(a, b)
+    assert a.shape[0] == 2 and np.all(a[0] != a[1]) and a.shape[1] <= 4 * 300
 
 
 def _marked_clusters(seed=0):

@@ -81,6 +81,36 @@ def test_fitted_attributes(wine):
     assert ikdr.hsic(Z, y, kernel_x=Gaussian(model.sigma_)) == pytest.approx(ref, rel=1e-10)
 
 
+def test_fit_stores_what_select_and_fit_returns(wine, monkeypatch):
+    """ISM.fit validates, calls reduction.fitting.select_and_fit once with the resolved
+    target and a frozen FitSettings, and stores its SupportFit's named fields."""
+    import dataclasses
+
+    from ikdr.reduction import fitting, ism
+
+    X, y = wine
+    calls = []
+    original = fitting.select_and_fit
+
+    def recorded(*args, **kwargs):
+        calls.append((args, kwargs, original(*args, **kwargs)))
+        return calls[-1][2]
+    monkeypatch.setattr(ism, "select_and_fit", recorded)
+    model = ikdr.ISM(n_components=3, random_state=0, support="moments").fit(X, y)
+    (args, _, fit), = calls
+    settings = args[-1]
+    assert isinstance(settings, fitting.FitSettings) and settings.n_components == 3
+    assert settings.support == "moments" and settings.approximation is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.support = "all"
+    assert isinstance(fit, fitting.SupportFit)
+    np.testing.assert_array_equal(model.support_, fit.support)
+    np.testing.assert_array_equal(model.components_[fit.support], fit.result.components)
+    assert model.approximation_reason_ == fit.passes.reason
+    np.testing.assert_array_equal(model.feature_importances_,
+                                  fit.importances["feature_importances_"])
+
+
 def test_eigenvalue_stopping_rule(wine):
     X, y = wine
     model = ikdr.ISM(n_components=3, tol=1e-3, criterion="eigenvalues").fit(X, y)

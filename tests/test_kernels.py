@@ -199,7 +199,7 @@ def test_vanishing_gaussian_warns(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Gaussian(sigma=1.0).fit(X)
-        # neighbouring rows far apart, one close pair elsewhere: the kernel does
+        # neighboring rows far apart, one close pair elsewhere: the kernel does
         # not vanish, which only the all-pairs check can tell
         far = np.arange(300.0)[:, None] * np.array([[1000.0, 0.0]])
         far[-1] = far[0] + 0.5

@@ -120,7 +120,7 @@ def test_knet_learns_compact_groups_with_its_defaults(name, k):
 
 def test_fixed_update_keeps_the_start_u():
     """update="fixed" trains psi against the start's U and never replaces it."""
-    from ikdr.cluster.knet_training import train_knet
+    from ikdr.cluster.knet_training import KNetOptions, train_knet
 
     X = StandardScaler().fit_transform(make_moons(200, noise=0.05, random_state=0)[0])
     kernel = Gaussian(0.3)
@@ -129,7 +129,8 @@ def test_fixed_update_keeps_the_start_u():
     encoder.set_identity(np.random.default_rng(1))
     with pytest.raises(ValueError, match="embedding_kernel"):
         train_knet(X, kernel, 2, encoder, rng=0)
-    out = train_knet(X, kernel, 2, encoder, embedding_kernel=Gaussian(1.0), max_iter=5, rng=0)
+    out = train_knet(X, kernel, 2, encoder,
+                     options=KNetOptions(embedding_kernel=Gaussian(1.0), max_iter=5), rng=0)
     assert out.n_iter - out.n_rejected >= 1 and not np.allclose(out.embedding, X)
     # the same subspace as the start (eigenvector signs are arbitrary)
     np.testing.assert_allclose(out.U @ out.U.T, U0 @ U0.T, atol=1e-8)
@@ -336,7 +337,7 @@ def test_predict_far_point_and_kmeans_rounding():
     np.testing.assert_array_equal(model.predict(X), model.labels_)
     Xm = StandardScaler().fit_transform(make_moons(200, noise=0.05, random_state=0)[0])
     moon = KNetClustering(2, sigma=0.2, max_iter=3, random_state=0).fit(Xm)
-    # a point far from every training point still gets a label (nearest neighbour)
+    # a point far from every training point still gets a label (nearest neighbor)
     assert moon.predict(np.array([[50.0, 50.0]])).shape == (1,)
 
 

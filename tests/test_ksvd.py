@@ -120,7 +120,7 @@ def test_sparse_blocks_products_and_pieces(graph):
         np.testing.assert_allclose(b.rmatmat(B), G.T @ B, rtol=1e-10, atol=1e-12)
 
 
-def test_center_double_centres(rng):
+def test_center_double_centers(rng):
     X, Z = rng.normal(size=(50, 3)), rng.normal(size=(40, 3))
     G = numpy_G(X, Z, "rbf", 1.0)
     Gc = G - G.mean(0) - G.mean(1)[:, None] + G.mean()
@@ -175,7 +175,7 @@ def test_nystrom_all_landmarks_is_exact(rng):
         np.testing.assert_allclose(ny.singular_values_, exact.singular_values_, rtol=1e-10)
         assert_same_vectors(ny.left_vectors_, exact.left_vectors_, 1e-8)
         assert_same_vectors(ny.right_vectors_, exact.right_vectors_, 1e-8)
-    # double centring uses the exact means of all of G, also under Nystrom
+    # double centering uses the exact means of all of G, also under Nystrom
     exact = KernelSVD(4, kernel="sne", sigma=1.2 / np.sqrt(2), center=True, solver="dense").fit(X, Z)
     ny = KernelSVD(4, kernel="sne", sigma=1.2 / np.sqrt(2), center=True, solver="nystrom",
                    n_landmarks=(60, 45), random_state=0).fit(X, Z)
@@ -514,7 +514,7 @@ def test_sklearn_estimator_checks():
 @pytest.mark.parametrize("center", [False, True])
 def test_learned_map_gradient_matches_finite_differences(rng, kind, shape, side, center):
     """One side mapped (KSVD's a3: columns or rows) or both (learn_compat_map: KernelPCA
-    of XC), on G or the double-centred H G H."""
+    of XC), on G or the double-centered H G H."""
     from ikdr.ksvd.blocks import dense_kernel_matrix
     from ikdr.ksvd.compat import MapTask, _sides, fixed_map, learned_objective
 
@@ -614,7 +614,7 @@ def test_learn_compat_map_kernel_pca_with_a_learned_map():
                                                      gamma=1 / gamma ** 2).fit_transform(P))
         acc[name] = LogisticRegression(max_iter=3000).fit(F, y).score(F, y)
     assert acc["learned"] > acc["identity"] + 0.01 and acc["learned"] > 0.95, acc
-    # centring is KernelPCA's: without it the learning sees a different matrix
+    # centering is KernelPCA's: without it the learning sees a different matrix
     C_unc, _ = ikdr.learn_compat_map(X, y, 2, gamma=gamma, center=False, max_iter=5)
     C_cen, _ = ikdr.learn_compat_map(X, y, 2, gamma=gamma, center=True, max_iter=5)
     assert not np.allclose(C_unc, C_cen)
@@ -637,7 +637,7 @@ def test_learn_compat_map_bad_input(rng, kwargs, y, err, match):
         ikdr.learn_compat_map(rng.random((30, 5)), y, **kwargs)
 
 
-def test_learned_map_with_center_learns_on_the_centred_matrix(rng):
+def test_learned_map_with_center_learns_on_the_centered_matrix(rng):
     """KernelSVD(compat="learned", center=True) learns C on H G H, the matrix it
     then decomposes (the same mechanism as learn_compat_map)."""
     from sklearn.datasets import load_wine

@@ -7,7 +7,7 @@ import pytest
 import ikdr
 from ikdr import Gamma, supervised_gamma
 from ikdr.kernels import Gaussian, Multiquadric, Polynomial
-from ikdr._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep
+from ikdr._native import LandmarkGamma, SweepOptions, landmark_first_sweep, landmark_second_sweep
 from ikdr.passes.landmark_sweeps import native_first_sweep, native_rhs, native_second_sweep
 from ikdr.passes import resolve
 from ikdr.passes.landmarks import Approximation, LandmarkProblem
@@ -101,19 +101,20 @@ def test_sweeps_equal_the_formulas(kernel, paradigm, rng):
     factors = p._factors(W)
     assert all(f.native is not None for f in factors)
     st = p.structure
-    got = native_first_sweep(X, st, W, V, factors, True, np.float64, 128)
+    got = native_first_sweep(X, st, W, V, factors, True, SweepOptions(128, None, np.float64))
     ref = _reference_first(X, st, W, V, factors)
     for a, b in zip(_flatten(got), _flatten(ref)):
         assert a.shape == b.shape
         assert _rel(a, b) < 1e-10
     # without the dense products the core reads the rows in place (P and Q only)
-    thin = native_first_sweep(X, st, W, V, factors, False, np.float64, 128)
+    thin = native_first_sweep(X, st, W, V, factors, False, SweepOptions(128, None, np.float64))
     for (P, A, Q), (P_ref, _, Q_ref) in zip(thin, ref):
         assert A is None
         assert all(_rel(a, b) < 1e-10 for a, b in zip(_flatten((P, Q)), _flatten((P_ref, Q_ref))))
     lap = [sum(c for kind, c in f.uses if kind == "laplacian") for f in factors]
     rhs = native_rhs(st, factors, got, lap, V.shape[1], np.float64)
-    phi, pv = native_second_sweep(X, st, W, V, factors, rhs, True, np.float64, 128)
+    phi, pv = native_second_sweep(X, st, W, V, factors, rhs, True,
+                                  SweepOptions(128, None, np.float64))
     phi_ref, pv_ref = _reference_second(X, st, W, V, factors, lap)
     assert _rel(pv, pv_ref) < 1e-10
     if any(lap):
@@ -133,13 +134,14 @@ def test_sweeps_in_stages_equal_the_formulas(paradigm, rng):
     W = np.linalg.qr(rng.standard_normal((X.shape[1], 3)))[0]
     V = rng.standard_normal((X.shape[1], 2))
     factors, st = p._factors(W), p.structure
-    got = native_first_sweep(X, st, W, V, factors, True, np.float64, 300)
+    got = native_first_sweep(X, st, W, V, factors, True, SweepOptions(300, None, np.float64))
     ref = _reference_first(X, st, W, V, factors)
     assert all(_rel(a, b) < 1e-10 for a, b in zip(_flatten(got), _flatten(ref)))
     lap = [sum(c for kind, c in f.uses if kind == "laplacian") for f in factors]
     assert any(lap)
     rhs = native_rhs(st, factors, got, lap, V.shape[1], np.float64)
-    phi, pv = native_second_sweep(X, st, W, V, factors, rhs, True, np.float64, 300)
+    phi, pv = native_second_sweep(X, st, W, V, factors, rhs, True,
+                                  SweepOptions(300, None, np.float64))
     phi_ref, pv_ref = _reference_second(X, st, W, V, factors, lap)
     assert _rel(phi, phi_ref) < 1e-10 and _rel(pv, pv_ref) < 1e-10
 
@@ -147,10 +149,12 @@ def test_sweeps_in_stages_equal_the_formulas(paradigm, rng):
 def _both_sweeps(X, p, W, V, dtype, threads=None, workspace=None):
     """Every array of a dense pass's two sweeps (with V), in order."""
     factors, st = p._factors(W), p.structure
-    first = native_first_sweep(X, st, W, V, factors, True, dtype, 200, threads, workspace)
+    first = native_first_sweep(X, st, W, V, factors, True,
+                               SweepOptions(200, threads, dtype, workspace))
     lap = [sum(c for kind, c in f.uses if kind == "laplacian") for f in factors]
     rhs = native_rhs(st, factors, first, lap, V.shape[1], dtype)
-    second = native_second_sweep(X, st, W, V, factors, rhs, True, dtype, 200, threads, workspace)
+    second = native_second_sweep(X, st, W, V, factors, rhs, True,
+                                 SweepOptions(200, threads, dtype, workspace))
     return _flatten(first) + _flatten(second)
 
 
@@ -201,9 +205,10 @@ def test_sweeps_bitwise_independent_of_threads(dtype, paradigm, rng):
     factors, st = p._factors(W), p.structure
     runs = []
     for threads in (1, 2, 3):
-        first = native_first_sweep(X, st, W, V, factors, True, dtype, 200, threads)
+        first = native_first_sweep(X, st, W, V, factors, True, SweepOptions(200, threads, dtype))
         rhs = native_rhs(st, factors, first, [-1.0 / 16], V.shape[1], dtype)
-        second = native_second_sweep(X, st, W, V, factors, rhs, True, dtype, 200, threads)
+        second = native_second_sweep(X, st, W, V, factors, rhs, True,
+                                     SweepOptions(200, threads, dtype))
         runs.append(_flatten(first) + _flatten(second))
     for other in runs[1:]:
         assert all(np.array_equal(a, b) for a, b in zip(runs[0], other))
@@ -325,9 +330,11 @@ def test_float64_sweeps_read_float32_rows_in_place(paradigm, rng):
     V = rng.standard_normal((12, 2))
     factors, st = p._factors(W), p.structure
     for src in (X32, X32.astype(np.float64)):
-        first = native_first_sweep(src, st, W, V, factors, True, np.float64, 128)
+        first = native_first_sweep(src, st, W, V, factors, True,
+                                   SweepOptions(128, None, np.float64))
         rhs = native_rhs(st, factors, first, [-0.25], 2, np.float64)
-        second = native_second_sweep(src, st, W, V, factors, rhs, True, np.float64, 128)
+        second = native_second_sweep(src, st, W, V, factors, rhs, True,
+                                     SweepOptions(128, None, np.float64))
         if src is X32:
             ref = _flatten(first) + _flatten(second)
         else:

@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 import ikdr
 from ikdr import Gamma, ism, principal_angle, supervised_gamma
-from ikdr.solver.importances import feature_importances
+from ikdr.reduction.importances import feature_importances
 from ikdr.kernels.bandwidth import separation, separation_sigma
 from ikdr.passes.exact import ExactClustering
 from ikdr.passes.factors import select_landmarks
@@ -359,7 +359,7 @@ def test_auto_picks_exact_passes_where_they_are_cheaper(wine, capsys):
     """Wine (178 samples): an exact fit costs less than any landmark sequence, so
     "auto" runs the exact passes, says so, and returns the exact answer."""
     X, y = wine
-    exact = ikdr.ISM(n_components=3, random_state=0).fit(X, y)
+    exact = ikdr.ISM(n_components=3, random_state=0, approximation=None).fit(X, y)
     auto = ikdr.ISM(n_components=3, approximation="nystrom", random_state=0,
                     verbose=1).fit(X, y)
     assert auto.approximation_ is None and auto.n_landmarks_ == X.shape[0]
@@ -371,6 +371,34 @@ def test_auto_picks_exact_passes_where_they_are_cheaper(wine, capsys):
     given = ikdr.ISM(n_components=3, approximation="nystrom", n_landmarks=50,
                      random_state=0).fit(X, y)
     assert given.approximation_ == "nystrom" and "as given" in given.approximation_reason_
+
+
+def test_default_approximation_is_exact_where_cheap_landmarks_where_not(wine):
+    """approximation="auto" (the default): wine's exact fit is cheap, so the default
+    fit is the exact one, bit for bit, and says why; at 12,000 rows an exact fit
+    would cost more than EXACT_FIT_FLOPS and the default runs landmarks, near the
+    exact answer; a linear kernel has nothing to approximate and stays exact."""
+    from ikdr.kernels import make_kernel
+    from ikdr.reduction.cost import EXACT_FIT_FLOPS, LandmarkBudget, auto_approximation
+
+    X, y = wine
+    default = ikdr.ISM(n_components=3, random_state=0).fit(X, y)
+    exact = ikdr.ISM(n_components=3, random_state=0, approximation=None).fit(X, y)
+    assert ikdr.ISM().approximation == "auto"
+    np.testing.assert_array_equal(default.components_, exact.components_)
+    assert default.approximation_ is None
+    assert default.approximation_reason_.startswith("approximation='auto': exact passes")
+    Xb, yb = make_blobs(12000, 10, centers=3, cluster_std=3.0, random_state=0)
+    assert LandmarkBudget(12000, 10, 2, 3).exact_fit(12) > EXACT_FIT_FLOPS
+    big = ikdr.ISM(random_state=0).fit(Xb, yb)
+    assert big.approximation_ == "nystrom" and big.n_landmarks_ < 12000
+    assert big.approximation_reason_.startswith("approximation='auto': landmarks")
+    index = np.random.default_rng(0).choice(12000, 3000, replace=False)
+    small = ikdr.ISM(random_state=0, approximation=None).fit(Xb[index], yb[index])
+    assert big.support_.size == small.support_.size
+    assert abs(big.hsic_ - small.hsic_) < 0.05 * small.hsic_
+    assert auto_approximation(12000, 10, make_kernel("linear")).approximation is None
+    assert auto_approximation(12000, 10, make_kernel("gaussian")).approximation == "nystrom"
 
 
 def test_auto_picks_landmarks_where_they_pay():

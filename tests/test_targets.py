@@ -28,7 +28,8 @@ def test_continuous_target_on_integers_gives_the_continuous_gamma(diabetes):
     continuous by scikit-learn's rule; the kernel and its median bandwidth only see
     differences of y)."""
     X, y = diabetes
-    _, kind, gamma, classes = resolve_target(y, "continuous")
+    resolved = resolve_target(y, "continuous")
+    kind, gamma, classes = resolved.kind, resolved.gamma, resolved.classes
     expected = supervised_gamma(y.astype(np.float64), target="continuous")[0]
     assert kind == "continuous" and classes is None
     np.testing.assert_allclose(gamma.toarray(), expected.toarray(), rtol=0, atol=1e-12)

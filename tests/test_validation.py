@@ -201,7 +201,7 @@ def test_failed_refit_q_above_new_width_keeps_state(spec):
 
 
 def test_interrupted_fit_keeps_state(monkeypatch):
-    import ikdr.reduction.ism as mod
+    import ikdr.reduction.fitting as mod
 
     est = ikdr.ISM(n_components=1).fit(X0, LABELS)
     before = fitted_state(est)
@@ -224,7 +224,7 @@ def test_transform_rejects_bad_X(spec, case, patterns):
          "empty": X0[:0]}[case]
     methods = [m for m in ("transform", "predict") if hasattr(est, m)]
     if spec.name == "KNetClustering":
-        methods = ["transform"]  # predict is transform + nearest centre
+        methods = ["transform"]  # predict is transform + nearest center
     for method in methods:
         with raises(ValueError, *patterns):
             getattr(est, method)(X)

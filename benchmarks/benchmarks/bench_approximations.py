@@ -75,7 +75,7 @@ class NystromClustering:
 
 class SparseISM:
     """``ISM()`` with its defaults on sparse term counts (CSR, n x 3,000, about 40 terms a
-    document), exact and with landmarks."""
+    document), with the exact passes (``approximation=None``) and with landmarks."""
 
     params = [[2000], [None, "nystrom"]]
     param_names = ["n", "approximation"]
@@ -85,10 +85,9 @@ class SparseISM:
         self.X, self.y = documents(n, 3000)
 
     def time_fit(self, n, approximation):
-        options = {} if approximation is None else {"approximation": approximation}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ikdr.ISM(random_state=0, **options).fit(self.X, self.y)
+            ikdr.ISM(random_state=0, approximation=approximation).fit(self.X, self.y)
 
     def peakmem_fit(self, n, approximation):
         self.time_fit(n, approximation)

@@ -2,6 +2,8 @@
 
     cd benchmarks && asv run --python=same --quick
 """
+import warnings
+
 import numpy as np
 
 import ikdr
@@ -48,7 +50,9 @@ DTYPES = ["float64", "float32"] if "dtype" in ikdr.ISM().get_params() else ["flo
 
 
 class SupervisedISM:
-    """ikdr.ISM (Gaussian, q = 10) on a 10-class mixture, in each available dtype."""
+    """ikdr.ISM (Gaussian, q = 10) on a 10-class mixture, in each available dtype, with
+    the exact passes (``approximation=None``; the default ``"auto"`` would take landmarks
+    at the largest sizes)."""
 
     params = [[1000, 2000, 5000], [64, 784], DTYPES]
     param_names = ["n", "d", "dtype"]
@@ -59,7 +63,7 @@ class SupervisedISM:
 
     def _fit(self, dtype):
         kw = {"dtype": np.dtype(dtype).type} if dtype != "float64" else {}
-        return ikdr.ISM(n_components=10, **kw).fit(self.X, self.y)
+        return ikdr.ISM(n_components=10, approximation=None, **kw).fit(self.X, self.y)
 
     def time_fit(self, n, d, dtype):
         self._fit(dtype)
@@ -69,6 +73,25 @@ class SupervisedISM:
 
     def track_hsic(self, n, d, dtype):
         return self._fit(dtype).hsic_
+
+
+class DefaultISM:
+    """``ikdr.ISM(random_state=0)`` with every default on a 10-class mixture: 700 x 765
+    (the shape of ``benchmarks/bench_defaults.py``'s expression row: exact passes) and
+    20,000 x 256 (its Nystrom row: ``approximation="auto"`` takes landmarks)."""
+
+    params = [["700x765", "20000x256"]]
+    param_names = ["shape"]
+    timeout = 600
+
+    def setup(self, shape):
+        n, d = (int(v) for v in shape.split("x"))
+        self.X, self.y = mixture(n, d)
+
+    def time_fit(self, shape):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ikdr.ISM(random_state=0).fit(self.X, self.y)
 
 
 class PapersISM:

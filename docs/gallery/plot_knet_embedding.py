@@ -5,7 +5,7 @@ KNet's learned embedding of two moons
 KNet clustering learns a small neural network :math:`\\psi` that maximises HSIC
 between a Gaussian kernel on :math:`\\psi(X)` and a spectral clustering. With its
 defaults, the clustering is the spectral clustering of X under a narrow affinity
-(``sigma="auto"``: the median distance to the 7th nearest neighbour), which
+(``sigma="auto"``: the median distance to the 7th nearest neighbor), which
 follows the non-convex moons; the network then ascends the HSIC of a wide kernel
 (the median distance) against those clusters and gathers each moon into a
 compact group. The two moons are not linearly separable in the input; in the

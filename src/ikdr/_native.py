@@ -58,7 +58,8 @@ __all__ = ["TermKind", "KernelTerm", "GammaArrays", "FusedResult", "fused_produc
            "phi_product", "gamma_table", "kernel_matrix", "sne_row_normalisers", "sne_matrix", "lowrank_plus_sparse",
            "top_eigenpairs", "cpm_eigenpairs", "build_info", "core_dtype",
            "openmp_pause", "openmp_max_threads", "active_passes", "LandmarkFactor", "LandmarkGamma",
-           "landmark_first_sweep", "landmark_second_sweep", "sweep_workspace", "feature_bin_sums"]
+           "landmark_first_sweep", "landmark_second_sweep", "SweepOptions", "sweep_workspace",
+           "feature_bin_sums"]
 
 
 def openmp_pause() -> int:
@@ -388,13 +389,26 @@ class LandmarkGamma(NamedTuple):
     factor: Optional[np.ndarray] = None
 
 
+@dataclass(frozen=True, eq=False)
+class SweepOptions:
+    """How a landmark sweep runs, not what it sums: rows per block, threads (None:
+    ikdr's count), the compute ``dtype`` (None: X's) and the ``workspace`` whose
+    scratch memory it reuses (:func:`sweep_workspace`; None: fresh memory). One
+    object that a pass's two sweeps share."""
+
+    block_rows: int = 4096
+    n_threads: Optional[int] = None
+    dtype: Any = None
+    workspace: Any = None
+
+
 def sweep_workspace():
     """Scratch memory that the landmark sweeps keep from one call to the next
-    (``SweepWorkspace`` in ``cpp/include/ikdr/landmark_pass.hpp``): passed as
-    ``workspace`` to :func:`landmark_first_sweep` and :func:`landmark_second_sweep`,
-    it spares each sweep tens of megabytes of fresh pages at large d and m. Calls
-    that find it in use run on their own memory, so sharing it is safe; it pickles
-    as a new, empty workspace."""
+    (``SweepWorkspace`` in ``cpp/include/ikdr/landmark_pass.hpp``): passed as the
+    ``workspace`` of the :class:`SweepOptions` of :func:`landmark_first_sweep` and
+    :func:`landmark_second_sweep`, it spares each sweep tens of megabytes of fresh
+    pages at large d and m. Calls that find it in use run on their own memory, so
+    sharing it is safe; it pickles as a new, empty workspace."""
     return _core.SweepWorkspace()
 
 
@@ -411,8 +425,7 @@ def _landmark_args(X, W, V, factors, gamma, dtype):
 
 
 def landmark_first_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: LandmarkGamma, *,
-                         products, V=None, dense=False, block_rows=4096, n_threads=None,
-                         dtype=None, workspace=None):
+                         products, V=None, dense=False, options: SweepOptions = SweepOptions()):
     r"""The first sweep of a landmark pass over the rows of X (``cpp/include/ikdr/landmark_pass.hpp``).
 
     Per factor ``(P, A, Q)``, float64 sums over the rows, in row blocks of
@@ -421,23 +434,22 @@ def landmark_first_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: Landmar
     and ``products[f]``, A: :math:`X_c^T C_c` per class (classes x d x m) or
     :math:`X^T\mathrm{diag}(g_j)C` (d x r x m); with V and ``products[f]``, Q:
     :math:`C_c^T (XV)_c` (classes x m x k) or :math:`C^T\mathrm{diag}(g_j)XV`
-    (m x r x k); None where not asked. Bitwise the same for any ``n_threads``.
-    Computed in ``dtype`` (default X's; float32 rows of a float64 sweep are
-    converted block by block, never copied whole). ``workspace``: a
-    :func:`sweep_workspace` whose memory the sweep reuses.
+    (m x r x k); None where not asked. Bitwise the same for any thread count.
+    Computed in ``options.dtype`` (default X's; float32 rows of a float64 sweep
+    are converted block by block, never copied whole); ``options``: how it runs
+    (:class:`SweepOptions`).
     """
-    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma,
-                                                            X.dtype if dtype is None else dtype)
+    dtype = X.dtype if options.dtype is None else options.dtype
+    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma, dtype)
     fn = getattr(_core, "landmark_first_sweep_" + _suffix(dtype))
     with single_threaded_blas():
         return fn(X, W, V, terms, marks, recip, [bool(p) for p in products], dense=bool(dense),
-                  block_rows=int(block_rows), n_threads=_threads(n_threads), workspace=workspace,
-                  **g)
+                  block_rows=int(options.block_rows), n_threads=_threads(options.n_threads),
+                  workspace=options.workspace, **g)
 
 
 def landmark_second_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: LandmarkGamma, rhs, *,
-                          V=None, dense=False, block_rows=4096, n_threads=None, dtype=None,
-                          workspace=None):
+                          V=None, dense=False, options: SweepOptions = SweepOptions()):
     r"""The second sweep of a landmark pass: ``(phi, pv)``, float64 sums over the rows.
 
     With :math:`o_i = \sum_f C_{f,i} H_f[c_i]` (classes; ``rhs[f]`` classes x m x
@@ -445,15 +457,15 @@ def landmark_second_sweep(X, W, factors: Sequence[LandmarkFactor], gamma: Landma
     r x (1 + k)), ``rhs[f]`` None for factors outside Phi: deg = o[:, 0],
     ``phi`` = :math:`X^T\mathrm{diag}(\deg)X` (``dense``, else None) and
     ``pv`` = :math:`X^T(o_{:,1:} + \deg \circ XV)` (with V, else None).
-    ``workspace``: as in :func:`landmark_first_sweep`.
+    ``options``: as in :func:`landmark_first_sweep`.
     """
-    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma,
-                                                            X.dtype if dtype is None else dtype)
+    dtype = X.dtype if options.dtype is None else options.dtype
+    dtype, X, W, V, terms, marks, recip, g = _landmark_args(X, W, V, factors, gamma, dtype)
     fn = getattr(_core, "landmark_second_sweep_" + _suffix(dtype))
     with single_threaded_blas():
         return fn(X, W, V, terms, marks, recip, [None if h is None else _as(h, dtype) for h in rhs],
-                  dense=bool(dense), block_rows=int(block_rows), n_threads=_threads(n_threads),
-                  workspace=workspace, **g)
+                  dense=bool(dense), block_rows=int(options.block_rows),
+                  n_threads=_threads(options.n_threads), workspace=options.workspace, **g)
 
 
 def top_eigenpairs(A, q: int, V0=None, *, max_iter: int = 300, tol: float = 1e-10,

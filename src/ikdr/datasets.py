@@ -93,7 +93,7 @@ def make_moon_gaussians(n_samples: int = 400, *, n_noise: int = 0, moon_noise: f
         Standard deviation of the Gaussian noise on the unit moons (before
         they are scaled by 2).
     separation : float, default=10.0
-        Distance between the Gaussian cluster centres along each of features 3-4.
+        Distance between the Gaussian cluster centers along each of features 3-4.
     cluster_std : float, default=1.0
     noise_scale : float, optional
         Half-width of the uniform noise (default: ``separation / 2``).

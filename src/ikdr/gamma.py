@@ -141,7 +141,7 @@ class Gamma:
     def laplacian_quadratic(self, X, weights=None):
         r""":math:`X^T L(D_w \Gamma D_w) X`, :math:`L(M) = \mathrm{diag}(M1) - M`.
 
-        Row sums within their own rounding are taken as 0: a centred Gamma
+        Row sums within their own rounding are taken as 0: a centered Gamma
         (every supervised and clustering Gamma) has none, and its degree term
         would only add rounding, at the cost of a d x n x d product.
         """
@@ -369,7 +369,7 @@ def semi_supervised_gamma(U: np.ndarray, degrees: np.ndarray, score_factor: np.n
     r"""Semi-supervised Gamma :math:`D^{-1/2} H U U^T H D^{-1/2} + \mu H K_{\hat Y} H`
     (ISM paper, equations 2-3), factored as :math:`[D^{-1/2} H U, H F]`, :math:`K_{\hat Y} = F F^T`.
 
-    U from the centred U-step already satisfies HU = U, so the H around
+    U from the centered U-step already satisfies HU = U, so the H around
     :math:`UU^T` only makes the factor exact for any U.
     """
     mu = float(mu)

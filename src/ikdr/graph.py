@@ -70,7 +70,7 @@ def node_features(A: Any, features: str = "edges") -> tuple[Any, Any]:
         :math:`z_j = (A + I)[:, j] / \|\cdot\|`; then
         :math:`\|x_i - z_j\|^2 = 2 - 2\,((A + I)^2)_{ij} / \sqrt{(d^{out}_i + 1)(d^{in}_j + 1)}`,
         which sees the edge i -> j (twice), the two-step paths and i = j, and
-        no longer the degrees (every pair without a common neighbour is at
+        no longer the degrees (every pair without a common neighbor is at
         distance :math:`\sqrt 2`).
 
     Returns
@@ -135,7 +135,7 @@ def node_embeddings(A: Any, n_components: int = 8, *, kernel: str = "sne",
         scales each vector to unit length, so the kernel also sees the
         two-step paths.
     center : bool, default=True
-        Double centring :math:`H G H` (the paper's centred feature maps,
+        Double centering :math:`H G H` (the paper's centered feature maps,
         Section 2.2): the first component is then not the near-constant
         mean row of the SNE matrix.
     return_model : bool, default=False

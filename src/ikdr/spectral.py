@@ -59,7 +59,7 @@ def auto_kernel(X, n_clusters, *, n_neighbors=AUTO_NEIGHBORS):
 
     Rule: the relative Gaussian :math:`k(x_i, x_j) = \exp(-\|W^T(x_i - x_j)\|^2
     / 2\sigma_i\sigma_j)` with :math:`\sigma_i` the distance from :math:`x_i`
-    to its ``n_neighbors``-th (7th) nearest neighbour in the training X
+    to its ``n_neighbors``-th (7th) nearest neighbor in the training X
     (self-tuning spectral clustering, Zelnik-Manor and Perona 2004;
     dissertation Eq. C.39-C.43; :class:`ikdr.kernels.RelativeGaussian`). It
     uses no labels and serves both the U-step affinity and the W-step kernel.
@@ -101,10 +101,10 @@ def median_scale_gaussian(kernel):
 
     :math:`\sigma = \mathrm{median}_i\,\sigma_i`, the :math:`\sigma_i` of a fitted
     :class:`ikdr.kernels.RelativeGaussian` (the distance of :math:`x_i` to its
-    k-th nearest neighbour, as :func:`auto_kernel`): the same scale from the
+    k-th nearest neighbor, as :func:`auto_kernel`): the same scale from the
     same k-NN query, one bandwidth for every point. KDAC's ``sigma="auto"``
     when the existing clustering is visible in X (:class:`ikdr.KDAC`): there
-    each :math:`\sigma_i` is set by the point's neighbours in the existing
+    each :math:`\sigma_i` is set by the point's neighbors in the existing
     view, and the per-point scales carry that view into the alternative one
     (face pose -> identity NMI 0.49 -> 0.57, identity -> pose 0.02 -> 0.45,
     moon 400 x 4 0.76 -> 0.87; docs/clustering_defaults.md). No extra pass:
@@ -356,7 +356,7 @@ def _auto_top(M, k, tol, random_state, *, budget):
     (then LAPACK): the solver that suits M's spectrum (``lanczos="auto"`` of
     :func:`affinity_embedding`).
 
-    A sparse M is a neighbourhood graph of data of low intrinsic dimension:
+    A sparse M is a neighborhood graph of data of low intrinsic dimension:
     its spectrum crowds below 1 (many smooth modes), and a Gaussian that
     isolates points adds eigenvalues at 1. Lanczos needed 200-300 products
     there on 2-D data at n = 900-1,200, and 1,800-5,400 where points were
@@ -399,7 +399,7 @@ def _shift_invert_top(M, sparse, k, tol, random_state):
     :math:`\sigma = 1 +` :data:`SHIFT_ABOVE_ONE` is positive definite: one
     Cholesky factorisation ((1/3) n^3 flops against LAPACK's (4/3) n^3
     reduction), then per iteration a block of k + :data:`SHIFT_EXTRA_VECTORS`
-    solves, orthonormalised, and the Rayleigh-Ritz step with A (for a centred
+    solves, orthonormalised, and the Rayleigh-Ritz step with A (for a centered
     block Q, :math:`AQ = H(MQ)`: one sparse product). Eigenvalue
     :math:`\lambda_i` converges by :math:`(\sigma - \lambda_i) / (\sigma -
     \lambda_{b+1})` per iteration (b the block), which the shift makes small
@@ -445,9 +445,9 @@ def _shift_invert_top(M, sparse, k, tol, random_state):
 
 def _lanczos_top(M, k, tol, random_state, *, budget=None):
     """Top k eigenpairs of H M H (M symmetric, n x n, overwritten) by Lanczos, descending:
-    M centred in place, or, for a non-negative M of which at most
+    M centered in place, or, for a non-negative M of which at most
     :data:`SPARSE_DENSITY` of the entries exceed :data:`SPARSE_CUTOFF` of the largest,
-    multiplied as a sparse copy without the others. None, with M centred, where the
+    multiplied as a sparse copy without the others. None, with M centered, where the
     eigenpairs need more than ``budget`` products."""
     n = M.shape[0]
     kept = _sparse_kept(M)
@@ -555,9 +555,9 @@ def spectral_gap(eigenvalues):
     r"""How clearly a U-step's embedding splits into its k clusters:
     :math:`\lambda_{k-1} - \lambda_k`.
 
-    ``eigenvalues``: the k descending eigenvalues of the centred normalised
+    ``eigenvalues``: the k descending eigenvalues of the centered normalised
     affinity :math:`H D^{-1/2} K D^{-1/2} H` (the U-step, :func:`spectral_embedding`).
-    k well-separated clusters give k - 1 eigenvalues near 1 (centring removes
+    k well-separated clusters give k - 1 eigenvalues near 1 (centering removes
     the constant vector) and a k-th near 0: a gap near 1; a unimodal cloud
     gives a slowly decaying spectrum and a gap near 0. Scale-free in [0, 1],
     so it compares embeddings made with different bandwidths, where the HSIC

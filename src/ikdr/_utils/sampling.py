@@ -3,7 +3,10 @@
 The median rule, the separation rule, the landmark path's kernel fit, the
 labels that go with those rows and KDAC's dependence test must draw the same
 rows for the same ``random_state``, in memory, from a memmap or from a Dask
-array alike; one function makes that true by construction.
+array alike; one function makes that true by construction. The pairs of rows
+whose distances give each feature's median bandwidth
+(:func:`ikdr.kernels.bandwidth.feature_median_distances`) are drawn here too,
+by :func:`sample_pairs`.
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-__all__ = ["sample_index", "sample_rows", "rows_at"]
+__all__ = ["sample_index", "sample_rows", "rows_at", "sample_pairs"]
 
 
 def sample_index(n, max_samples, random_state=None):
@@ -51,3 +54,11 @@ def rows_at(X, idx, *, dtype=np.float64):
     out = np.empty((idx.shape[0],) + rows.shape[1:], dtype=dtype)
     out[order] = rows
     return out
+
+
+def sample_pairs(n, max_pairs, random_state=None):
+    """Pairs of distinct rows of n (2 x m, m at most ``min(4 n, max_pairs)``): that
+    many pairs drawn uniformly with replacement by ``random_state``, those of a row
+    with itself left out. Dense and sparse X draw the same pairs for the same seed."""
+    pairs = check_random_state(random_state).randint(0, n, size=(2, min(4 * n, max_pairs)))
+    return pairs[:, pairs[0] != pairs[1]]

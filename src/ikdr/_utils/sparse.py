@@ -109,7 +109,7 @@ def start_basis(X, components=START_COMPONENTS, random_state=None):
 
     d <= ``components``: the identity (``X @ V`` is X, every distance and inner
     product exact). Otherwise X's leading r right singular vectors (no
-    centring, as a truncated SVD of term counts does), by randomised subspace
+    centering, as a truncated SVD of term counts does), by randomised subspace
     iteration: O(nnz r) per iteration, never X densely.
     """
     d = X.shape[1]

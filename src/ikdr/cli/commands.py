@@ -462,7 +462,7 @@ def build_parser():
                         "linear")
     p.add_argument("--gamma", type=float, default=None, help="RBF/SNE bandwidth (default: median)")
     p.add_argument("--degree", type=int, default=2, help="polynomial degree (default 2)")
-    p.add_argument("--center", action="store_true", help="double-centre G")
+    p.add_argument("--center", action="store_true", help="double-center G")
     p.add_argument("--compat", choices=["pinv", "pca", "random"], default=None,
                    help="compatibility map for a rectangular A")
     p.add_argument("--solver", default="auto",

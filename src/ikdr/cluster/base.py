@@ -34,9 +34,8 @@ from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
 from ..passes.landmark_clustering import ClusteringLandmarks
 from ..passes.sparse_rows import is_sparse
-from ..reduction.groups import IMPORTANCE_ROWS, cluster_importances
-from ..solver.importances import feature_importances
-from ..solver.marginal import marginal_dependence
+from ..reduction.importances import IMPORTANCE_ROWS, cluster_importances, feature_importances
+from ..reduction.marginal import marginal_dependence
 from ..spectral import auto_kernel, njw_labels, spectral_gap
 from .alternation import AlternationOptions, alternate_on
 from .criterion import choose
@@ -417,9 +416,9 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
 def clustering_importances(X, projection, labels, random_state=None):
     r"""``feature_importances_`` of the clusterers: the mean of two shares that each sum
     to 1, the feature's share of the projection (``projection``,
-    :func:`ikdr.solver.importances.feature_importances` of W) and its share of the
+    :func:`ikdr.reduction.importances.feature_importances` of W) and its share of the
     dependence on the clusters on its own (the positive part of its marginal HSIC
-    with the partition, :func:`ikdr.solver.marginal.marginal_dependence` with the
+    with the partition, :func:`ikdr.reduction.marginal.marginal_dependence` with the
     supervised Gamma of ``labels``, on at most :data:`IMPORTANCE_ROWS` seeded rows).
 
     W is zero outside the screened features and on directions the clusters do not
@@ -434,7 +433,8 @@ def clustering_importances(X, projection, labels, random_state=None):
     labels = np.asarray(labels) if index is None else np.asarray(labels)[index]
     if np.unique(labels).shape[0] < 2:
         return projection
-    own = np.maximum(marginal_dependence(rows, supervised_gamma(labels)[0]), 0.0)
+    own = np.maximum(marginal_dependence(rows, supervised_gamma(labels)[0],
+                                         random_state=random_state), 0.0)
     if not own.sum() > 0:
         return projection
     return 0.5 * (projection + own / own.sum())

@@ -5,14 +5,14 @@ measures on every feature of X (all candidates on one footing, whatever
 features they were found on):
 
 * the **multi-graph cut**: its normalised cut (Shi and Malik 2000) under
-  several neighbourhood graphs of X, averaged,
+  several neighborhood graphs of X, averaged,
 
   .. math:: \mathrm{cut}(P) = \frac{1}{|J|}\sum_{A \in J} \frac{1}{k}\sum_{c=1}^{k}
             \frac{\mathrm{vol}_A(C_c) - A(C_c, C_c)}{\mathrm{vol}_A(C_c)},
             \qquad \mathrm{vol}_A(C) = \sum_{i \in C} \sum_j A_{ij},
 
   the share of each cluster's edge weight that leaves it (0: the clusters
-  are disconnected). The judges J are the symmetric 10- and 20-nearest-neighbour
+  are disconnected). The judges J are the symmetric 10- and 20-nearest-neighbor
   graphs of X and its dense local-scaling affinity
   (:func:`ikdr.spectral.auto_kernel`), on X's distinct rows (copies of a row
   are one point, labelled as the first copy);
@@ -28,14 +28,14 @@ alone decides), with two preferences before it (:func:`choose`): partitions
 whose smallest cluster holds at least :data:`MIN_CLUSTER_SHARE` of an even
 split's rows (*admissible*) over those that do not, and among them a
 *separated* partition, one whose graph cuts are all below :data:`SEPARATED_CUT`
-(no neighbourhood edge leaves its clusters) and whose smallest cluster holds at
+(no neighborhood edge leaves its clusters) and whose smallest cluster holds at
 least :data:`BALANCE` of an even split's rows, over one that is not: a clean
-cut of the neighbourhood graphs is what non-convex clusters (moons, rings)
+cut of the neighborhood graphs is what non-convex clusters (moons, rings)
 have and what the compactness cannot see.
 
 Why both. On public labelled data (``benchmarks/bench_clustering_real.py
 --criteria``) a lower cut alone is not a truer clustering: the published
-classes usually cut *more* neighbourhood edges than k-means' or spectral
+classes usually cut *more* neighborhood edges than k-means' or spectral
 clustering's partitions, and the cut prefers whatever its own graph's spectral
 clustering finds. The compactness alone picks k-means' convex cells on
 manifolds. Their ratio ranks the candidates the way the labels do more
@@ -58,16 +58,16 @@ from sklearn.utils import check_random_state
 from .._config import fits_memory
 from .._utils.labels import one_hot
 from ..spectral import auto_kernel
-from .neighbours import nearest_neighbours, neighbour_graph
+from .neighbors import nearest_neighbors, neighbor_graph
 
 __all__ = ["Assessment", "BALANCE", "CUT_FLOOR", "MIN_CLUSTER_SHARE", "SEPARATED_CUT", "JUDGE_NEIGHBORS", "PartitionCriterion", "SCORE_ROWS",
            "choose", "normalised_cut"]
 
-#: the neighbourhood sizes of the criterion's graph judges (10 is scikit-learn's
+#: the neighborhood sizes of the criterion's graph judges (10 is scikit-learn's
 #: SpectralClustering default; two sizes so that no one graph's artefacts decide)
 JUDGE_NEIGHBORS = (10, 20)
 #: cuts below this count as equal in the criterion, where the compactness alone
-#: decides: a few neighbourhood edges leaving a cluster say little about which of two
+#: decides: a few neighborhood edges leaving a cluster say little about which of two
 #: partitions is truer (on public data the published classes cut more edges than
 #: k-means' or spectral clustering's partitions: ``benchmarks/bench_clustering_real.py
 #: --criteria``), and a partition that isolates a small clump of near-copies cuts
@@ -128,8 +128,8 @@ def calinski_harabasz(Z, labels):
     Y = np.zeros((n, k))
     Y[np.arange(n), inverse.reshape(-1)] = 1.0
     means = (Y.T @ Z) / counts[:, None]
-    centre = Z.mean(axis=0)
-    between = float(np.sum(counts * np.sum((means - centre) ** 2, axis=1)))
+    center = Z.mean(axis=0)
+    between = float(np.sum(counts * np.sum((means - center) ** 2, axis=1)))
     within = float(np.sum((Z - means[inverse.reshape(-1)]) ** 2))
     if within <= 0.0:
         return np.inf if between > 0 else 0.0
@@ -204,8 +204,8 @@ class PartitionCriterion:
         self.first = None if distinct.shape[0] == self.Z.shape[0] else np.sort(self.first)
         points = self.Z if self.first is None else self.Z[self.first]
         m = points.shape[0]
-        neighbours = nearest_neighbours(points, min(max(JUDGE_NEIGHBORS), m - 1))
-        self.graphs = [neighbour_graph(neighbours[1], min(size, m - 1))
+        neighbors = nearest_neighbors(points, min(max(JUDGE_NEIGHBORS), m - 1))
+        self.graphs = [neighbor_graph(neighbors[1], min(size, m - 1))
                        for size in JUDGE_NEIGHBORS] if m > 1 else []
         self.K = None
         # fewer than 3 points per cluster: no local scales
@@ -233,7 +233,7 @@ class PartitionCriterion:
                          for A in judges])
 
     def cuts(self, labels) -> np.ndarray:
-        """Each judge's normalised cut of the partition (graphs by neighbourhood size,
+        """Each judge's normalised cut of the partition (graphs by neighborhood size,
         then the local affinity)."""
         return self._judge_cuts([self._scored(labels)])[:, 0]
 

@@ -30,7 +30,7 @@ COMMON_PARAMS = r"""
         alone, no labels): local scaling, the relative Gaussian
         :math:`\exp(-\|W^T(x_i - x_j)\|^2 / 2\sigma_i\sigma_j)` with
         :math:`\sigma_i` the distance of :math:`x_i` to its 7th nearest
-        neighbour in X, used by both the W-step kernel and the U-step affinity
+        neighbor in X, used by both the W-step kernel and the U-step affinity
         (:func:`ikdr.spectral.auto_kernel`: rule, measurements and cost, one
         k-NN query). It raises ValueError when every sample is identical or
         n_samples < 3 x n_clusters. "median": a global Gaussian at the median
@@ -121,7 +121,7 @@ COMMON_ATTRS = r"""
         the kept clusters; the identity when q equals the number of features.
     embedding_ : ndarray (n_samples, n_clusters)
         U of the kept clusters: the spectral embedding of XW (the
-        orthonormalised centred cluster indicators for the 10-NN graph's
+        orthonormalised centered cluster indicators for the 10-NN graph's
         clusters, whose spectral embedding is not of a kernel).
     eigenvalues_ : ndarray (n_clusters,)
         :math:`\mathrm{diag}(U^T H D^{-1/2} K D^{-1/2} H U)` in the W-step
@@ -177,10 +177,10 @@ COMMON_ATTRS = r"""
         two shares: the feature's weight in the learned subspace (squared row
         norms of W, its columns weighted by the absolute eigenvalues of
         :math:`\Phi` belonging to them in the default fit, equally in the
-        papers' alternation; :func:`ikdr.solver.importances.feature_importances`)
+        papers' alternation; :func:`ikdr.reduction.importances.feature_importances`)
         and its own dependence on ``labels_`` (the positive part of its
         marginal HSIC with the partition,
-        :func:`ikdr.solver.marginal.marginal_dependence`), which ranks the
+        :func:`ikdr.reduction.marginal.marginal_dependence`), which ranks the
         features W leaves out (:func:`ikdr.cluster.ism_clustering.clustering_importances`).
     cluster_importances_ : ndarray (n_clusters, n_features)
         Per cluster (rows in the order of the labels), how much each feature
@@ -189,7 +189,7 @@ COMMON_ATTRS = r"""
         cluster's dependence on the rows loses, to first order, without the
         feature in the projection W, and of the feature's own dependence on
         the cluster where beyond noise
-        (:func:`ikdr.reduction.groups.cluster_importances`).
+        (:func:`ikdr.reduction.importances.cluster_importances`).
     n_landmarks_ : int or None
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None

@@ -20,12 +20,12 @@ from .._utils.validation import TargetRequiredMixin, check_matrix, check_positiv
 from .._utils.validation import keep_state_on_error
 from ..gamma import alternative_gamma, centered, clustering_gamma
 from ..kernels import Gaussian, KernelLike, median_sigma
+from ..kernels.bandwidth import feature_median_distances
 from ..metrics import nmi
 from ..passes.dask_data import check_target, is_dask_array
 from ..spectral import median_scale_gaussian
 from .base import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
-from .screen import (FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps,
-                     median_pairwise_distance_1d)
+from .screen import FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps
 
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"]
 
@@ -95,7 +95,7 @@ def existing_dependence(X, kernel, Y, *, normalize=True, max_samples=DEPENDENCE_
               {\mathrm{E}_\pi\,\mathrm{Tr}(\bar Y^T P_\pi^T M P_\pi \bar Y)},
               \qquad M = D^{-1/2} K_X D^{-1/2},
 
-    with :math:`\bar Y` the centred one-hot matrix (n x c) of the existing
+    with :math:`\bar Y` the centered one-hot matrix (n x c) of the existing
     clustering(s), :math:`D = \mathrm{diag}(K_X 1)` (the identity when
     ``normalize`` is False) and the expectation over uniformly random
     relabellings :math:`\pi` in closed form (:math:`\bar Y` has zero column
@@ -134,7 +134,7 @@ def feature_start(X, Y, n_clusters, *, random_state=None):
     r"""KDAC's second start: the single feature that best clusters what the existing view leaves.
 
     Residual :math:`R = X - \bar Y \bar Y^+ X` (X with the existing
-    clusters' means removed, :math:`\bar Y` the centred one-hot matrix), then
+    clusters' means removed, :math:`\bar Y` the centered one-hot matrix), then
     :func:`ikdr.cluster.screen.feature_gaps` of R with k groups: a feature that
     carries k clusters besides the existing view scores near 1, a unimodal
     (noise) feature low (grids of blobs: 0.65-0.90 against at most 0.21 for
@@ -161,7 +161,7 @@ def feature_start(X, Y, n_clusters, *, random_state=None):
     start[best, 0] = 1.0
     rows = sample_index(X.shape[0], FEATURE_GAP_MAX_SAMPLES, random_state)
     column = X[:, best] if rows is None else X[rows, best]
-    sigma = FEATURE_GAP_SCALE * median_pairwise_distance_1d(column)
+    sigma = FEATURE_GAP_SCALE * feature_median_distances(column[:, None], untied=False)[0]
     return start, sigma, scores
 
 
@@ -217,8 +217,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         as in :class:`ISMClustering`. From 3 on, ``sigma="auto"`` also trades
         local scaling for one global Gaussian at the median local scale
         (:func:`ikdr.spectral.median_scale_gaussian`, the median distance to
-        the 7th nearest neighbour) in the W-step kernel and the U-step
-        affinity: the per-point scales are set by the neighbours in the
+        the 7th nearest neighbor) in the W-step kernel and the U-step
+        affinity: the per-point scales are set by the neighbors in the
         existing view (face pose -> identity NMI 0.49 -> 0.57, moon 400 x 4
         0.76 -> 0.87; :doc:`/clustering_defaults`).
     novelty_ : float

@@ -22,9 +22,10 @@ from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussia
                        row_normalised, spectral_embedding)
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
-from ..reduction.groups import cluster_importances
+from ..reduction.importances import cluster_importances
 from .criterion import PartitionCriterion, choose
-from .knet_training import PREDICT_CHUNK, kernel_times, spread, train_knet, u_gradient
+from .knet_training import (PREDICT_CHUNK, KNetOptions, kernel_times, spread, train_knet,
+                            u_gradient)
 from .screen import screen_features
 from .selection import scored_starts, selection_points
 
@@ -58,7 +59,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
 
     Why "fixed" is the default (a deviation from the paper). With the
     small sigma the normalised objective is already near its maximum k at the
-    start (moons 1.998 of 2): it only sees neighbourhoods, gives no reason to
+    start (moons 1.998 of 2): it only sees neighborhoods, gives no reason to
     gather a cluster, and every round of ``"eig"`` on the moons was undone
     (below), so the network learned nothing. Ascending the wide kernel against
     the start's clusters raises the objective 1.4-1.8x on the moons, the
@@ -69,7 +70,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     Monotone rounds (deviation from the paper). For ``"eig"`` and ``"sma"``
     the epoch holds D fixed, a surrogate of (4.8a); on the Moon and the Spiral
     (sigma = 0.1 x median, Table 4.1) every such epoch *lowers* (4.8a)
-    evaluated with D recomputed (it rewards making neighbourhoods denser), and
+    evaluated with D recomputed (it rewards making neighborhoods denser), and
     repeated epochs tore the clusters apart (NMI 0.44-0.66). A round whose
     epoch lowers the objective (for ``"eig"``/``"sma"``: (4.8a) at the old U
     with D recomputed) is therefore undone and the learning rate halved; after
@@ -133,9 +134,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     Data should be standardised first, as in the paper. Training on a subset
     and clustering the rest with :meth:`predict` (out of sample, Table 4.4) is
     a supported use: ``KNetClustering(2).fit(X[subset]).predict(X)``. New
-    points go to the nearest k-means centre in the embedding, with the
+    points go to the nearest k-means center in the embedding, with the
     spectral rounding through the Nystrom extension of U with the learned
-    kernel to the nearest NJW centre, with the local rounding to the cluster
+    kernel to the nearest NJW center, with the local rounding to the cluster
     of the nearest training point in the embedding.
 
     Parameters
@@ -152,7 +153,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         Bandwidth of the Gaussian affinity: the start's spectral clustering,
         the rounding of the learned embedding and, for "eig" and "sma", the
         kernel the network ascends. "auto": the median distance of the
-        samples to their 7th nearest neighbour (:func:`ikdr.spectral.median_scale_gaussian`, chosen
+        samples to their 7th nearest neighbor (:func:`ikdr.spectral.median_scale_gaussian`, chosen
         from X alone; raises ValueError when all samples coincide or
         n_samples < 3 x n_clusters); "median": the median pairwise distance of
         the training X (dissertation Table 4.1).
@@ -187,7 +188,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     embedding_ : ndarray (n_samples, n_features)
         :math:`\psi_\theta(X)` of the training data.
     cluster_centers_ : ndarray (n_clusters, n_features)
-        k-means centres in the embedding (used by :meth:`predict`).
+        k-means centers in the embedding (used by :meth:`predict`).
     U_ : ndarray (n_samples, n_clusters)
         Final spectral embedding: of the learned kernel on ``embedding_``, or
         the start's on X where U was not updated (``"fixed"``: the target the
@@ -239,7 +240,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         tells it from the other clusters, each weighed alike; each row sums to 1.
         The network has no projection W, so this is each feature's share of its
         own dependence on the cluster where beyond noise
-        (:func:`ikdr.reduction.groups.cluster_importances`).
+        (:func:`ikdr.reduction.importances.cluster_importances`).
 
     References
     ----------
@@ -385,12 +386,13 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         encoder, decoder = self._build(X, hidden, lam, rng)
         report = IterationReport("KNetClustering", self.verbose, total=int(self.max_iter)).start()
         try:
-            out = train_knet(X, kernel, k, encoder, decoder,
-                             embedding_kernel=embedding_kernel, lam=lam,
-                             learning_rate=self.learning_rate, batch_size=batch,
-                             max_iter=int(self.max_iter),
-                             epochs_per_iter=int(self.epochs_per_iter), tol=self.tol,
-                             update=self.update, rng=rng, report=report)
+            options = KNetOptions(embedding_kernel=embedding_kernel, lam=lam,
+                                  learning_rate=self.learning_rate, batch_size=batch,
+                                  max_iter=int(self.max_iter),
+                                  epochs_per_iter=int(self.epochs_per_iter), tol=self.tol,
+                                  update=self.update)
+            out = train_knet(X, kernel, k, encoder, decoder, options=options, rng=rng,
+                             report=report)
         finally:
             report.close()
         if auto:
@@ -511,9 +513,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Cluster new points (out of sample, dissertation Table 4.4).
 
-        With the k-means rounding: the nearest learned cluster centre in the
+        With the k-means rounding: the nearest learned cluster center in the
         embedding. With the spectral rounding: the Nystrom extension of U
-        through the learned kernel (4.10), then the nearest NJW centre. With the
+        through the learned kernel (4.10), then the nearest NJW center. With the
         local rounding (its bandwidths belong to the training points): the
         label of the nearest training point in the embedding. All reproduce
         ``labels_`` on the training data.

@@ -19,7 +19,7 @@ from ..gamma import Gamma, centered, clustering_gamma
 from ..kernels import Kernel
 from ..spectral import START_TOL, kernel_degrees, spectral_embedding
 
-__all__ = ["KNetTraining", "cayley_step", "knet_objective_and_gradient", "train_knet",
+__all__ = ["KNetOptions", "KNetTraining", "cayley_step", "knet_objective_and_gradient", "train_knet",
            "PREDICT_CHUNK", "kernel_times", "spread", "u_gradient"]
 
 
@@ -96,13 +96,38 @@ def _self_similarity(U, degrees):
 
 def spread(Psi):
     """Root-mean-square distance of the rows to their mean (the embedding's scale)."""
-    return _centred_spread(Psi)[1]
+    return _centered_spread(Psi)[1]
 
 
-def _centred_spread(Psi):
+def _centered_spread(Psi):
     """The rows less their mean, and :func:`spread`."""
     C = centered(Psi)
     return C, float(np.sqrt(np.mean(np.einsum("ij,ij->i", C, C)))) or 1.0
+
+
+@dataclass(frozen=True)
+class KNetOptions:
+    """The settings of KNet's rounds (:func:`train_knet`), as in
+    :class:`ikdr.KNetClustering`.
+
+    Attributes
+    ----------
+    embedding_kernel : Gaussian, callable or None
+        Fitted kernel the network ascends with ``update="fixed"`` (required there),
+        or a function that makes it when the rounds start (a fragmented start runs
+        none, and its median bandwidth is a pass over the rows that it then spares).
+    lam, learning_rate, batch_size, max_iter, epochs_per_iter, tol, update
+        As in :class:`ikdr.KNetClustering`.
+    """
+
+    embedding_kernel: object = None
+    lam: float = 0.0
+    learning_rate: float = 1e-2
+    batch_size: int = 200
+    max_iter: int = 100
+    epochs_per_iter: int = 1
+    tol: float = 1e-3
+    update: str = "fixed"
 
 
 @dataclass
@@ -175,7 +200,7 @@ def _batch_objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=F
     the identity at the start.
     """
     out = encoder.forward(X, keep=keep)
-    out_centred, s = _centred_spread(out)
+    out_centered, s = _centered_spread(out)
     Psi = out * (spread0 / s)
     value, grad_z = knet_objective_and_gradient(
         Psi, gamma, kernel, with_value=with_value,
@@ -194,7 +219,7 @@ def _batch_objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=F
     # chain rule through Psi = c out / s(out) (H Psi = (c / s) H out)
     m = Psi.shape[0]
     radial = np.vdot(grad_z, Psi) / (m * spread0 ** 2) * (spread0 / s)
-    grad_out = (spread0 / s) * (grad_z - radial * out_centred)
+    grad_out = (spread0 / s) * (grad_z - radial * out_centered)
     enc_grads = encoder.backward(grad_out)[0]
     return value, enc_grads + dec_grads
 
@@ -225,7 +250,7 @@ class _Rounds:
         self.encoder, self.decoder = encoder, decoder
         self.o = options
         self.params = encoder.params + (decoder.params if decoder is not None else [])
-        self.optimizer = Adam(self.params, options["learning_rate"])
+        self.optimizer = Adam(self.params, options.learning_rate)
         self.rng = rng
         self.shuffle = np.random.default_rng(rng.randint(2**31 - 1))
         self.spread0 = spread(X)
@@ -260,7 +285,7 @@ class _Rounds:
         # wide kernel sees whole clusters, so ascending it gathers each cluster into a
         # compact group. Its U-step would follow that wide kernel to a convex split
         # (moons NMI 0.49-0.57, circles 0.00), so U stays the affinity's.
-        made = self.o["embedding_kernel"]
+        made = self.o.embedding_kernel
         self.ascended = made() if callable(made) else made
         self.gamma = clustering_gamma(self.U, np.ones(self.X.shape[0]))
         return self.fixed_value(self.Psi)
@@ -279,8 +304,8 @@ class _Rounds:
         Gamma's factor); returns the saved parameters and optimiser state."""
         saved = ([p.copy() for p in self.params], self.optimizer.state())
         factor, scale = self.gamma.factor, self.gamma.scale
-        n, batch = self.X.shape[0], self.o["batch_size"]
-        for _ in range(int(self.o["epochs_per_iter"])):
+        n, batch = self.X.shape[0], self.o.batch_size
+        for _ in range(int(self.o.epochs_per_iter)):
             order = self.shuffle.permutation(n)
             for first in range(0, n, batch):
                 idx = order[first:first + batch]
@@ -288,14 +313,14 @@ class _Rounds:
                     continue
                 _, grads = _batch_objective(self.X[idx], Gamma(factor[idx], scale),
                                             self.ascended, self.encoder, self.decoder,
-                                            self.o["lam"], self.spread0, keep=True,
+                                            self.o.lam, self.spread0, keep=True,
                                             with_value=False)
                 self.optimizer.step([-g for g in grads])
         return saved
 
     def judge(self, Psi_new, value_before):
         """(value after the epochs, whether they lowered the objective, new degrees)."""
-        if self.o["update"] == "fixed":
+        if self.o.update == "fixed":
             # Gamma does not depend on psi, so the points' similarity to themselves,
             # sum_i ||(HU)_i||^2, is constant: a rise is a rise over pairs.
             value = self.fixed_value(Psi_new)
@@ -327,7 +352,7 @@ class _Rounds:
     def update_u(self, degrees, value):
         """The U-step of the update rule after a kept round; returns (change of UU^T,
         the objective after it)."""
-        update = self.o["update"]
+        update = self.o.update
         if update == "fixed":
             return 0.0, value
         if update == "eig":
@@ -348,21 +373,20 @@ class _Rounds:
         return change, value
 
     def result(self, history, n_iter, converged, stop_reason):
-        ascended = self.ascended if self.o["update"] == "fixed" and n_iter > 0 else None
+        ascended = self.ascended if self.o.update == "fixed" and n_iter > 0 else None
         return KNetTraining(embedding=self.Psi, U=self.U, degrees=self.degrees, history=history,
                             n_iter=n_iter, n_rejected=self.n_rejected, converged=converged,
                             stop_reason=stop_reason, spread=self.spread0,
                             embedding_kernel=ascended)
 
 
-def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel=None,
-               lam=0.0, learning_rate=1e-2, batch_size=200, max_iter=100, epochs_per_iter=1,
-               tol=1e-3, update="fixed", rng=None, report=None):
+def train_knet(X, kernel, n_clusters, encoder, decoder=None, *,
+               options: KNetOptions = KNetOptions(), rng=None, report=None):
     r"""KNet's rounds (dissertation Algorithm 3, and the fixed-target variant).
 
     The start: U is the spectral embedding of ``kernel`` (the affinity) on
     :math:`\psi(X) = X`, i.e. spectral clustering of X. Each round then runs
-    ``epochs_per_iter`` epochs of Adam ascent on
+    ``options.epochs_per_iter`` epochs of Adam ascent on
     :math:`\sum_{ij}\Gamma_{ij} k(\psi_i, \psi_j)` (Eq. 4.11; mini-batches
     use the batch's rows of Gamma's factor):
 
@@ -392,12 +416,9 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel
     n_clusters : int
     encoder, decoder : ikdr._utils.mlp.MLP
         Networks (the encoder starting at the identity); decoder None when lam = 0.
-    embedding_kernel : Gaussian or callable
-        Fitted kernel the network ascends with ``update="fixed"`` (required there),
-        or a function that makes it when the rounds start (a fragmented start runs
-        none, and its median bandwidth is a noticeable share of a short fit).
-    lam, learning_rate, batch_size, max_iter, epochs_per_iter, tol, update
-        As in :class:`KNetClustering`.
+    options : KNetOptions
+        The rounds' settings (``embedding_kernel``, ``lam``, ``learning_rate``,
+        ``batch_size``, ``max_iter``, ``epochs_per_iter``, ``tol``, ``update``).
     rng : RandomState
     report : IterationReport, optional
 
@@ -405,20 +426,16 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel
     -------
     KNetTraining
     """
-    if update == "fixed" and embedding_kernel is None:
+    if options.update == "fixed" and options.embedding_kernel is None:
         raise ValueError('update="fixed" needs the embedding_kernel the network ascends')
-    rounds = _Rounds(X, kernel, n_clusters, encoder, decoder,
-                     {"embedding_kernel": embedding_kernel, "lam": lam,
-                      "learning_rate": learning_rate, "batch_size": batch_size,
-                      "epochs_per_iter": epochs_per_iter, "update": update},
-                     check_random_state(rng))
+    rounds = _Rounds(X, kernel, n_clusters, encoder, decoder, options, check_random_state(rng))
     value, fragmented = rounds.start()
     if fragmented:
         return rounds.result([value], 0, False, "fragmented start")
     rounds.ascended = kernel
-    history = [rounds.fix_target() if update == "fixed" else value]
+    history = [rounds.fix_target() if options.update == "fixed" else value]
     n_iter, converged, stop_reason = 0, False, "max_iter"
-    for n_iter in range(1, int(max_iter) + 1):
+    for n_iter in range(1, int(options.max_iter) + 1):
         saved = rounds.epochs()
         Psi_new = _embed(encoder, X, rounds.spread0)
         value_after, lowered, degrees = rounds.judge(Psi_new, history[-1])
@@ -441,7 +458,7 @@ def train_knet(X, kernel, n_clusters, encoder, decoder=None, *, embedding_kernel
         history.append(value)
         if report is not None:
             report(n_iter, history[-1], change)
-        if change < tol and gain < tol:
+        if change < options.tol and gain < options.tol:
             converged, stop_reason = True, "converged"
             break
     return rounds.result(history, n_iter, converged, stop_reason)

@@ -5,7 +5,7 @@ label-free criterion.
    projection on its leading singular vectors, :func:`selection_points`):
    k-means (``n_init=10``), spectral clustering on the symmetric 10-NN graph
    (as scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")``,
-   :func:`ikdr.cluster.neighbours.graph_embedding`), spectral clustering with
+   :func:`ikdr.cluster.neighbors.graph_embedding`), spectral clustering with
    the local-scaling affinity (:func:`ikdr.spectral.auto_kernel`; up to
    :data:`LOCAL_START_MAX_N` rows), and the graph and local starts on the
    features :func:`ikdr.cluster.screen.screen_features` takes, when it takes a
@@ -55,7 +55,7 @@ from ..spectral import (DENSE_MAX_N, START_TOL, affinity_embedding, auto_kernel,
                         dense_step_bytes, njw_labels, one_thread, spectral_embedding)
 from .alternation import AlternationOptions, default_n_components
 from .criterion import Assessment, PartitionCriterion, choose
-from .neighbours import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbours, neighbour_graph
+from .neighbors import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbors, neighbor_graph
 from .screen import no_structure, screen_candidates, screen_taken
 
 __all__ = ["Candidate", "Selection", "Starts", "scored_starts", "graph_start", "kernel_start",
@@ -80,7 +80,7 @@ LOCAL_START_MAX_N = 10000
 W_STEP_ROWS = 4000
 #: features above which (and for any sparse X) the selection clusters X projected on
 #: its :data:`SELECTION_COMPONENTS` leading right singular vectors, as the field's
-#: PCA-then-cluster pipelines do: neighbour graphs and k-means on thousands of
+#: PCA-then-cluster pipelines do: neighbor graphs and k-means on thousands of
 #: sparse or noisy columns see the noise (TF-IDF, expression)
 SELECTION_MAX_FEATURES = 100
 SELECTION_COMPONENTS = 50
@@ -92,7 +92,7 @@ def selection_points(X, random_state=None):
 
     Dense X with at most :data:`SELECTION_MAX_FEATURES` features is its own points;
     sparse or wider X is projected on its :data:`SELECTION_COMPONENTS` leading right
-    singular vectors (:func:`ikdr._utils.sparse.start_basis`, no centring: O(nnz r)
+    singular vectors (:func:`ikdr._utils.sparse.start_basis`, no centering: O(nnz r)
     per iteration for sparse X, never formed densely)."""
     if not sp.issparse(X) and X.shape[1] <= SELECTION_MAX_FEATURES:
         return np.ascontiguousarray(X, dtype=np.float64), None
@@ -150,8 +150,8 @@ class Selection:
 
 
 def _partition_embedding(labels, n_clusters):
-    """Orthonormal basis of the centred indicators of a partition (n x k): the U of its
-    clusters. k clusters span k - 1 centred directions (their indicators sum to the
+    """Orthonormal basis of the centered indicators of a partition (n x k): the U of its
+    clusters. k clusters span k - 1 centered directions (their indicators sum to the
     constant), so the k-th column, and one for each empty cluster, is zero."""
     Y = np.zeros((labels.shape[0], int(n_clusters)))
     Y[np.arange(labels.shape[0]), labels] = 1.0
@@ -181,12 +181,12 @@ def kmeans_u_step(Z, n_clusters, *, random_state=None):
     return labels, _partition_embedding(labels, n_clusters)
 
 
-def graph_u_step(Z, n_clusters, *, random_state=None, neighbours=None):
+def graph_u_step(Z, n_clusters, *, random_state=None, neighbors=None):
     """Labels and U of the 10-NN graph's spectral clustering of Z (U: the partition's
     indicators)."""
-    if neighbours is None:
-        neighbours = nearest_neighbours(Z, GRAPH_NEIGHBORS)
-    labels, _ = graph_embedding(neighbour_graph(neighbours[1], GRAPH_NEIGHBORS), n_clusters,
+    if neighbors is None:
+        neighbors = nearest_neighbors(Z, GRAPH_NEIGHBORS)
+    labels, _ = graph_embedding(neighbor_graph(neighbors[1], GRAPH_NEIGHBORS), n_clusters,
                                 random_state=random_state)
     return labels, _partition_embedding(labels, n_clusters)
 
@@ -211,9 +211,9 @@ def kmeans_start(Z, n_clusters, *, columns=None, random_state=None):
                      None, None, columns)
 
 
-def graph_start(Z, n_clusters, neighbours, *, columns=None, random_state=None):
+def graph_start(Z, n_clusters, neighbors, *, columns=None, random_state=None):
     """The start by the 10-NN graph of Z (a view of X: ``columns``)."""
-    labels, U = graph_u_step(Z, n_clusters, random_state=random_state, neighbours=neighbours)
+    labels, U = graph_u_step(Z, n_clusters, random_state=random_state, neighbors=neighbors)
     return Candidate("graph" if columns is None else "screened graph", "graph", labels, U,
                      None, None, columns)
 
@@ -272,8 +272,8 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, rando
     X = np.ascontiguousarray(X)
     n, k = X.shape[0], int(n_clusters)
     options = {"random_state": random_state}
-    neighbours = nearest_neighbours(X, GRAPH_NEIGHBORS)
-    candidates = [kmeans_start(X, k, **options), graph_start(X, k, neighbours, **options)]
+    neighbors = nearest_neighbors(X, GRAPH_NEIGHBORS)
+    candidates = [kmeans_start(X, k, **options), graph_start(X, k, neighbors, **options)]
     kernels = {None: kernel}
     columns, scores = (None, None)
     local = n <= LOCAL_START_MAX_N and (local_start or screen)
@@ -289,7 +289,7 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, rando
                                 K=_local_matrix(Z, screened_kernel, n_threads),
                                 n_threads=n_threads, **options)
         if screen_taken(candidates[-1].eigenvalues, screened.eigenvalues):
-            near = nearest_neighbours(Z, GRAPH_NEIGHBORS)
+            near = nearest_neighbors(Z, GRAPH_NEIGHBORS)
             candidates += [graph_start(Z, k, near, columns=columns, **options), screened]
             kernels["screened"] = screened_kernel
         else:

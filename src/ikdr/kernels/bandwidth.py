@@ -2,6 +2,10 @@ r"""Bandwidth rules of the Gaussian kernels: the median heuristic and the class 
 
 :func:`median_sigma` is the papers' rule: the median pairwise distance of the
 training rows (a seeded subsample above ``max_samples`` rows).
+:func:`feature_median_distances` is the same rule for each feature alone (the
+one-dimensional kernels of the marginal dependence and of the clusterers'
+feature screen): over every pair of rows, exactly, or over a seeded sample of
+pairs (:func:`ikdr._utils.sampling.sample_pairs`).
 
 :func:`separation_sigma` is the authors' library's default bandwidth for
 supervised IKDR (dissertation, Appendix D.11): the :math:`\sigma` maximising
@@ -37,10 +41,13 @@ from .._utils.sampling import sample_index, sample_rows
 from .._utils.validation import check_bandwidth, check_matrix
 from .._utils.typing import ArrayLike, RandomStateLike
 
-__all__ = ["MEDIAN_SUBSAMPLE", "median_sigma", "separation_sigma", "separation",
-           "warn_if_kernel_vanishes"]
+__all__ = ["MEDIAN_SUBSAMPLE", "PAIR_SAMPLES", "median_sigma", "feature_median_distances",
+           "separation_sigma", "separation", "warn_if_kernel_vanishes"]
 
 MEDIAN_SUBSAMPLE = 3000
+#: pairs of rows whose distances give each feature's median bandwidth, at most (the
+#: marginal dependence's sample, :func:`ikdr._utils.sampling.sample_pairs`)
+PAIR_SAMPLES = 2000
 
 
 def median_sigma(X: ArrayLike, Z: ArrayLike | None = None, *,
@@ -117,6 +124,168 @@ def _median_distance(squared):
     return float(0.5 * (np.sqrt(squared[middle - 1]) + np.sqrt(squared[middle])))
 
 
+def feature_median_distances(X: ArrayLike, pairs: np.ndarray | None = None, *,
+                             untied: bool = True) -> np.ndarray:
+    r"""Each feature's median distance: the median of :math:`|x_{ij} - x_{kj}|` over
+    pairs of rows (i, k), for every column j.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    pairs : ndarray of shape (2, m), optional
+        Pairs of distinct rows (:func:`ikdr._utils.sampling.sample_pairs`): the
+        median over them, dense X or sparse X (from the stored differences
+        only) alike. None: over every pair i < k, exactly and without the
+        m^2 pairs (per column, a bisection on the value whose every step counts
+        the pairs below it by one sorted search, O(n log n), or the distinct
+        values' pairs when they are few).
+    untied : bool, default=True
+        Where more than half of a feature's pairs are tied (a dominant value:
+        counts with many zeros, an ordinal level), the median of its untied
+        pairs' distances, as :func:`median_sigma` takes for whole rows (0 where
+        every pair is tied). False: the plain median, 0 there.
+
+    Returns
+    -------
+    medians : ndarray of shape (n_features,)
+    """
+    if pairs is None:
+        columns = (X[:, [j]].toarray().ravel() if sp.issparse(X) else np.asarray(X[:, j])
+                   for j in range(X.shape[1]))
+        return np.array([_median_difference(z, untied) for z in columns], dtype=np.float64)
+    if sp.issparse(X):
+        return _sparse_pair_medians(sp.csr_matrix(X, dtype=np.float64), pairs, untied)
+    return _pair_medians(np.asarray(X, dtype=np.float64), pairs, untied)
+
+
+def _pair_medians(X, pairs, untied):
+    """:func:`feature_median_distances` of dense X over ``pairs``."""
+    m = pairs.shape[1]
+    if m == 0:
+        return np.zeros(X.shape[1])
+    gaps = np.abs(X[pairs[0]] - X[pairs[1]]).T.copy()        # a row per feature
+    # the median of each row, as np.median takes it (the mean of the two middle
+    # values for an even count), by one partition in place
+    middle = [(m - 1) // 2, m // 2]
+    gaps.partition(middle, axis=1)
+    sigma = 0.5 * (gaps[:, middle[0]] + gaps[:, middle[1]])
+    tied = np.flatnonzero(~(sigma > 0)) if untied else np.zeros(0, dtype=np.intp)
+    if tied.size:
+        # the untied distances are the last ones of each sorted row: their median
+        # from the two middle positions past the zeros, all such rows at once
+        ordered = np.sort(gaps[tied], axis=1)
+        zeros = np.count_nonzero(ordered == 0, axis=1)
+        count = m - zeros
+        low = zeros + np.maximum(count - 1, 0) // 2
+        high = zeros + count // 2
+        rows = np.arange(tied.size)
+        middle_values = 0.5 * (ordered[rows, np.minimum(low, m - 1)] +
+                               ordered[rows, np.minimum(high, m - 1)])
+        sigma[tied] = np.where(count > 0, middle_values, 0.0)
+    return sigma
+
+
+def _sparse_pair_medians(X, pairs, untied):
+    """:func:`feature_median_distances` of sparse X (CSR) over ``pairs``: each column's
+    differences are its stored ones and zeros (O(nnz of the pairs' rows))."""
+    m = pairs.shape[1]
+    D = abs(X[pairs[0]] - X[pairs[1]]).tocsc()
+    D.eliminate_zeros()
+    d = D.shape[1]
+    counts = np.diff(D.indptr)
+    columns = np.repeat(np.arange(d), counts)
+    data = D.data[np.lexsort((D.data, columns))]
+    start = D.indptr[:-1]
+    last = max(data.size - 1, 0)
+
+    def at(position):
+        """The value at ``position`` of each column's sorted m values (zeros first)."""
+        inside = position - (m - counts)
+        index = np.clip(start + inside, 0, last)
+        return np.where(inside >= 0, data[index] if data.size else 0.0, 0.0)
+
+    if m == 0:
+        return np.zeros(d)
+    full = at(np.full(d, m // 2)) if m % 2 else 0.5 * (at(np.full(d, m // 2 - 1)) +
+                                                       at(np.full(d, m // 2)))
+    if not untied:
+        return full
+    # the median of the positive values: the middle of each column's stored ones
+    odd = counts % 2 == 1
+    half = counts // 2
+    low = np.clip(start + np.where(odd, half, half - 1), 0, last)
+    high = np.clip(start + half, 0, last)
+    positive = np.where(counts > 0, 0.5 * (data[low] + data[high]) if data.size else 0.0, 0.0)
+    return np.where(full > 0, full, positive)
+
+
+#: a column with at most this many distinct values (pixel intensities, counts) takes
+#: the median of its pair differences from the values' pairs, weighted by their counts
+FEW_VALUES = 256
+
+
+def _median_difference(z, untied):
+    """The median of :math:`|z_i - z_j|` over every pair i < j of a 1-D sample, exactly
+    (:func:`feature_median_distances` with ``pairs=None``)."""
+    x = np.sort(np.asarray(z, dtype=np.float64).ravel())
+    m = x.shape[0]
+    if m < 2:
+        return 0.0
+    pairs = m * (m - 1) // 2
+    values, counts = np.unique(x, return_counts=True)
+    first, count = 0, pairs
+    if untied:
+        tied = int(np.sum(counts * (counts - 1) // 2))
+        if pairs // 2 < tied < pairs:       # the median is 0: that of the untied pairs
+            first, count = tied, pairs - tied
+    ranks = (first + (count - 1) // 2, first + count // 2)
+    if values.shape[0] <= FEW_VALUES:
+        return 0.5 * sum(_kth_difference_of_values(values, counts, r) for r in ranks)
+    return 0.5 * sum(_kth_difference(x, r) for r in ranks)
+
+
+def _kth_difference_of_values(values, counts, k):
+    """The k-th smallest (0-based) pair difference of a sample given as sorted distinct
+    values with their counts: each pair of values a < b stands for c_a c_b pairs,
+    each value for c(c-1)/2 pairs at difference 0."""
+    a, b = np.triu_indices(values.shape[0], 1)
+    diffs = np.concatenate([[0.0], values[b] - values[a]])
+    weights = np.concatenate([[np.sum(counts * (counts - 1) / 2)], counts[a] * counts[b]])
+    order = np.argsort(diffs, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    return float(diffs[order][np.searchsorted(cumulative, k, side="right")])
+
+
+def _kth_difference(x, k):
+    """The k-th smallest (0-based) of :math:`x_j - x_i`, i < j, for sorted x."""
+    m = x.shape[0]
+    rows = np.arange(m)
+
+    def at_most(t):                 # pairs whose difference is <= t (t >= 0)
+        return int(np.sum(np.searchsorted(x, x + t, side="right") - rows - 1))
+
+    if at_most(0.0) > k:
+        return 0.0
+    lo, hi = 0.0, 2.0 * (x[-1] - x[0]) + 1.0   # at_most(lo) <= k < at_most(hi)
+    while True:
+        below, mid = at_most(lo), 0.5 * (lo + hi)
+        if not lo < mid < hi:       # (lo, hi] holds one value: the smallest above lo
+            first = np.searchsorted(x, x + lo, side="right")
+            inside = first < m
+            return float(np.min(x[first[inside]] - x[inside]))
+        if at_most(hi) - below <= 4 * m:   # few pairs left: list them
+            start = np.searchsorted(x, x + lo, side="right")
+            lengths = np.searchsorted(x, x + hi, side="right") - start
+            offsets = np.repeat(start - np.cumsum(lengths) + lengths, lengths)
+            columns = offsets + np.arange(lengths.sum())
+            values = np.sort(x[columns] - x[np.repeat(rows, lengths)])
+            return float(values[k - below])
+        if at_most(mid) > k:
+            hi = mid
+        else:
+            lo = mid
+
+
 def cross_squared_distances(X, Z):
     """Dense ||x_i - z_j||^2 (clamped at 0) between the rows of X and Z, dense or sparse."""
     if sp.issparse(X) or sp.issparse(Z):
@@ -153,11 +322,11 @@ def warn_if_kernel_vanishes(X, sigma, max_rows=200):
             _warn_vanishing(sigma, float(np.sqrt(np.min(rows))))
         return
     # Any pair of distinct rows within the limit has a nonzero kernel entry: the
-    # neighbouring rows of the sample decide almost every fit in O(rows d), and
-    # only a sample whose neighbours are all too far apart takes every pair
+    # neighboring rows of the sample decide almost every fit in O(rows d), and
+    # only a sample whose neighbors are all too far apart takes every pair
     step = np.diff(rows, axis=0)
-    neighbours = np.einsum("ij,ij->i", step, step)
-    if np.any((neighbours > 0) & (neighbours <= limit)):
+    neighbors = np.einsum("ij,ij->i", step, step)
+    if np.any((neighbors > 0) & (neighbors <= limit)):
         return
     d2 = pdist(rows, "sqeuclidean")
     d2 = d2[d2 > 0]

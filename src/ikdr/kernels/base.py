@@ -123,7 +123,7 @@ class Kernel:
     #: the degrees ``K 1`` are positive and the spectral normalisation applies
     _nonnegative = False
     #: whether the member's parameters need every row (per-point bandwidths from
-    #: each point's neighbours): it cannot be fitted on a sample of rows, so
+    #: each point's neighbors): it cannot be fitted on a sample of rows, so
     #: data on a cluster or read in landmark blocks cannot use it
     _needs_all_rows = False
     #: whether random Fourier features (or an exact factor) can stand for the member

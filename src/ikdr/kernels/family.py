@@ -222,7 +222,7 @@ class RelativeGaussian(Kernel):
     r"""Gaussian kernel with local bandwidths, :math:`k = \exp(-\beta / 2\sigma_i\sigma_j)`.
 
     :math:`\sigma_i` is the distance from :math:`x_i` to its ``n_neighbors``-th
-    nearest neighbour (self-tuning scale; dissertation appendix C, Eq. C.39-C.43).
+    nearest neighbor (self-tuning scale; dissertation appendix C, Eq. C.39-C.43).
     :math:`\Phi = -X^T L(\Sigma \circ \Gamma \circ K_{XW}) X`,
     :math:`\Sigma_{ij} = 1/\sigma_i\sigma_j`; :math:`\Phi_0 = -X^T L(\Sigma\circ\Gamma) X`.
 
@@ -254,13 +254,13 @@ class RelativeGaussian(Kernel):
         """Distance of each row to its ``n_neighbors``-th nearest other *distinct* row.
 
         Repeated rows count once: on integer-valued data many rows repeat, and a
-        point's neighbours among its own copies are at distance zero, which is no
+        point's neighbors among its own copies are at distance zero, which is no
         bandwidth. A row with fewer distinct other rows than ``n_neighbors`` takes
         the farthest of them. Raises a ValueError only when every row is the same.
         """
         from sklearn.neighbors import NearestNeighbors
 
-        # sparse rows stay sparse (the neighbour search takes them as they are)
+        # sparse rows stay sparse (the neighbor search takes them as they are)
         X = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
         if X.shape[0] < 2:
             raise ValueError("RelativeGaussian needs at least 2 samples")
@@ -268,7 +268,7 @@ class RelativeGaussian(Kernel):
         k = min(int(n_neighbors), distinct.shape[0] - 1)
         if k < 1:
             raise ValueError(f"RelativeGaussian: all {X.shape[0]} rows of X are identical, so "
-                             "no row has a neighbour to set its bandwidth; remove the "
+                             "no row has a neighbor to set its bandwidth; remove the "
                              "repeated rows or pass a kernel with a fixed sigma")
         dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(distinct).kneighbors(distinct)
         return dist[:, k][inverse]

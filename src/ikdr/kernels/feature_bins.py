@@ -1,10 +1,10 @@
 r"""Each feature's values in equal bins, for kernels on one feature at a time.
 
-A Gaussian kernel on feature j alone, taken at bin centres, depends on the bin
+A Gaussian kernel on feature j alone, taken at bin centers, depends on the bin
 gap only; its sums against a Gamma of rank r (:math:`\mathrm{Tr}(\Gamma K_j)`,
 :math:`1^T K_j 1`) need, per bin, the number of rows in it and the sum of
 their rows of Gamma's factor: :math:`O(n d r)` in one pass of the compiled core,
-instead of an n x n kernel per feature (:mod:`ikdr.solver.marginal`).
+instead of an n x n kernel per feature (:mod:`ikdr.reduction.marginal`).
 """
 from __future__ import annotations
 

@@ -21,11 +21,11 @@ def ksvd_bicluster(A: ArrayLike, n_row_clusters: int, n_column_clusters: int | N
 
     The rows (e.g. documents) are clustered on the left vectors U, the columns
     (e.g. terms) on the right vectors V (paper Section 4.2, App. C.1), each
-    row of U and V scaled to unit length first. G is double-centred by
+    row of U and V scaled to unit length first. G is double-centered by
     default: an all-positive kernel's first singular pair is otherwise the
     near-constant mean direction, which carries no cluster information and
     leaves k - 1 useful vectors for k clusters (measured on make_biclusters /
-    make_checkerboard: minimum NMI 0.74 without centring, 0.98 with).
+    make_checkerboard: minimum NMI 0.74 without centering, 0.98 with).
 
     Parameters
     ----------

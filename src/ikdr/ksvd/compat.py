@@ -63,7 +63,7 @@ def _assemble(D, C, other, rows_mapped):
     return (mapped, other) if rows_mapped else (other, mapped)
 
 
-def _double_centred(G):
+def _double_centered(G):
     """:math:`H_n G H_m` (row and column means removed)."""
     return centered(centered(G).T).T
 
@@ -91,7 +91,7 @@ class MapTask:
         matrix whose SVD gives the features (G, or H G H with ``center``)."""
         X, Z = _assemble(self.D, C, self.other, self.rows_mapped)
         G = self.kernel_matrix(X, Z)
-        return X, Z, G, (_double_centred(G) if self.center else G)
+        return X, Z, G, (_double_centered(G) if self.center else G)
 
 
 def fixed_map(D, compat, rng):
@@ -152,8 +152,8 @@ def learn_compat_map(X: ArrayLike, y: ArrayLike, n_components: int = 4, *, kerne
     of one side of a rectangular data matrix on the downstream loss. This is
     the same mechanism (``ikdr.ksvd.compat.learn_map``, one code path) with C mapping
     *both* sides: the points :math:`P = XC` (n x d, C is d x d, started at
-    the identity) and the kernel :math:`K = \kappa(P, P)`, centred
-    :math:`K_c = H K H` as KernelPCA centres it. C, a linear head W, b are
+    the identity) and the kernel :math:`K = \kappa(P, P)`, centered
+    :math:`K_c = H K H` as KernelPCA centers it. C, a linear head W, b are
     optimised on the mean softmax cross-entropy of
     :math:`((K_c V - \mu)/s) W + b` (V the top ``n_components`` singular
     vectors of :math:`K_c`, i.e. KernelPCA's eigenvectors for the RBF
@@ -180,7 +180,7 @@ def learn_compat_map(X: ArrayLike, y: ArrayLike, n_components: int = 4, *, kerne
         Bandwidth, :math:`\exp(-\|x - z\|^2/\gamma^2)`; None: the median
         distance of X (:func:`ikdr.median_sigma`).
     center : bool, default=True
-        Learn on the centred kernel :math:`H K H` (KernelPCA's); False: on K.
+        Learn on the centered kernel :math:`H K H` (KernelPCA's); False: on K.
     max_iter : int, default=150
         Adam steps (step 0.02 relative to C's scale, head L2 weight 1e-3).
     random_state : int, RandomState instance or None
@@ -268,7 +268,7 @@ def learned_objective(C, W, b, task, *, V, mu, sd, evaluated=None):
     grad_b = dlogits.sum(axis=0)
     dG = ((dlogits @ W.T) / sd) @ V.T
     if task.center:
-        dG = _double_centred(dG)
+        dG = _double_centered(dG)
     if task.kind == "sne":
         Q = G * (dG - np.sum(dG * G, axis=1, keepdims=True))
     else:

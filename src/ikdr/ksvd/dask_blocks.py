@@ -30,7 +30,7 @@ def _ksvd_rows_task(X_I, Z, J, params, v):
 
 
 def _ksvd_new_rows_task(X_I, Z, params, V, offset):
-    """Row embeddings ``G(X_I, Z) V - offset`` of new rows (offset: centring)."""
+    """Row embeddings ``G(X_I, Z) V - offset`` of new rows (offset: centering)."""
     return DenseBlocks(X_I, Z, *params).new_rows(X_I) @ V - offset
 
 

@@ -5,8 +5,9 @@ data matrix A, the source and target roles of a directed graph's nodes, or two
 given sets X and Z. KSVD is the rank-r truncated SVD G = U Lambda V^T (the
 coupled covariance eigenproblem reduces to it, Prop. 2.4-2.5 of the paper).
 
-This module holds the estimator; :mod:`ikdr.ksvd.blocks` evaluates blocks of G
-(dense points, sparse graphs, double centring); :mod:`ikdr.ksvd.solvers` the
+This module holds the estimator; :mod:`ikdr.ksvd.kernel_spec` resolves its
+kernel and bandwidth; :mod:`ikdr.ksvd.blocks` evaluates blocks of G
+(dense points, sparse graphs, double centering); :mod:`ikdr.ksvd.solvers` the
 truncated SVDs (dense, ARPACK, randomized, asymmetric Nystrom with automatic
 landmarks); :mod:`ikdr.ksvd.compat` the compatibility maps a0-a3;
 :mod:`ikdr.ksvd.metrics` the accuracy measures; :mod:`ikdr.ksvd.bicluster`
@@ -26,8 +27,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..passes.dask_data import DaskData, as_data, is_dask_array, is_distributed
 from .dask_blocks import KSVDBlocks, ksvd_transform, ksvd_transform_columns
+from .kernel_spec import KERNELS, KernelSpec, fit_gamma, kernel_spec, make_blocks
 from .. import kernels as _kernels
-from .blocks import Centered, DenseBlocks, SparseBlocks, dense_kernel_matrix
+from .blocks import Centered, dense_kernel_matrix
 from .compat import check_learned_target, compat_points, learn_map
 from .metrics import SVDAccuracy, svd_accuracy
 from .solvers import choose_solver, solve_ksvd
@@ -37,13 +39,8 @@ from .._utils.validation import NewParametersOnLoad, SparseInputMixin, keep_stat
 from .._utils.validation import ComponentNamesMixin
 from .._utils.typing import ArrayLike, RandomStateLike
 
-KERNELS = ("rbf", "sne", "polynomial", "linear")
-#: the names of the package's kernel vocabulary (:data:`ikdr.kernels.KERNEL_NAMES`) that
-#: name one of these: the estimators' "gaussian" is the paper's "rbf"
-KERNEL_ALIASES = {"gaussian": "rbf", "poly": "polynomial"}
 COMPAT = ("pinv", "pca", "random", "learned")
 SOLVERS = ("auto", "dense", "arpack", "randomized", "nystrom")
-_MEDIAN_PAIRS = 1000  # rows and columns sampled for the median heuristic
 
 
 # ---------------------------------------------------------------- estimator
@@ -94,7 +91,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
         overrides ``sigma``). It is neither scikit-learn's ``gamma`` nor the
         ISM paradigm matrix Gamma; use ``sigma``.
     center : bool, default=False
-        Decompose :math:`H_n G H_m` (double centring with exact row and column
+        Decompose :math:`H_n G H_m` (double centering with exact row and column
         means of G).
     compat : {"pinv", "pca", "random", "learned"} or None, default=None
         Compatibility map of Algorithm 1 for ``fit(A)`` with a rectangular A
@@ -110,7 +107,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
         :math:`G_{ij}` becomes an entry-wise function of :math:`A_{ij}` and
         the other side's norms.
         ``"pca"`` (a1) projects on the top right singular vectors of D
-        (uncentred). ``"random"`` (a2) is a Gaussian matrix scaled by
+        (uncentered). ``"random"`` (a2) is a Gaussian matrix scaled by
         :math:`1/\sqrt{k}` so squared norms are kept in expectation (the paper
         writes randn(M, N) unscaled). ``"learned"`` (a3) starts from a1 and
         optimises C on a downstream loss (needs ``fit(X, y)``; RBF and SNE
@@ -289,46 +286,9 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
         self.verbose = verbose
 
     # -- validation
-    def _kernel_spec(self):
-        """(kind, gamma, degree, callable) of the kernel parameter.
-
-        kind is one of KERNELS or "callable"; gamma is the paper's bandwidth
-        (exp(-d2 / gamma^2)) when the kernel fixes it, else ``self.gamma``.
-        Kernels of :mod:`ikdr.kernels`: Gaussian(sigma) is "rbf" with
-        gamma = sqrt(2) sigma, SNE(sigma) "sne" likewise, Linear "linear",
-        Polynomial(p, c=1) "polynomial"; any other kernel object is used
-        through its ``matrix`` (dense inputs only).
-        """
-        k = self.kernel
-        if isinstance(k, str):
-            k = KERNEL_ALIASES.get(k.lower(), k.lower())
-            if k in KERNELS:
-                return k, self._paper_gamma(), self.degree, None
-            if k in _kernels.KERNEL_NAMES:     # another kernel of the vocabulary, as its object
-                k = _kernels.make_kernel(k)
-            else:
-                raise ValueError(f"kernel must be one of {KERNELS}, a name of "
-                                 f"{sorted(_kernels.KERNEL_NAMES)}, a kernel of ikdr.kernels or "
-                                 f"a callable, got {self.kernel!r}")
-        if isinstance(k, _kernels.Kernel):
-            spec = k.block_spec()          # the kernel says how the tiled blocks compute it
-            if spec is None:
-                return "callable", None, self.degree, k
-            kind, sigma, degree = spec
-            if kind in ("rbf", "sne"):
-                gamma = self._paper_gamma() if sigma is None else sigma * np.sqrt(2.0)
-                return kind, gamma, self.degree, None
-            return kind, None, self.degree if degree is None else degree, None
-        if callable(k):
-            return "callable", None, self.degree, k
-        raise ValueError(f"kernel must be one of {KERNELS}, a kernel of ikdr.kernels or a "
-                         f"callable, got {k!r}")
-
-    def _paper_gamma(self):
-        """The paper's bandwidth gamma = sqrt(2) sigma, or None for the median rule."""
-        if self.gamma is not None:
-            return float(self.gamma)
-        return None if isinstance(self.sigma, str) else float(self.sigma) * np.sqrt(2.0)
+    def _kernel_spec(self) -> KernelSpec:
+        """The kernel of the parameters (:func:`ikdr.ksvd.kernel_spec.kernel_spec`)."""
+        return kernel_spec(self.kernel, self.sigma, self.gamma, self.degree)
 
     def _check_params(self):
         self._validate_params()
@@ -359,7 +319,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
 
     def _check_distributed(self, Z):
         """What a fit on dask rows supports: ``fit(X, Z)`` with the
-        Nystrom solver, an int number of landmarks, uncentred, dense points."""
+        Nystrom solver, an int number of landmarks, uncentered, dense points."""
         if self.solver not in ("auto", "nystrom"):
             raise ValueError(f"KernelSVD on a dask array uses solver='nystrom' (the others need "
                              f"the whole n x m kernel matrix), got solver={self.solver!r}")
@@ -376,32 +336,11 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
             raise ValueError("KernelSVD on a dask array needs the two point sets, fit(X, Z): "
                              "the columns of a row-chunked X are not row blocks")
 
-    def _make_blocks(self, X, Z):
-        kernel, _, degree, fn = self._kernel_spec()
-        if isinstance(X, DaskData):       # the rows stay on the cluster
-            return KSVDBlocks(X, Z, kernel, self.gamma_, degree, fn)
-        if sp.issparse(X) != sp.issparse(Z):
-            X = X if sp.issparse(X) else sp.csr_matrix(X)
-            Z = Z if sp.issparse(Z) else sp.csr_matrix(Z)
-        if sp.issparse(X):
-            if kernel == "callable":
-                raise TypeError("a kernel callable (or this kernel object) needs dense inputs; "
-                                "pass dense arrays")
-            return SparseBlocks(X, Z, kernel, self.gamma_, degree)
-        if isinstance(fn, _kernels.Kernel):
-            resolved = fn.fit(np.vstack([X, Z]))  # data-dependent parameters fixed once
-            fn = resolved.matrix
-        return DenseBlocks(X, Z, kernel, self.gamma_, degree, callable_kernel=fn)
-
-    def _median_gamma(self, X, Z, rng):
-        """The median rule between the two sets (:func:`ikdr.kernels.median_sigma` with Z)."""
-        return _kernels.median_sigma(X, Z, max_samples=_MEDIAN_PAIRS, random_state=rng)
-
     def _check_learned_target(self, A, Z, y):
         if Z is not None:
             raise ValueError("compat='learned' maps the rows or columns of one data matrix; "
                              "it cannot be used with fit(X, Z)")
-        if self._kernel_spec()[0] not in ("rbf", "sne"):
+        if self._kernel_spec().kind not in ("rbf", "sne"):
             raise ValueError(f"compat='learned' backpropagates through the RBF or SNE kernel; "
                              f"got kernel={self.kernel!r}")
         return check_learned_target(y, A.shape[0])
@@ -410,11 +349,12 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
         """a3: optimise C from the a1 start (:func:`ikdr.ksvd.compat.learn_map`)."""
         X0 = np.ascontiguousarray(D @ C0)
         X0, Z0 = (X0, other) if rows_mapped else (other, X0)
-        kind, gamma, degree, _ = self._kernel_spec()
-        gamma = float(gamma) if gamma is not None else self._median_gamma(X0, Z0, rng)
+        spec = self._kernel_spec()
+        gamma = fit_gamma(spec, X0, Z0, rng)
         r = min(int(self.n_components), *X0.shape[:1], *Z0.shape[:1])
         C, history = learn_map(D, other, rows_mapped, C0, y, r,
-                               (kind, gamma, dense_kernel_matrix(kind, gamma, degree)),
+                               (spec.kind, gamma,
+                                dense_kernel_matrix(spec.kind, gamma, spec.degree)),
                                center=bool(self.center))
         out.update(history=history, gamma=gamma)
         return C
@@ -457,7 +397,7 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
         if r > min(n, m):
             raise ValueError(f"n_components={r} is larger than min(n, m) = {min(n, m)}")
         self._fit_bandwidth(Xp, Zp, learned, rng)
-        blocks = self._make_blocks(Xp, Zp)
+        blocks = make_blocks(self._kernel_spec(), Xp, Zp, self.gamma_)
         if self.center:
             blocks = Centered(blocks)
         self._blocks = blocks
@@ -529,13 +469,8 @@ class KernelSVD(NewParametersOnLoad, SparseInputMixin, ComponentNamesMixin, Tran
         """``gamma_`` and ``sigma_``: the bandwidth a learned compat map was fitted
         with, the kernel's or the parameter's, or the median rule between X and Z;
         None for kernels without one."""
-        kind, gamma, _, _ = self._kernel_spec()
-        if "gamma" in learned:
-            self.gamma_ = learned["gamma"]
-        elif kind in ("rbf", "sne"):
-            self.gamma_ = float(gamma) if gamma is not None else self._median_gamma(X, Z, rng)
-        else:
-            self.gamma_ = None
+        self.gamma_ = learned["gamma"] if "gamma" in learned else \
+            fit_gamma(self._kernel_spec(), X, Z, rng)
         self.sigma_ = None if self.gamma_ is None else self.gamma_ / np.sqrt(2.0)
 
     def fit_transform(self, X: ArrayLike, Z: ArrayLike = None, y: None = None) -> np.ndarray:

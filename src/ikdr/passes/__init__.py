@@ -1,4 +1,4 @@
-"""How the passes of a fit are computed: three providers of the solver's problem.
+"""How the passes of a fit are computed: the providers of the solver's problem.
 
 Each provider implements the solver's protocols
 (:class:`ikdr.solver.problem.Provider` and the problem it makes,
@@ -6,11 +6,15 @@ Each provider implements the solver's protocols
 
 * :mod:`ikdr.passes.problem`: what the providers' problems share;
 * :mod:`ikdr.passes.exact`: exact passes in memory;
+* :mod:`ikdr.passes.sparse`: exact passes on ``scipy.sparse`` rows, by
+  products only;
 * :mod:`ikdr.passes.landmarks` (with :mod:`~ikdr.passes.factors` and
   :mod:`~ikdr.passes.rows`): Nystrom landmarks and random features, X read
   in row blocks (a memmap is never loaded whole);
 * :mod:`ikdr.passes.dask`: every pass as Dask tasks over row blocks;
-* :mod:`ikdr.passes.choice`: :func:`resolve`, the one function that builds them.
+* :mod:`ikdr.passes.choice`: :func:`resolve` and :func:`resolve_clustering`,
+  the one place that builds them (a clustering provider, which adds the
+  U-step, builds its W-step's provider itself).
 
 The algorithms above the solver use this package's names only: the
 providers through :func:`resolve` and :func:`resolve_clustering`, the

@@ -71,13 +71,14 @@ def fit_data(estimator, X, y=None, *, approximation=None, kernel=None, y_require
     if is_distributed(X):
         if approximation is not None:
             # the landmark passes map over the chunks; their arguments are checked here
-            check_landmark_options(estimator, X.shape[0], kernel)
+            check_landmark_options(estimator, X.shape[0], kernel, approximation)
         X, y = validate_dask_data(estimator, X, y, y_required=y_required)
         return X, y, CLUSTER
     if is_dask_array(y):
         y = y.compute()        # numpy X: the target is gathered, checked with X below
     if approximation is not None:
-        X, y = landmark_data(estimator, X, y, kernel, multi_output=multi_output)
+        X, y = landmark_data(estimator, X, y, kernel, multi_output=multi_output,
+                             approximation=approximation)
         return X, y, BLOCKS
     options = {"dtype": np.float64, "ensure_min_samples": 2, **check_options}
     y_numeric = options.pop("y_numeric", False)

@@ -60,7 +60,7 @@ __all__ = ["is_distributed", "DaskProblem", "DaskPasses", "Projected", "Clusteri
 # ---------------------------------------------------------------- fitted parameters and Phi_0
 def _refuse_local_bandwidths(kernel):
     if kernel.needs_all_rows:
-        raise ValueError("the RelativeGaussian kernel needs every point's nearest neighbours "
+        raise ValueError("the RelativeGaussian kernel needs every point's nearest neighbors "
                          "and is not supported on distributed (dask) data; use Gaussian")
 
 
@@ -69,7 +69,7 @@ def fit_kernel(kernel, X, random_state=None):
     as in memory (:func:`ikdr.median_sigma` with ``random_state``) and gathers
     only those (at most 3,000) to the client, as the landmark path does
     (:func:`ikdr.passes.landmarks.fit_kernel_on_rows`). RelativeGaussian needs every
-    point's neighbours and is refused."""
+    point's neighbors and is refused."""
     _refuse_local_bandwidths(kernel)
     return fit_kernel_on_rows(kernel, X, random_state)
 

@@ -41,11 +41,12 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from .._native import LandmarkGamma, landmark_first_sweep, landmark_second_sweep, sweep_workspace
+from .._native import (LandmarkGamma, SweepOptions, landmark_first_sweep, landmark_second_sweep,
+                       sweep_workspace)
 
 __all__ = ["GammaStructure", "numpy_first_sweep", "numpy_second_sweep", "native_first_sweep",
-           "native_second_sweep", "native_rhs", "pass_flops", "sweep_workspace", "native_block_rows",
-           "NATIVE_BLOCK_BYTES"]
+           "native_second_sweep", "native_rhs", "pass_flops", "SweepOptions", "sweep_workspace",
+           "native_block_rows", "NATIVE_BLOCK_BYTES"]
 
 #: the core's row blocks: about this many bytes of a block's rows and kernel rows, so that
 #: a block stays in cache from one step of the sweep to the next; larger blocks leave the
@@ -94,7 +95,7 @@ class GammaStructure:
                 self.n_classes = G.shape[1]
 
     @property
-    def centred(self):
+    def centered(self):
         """Gamma 1 = 0 (the supervised HYY^TH always; a general factor when
         G s (G^T 1) vanishes to rounding)."""
         if self.classes:
@@ -282,29 +283,27 @@ def numpy_second_sweep(X_b, st, W, V, factors, Q_sums, SPs, lap_weight, dense, d
 
 
 
-def native_first_sweep(X_b, st, W, V, factors, dense, dtype, block_rows, n_threads=None,
-                       workspace=None):
+def native_first_sweep(X_b, st, W, V, factors, dense, options: SweepOptions):
     """The first sweep over the rows X_b (any number: the core loops over blocks of
-    ``block_rows``), in the tuple layout of :func:`numpy_first_sweep`; ``workspace``:
-    the scratch memory it reuses (:func:`ikdr._native.sweep_workspace`)."""
-    W = np.asarray(W, dtype=dtype)
-    parts = landmark_first_sweep(X_b, W, [f.native for f in factors], st.native(dtype),
+    ``options.block_rows``), in the tuple layout of :func:`numpy_first_sweep`;
+    ``options``: how it runs (:class:`ikdr._native.SweepOptions`, with the pass's
+    dtype)."""
+    W = np.asarray(W, dtype=options.dtype)
+    parts = landmark_first_sweep(X_b, W, [f.native for f in factors], st.native(options.dtype),
                                  products=[f.products for f in factors], V=V, dense=dense,
-                                 block_rows=block_rows, n_threads=n_threads, dtype=dtype,
-                                 workspace=workspace)
+                                 options=options)
     if not st.classes:
         return [tuple(p) for p in parts]
     # C^T diag(a) R = sum_c p_c C_c^T R_c (a_i = p of row i's class): no second product
     return [(P, A, None if Q is None else (Q, np.tensordot(st.p, Q, axes=1))) for P, A, Q in parts]
 
 
-def native_second_sweep(X_b, st, W, V, factors, rhs, dense, dtype, block_rows, n_threads=None,
-                        workspace=None):
+def native_second_sweep(X_b, st, W, V, factors, rhs, dense, options: SweepOptions):
     """The second sweep over the rows X_b: ``[phi or None, Phi V or None]``."""
-    W = np.asarray(W, dtype=dtype)
-    return list(landmark_second_sweep(X_b, W, [f.native for f in factors], st.native(dtype), rhs,
-                                      V=V, dense=dense, block_rows=block_rows, n_threads=n_threads,
-                                      dtype=dtype, workspace=workspace))
+    W = np.asarray(W, dtype=options.dtype)
+    return list(landmark_second_sweep(X_b, W, [f.native for f in factors],
+                                      st.native(options.dtype), rhs, V=V, dense=dense,
+                                      options=options))
 
 
 def native_rhs(st, factors, sums, lap_weight, k, dtype):

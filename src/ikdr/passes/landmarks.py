@@ -76,9 +76,9 @@ from ..gamma import Gamma
 from ..kernels import Kernel
 from .factors import (DEFAULT_LANDMARK_METHOD, LANDMARK_METHODS, check_kernel_approximable,
                       kernel_factors, select_landmarks)
-from .landmark_sweeps import (GammaStructure, native_block_rows, native_first_sweep, native_rhs,
-                              native_second_sweep, numpy_first_sweep, numpy_second_sweep,
-                              pass_flops, sweep_workspace)
+from .landmark_sweeps import (GammaStructure, SweepOptions, native_block_rows, native_first_sweep,
+                              native_rhs, native_second_sweep, numpy_first_sweep,
+                              numpy_second_sweep, pass_flops, sweep_workspace)
 from .problem import BaseProblem
 from .dask_data import as_data, is_distributed, row_source
 from .rows import LazyProjection, MemoryRows, check_rows, fit_kernel_on_rows, rows_per_block
@@ -217,10 +217,10 @@ class LandmarkProblem(BaseProblem):
         # here, and a cluster maps the same call over its chunks.
         whole = native and isinstance(self.rows, MemoryRows) and \
             self.X.dtype in (self.pass_dtype, np.dtype(np.float32))
-        block_rows = native_block_rows(d, width, self.pass_dtype, self.approx.block_rows)
+        sweep = SweepOptions(native_block_rows(d, width, self.pass_dtype, self.approx.block_rows),
+                             self.n_threads, self.pass_dtype, self._workspace)
         if native:
-            first, first_args = native_first_sweep, (W, V, factors, dense, self.pass_dtype,
-                                                     block_rows, self.n_threads, self._workspace)
+            first, first_args = native_first_sweep, (W, V, factors, dense, sweep)
         else:
             first, first_args = numpy_first_sweep, (W, V, factors, dense, self.pass_dtype)
         sums = self.rows.map_reduce(first, st.block, first_args, width=width, whole=whole)
@@ -239,7 +239,7 @@ class LandmarkProblem(BaseProblem):
                 if kind == "laplacian":
                     lap_weight[i] += coef
                     need_second = True
-        if dense and V is None and not np.any(W) and st.centred:
+        if dense and V is None and not np.any(W) and st.centered:
             # W = 0 (Phi_0): every kernel matrix is constant, so the degrees are a
             # constant times Gamma 1 = 0: no degree term (n d^2 flops) to add
             need_second = False
@@ -249,8 +249,7 @@ class LandmarkProblem(BaseProblem):
                 k = 0 if V is None else V.shape[1]
                 rhs = native_rhs(st, factors, sums, lap_weight, k, self.pass_dtype)
                 second, second_args = native_second_sweep, (
-                    W, V, factors, rhs, dense and need_second, self.pass_dtype, block_rows,
-                    self.n_threads, self._workspace)
+                    W, V, factors, rhs, dense and need_second, sweep)
             else:
                 SPs = [f.core @ P for f, (P, _, _) in zip(factors, sums)]
                 second, second_args = numpy_second_sweep, (W, V, factors, [Q for _, _, Q in sums],
@@ -484,10 +483,11 @@ class LandmarkPasses:
         return LandmarkProblem(X, gamma, kernel, n_threads, provider=self)
 
 
-def check_landmark_options(estimator, n, kernel):
-    """The estimator's ``approximation`` and ``n_landmarks`` against n samples and
-    the kernel (ValueErrors naming the problem, before any pass)."""
-    approximation = estimator.approximation
+def check_landmark_options(estimator, n, kernel, approximation=None):
+    """The estimator's ``approximation`` (or the one its "auto" chose,
+    ``approximation``) and ``n_landmarks`` against n samples and the kernel
+    (ValueErrors naming the problem, before any pass)."""
+    approximation = approximation or estimator.approximation
     if approximation not in ("nystrom", "rff"):
         raise ValueError(f"approximation must be None, 'nystrom' or 'rff', got {approximation!r}")
     n_landmarks = check_n_landmarks(estimator.n_landmarks)
@@ -496,7 +496,7 @@ def check_landmark_options(estimator, n, kernel):
         raise ValueError(f"n_landmarks={n_landmarks} is larger than the number of samples n={n}")
 
 
-def landmark_data(estimator, X, y, kernel, *, multi_output=True):
+def landmark_data(estimator, X, y, kernel, *, multi_output=True, approximation=None):
     """The estimators' input path with an approximation (ValueErrors before any long work).
 
     Checks ``approximation``, ``n_landmarks`` and that the approximation can
@@ -509,7 +509,7 @@ def landmark_data(estimator, X, y, kernel, *, multi_output=True):
     from sklearn.utils.validation import validate_data
 
     n = np.shape(X)[0] if hasattr(X, "shape") else len(X)
-    check_landmark_options(estimator, n, kernel)
+    check_landmark_options(estimator, n, kernel, approximation)
     # the column names before check_rows makes X an array (the shape alone: a
     # memmap is not read here)
     validate_data(estimator, X, skip_check_array=True)

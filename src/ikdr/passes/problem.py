@@ -37,7 +37,7 @@ def float32_objective_error(X: Any, W: np.ndarray, sigma: float | None) -> float
     passes with a Gaussian kernel of bandwidth ``sigma`` (None: no estimate, 0).
 
     A float32 kernel value is rounded to :math:`\epsilon = 2^{-24}`, while the
-    objective of a centred Gamma is a difference of kernel values of relative
+    objective of a centered Gamma is a difference of kernel values of relative
     size :math:`\min(1, d^2/2\sigma^2)` (d: the points' typical distance): a
     bandwidth far above the distances loses :math:`2\sigma^2/d^2` of the
     precision. Points far from the origin lose more: their squared distances

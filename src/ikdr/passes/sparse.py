@@ -56,7 +56,7 @@ def sparse_data(estimator, X, y=None, *, y_required=True, multi_output=True,
     (sorted indices, no duplicates, squares that do not overflow). The
     approximation's options are checked first, as for dense rows."""
     if approximation is not None:
-        check_landmark_options(estimator, X.shape[0], kernel)
+        check_landmark_options(estimator, X.shape[0], kernel, approximation)
     options = {"dtype": FLOAT_DTYPES, "ensure_min_samples": 2, **check_options,
                "accept_sparse": "csr"}
     options.pop("order", None)

@@ -13,7 +13,7 @@ then a :class:`ikdr._utils.eig.SymmetricOperator`: for a factored
 
 with :math:`A = X^T[G, D_wG]` (d x 2r, O(nnz r)) and S the matching signed
 core; the degree term is a product, :math:`V \mapsto X^T(\delta \circ XV)`.
-Every supervised Gamma and every centred one has :math:`\Gamma 1 = 0`, and
+Every supervised Gamma and every centered one has :math:`\Gamma 1 = 0`, and
 their :math:`\Phi_0` is exactly of low rank.
 """
 from __future__ import annotations

@@ -30,15 +30,24 @@ passes' rate). Landmarks are chosen at the start only when they promise to be
 and a landmark fit whose plain steps fail runs its trust region for several
 times the exact fit's passes (measured: 107 against 61 on 2,000 x 9, m = 64).
 Constants measured with ``benchmarks/bench_nystrom_ism.py --sections crossover``.
+
+**approximation="auto"** (:func:`auto_approximation`, :class:`ikdr.ISM`'s
+default, in the manner of scikit-learn's ``svd_solver="auto"``): the exact
+passes while an exact fit costs at most :data:`EXACT_FIT_FLOPS` (their answer
+is certified to the Hessian, and there they take well under a second), or
+where the kernel cannot be approximated; else Nystrom with
+``n_landmarks="auto"``, whose cost model above may still choose the exact
+passes once q and Gamma are known.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..passes import landmark_step_costs
+from ..passes import check_kernel_approximable, landmark_step_costs
 from ..solver.steps import block_columns, plain_step_flops
 
-__all__ = ["LandmarkBudget", "COLD_PASSES", "WARM_PASSES", "LANDMARK_RATE",
+__all__ = ["LandmarkBudget", "PassChoice", "auto_approximation", "EXACT_FIT_FLOPS",
+           "COLD_PASSES", "WARM_PASSES", "LANDMARK_RATE",
            "LANDMARK_PASS_OVERHEAD", "START_MARGIN"]
 
 #: passes of a fit from the start (Phi_0's eigenvectors) and from a warm start
@@ -51,6 +60,13 @@ LANDMARK_RATE = 0.7
 LANDMARK_PASS_OVERHEAD = 5e7
 #: landmarks from the start only if the model finds them this many times cheaper
 START_MARGIN = 2.0
+#: approximation="auto" keeps the exact passes while an exact fit (COLD_PASSES plain
+#: steps) costs at most this many flops: n up to about 9,000 at d = 20, 3,800 at
+#: d = 256, 2,000 at d = 784 (q = 2-9). Below it the exact fit takes a fraction of a
+#: second on two cores and its answer carries the full certificate; above it an
+#: exact fit grows as n^2 (hours at a million rows) while landmarks grow as n
+#: (benchmarks/bench_speed.py measures both sides)
+EXACT_FIT_FLOPS = 1e11
 
 
 @dataclass
@@ -110,3 +126,32 @@ class LandmarkBudget:
         return False, (f"exact passes from the {m_next // 2}-landmark fit: a fit at {m_next} "
                        f"landmarks (about {landmarks:.2g} flops) would cost more than the exact "
                        f"fit (about {exact:.2g})")
+
+
+@dataclass(frozen=True)
+class PassChoice:
+    """What ``approximation="auto"`` chose: ``approximation`` (None for the exact
+    passes, else "nystrom") and the ``reason`` (None where nothing was chosen: the
+    approximation was given)."""
+
+    approximation: str | None
+    reason: str | None
+
+
+def auto_approximation(n, d, kernel, q=None) -> PassChoice:
+    """``approximation="auto"`` for n x d rows and ``kernel`` (module docstring):
+    exact passes while an exact fit costs at most :data:`EXACT_FIT_FLOPS` or the
+    kernel cannot be approximated, else Nystrom with the "auto" landmark count.
+    ``q``: the directions asked for (None: 2, the fewest a fit chooses; the
+    landmark fits weigh the exact passes again at the q they find)."""
+    q = min(d, 2 if q is None else q)
+    exact = LandmarkBudget(n, d, q, q + 1).exact_fit(COLD_PASSES)
+    if exact <= EXACT_FIT_FLOPS:
+        return PassChoice(None, f"approximation='auto': exact passes (an exact fit, about "
+                                f"{exact:.2g} flops, is cheap)")
+    try:
+        check_kernel_approximable(kernel, "nystrom")
+    except ValueError as error:
+        return PassChoice(None, f"approximation='auto': exact passes ({error})")
+    return PassChoice("nystrom", f"approximation='auto': landmarks (an exact fit would cost "
+                                 f"about {exact:.2g} flops)")

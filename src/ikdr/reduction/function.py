@@ -36,7 +36,7 @@ def ism(X: ArrayLike, gamma: Gamma | ArrayLike, kernel: KernelLike = "gaussian",
     Parameters
     ----------
     X : ndarray (n, d) or scipy.sparse matrix, float64 or float32
-        Data, usually standardised (sparse X: scaled, never centred, and
+        Data, usually standardised (sparse X: scaled, never centered, and
         never made dense; :doc:`/guide/sparse`). Its dtype (or ``dtype``) is the precision
         of the plain steps' C++ products; the trust region works in float64.
     gamma : Gamma or array-like of shape (n, n)

@@ -1,7 +1,7 @@
 """Supervised interpretable kernel dimension reduction (ISM estimator)."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields
 from numbers import Integral, Real
 from typing import Any
 
@@ -10,63 +10,24 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._config import fits_memory
-from .._utils.eig import EIGEN_SOLVERS, gap_spectrum, top_eigenvectors
-from .._utils.progress import IterationReport, check_verbose
-from .._utils.sampling import rows_at, sample_index
-from .._utils.sparse import column_counts
+from .._utils.eig import EIGEN_SOLVERS
+from .._utils.progress import check_verbose
 from .._utils.typing import ArrayLike, DTypeLike, RandomStateLike, SigmaLike
-from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components, plain
-from .._utils.validation import NewParametersOnLoad, SparseInputMixin, check_positive
+from .._utils.validation import TargetRequiredMixin, check_dtype, check_n_components
+from .._utils.validation import NewParametersOnLoad, SparseInputMixin
 from .._utils.validation import ComponentNamesMixin
 from .._utils.validation import keep_state_on_error
-from ..gamma import supervised_gamma
-from ..kernels import (MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel, median_sigma,
-                       separation_sigma)
-from ..passes import MEMORY, Approximation, fit_data, project_data, resolve, validated_rows
-from ..passes.dask_data import take_columns
-from ..passes.sparse_rows import is_sparse, sparse_phi0
-from ..solver.driver import choose_n_components, solve_ism
-from ..solver.options import ISMOptions
-from .approximate import LandmarkOptions, approximate_ism
-from .screen import (SCREEN_ROWS, moment_screen, screen_bytes, sparse_moment_screen,
-                     third_moment_candidates)
-from .support import (ALL_FEATURES, FOLD_GTOL, FOLD_ROWS, HeldOutRows, filled as _filled,
-                      fold_precision, heldout_importances, heldout_losses, marginal_dependence,
-                      select_support)
+from ..kernels import KernelLike
+from ..passes import fit_data, project_data
+from .cost import PassChoice, auto_approximation
+from .fitting import FitSettings, SupportFit, check_kernel_params, select_and_fit
 from .targets import TARGETS, ClassAttributesMixin, resolve_target
 
 
-#: relative gradient at which a fit that only proposes features stops its trust region
-LOOSE_GTOL = 1e-3
-#: a half's fit (:mod:`ikdr.reduction.support`): from the fit on every row (its
-#: columns give q) to a maximum of that half alone; it only ranks features, and
-#: only its W is used (no float64 pass for the last point's gradient)
-_FOLD_OPTIONS = ISMOptions(n_components=None, gtol=FOLD_GTOL, max_iter=30, certify=False,
-                           warn=False, exact_finish=False)
-
-
-def _approx_dtype(X, dtype):
-    """Precision of the landmark passes: float32 when X or ``dtype`` asks for it."""
-    if X.dtype == np.float32 or np.dtype(check_dtype(dtype)) == np.float32:
-        return np.float32
-    return np.float64
-
-
-def check_kernel_params(kernel, sigma, *, rules=("median",)):
-    """Validate the (kernel, sigma) pair shared by the estimators. ``rules``: the
-    named bandwidth rules the estimator accepts (ISM also takes "separation",
-    resolved in its ``fit``; the kernel is then built with the median rule)."""
-    if isinstance(sigma, str) and sigma in rules and sigma != "median":
-        sigma = "median"
-    if not (isinstance(sigma, str) and sigma == "median"):
-        if isinstance(sigma, str):
-            names = " or ".join(f'"{r}"' for r in rules)
-            raise ValueError(f'sigma must be a positive float or {names}, got {plain(sigma)!r}')
-        check_positive(sigma, "sigma")
-    if not isinstance(kernel, (str, Kernel)):
-        raise TypeError(f"kernel must be a name or an ikdr.kernels.Kernel, got {type(kernel).__name__}")
-    return make_kernel(kernel, sigma=sigma)
+#: the estimator's parameters that the fit reads as they are (FitSettings' fields but
+#: n_components, which it takes validated, and the approximation, resolved)
+_SETTINGS = tuple(f.name for f in fields(FitSettings)
+                  if f.name not in ("n_components", "approximation", "approximation_reason"))
 
 
 class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, SparseInputMixin,
@@ -168,8 +129,8 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         Relative Riemannian gradient norm :math:`\|g\|_F / |f|` at which the
         fit stops (``criterion="gradient"``) and below which the certificate's
         first-order condition holds; the objective's rounding (about 1e-13
-        relative) bounds how small it can usefully be. With ``approximation`` it applies to the exact
-        polish; the landmark fits stop at their own looser tolerance (the
+        relative) bounds how small it can usefully be. With landmark passes it applies to the
+        exact polish; the landmark fits stop at their own looser tolerance (the
         landmark error dominates below it).
     acceleration : {"pulay", None}, default="pulay"
         Pulay mixing of the plain steps once W settles (:func:`ikdr.ism`,
@@ -180,7 +141,7 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
     certify : bool, default=True
         Compute the second-order part of ``convergence_`` (the largest
         Riemannian Hessian eigenvalue, a few thin passes); False keeps only the
-        gradient (no extra pass). With ``approximation`` it applies to the exact
+        gradient (no extra pass). With landmark passes it applies to the exact
         polish; the landmark fits report their gradient only.
     random_state : int, RandomState instance or None
         The seeded samples of rows: the bandwidth rules' (at most 3,000) and
@@ -194,8 +155,20 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         runs the fused products (and their BLAS calls) in single precision,
         about twice as fast at large n, with HSIC agreeing to about 1e-4
         relative; the certificate and the fitted attributes stay float64.
-    approximation : {None, "nystrom", "rff"}, default=None
-        None: exact passes (:math:`O(n^2 d)` each). "nystrom": every kernel
+    approximation : {"auto", None, "nystrom", "rff"}, default="auto"
+        "auto" (like scikit-learn's ``svd_solver="auto"``): the exact passes
+        where they are cheap, landmarks where they would cost more
+        (:func:`ikdr.reduction.cost.auto_approximation`): exact while the cost
+        model's flops of an exact fit are at most
+        :data:`~ikdr.reduction.cost.EXACT_FIT_FLOPS` (n up to about 9,000 at
+        d = 20, 3,800 at d = 256, 2,000 at d = 784) or the kernel has nothing
+        to approximate (linear, squared), else "nystrom" with its defaults,
+        whose cost model may still choose the exact passes once q is known.
+        ``approximation_`` says which passes gave the answer and
+        ``approximation_reason_`` why; ``converged_`` certifies what was
+        solved: the exact problem to the Hessian, or the landmark problem to
+        its gradient (see ``certify``). None: exact passes
+        (:math:`O(n^2 d)` each) at any n. "nystrom": every kernel
         matrix of a pass is replaced by its landmark factorisation
         :math:`C K_{mm}^+ C^T` (:mod:`ikdr.passes.landmarks`): a pass costs a few
         n*d*m flops (two for the supervised Gamma whatever the number of
@@ -243,7 +216,11 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         True only when the certificate holds at ``components_``: the relative
         gradient norm is at most ``gtol`` and (with ``certify=True``) the
         Hessian's largest eigenvalue is not positive, for the problem on the
-        features of ``support_`` (the rows of W outside it fixed at zero).
+        features of ``support_`` (the rows of W outside it fixed at zero). Where
+        landmark passes gave ``components_`` (``approximation_`` not None) it
+        certifies the landmark problem's gradient at the landmark fits' own
+        tolerance (:data:`~ikdr.reduction.approximate.APPROX_GTOL`); ``polish=True``
+        finishes with the exact certificate.
     convergence_ : ISMConvergence
         Certificate of the solution: Riemannian gradient norm, eigengap of
         :math:`\Phi` (dissertation Eq. C.73), largest Riemannian Hessian
@@ -258,7 +235,7 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         none carries any): for class labels the largest of its
         ``class_importances_``, normalised, so that a small class's features rank
         with the large ones'; for a continuous target the same two parts on its
-        Gamma (:mod:`ikdr.reduction.groups`).
+        Gamma (:mod:`ikdr.reduction.importances`).
     class_importances_ : ndarray of shape (n_classes, n_features)
         Class labels only (absent for a continuous target): per class (rows in
         ``classes_`` order, each summing to 1), how much each feature tells it
@@ -278,12 +255,14 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         The class-moment screen's raw score of every feature (None where it
         did not run).
     n_landmarks_ : int or None
-        Landmarks (or random features) used; None without approximation, n when
+        Landmarks (or random features) used; None for exact passes asked for
+        (``approximation=None``, or chosen by ``approximation="auto"``), n when
         ``n_landmarks="auto"`` chose the exact passes.
     approximation_ : {None, "nystrom", "rff"}
         The passes that gave ``components_``: None when they were exact, either
         because ``approximation=None`` or because the cost model of
-        ``n_landmarks="auto"`` (:mod:`ikdr.reduction.cost`) found them cheaper.
+        ``approximation="auto"`` or of ``n_landmarks="auto"``
+        (:mod:`ikdr.reduction.cost`) found them cheaper.
     approximation_reason_ : str
         Why those passes: the cost model's comparison (flops of an exact fit
         and of the landmark fits), the landmarks given, or "approximation=None".
@@ -343,7 +322,7 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
                  sigma: SigmaLike = "auto", tol: float = 0.01, max_iter: int = 100,
                  random_state: RandomStateLike = None, verbose: int = 0,
                  dtype: DTypeLike = np.float64, criterion: str = "gradient",
-                 certify: bool = True, approximation: str | None = None,
+                 certify: bool = True, approximation: str | None = "auto",
                  n_landmarks: int | str = "auto", polish: bool = False,
                  gtol: float = 1e-6, support: str = "heldout",
                  eigen_solver: str = "auto", acceleration: str | None = "pulay",
@@ -374,7 +353,9 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
 
     @keep_state_on_error
     def fit(self, X: ArrayLike, y: ArrayLike) -> ISM:
-        """Learn W from training data X (n x d) and targets y (labels or continuous).
+        """Learn W from training data X (n x d) and targets y (labels or continuous):
+        :func:`ikdr.reduction.fitting.select_and_fit` (the support, the fit on every
+        row of it, the held-out importances) on the validated data.
 
         X may be a row-chunked ``dask.array.Array`` (and y a dask array): every
         pass then runs as Dask tasks on the active client's workers
@@ -385,57 +366,49 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         self._validate_params_values()
         kernel = check_kernel_params(self.kernel, self.sigma,
                                      rules=("auto", "median", "separation"))
+        passes = self._passes(X, kernel)
         # one entry check for every row source: in memory, row blocks (an
         # approximation; a memmap is never loaded whole) or a Dask cluster
-        X, y, location = fit_data(self, X, y, approximation=self.approximation, kernel=kernel)
-        y, target, gamma, classes = resolve_target(y, self.target)
-        d = X.shape[1]
-        q_user = None if self.n_components is None else check_n_components(self.n_components, d)
-        # q: the largest eigengap of Phi_0, at least (classes - 1) and at least 2 (one
-        # direction cannot hold a ring or an XOR)
-        minimum = min(d, max(2, classes.shape[0] - 1 if classes is not None else 1))
-        selection_X, selection_y = self._selection_rows(X, y)
-        heldout = HeldOutRows(selection_X, selection_y, target, self.random_state)
-        self.empty_features_ = np.empty(0, dtype=np.intp)     # sparse X: set by the screen
-        start, order, scores = self._candidates(X, y, heldout)
-        evidence = start.size > 0
-        if not evidence:
-            # no class moment differs (a parity): Phi_0 holds no signal, and its
-            # eigengap no q; the fewest directions, all features up to ALL_FEATURES
-            start, q_user = order[:min(d, ALL_FEATURES)], q_user or minimum
-
-        def fit_rows(features, W0, loose=False):
-            fitted = self._fit_features(X, y, location, gamma, target, features, q_user,
-                                        min(minimum, features.size), W0, loose)
-            return fitted[0].components, fitted[0].kernel, fitted[0].eigenvalues, fitted
-
-        if self.support == "heldout":
-            selection, result = select_support(heldout, start, order, fit_rows,
-                                               self._fold_fit, q_user or minimum, evidence)
-            support, fits = selection.support, selection.fits
-        else:
-            support = _filled(np.sort(start), order, q_user or minimum)
-            W, kernel, _, result = fit_rows(support, None)
-            fits = heldout_losses(heldout, support, W, kernel, self._fold_fit)[2]
-        solution, passes_used = result
-        self._set_fitted(solution, passes_used, support, d, X.shape[0], scores, classes)
-        for name, value in heldout_importances(heldout, support, fits, solution.kernel,
-                                               classes).items():
-            if value is not None:
-                setattr(self, name, value)
-            else:       # a continuous target has no class_importances_ (an earlier fit's go)
-                self.__dict__.pop(name, None)
+        X, y, location = fit_data(self, X, y, approximation=passes.approximation, kernel=kernel)
+        target = resolve_target(y, self.target)
+        q = None if self.n_components is None else check_n_components(self.n_components,
+                                                                       X.shape[1])
+        settings = FitSettings(**{name: getattr(self, name) for name in _SETTINGS},
+                               n_components=q, approximation=passes.approximation,
+                               approximation_reason=passes.reason)
+        self._store(select_and_fit(X, target, location, settings), X.shape, target.classes)
         return self
 
-    def _set_fitted(self, result, passes_used, support, d, n, scores, classes):
-        """The fitted attributes from the fit on the rows of ``support``."""
+    def _passes(self, X, kernel) -> PassChoice:
+        """The passes asked for: ``approximation`` as given, or what "auto" chooses
+        for X's shape (:func:`ikdr.reduction.cost.auto_approximation`; X without a
+        shape, such as a list, is looked at as an array)."""
+        if self.approximation != "auto":
+            return PassChoice(self.approximation, None)
+        shape = np.shape(X) if hasattr(X, "shape") else np.shape(np.asarray(X, dtype=object))
+        if len(shape) != 2 or not all(isinstance(s, (int, np.integer)) and int(s) > 0
+                                      for s in shape):
+            # the entry check says what is wrong with X (a Dask X of unknown chunks
+            # keeps its exact passes)
+            return PassChoice(None, None)
+        q = self.n_components if isinstance(self.n_components, Integral) else None
+        return auto_approximation(shape[0], shape[1], kernel, q)
+
+    def _store(self, fit: SupportFit, shape, classes):
+        """The fitted attributes from :func:`~ikdr.reduction.fitting.select_and_fit`'s
+        outcome on X of ``shape``."""
+        n, d = shape
+        result = fit.result
+        # the solver returns both (they are optional in ISMResult for its callers' sake)
+        assert result.convergence is not None and result.kernel is not None
         # W is zero on the features the support leaves out (transform stays X @ W)
         W = np.zeros((d, result.components.shape[1]))
-        W[support] = result.components
-        result.convergence.support = support
+        W[fit.support] = result.components
+        result.convergence.support = fit.support
         self.components_ = W
-        self.support_ = support
-        self.screen_scores_ = scores
+        self.support_ = fit.support
+        self.screen_scores_ = fit.screen_scores
+        self.empty_features_ = fit.empty_features
         self.eigenvalues_ = result.eigenvalues
         self.n_iter_ = result.n_iter
         self.kernel_ = result.kernel
@@ -445,157 +418,14 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         self.classes_ = classes
         self.converged_ = result.converged
         self.convergence_ = result.convergence
-        self.n_landmarks_, self.approximation_, self.approximation_reason_ = passes_used
-
-    def _selection_rows(self, X, y):
-        """The rows the support is chosen on (all of them, or a seeded sample of
-        ``2 * FOLD_ROWS``), in memory, float64, with their targets."""
-        index = sample_index(X.shape[0], 2 * FOLD_ROWS, self.random_state)
-        return rows_at(X, index), (y if index is None else y[index])
-
-    def _candidates(self, X, y, heldout):
-        """(the screen's features, every feature in the candidates' order, raw
-        screen scores or None). ``support="all"``: every feature, in order.
-        Where the screen's per-class d x d moments would exceed the memory
-        budget it does not run: no feature has its evidence, and the candidates
-        come in the order of their marginal held-out dependence."""
-        d = X.shape[1]
-        if is_sparse(X):
-            return self._sparse_candidates(X, y, heldout)
-        if self.support == "all":
-            return np.arange(d), np.arange(d), None
-        if fits_memory(screen_bytes(d, y)):
-            # the screen only proposes (the held-out halves decide): its moments on a
-            # seeded sample of rows, so that its cost does not grow with n
-            index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
-            kept, scores = moment_screen(X if index is None else rows_at(X, index),
-                                         y if index is None else y[index])
-            order = np.argsort(-scores, kind="stable")
-            if not np.any(kept > 0):
-                kept, scores, order = third_moment_candidates(heldout.X, heldout.y, order, scores,
-                                                              self.random_state)
-            return np.flatnonzero(kept > 0), order, scores
-        marginal = marginal_dependence(heldout.X, heldout.gamma())
-        return np.empty(0, np.intp), np.argsort(-marginal, kind="stable"), None
-
-    def _sparse_candidates(self, X, y, heldout):
-        """:meth:`_candidates` for sparse X: the screen without d x d moments
-        (:func:`ikdr.reduction.screen.sparse_moment_screen`, covariances among the
-        most frequent features), or the marginal order; columns without a stored
-        value are never candidates (``empty_features_``)."""
-        empty = column_counts(X) == 0
-        self.empty_features_ = np.flatnonzero(empty)
-        if self.support == "all":
-            marginal = marginal_dependence(heldout.X, heldout.gamma())
-            order = np.argsort(-marginal, kind="stable")
-            return np.flatnonzero(~empty), order[~empty[order]], None
-        index = sample_index(X.shape[0], SCREEN_ROWS, self.random_state)
-        kept, scores = sparse_moment_screen(rows_at(X, index), y if index is None else y[index])
-        order = np.argsort(-scores, kind="stable")
-        return np.flatnonzero((kept > 0) & ~empty), order[~empty[order]], scores
-
-    def _fit_features(self, X, y, location, gamma, target, features, q, minimum, W0, loose):
-        """The fit on every row of the columns ``features``: the bandwidth rule,
-        then the solver (``loose``: the papers' rule, no certificate); returns
-        :meth:`_solve`'s pair."""
-        X = take_columns(X, features)
-        # the bandwidths are fitted on a seeded sample of rows unless X is in memory
-        index = None if location == MEMORY else sample_index(X.shape[0], MEDIAN_SUBSAMPLE,
-                                                             self.random_state)
-        kernel, q = self._kernel_and_q(X if index is None else rows_at(X, index),
-                                       y if index is None else y[index], target, q, minimum)
-        if W0 is not None and q is not None and W0.shape[1] != q:
-            W0 = None
-        return self._solve(X, gamma, kernel, q, minimum, W0, loose)
-
-    def _fold_fit(self, X, gamma, kernel, W0):
-        """W of one half of the selection rows (``X``, its ``gamma``): from the fit
-        on every row (``W0``, ``kernel``) to a maximum of that half alone
-        (relative gradient :data:`~ikdr.reduction.support.FOLD_GTOL`: the halves
-        only rank features; the fit on every row is certified), in the precision
-        of :func:`~ikdr.reduction.support.fold_precision`."""
-        X = fold_precision(X, W0, kernel)
-        return solve_ism(resolve(X), X, gamma, kernel, _FOLD_OPTIONS, W0=W0).components
-
-    def _kernel_and_q(self, sample, labels, target, q, minimum):
-        """(kernel fitted on ``sample``, q or None): the bandwidth rule of
-        ``sigma`` on these rows ("auto" also fixes q, by the eigengap of
-        :math:`\\Phi_0`, where it is None)."""
-        kernel = check_kernel_params(self.kernel, self.sigma,
-                                     rules=("auto", "median", "separation"))
-        by_name = isinstance(self.kernel, str)
-        if self.sigma == "separation" and by_name:
-            if target != "labels":
-                raise ValueError('sigma="separation" needs class labels; y is continuous')
-            kernel = make_kernel(self.kernel, sigma=separation_sigma(
-                sample, labels, random_state=self.random_state))
-        elif self.sigma == "auto" and by_name and kernel.bandwidth_rule is not None:
-            kernel, q = self._auto_kernel(sample if is_sparse(sample) else
-                                          np.asarray(sample, dtype=np.float64), labels, target,
-                                          q, minimum)
-        return kernel.fit(sample, random_state=self.random_state), q
-
-    def _solve(self, X, gamma, kernel, q, minimum, W0=None, loose=False):
-        """The fit on every row: (ISMResult, (landmarks used, approximation used,
-        why)); ``loose``: stopped by the papers' rule at tol 0.01 (a trust region,
-        where the plain steps descend, at a relative gradient of 1e-3), not
-        certified."""
-        approx = self.approximation
-        with IterationReport("ISM", self.verbose, total=int(self.max_iter) + 1) as report:
-            # q=None: the solver picks q by the eigengap of Phi_0 (at least classes - 1)
-            options = ISMOptions(n_components=q, min_components=minimum, tol=self.tol,
-                                 max_iter=self.max_iter, criterion=self.criterion,
-                                 certify=self.certify, gtol=self.gtol,
-                                 eigen_solver=self.eigen_solver, acceleration=self.acceleration,
-                                 random_state=self.random_state,
-                                 callback=report.ism_step if report.active else None)
-            if loose:
-                options = replace(options, criterion="eigenvalues", tol=0.01, certify=False,
-                                  gtol=LOOSE_GTOL)
-            if approx is None:
-                work = X.astype(check_dtype(self.dtype), copy=False)
-                result = solve_ism(resolve(work), work, gamma, kernel, options, W0=W0)
-                return result, (None, None, "approximation=None: exact passes")
-            # the landmark fits certify only their gradient; ``certify`` and ``gtol``
-            # apply to the exact polish (approximate_ism)
-            settings = Approximation(approx, self.n_landmarks, random_state=self.random_state,
-                                     dtype=_approx_dtype(X, self.dtype))
-            # X passed fit's entry check (a column subset of it, or X itself): the
-            # "auto" rule's fits do not read it again to validate it
-            with validated_rows(X):
-                result, info = approximate_ism(X, gamma, kernel, options,
-                                               LandmarkOptions(settings, polish=bool(self.polish)),
-                                               W0=W0)
-            report.line(f"[ISM] passes: {info['choice']}")
-        return result, (info["n_landmarks"], info["approximation"], info["choice"])
-
-    def _auto_kernel(self, sample, labels, target, q, minimum):
-        r"""sigma="auto": the Gaussian at the median distance of the projected start
-        :math:`X W_0`, :math:`W_0` the top-q eigenvectors of :math:`\Phi_0`, which do
-        not depend on sigma (for the Gaussian, :math:`\Phi_0 = -\sigma^{-2} X^T
-        L(\Gamma) X`). Both are taken on the rows the bandwidth rules sample (all
-        of them up to 3,000), in memory: the same numbers wherever the rows live."""
-        gamma = supervised_gamma(labels, target=target)[0]
-        if is_sparse(sample):
-            # no d x d moments: Phi_0 by products, of low rank (ikdr.passes.sparse_rows)
-            phi0 = sparse_phi0(Gaussian(1.0), sample, gamma)
-            if q is None:
-                q = choose_n_components(gap_spectrum(phi0, minimum), minimum=minimum)
-            projected = np.asarray(sample @ top_eigenvectors(phi0, q, method="lapack")[1])
-        else:
-            vals, vecs = np.linalg.eigh(Gaussian(1.0).phi0(sample, gamma))
-            if q is None:
-                q = choose_n_components(vals, minimum=minimum)
-            W0 = vecs[:, ::-1][:, :q]
-            # einsum, not BLAS: a BLAS product's last bits can depend on the array's
-            # alignment, and a gathered sample is a new array
-            projected = np.einsum("ij,jk->ik", sample, W0)
-        try:
-            sigma = median_sigma(projected, random_state=self.random_state)
-        except ValueError:
-            raise ValueError('sigma="auto": every training row has the same projection X @ W0 '
-                             "(constant or duplicate features); pass sigma as a number") from None
-        return Gaussian(sigma), q
+        self.n_landmarks_ = fit.passes.n_landmarks
+        self.approximation_ = fit.passes.approximation
+        self.approximation_reason_ = fit.passes.reason
+        for name, value in fit.importances.items():
+            if value is not None:
+                setattr(self, name, value)
+            else:       # a continuous target has no class_importances_ (an earlier fit's go)
+                self.__dict__.pop(name, None)
 
     def transform(self, X: ArrayLike) -> ArrayLike:
         """Project X onto the learned subspace: ``X @ components_``."""

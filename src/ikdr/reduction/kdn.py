@@ -31,8 +31,8 @@ _ISM_MAX_ITER = 30
 
 
 def normalized_hsic(F: np.ndarray, Yc: np.ndarray) -> float:
-    r"""Normalised HSIC of features F with centred targets Yc, linear kernels
-    (centred kernel alignment, dissertation Eq. 6.14):
+    r"""Normalised HSIC of features F with centered targets Yc, linear kernels
+    (centered kernel alignment, dissertation Eq. 6.14):
     :math:`\|F_c^T Y_c\|_F^2 / (\|F_c^T F_c\|_F \|Y_c^T Y_c\|_F)`, in [0, 1]."""
     Fc = centered(F)
     num = np.sum((Fc.T @ Yc) ** 2)
@@ -74,7 +74,7 @@ class KernelDependenceNetwork(ClassifierMixin, ComponentNamesMixin, TransformerM
     3. layers are added until the normalised HSIC of the output exceeds
        ``hsic_threshold`` (Eq. 6.14) or ``max_layers`` is reached.
 
-    Prediction: the nearest class centre in the output space.
+    Prediction: the nearest class center in the output space.
 
     Data should be standardised first, as in the paper.
 
@@ -108,7 +108,7 @@ class KernelDependenceNetwork(ClassifierMixin, ComponentNamesMixin, TransformerM
         The class labels, sorted.
     class_centers_ : ndarray (n_classes, n_fourier)
         Mean of the last layer's output over each class; ``predict`` returns
-        the class of the nearest centre.
+        the class of the nearest center.
     n_layers_ : int
         Number of layers built.
     feature_names_in_ : ndarray of str
@@ -262,12 +262,12 @@ class KernelDependenceNetwork(ClassifierMixin, ComponentNamesMixin, TransformerM
         return -d2
 
     def decision_function(self, X: ArrayLike) -> np.ndarray:
-        """Negative squared distance to each class centre in the output space
+        """Negative squared distance to each class center in the output space
         (binary: the difference, positive for ``classes_[1]``)."""
         scores = self._neg_distances(X)
         return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Class of the nearest class centre in the output space."""
+        """Class of the nearest class center in the output space."""
         check_is_fitted(self)
         return self.classes_[np.argmax(self._neg_distances(X), axis=1)]

@@ -54,14 +54,14 @@ it would blur; it still carries dependence. Its marginal HSIC,
 independence, measures that; nothing is fitted for it, so it is measured on
 all the selection rows (held out for it all alike), and counts where
 independent data would exceed it with probability below 5% / d
-(:func:`marginal_threshold`; with the rows of :math:`\Gamma` permuted at
+(:func:`~ikdr.reduction.marginal.marginal_threshold`; with the rows of :math:`\Gamma` permuted at
 random, :math:`\mathrm{Tr}(\Gamma K_j)` deviates by about
 :math:`\mathrm{sd}_j = \sqrt{2}\,\|\Gamma\|_F\,\|H K_j H\|_F / n` around its
 mean :math:`\mathrm{tr}(\Gamma)(1 - \bar k_j)`).
 
 **Importances** (:func:`heldout_importances`). For class labels both parts
 are taken per class, with each class set against the other classes weighed
-alike (:mod:`ikdr.reduction.groups`): the held-out loss :math:`\ell_{jc}` from
+alike (:mod:`ikdr.reduction.importances`): the held-out loss :math:`\ell_{jc}` from
 each half's W on the other half, one thin pass per class, summed over both
 halves and counted for the features of the support (a candidate the
 selection refused showed no loss beyond its entry margin), and the marginal
@@ -74,25 +74,27 @@ gives the intervals.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from .._utils.sampling import rows_at, sample_index
 from ..gamma import supervised_gamma
 from ..passes import resolve
 from ..passes.dask_data import take_columns
 from ..passes.problem import float32_estimate
-from ..solver.marginal import marginal_dependence, marginal_threshold
-from .groups import (combined_importances, group_contrasts, marginal_parts, on_rows,
-                     projection_losses)
+from ..solver.driver import ISMResult, solve_ism
+from ..solver.options import ISMOptions
+from .importances import (combined_importances, group_contrasts, marginal_parts, on_rows,
+                          projection_losses)
+from .marginal import marginal_threshold
 from .targets import check_halves
 
-__all__ = ["HeldOutRows", "Selection", "select_support", "heldout_losses", "heldout_importances",
-           "filled", "fold_precision", "FOLD_GTOL", "FOLD_FLOAT32_ERROR", "FOLD_FLOAT32_MIN_ROWS",
-           "FOLD_ROWS", "MAX_ROUNDS",
-           "ALL_FEATURES", "marginal_dependence", "marginal_threshold"]
+__all__ = ["HeldOutRows", "HalfFits", "HeldOutLosses", "SupportSelection", "select_support",
+           "heldout_losses", "heldout_importances", "filled", "fold_fit", "fold_precision",
+           "FOLD_GTOL", "FOLD_FLOAT32_ERROR", "FOLD_FLOAT32_MIN_ROWS",
+           "FOLD_ROWS", "MAX_ROUNDS", "ALL_FEATURES"]
 
 #: rows of each half at most (a larger X is subsampled, seeded)
 FOLD_ROWS = 2000
@@ -128,6 +130,11 @@ FOLD_FLOAT32_ERROR = 1e-5
 #: the estimate and the result's float64 gradient pass cost, which do not shrink
 #: with the rows (``benchmarks/bench_core_rate.py`` times the passes in both dtypes)
 FOLD_FLOAT32_MIN_ROWS = 1000
+#: a half's fit: from the fit on every row (its columns give q) to a maximum of that
+#: half alone; it only ranks features, and only its W is used (no float64 pass for
+#: the last point's gradient)
+_FOLD_OPTIONS = ISMOptions(n_components=None, gtol=FOLD_GTOL, max_iter=30, certify=False,
+                           warn=False, exact_finish=False)
 
 
 class HeldOutRows:
@@ -138,6 +145,13 @@ class HeldOutRows:
     stratified (a class of one row in one half only:
     :func:`ikdr.reduction.targets.check_halves`), a continuous target at random.
     """
+
+    @classmethod
+    def sampled(cls, X, y, target, random_state=None):
+        """The halves of X's rows (all of them, or a seeded sample of ``2 *
+        FOLD_ROWS``), gathered in memory, float64."""
+        index = sample_index(X.shape[0], 2 * FOLD_ROWS, random_state)
+        return cls(rows_at(X, index), y if index is None else y[index], target, random_state)
 
     def __init__(self, X, y, target, random_state=None):
         self.X, self.y, self.target = X, y, target
@@ -190,8 +204,37 @@ def fold_precision(X, W0, kernel):
         else X
 
 
+def fold_fit(X, gamma, kernel, W0):
+    """W of one half of the selection rows (``X``, its ``gamma``): from the fit on
+    every row (``W0``, ``kernel``) to a maximum of that half alone (relative
+    gradient :data:`FOLD_GTOL`: the halves only rank features; the fit on every
+    row is certified), in the precision of :func:`fold_precision`."""
+    X = fold_precision(X, W0, kernel)
+    return solve_ism(resolve(X), X, gamma, kernel, _FOLD_OPTIONS, W0=W0).components
+
+
+@dataclass(frozen=True)
+class HalfFits:
+    """The features a round fitted and the W of each half's fit on them (rows of
+    ``features``, in the order of :attr:`HeldOutRows.folds`), which the
+    importances measure on the other half."""
+
+    features: np.ndarray
+    components: tuple
+
+
+@dataclass(frozen=True)
+class HeldOutLosses:
+    """:func:`heldout_losses`: ``losses`` (one row per half, a column per
+    feature), the summed held-out ``objective`` and the ``halves``' fits."""
+
+    losses: np.ndarray
+    objective: float
+    halves: HalfFits
+
+
 @dataclass
-class Selection:
+class SupportSelection:
     """The outcome of :func:`select_support`.
 
     Attributes
@@ -205,24 +248,30 @@ class Selection:
         Every feature a round fitted.
     rounds : list of dict
         Per round: ``features`` fitted, ``kept``, ``heldout_objective``.
-    fits : tuple
-        The last round's fitted features and the W of each half's fit (rows of
-        those features), which the importances measure on the other half.
+    halves : HalfFits
+        The last round's halves' fits, which the importances measure.
+    refit : bool
+        Whether the fit on every row is to be made once more on ``support``
+        (the features changed, or the first fit only proposed them) ...
+    warm_start : ndarray or None
+        ... from these directions (rows of ``support``; None: cold).
     """
 
     support: np.ndarray
     losses: np.ndarray
     tried: np.ndarray
+    halves: HalfFits
     rounds: list = field(default_factory=list)
-    fits: tuple = ()
+    refit: bool = False
+    warm_start: np.ndarray | None = None
 
 
-def heldout_losses(rows, features, W, kernel, fold_fit):
+def heldout_losses(rows, features, W, kernel) -> HeldOutLosses:
     """Held-out losses of ``features`` (module docstring), one row per half, the
-    summed held-out objective and ``(features, each half's W)``. Each half's W is
-    ``fold_fit(X_train, Gamma_train, kernel, W0)`` started from ``W`` (the fit on
-    every row, rows of ``features``; zero rows for features it did not use) and run
-    to a maximum of that half alone."""
+    summed held-out objective and each half's fit. Each half's W is
+    :func:`fold_fit` started from ``W`` (the fit on every row, rows of
+    ``features``; zero rows for features it did not use) and run to a maximum of
+    that half alone."""
     X = take_columns(rows.X, features)     # X itself when features are all its columns
     # fewer features than directions: the leading directions (W's columns come
     # in the order of their eigenvalues)
@@ -241,43 +290,37 @@ def heldout_losses(rows, features, W, kernel, fold_fit):
         # floor on q can force one): the features are judged on the others
         losses[fold] = shares[:, shares.sum(axis=0) > 0].sum(axis=1)
         objective += f
-    return losses, objective, (features, fits)
+    return HeldOutLosses(losses, objective, HalfFits(features, tuple(fits)))
 
 
-def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit: Callable,
-                   fold_fit: Callable, minimum: int, evidence: bool = True):
+def select_support(rows: HeldOutRows, features: np.ndarray, first: ISMResult, order: np.ndarray,
+                   minimum: int, evidence: bool = True) -> SupportSelection:
     """The features whose held-out loss is positive (module docstring).
 
-    ``start``: the features the first fit uses (``evidence=False``: without the
-    screen's evidence, as every feature where it kept none; the first fit's
-    leading loadings then propose, see below); ``order``: every feature, the
-    candidates' order; ``fit(features, W0, loose)`` -> (W on those features,
-    fitted kernel, eigenvalues, result): the fit on every row, warm-started from
-    W0 where given, stopped by the papers' loose rule where ``loose`` (a fit
-    that only proposes features, not the answer);
-    ``fold_fit``: see :func:`heldout_losses`; ``minimum``: the fewest features
-    the support may have (q: where fewer carry held-out dependence, the next
-    best by held-out loss, then by ``order``, fill it up).
+    ``features``: those of ``first``, the fit on every row (its W has a row per
+    feature; ``evidence=False``: without the screen's evidence, as every feature
+    where it kept none, stopped by the papers' loose rule; its leading loadings
+    then propose, see below); ``order``: every feature, the candidates' order;
+    ``minimum``: the fewest features the support may have (q: where fewer carry
+    held-out dependence, the next best by held-out loss, then by ``order``, fill
+    it up).
 
     Each round tests the current features and a batch of untried candidates on
-    the two halves, warm-started from the first fit on every row (zero rows for
-    the features it did not use); the fit on every row is made once more, warm,
-    at the end, when the features changed. Returns (:class:`Selection`, the
-    result of the fit on ``support``).
+    the two halves (:func:`heldout_losses`), warm-started from ``first`` (zero
+    rows for the features it did not use). Where the features changed, the
+    :class:`SupportSelection` asks for the fit on every row once more, warm.
     """
     d = rows.X.shape[1]
-    current = filled(np.sort(start), order, minimum)
-    W, kernel, eigenvalues, result = fit(current, None, not evidence)
-    fitted = current
-    W_all = np.zeros((d, W.shape[1]))
-    W_all[current] = W
+    current = fitted = features
+    W_all = np.zeros((d, first.components.shape[1]))
+    W_all[current] = first.components
     if not evidence:
         # Without the screen's evidence the first fit ran on many features; a half
         # of the rows on as many features can lose what all the rows found (a
         # 3-way parity among 50 features, 2,000 rows). Its leading loadings
         # propose LEADING_FEATURES per direction; the others become candidates.
-        loadings = (W_all * W_all) @ np.abs(eigenvalues)
-        keep = max(minimum, LEADING_FEATURES * W.shape[1])
+        loadings = (W_all * W_all) @ np.abs(first.eigenvalues)
+        keep = max(minimum, LEADING_FEATURES * W_all.shape[1])
         current = np.sort(np.argsort(-loadings, kind="stable")[:min(keep, current.size)])
     tried = set(current.tolist())
     batch_size = max(4, current.size // 2)
@@ -287,8 +330,8 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
         batch = np.array([j for j in order if j not in tried][:batch_size], dtype=np.intp)
         tried.update(batch.tolist())
         features = np.sort(np.concatenate([current, batch]))
-        halves, objective, fits = heldout_losses(rows, features, W_all[features], kernel,
-                                                 fold_fit)
+        measured = heldout_losses(rows, features, W_all[features], first.kernel)
+        halves, objective = measured.losses, measured.objective
         loss = halves.sum(axis=0)
         losses = np.zeros(d)
         losses[features] = loss
@@ -297,22 +340,20 @@ def select_support(rows: HeldOutRows, start: np.ndarray, order: np.ndarray, fit:
         keep = np.where(np.isin(features, current), loss > -SUPPORT_MARGIN * abs(objective),
                         (loss > CANDIDATE_MARGIN * abs(objective)) & (halves.min(axis=0) > 0))
         new = filled(features[keep], _by_loss(losses, order, features), minimum)
-        rounds.append({"features": features, "kept": new, "heldout_objective": objective,
-                       "fits": fits})
-        if len(rounds) > 1:
-            rounds[-2].pop("fits")          # only the last round's halves are measured again
+        rounds.append({"features": features, "kept": new, "heldout_objective": objective})
+        last = measured.halves
         changed = not np.array_equal(new, current)
         current = new
         if not changed:
             break
-    if not evidence or not np.array_equal(current, fitted):
-        # the fit on every row of the chosen features, from the first fit's
-        # directions where they still span q dimensions
-        W0 = W_all[current]
-        ok = current.size >= W0.shape[1] and np.linalg.matrix_rank(W0) == W0.shape[1]
-        result = fit(current, W0 if ok else None, False)[-1]
-    return Selection(support=current, losses=losses, tried=np.array(sorted(tried), dtype=np.intp),
-                     rounds=rounds, fits=rounds[-1].pop("fits")), result
+    refit = not evidence or not np.array_equal(current, fitted)
+    # the fit on every row of the chosen features, from the first fit's
+    # directions where they still span q dimensions
+    W0 = W_all[current]
+    ok = current.size >= W0.shape[1] and np.linalg.matrix_rank(W0) == W0.shape[1]
+    return SupportSelection(support=current, losses=losses, tried=np.array(sorted(tried), dtype=np.intp),
+                     halves=last, rounds=rounds, refit=refit,
+                     warm_start=W0 if refit and ok else None)
 
 
 def _by_loss(losses, order, features):
@@ -333,12 +374,12 @@ def filled(features, ranking, minimum):
     return np.sort(np.asarray(features, dtype=np.intp))
 
 
-def heldout_importances(rows: HeldOutRows, support: np.ndarray, fits: tuple, kernel,
+def heldout_importances(rows: HeldOutRows, support: np.ndarray, halves: HalfFits, kernel,
                         groups=None):
     r"""``feature_importances_``, the per-class rows and their intervals, from the
-    halves' fits ``fits`` (the fitted features and each half's W on them, as
-    :func:`heldout_losses` returns them) measured on the other halves
-    (:mod:`ikdr.reduction.groups`).
+    ``halves``' fits (as :func:`heldout_losses` returns them) measured on the
+    other halves
+    (:mod:`ikdr.reduction.importances`).
 
     The projection part of each group is summed over both halves and counted for
     the features of ``support`` only: a candidate the selection did not take showed
@@ -365,7 +406,7 @@ def heldout_importances(rows: HeldOutRows, support: np.ndarray, fits: tuple, ker
         labels = rows.y if index is None else rows.y[rows.folds[index[0]][1]]
         return group_contrasts(labels, groups)[0]
 
-    features, components = fits
+    features, components = halves.features, halves.components
     X = take_columns(rows.X, features)
     losses = []
     for fold, (_, test) in enumerate(rows.folds):

@@ -18,13 +18,15 @@ happens then.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .._utils.labels import target_type
 from ..gamma import supervised_gamma
 
-__all__ = ["TargetWarning", "resolve_target", "check_halves", "many_values", "TARGETS",
+__all__ = ["TargetWarning", "Target", "resolve_target", "check_halves", "many_values", "TARGETS",
            "CLASS_ONLY_ATTRIBUTES", "ClassAttributesMixin"]
 
 #: the values of ISM's ``target`` parameter
@@ -53,6 +55,19 @@ class TargetWarning(UserWarning):
     """
 
 
+@dataclass(frozen=True)
+class Target:
+    r"""A resolved supervised target: ``y`` (labels as integers where they are
+    integer-valued, a continuous target as float64), ``kind`` ("labels" or
+    "continuous"), its ``gamma`` (:math:`\Gamma`) and ``classes`` (the sorted
+    labels, None for a continuous target)."""
+
+    y: np.ndarray
+    kind: str
+    gamma: Any
+    classes: np.ndarray | None
+
+
 def many_values(y):
     """Whether integer-valued class labels ``y`` (1-D) have so many distinct values
     that they are more likely a continuous measure: more than
@@ -65,9 +80,9 @@ def many_values(y):
     return distinct > max(MANY_VALUES, y.shape[0] / ROWS_PER_CLASS)
 
 
-def resolve_target(y, target="auto"):
-    """``(y, kind, Gamma, classes)`` of a supervised fit: ``kind`` is "labels" or
-    "continuous", ``classes`` the sorted labels (None for a continuous target).
+def resolve_target(y, target="auto") -> Target:
+    """The :class:`Target` of a supervised fit: ``kind`` "labels" or "continuous",
+    ``classes`` the sorted labels (None for a continuous target).
 
     ``target="classes"``: y (1-D) holds labels whatever its dtype;
     ``"continuous"``: y (numeric, 1-D or one column per output) is continuous,
@@ -89,7 +104,7 @@ def resolve_target(y, target="auto"):
         except (TypeError, ValueError):
             raise ValueError(f'target="continuous" needs a numeric y, got dtype {y.dtype}; '
                              'pass target="classes" for labels') from None
-        return y, kind, supervised_gamma(y, target="continuous")[0], None
+        return Target(y, kind, supervised_gamma(y, target="continuous")[0], None)
     if y.ndim != 1:
         raise ValueError(f'target="classes" needs one label per row (a 1-D y), got shape '
                          f"{y.shape}")
@@ -104,7 +119,7 @@ def resolve_target(y, target="auto"):
     if y.dtype.kind == "f" and np.all(y == np.round(y)):
         y = y.astype(np.int64)
     gamma, found = supervised_gamma(y, target="labels")
-    return y, "labels", gamma, (found if classes is None else classes)
+    return Target(y, "labels", gamma, found if classes is None else classes)
 
 
 def _kind(y, target):

@@ -10,8 +10,7 @@
   and its cost model;
 * :mod:`ikdr.solver.mixing`: Pulay mixing of the plain steps;
 * :mod:`ikdr.solver.trust_region`: the Riemannian trust-region Newton phase;
-* :mod:`ikdr.solver.certificate`: gradient, eigengap and Hessian certificate;
-* :mod:`ikdr.solver.importances`: feature importances from W.
+* :mod:`ikdr.solver.certificate`: gradient, eigengap and Hessian certificate.
 
 The solver receives a pass provider (:func:`ikdr.passes.resolve`) and
 imports nothing of :mod:`ikdr.passes`: the providers implement its

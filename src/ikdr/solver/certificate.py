@@ -18,6 +18,19 @@ Rayleigh quotient, so the largest eigenvalue is at least :math:`\theta`.
 The second-order condition is claimed only for a converged estimate with
 :math:`\theta + r \le` ``SECOND_ORDER_RTOL * hessian_scale``: an
 unconverged estimate never certifies.
+
+**Until it decides.** Near a maximum whose Hessian is flat in some direction
+the residual can stay above its tolerance after ``HESSIAN_MAX_PRODUCTS``
+products while the interval :math:`[\theta - r, \theta + r]` still straddles
+the second-order tolerance (neither a maximum nor a saddle is shown). The
+estimate is probed there and, going on from where it stands, at every
+doubling of its products (2, 4 times ``HESSIAN_MAX_PRODUCTS``, at most
+``HESSIAN_PRODUCT_BUDGET`` in all), and stops at the first probe where the interval
+lies on one side of the tolerance (it *decides*: a maximum when
+:math:`\theta + r` is at most the tolerance, a saddle when
+:math:`\theta - r` exceeds it) or its residual meets the tolerance above.
+Only an estimate that spent the whole budget undecided is reported
+inconclusive (``hessian_converged=False``, ``converged=False``).
 """
 from __future__ import annotations
 
@@ -33,8 +46,11 @@ from .trust_region import Surrogate, complement
 HESSIAN_RTOL = 0.1
 #: ... or HESSIAN_STOL hessian_scale, whichever is larger
 HESSIAN_STOL = 1e-4
-#: Hessian products allowed for the estimate (each one thin pass)
+#: Hessian products of the estimate's first run (each one thin pass) ...
 HESSIAN_MAX_PRODUCTS = 40
+#: ... and in all where that run has not decided (module docstring): two doublings,
+#: 160 thin passes at most, about as many as a few trust-region steps
+HESSIAN_PRODUCT_BUDGET = 4 * HESSIAN_MAX_PRODUCTS
 #: second-order condition: largest Hessian eigenvalue <= SECOND_ORDER_RTOL * hessian_scale,
 #: the accuracy the estimate is run to (HESSIAN_STOL): with 1e-5, a maximum whose
 #: Hessian is flat in one direction (a 10-class mixture at 10,000 x 784, q = 10:
@@ -90,8 +106,11 @@ class ISMConvergence:
         :math:`\|Hx - \theta x\|` of the unit Ritz vector x: an eigenvalue of
         the Hessian lies within this distance of ``hessian_max_eigenvalue``.
     hessian_converged : bool or None
-        The residual reached ``max(0.1 |hessian_max_eigenvalue|, 1e-4 *
-        hessian_scale)`` within 40 products (None when not computed).
+        The estimate concluded: its residual reached ``max(0.1
+        |hessian_max_eigenvalue|, 1e-4 * hessian_scale)`` within 40 products,
+        or, run on over doubling budgets of at most 160 products in all, its
+        interval ``hessian_max_eigenvalue +- hessian_residual`` came to lie on
+        one side of ``1e-4 * hessian_scale`` (None when not computed).
     hessian_scale : float
         Largest :math:`|2(\mu_i - \nu_j)|` of the surrogate Hessian, the scale
         against which ``hessian_max_eigenvalue`` is judged.
@@ -173,17 +192,26 @@ class ISMConvergence:
 
 
 def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=None,
-                       vector=None):
+                       vector=None, decided=None, budget=None):
     r"""Largest eigenvalue of a symmetric operator by single-vector LOBPCG.
 
     ``apply`` and ``precondition`` map arrays of x0's shape to the same shape
     (inner product ``vdot``). Each iteration does a Rayleigh-Ritz step on
     [x, T r, p] and costs one ``apply``. Stops when the residual
-    :math:`\|Ax - \theta x\|` (x unit) is at most ``max(atol, rtol |theta|)``.
+    :math:`\|Ax - \theta x\|` (x unit) is at most ``max(atol, rtol |theta|)``,
+    or after ``max_products`` applies; with ``decided(theta, residual)``, an
+    estimate not done by then is probed there and at every doubling of the
+    products (2, 4, ... times ``max_products``, at most ``budget``) and goes on
+    until ``decided`` holds at a probe, the residual rule does, or the budget is
+    spent.
 
-    Returns (theta, residual, converged, products); with ``vector`` (a list), the
-    unit Ritz vector x is appended to it.
+    Returns (theta, residual, converged, products), ``converged`` True when the
+    residual rule or ``decided`` stopped it; with ``vector`` (a list), the unit
+    Ritz vector x is appended to it.
     """
+    budget = max_products if budget is None or decided is None else max(budget, max_products)
+    # probes only where the budget lets the estimate go on past its first run
+    check = max_products if budget > max_products else np.inf
     x = x0 / np.linalg.norm(x0)
     Ax = apply(x)
     products = 1
@@ -193,7 +221,11 @@ def largest_eigenvalue(apply, x0, *, atol, rtol=0.0, max_products, precondition=
         r = Ax - theta * x
         residual = float(np.linalg.norm(r))
         done = residual <= max(atol, rtol * abs(theta))
-        if done or products >= max_products:
+        if not done and products >= check:
+            # a probe: the first run's end, then every doubling of the products
+            done = bool(decided(theta, residual))
+            check = 2 * check
+        if done or products >= budget:
             if vector is not None:
                 vector.append(x)
             return theta, residual, bool(done), products
@@ -355,10 +387,17 @@ def certify(problem, W, objective, *, phi=None, PW=None, full=True, gtol=1e-6, e
         x0 = x0 - W @ (W.T @ x0)
     before = problem.n_hessian
     found = []
+    tolerance = SECOND_ORDER_RTOL * scale
+
+    def decided(theta, residual):
+        # the interval theta +- residual on one side of the tolerance: a maximum
+        # (theta + residual below it) or a saddle (theta - residual above it)
+        return theta + residual <= tolerance or theta - residual > tolerance
+
     theta, residual, converged, _ = largest_eigenvalue(
         lambda Z: problem.hessian_product(W, Z, PW, phi), x0,
         atol=HESSIAN_STOL * max(scale, np.finfo(float).tiny), rtol=HESSIAN_RTOL,
-        max_products=HESSIAN_MAX_PRODUCTS,
+        max_products=HESSIAN_MAX_PRODUCTS, budget=HESSIAN_PRODUCT_BUDGET, decided=decided,
         precondition=precondition, vector=found)
     out.update(hessian_max_eigenvalue=theta, hessian_residual=residual,
                hessian_converged=bool(converged),

@@ -194,16 +194,16 @@ def solve(problem: KernelProblem, options: ISMOptions, *, W0: ArrayLike | None =
     """The ISM driver on any :class:`ikdr.solver.problem.KernelProblem`.
 
     :func:`solve_ism` makes the problem and calls this; the result has
-    ``kernel=None``. The run is a sequence of phases on one :class:`_Run`: the
-    start, plain (possibly mixed) steps while they climb, trust-region steps
+    ``kernel=None``. The run is a sequence of phases on one :class:`_SolverState`:
+    the start, plain (possibly mixed) steps while they climb, trust-region steps
     where they do not, then the certificate at the point reached. Under
-    ``criterion="gradient"`` a certificate that finds a saddle (a certainly
-    positive Hessian eigenvalue) sends the run on from a point above it along
-    that eigenvector, with trust-region steps only: the plain fixed point
-    could lead back to the saddle, the trust region is monotone and its steps
-    follow negative curvature.
+    ``criterion="gradient"`` a certificate that finds a saddle (a certainly positive
+    Hessian eigenvalue) sends the run on from a point above it along that
+    eigenvector, with trust-region steps only: the plain fixed point could lead back
+    to the saddle, the trust region is monotone and its steps follow negative
+    curvature.
     """
-    run = _Run(CountedProblem(problem), options)
+    run = _SolverState(CountedProblem(problem), options)
     run.start(W0)
     while True:
         run.iterate()
@@ -226,7 +226,7 @@ _SLOW_STEPS = 2
 MIXING_MIN_GRADIENT = 1e-8
 
 
-class _Run:
+class _SolverState:
     """The state of one :func:`solve`: the iterate, its eigenvalues, the phase,
     the counters and the history."""
 
@@ -521,6 +521,8 @@ def _not_converged_message(run, certificate, saddle):
                 f"gradient norm {rel:.3g} > gtol={gtol}. Raise max_iter, or loosen gtol")
     # first order holds; the Hessian check did not conclude within its products
     return (f"ISM reached a relative gradient norm of {rel:.3g} <= gtol={gtol}, but the "
-            f"Hessian check was inconclusive (largest eigenvalue estimate "
-            f"{certificate.hessian_max_eigenvalue:.3g} +- {certificate.hessian_residual:.3g}, "
-            f"scale {certificate.hessian_scale:.3g}); converged=False")
+            f"Hessian check was inconclusive after its budget of "
+            f"{certificate.certificate_hessian_products} Hessian products (largest eigenvalue "
+            f"estimate {certificate.hessian_max_eigenvalue:.3g} +- "
+            f"{certificate.hessian_residual:.3g}, scale {certificate.hessian_scale:.3g}); "
+            "converged=False")

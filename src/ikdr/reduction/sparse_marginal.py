@@ -1,78 +1,50 @@
-r"""The marginal dependence (:func:`ikdr.solver.marginal.marginal_dependence`) of sparse
+r"""The marginal dependence (:func:`ikdr.reduction.marginal.marginal_dependence`) of sparse
 X, from its stored values only.
 
 Each column's values are its stored entries and ``n - nnz_j`` zeros; the bins
-of the one-dimensional kernel, the median of the sampled pairs' distances and
-the per-bin sums of Gamma's factor are computed from the stored entries plus
-one correction for the zeros (the factor's column total less the stored
-rows' sum), so the cost is O(nnz r + d bins^2), never n x d. The numbers are
-those of the dense computation to rounding.
+of the one-dimensional kernel, the median of the sampled pairs' distances
+(:func:`ikdr.kernels.bandwidth.feature_median_distances`) and the per-bin sums
+of Gamma's factor are computed from the stored entries plus one correction for
+the zeros (the factor's column total less the stored rows' sum), so the cost
+is O(nnz r + d bins^2), never n x d. The numbers are those of the dense
+computation to rounding.
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["sparse_marginal_dependence", "PAIR_SAMPLES"]
+from ..kernels.bandwidth import feature_median_distances
 
-#: pairs of rows whose distances give each feature's median bandwidth (at most; the
-#: dense computation draws the same pairs, so dense and sparse X agree to rounding)
-PAIR_SAMPLES = 2000
+__all__ = ["sparse_marginal_dependence"]
+
 #: columns whose bins x bins kernel is held at once
 _CHUNK = 256
 
 
-def _column_medians(D, m):
-    """Per column of the non-negative sparse D (m rows; CSC, explicit zeros dropped):
-    the median of all m values, and of its positive ones (0 without any)."""
-    d = D.shape[1]
-    counts = np.diff(D.indptr)
-    columns = np.repeat(np.arange(d), counts)
-    data = D.data[np.lexsort((D.data, columns))]
-    start = D.indptr[:-1]
-
-    def at(position):
-        """The value at ``position`` of each column's sorted m values (zeros first)."""
-        inside = position - (m - counts)
-        index = np.clip(start + inside, 0, max(data.size - 1, 0))
-        return np.where(inside >= 0, data[index] if data.size else 0.0, 0.0)
-
-    full = at(np.full(d, m // 2)) if m % 2 else 0.5 * (at(np.full(d, m // 2 - 1)) +
-                                                       at(np.full(d, m // 2)))
-    odd = counts % 2 == 1
-    half = counts // 2
-    low = np.clip(start + np.where(odd, half, half - 1), 0, max(data.size - 1, 0))
-    high = np.clip(start + half, 0, max(data.size - 1, 0))
-    positive = np.where(counts > 0, 0.5 * (data[low] + data[high]) if data.size else 0.0, 0.0)
-    return full, positive
-
-
-def sparse_marginal_dependence(X, factor, scale, trace, bins):
-    r""":func:`ikdr.solver.marginal.marginal_dependence` of a sparse X (module
-    docstring); ``factor`` and ``scale`` are Gamma's, ``trace`` its trace. Made
+def sparse_marginal_dependence(X, factor, scale, trace, bins, pairs):
+    r""":func:`ikdr.reduction.marginal.marginal_dependence` of a sparse X (module
+    docstring); ``factor`` and ``scale`` are Gamma's, ``trace`` its trace, ``pairs``
+    the pairs of rows whose distances give the bandwidths (the dense
+    computation's: :func:`ikdr._utils.sampling.sample_pairs`). Made
     :data:`_CHUNK` columns at a time (memory O(nnz + n r + bins^2 chunk)). Returns
-    the dependences, the squared norms :math:`\|HK_jH\|_F^2` of the centred
+    the dependences, the squared norms :math:`\|HK_jH\|_F^2` of the centered
     one-dimensional kernels (their noise under independence) and the
     statistic's means under independence (subtracted from the dependences)."""
     X = sp.csc_matrix(X, dtype=np.float64)
     X.eliminate_zeros()
     n, d = X.shape
     # the bandwidths: the median distance over the dense computation's pairs of rows
-    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, PAIR_SAMPLES)))
-    pairs = pairs[:, pairs[0] != pairs[1]]
-    rows = X.tocsr()
-    gaps = abs(rows[pairs[0]] - rows[pairs[1]]).tocsc()
-    gaps.eliminate_zeros()
+    sigma = feature_median_distances(X, pairs)
     out, norms, null_mean = np.zeros(d), np.zeros(d), np.zeros(d)
     for c in range(0, d, _CHUNK):
         cols = slice(c, min(d, c + _CHUNK))
-        out[cols], norms[cols], null_mean[cols] = _columns(X[:, cols], gaps[:, cols],
-                                                           pairs.shape[1], factor, scale,
-                                                           trace, bins)
+        out[cols], norms[cols], null_mean[cols] = _columns(X[:, cols], sigma[cols], factor,
+                                                           scale, trace, bins)
     return out, norms, null_mean
 
 
-def _columns(X, gaps, m, factor, scale, trace, bins):
+def _columns(X, sigma, factor, scale, trace, bins):
     """:func:`sparse_marginal_dependence` of a block of columns (CSC)."""
     n, d = X.shape
     stored = np.diff(X.indptr)
@@ -89,8 +61,6 @@ def _columns(X, gaps, m, factor, scale, trace, bins):
     width = np.where(varies, (hi - lo) / bins, 1.0)
     index = np.minimum(((X.data - lo[columns]) / width[columns]).astype(np.intp), bins - 1)
     zero_bin = np.minimum(((0.0 - lo) / width).astype(np.intp), bins - 1)
-    sigma, distinct = _column_medians(gaps, m)
-    sigma = np.where(varies & ~(sigma > 0), distinct, sigma)
     varies &= sigma > 0
     # per-bin sums of Gamma's factor and counts: the stored entries, then the zeros
     r = factor.shape[1]
@@ -126,7 +96,7 @@ def _columns(X, gaps, m, factor, scale, trace, bins):
     dependence = np.where(varies, total - null_mean, 0.0)
     # ||H K_j H||_F^2 (support.marginal_dependence), over the same pairs of bins
     K_counts = np.bincount(left, weights=kernel * tallies[right], minlength=column.size)
-    centred = (np.bincount(j, weights=kernel * kernel * pair_tallies, minlength=d)
+    centered = (np.bincount(j, weights=kernel * kernel * pair_tallies, minlength=d)
                - 2.0 / n * np.bincount(column, weights=tallies * K_counts ** 2, minlength=d)
                + (pairs / n) ** 2)
-    return dependence, np.where(varies, centred, 0.0), null_mean
+    return dependence, np.where(varies, centered, 0.0), null_mean

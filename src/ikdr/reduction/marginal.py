@@ -6,15 +6,15 @@ For feature j, :math:`m_j = \mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \b
 :math:`K_j` a Gaussian on feature j alone at the median distance of its values,
 :math:`\bar k_j` the mean of its off-diagonal entries, so that the
 expectation under independence (rows of Gamma permuted) is about 0 for a
-centred Gamma. With the rows of :math:`\Gamma` permuted at random,
+centered Gamma. With the rows of :math:`\Gamma` permuted at random,
 :math:`\mathrm{Tr}(\Gamma K_j)` deviates by about
 
 .. math:: \mathrm{sd}_j = \sqrt{2}\,\|\Gamma\|_F\,\|H K_j H\|_F / n
 
-(both matrices centred, n large); :func:`marginal_threshold` turns mean and
+(both matrices centered, n large); :func:`marginal_threshold` turns mean and
 deviation into the level that independent data exceed with probability
 5 % / d. Each feature's values are binned, so nothing n x n is formed
-(:mod:`ikdr.solver.sparse_marginal`: the same from a sparse matrix's stored
+(:mod:`ikdr.reduction.sparse_marginal`: the same from a sparse matrix's stored
 values).
 """
 from __future__ import annotations
@@ -23,9 +23,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.stats import chi2
 
+from .._utils.sampling import sample_pairs
 from ..gamma import Gamma
+from ..kernels.bandwidth import PAIR_SAMPLES, feature_median_distances
 from ..kernels.feature_bins import feature_bin_sums
-from .sparse_marginal import PAIR_SAMPLES, sparse_marginal_dependence
+from .sparse_marginal import sparse_marginal_dependence
 
 __all__ = ["marginal_dependence", "marginal_threshold", "BINS", "MARGINAL_LEVEL"]
 
@@ -47,36 +49,6 @@ def _null_sd(factor, scale, kernel_norms, n, parts=None):
         return np.sqrt(2.0 * float(np.sum(products)) * kernel_norms) / n
     gamma_norms = np.einsum("rp,rs,sp->p", parts, products, parts)
     return np.sqrt(2.0 * np.outer(kernel_norms, gamma_norms)) / n
-
-
-def _pair_medians(X, pairs, varies):
-    """Per feature (column of ``X``), the median distance between the values of the
-    ``pairs`` of distinct rows (2 x m); where more than half of them are tied (an
-    ordinal feature with a dominant level) and the feature ``varies``, the median
-    of the untied pairs' distances, as the median rule does (0 if none)."""
-    m = pairs.shape[1]
-    if m == 0:
-        return np.zeros(X.shape[1])
-    gaps = np.abs(X[pairs[0]] - X[pairs[1]]).T.copy()        # a row per feature
-    # the median of each row, as np.median takes it (the mean of the two middle
-    # values for an even count), by one partition in place
-    middle = [(m - 1) // 2, m // 2]
-    gaps.partition(middle, axis=1)
-    sigma = 0.5 * (gaps[:, middle[0]] + gaps[:, middle[1]])
-    tied = np.flatnonzero(varies & ~(sigma > 0))
-    if tied.size:
-        # the untied distances are the last ones of each sorted row: their median
-        # from the two middle positions past the zeros, all such rows at once
-        ordered = np.sort(gaps[tied], axis=1)
-        zeros = np.count_nonzero(ordered == 0, axis=1)
-        untied = m - zeros
-        low = zeros + np.maximum(untied - 1, 0) // 2
-        high = zeros + untied // 2
-        rows = np.arange(tied.size)
-        middle_values = 0.5 * (ordered[rows, np.minimum(low, m - 1)] +
-                               ordered[rows, np.minimum(high, m - 1)])
-        sigma[tied] = np.where(untied > 0, middle_values, 0.0)
-    return sigma
 
 
 def _autocorrelation(values, bins, scale, parts=None):
@@ -113,7 +85,7 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise, parts=None):
     lo, hi = X.min(axis=0), X.max(axis=0)
     varies = hi > lo
     width = np.where(varies, (hi - lo) / bins, 1.0)
-    sigma = _pair_medians(X, pairs, varies)
+    sigma = feature_median_distances(X, pairs)
     varies &= sigma > 0
     # K_j depends on the bin gap only: t_j(g) = exp(-(g * width_j)^2 / (2 sigma_j^2))
     gap = np.arange(bins)
@@ -135,27 +107,29 @@ def _binned_statistics(X, pairs, factor, scale, bins, with_noise, parts=None):
     # ||H K_j H||_F^2 = 1^T (K_j o K_j) 1 - 2/n ||K_j 1||^2 + (1^T K_j 1)^2 / n^2, by bins
     squared = np.einsum("jg,jg->j", weights * toeplitz, counts_ac)
     K_counts = _toeplitz_product(toeplitz, counts, bins)
-    centred = squared - 2.0 / n * np.einsum("jb,jb->j", counts, K_counts ** 2) + \
+    centered = squared - 2.0 / n * np.einsum("jb,jb->j", counts, K_counts ** 2) + \
         (ones_K_ones / n) ** 2
-    return varies, total, ones_K_ones, centred
+    return varies, total, ones_K_ones, centered
 
 
 def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
-                        with_noise: bool = False, parts=None):
+                        with_noise: bool = False, parts=None, *, random_state=0):
     r"""Each feature's HSIC with the target on its own:
     :math:`\mathrm{Tr}(\Gamma K_j) - \mathrm{tr}(\Gamma)(1 - \bar k_j)`, ``K_j`` a
     Gaussian on feature j at the median distance of its values, :math:`\bar k_j`
     the mean of its off-diagonal entries (the expectation under independence is
-    then about 0: a centred Gamma's entries sum to 0).
+    then about 0: a centered Gamma's entries sum to 0).
 
     Each feature's values are put in ``bins`` equal bins and the kernel taken
-    at the bin centres: :math:`O(n r + r\,\mathrm{bins} \log \mathrm{bins})` per
+    at the bin centers: :math:`O(n r + r\,\mathrm{bins} \log \mathrm{bins})` per
     feature for a Gamma of rank r (the kernel on the bins is Toeplitz: its
     quadratic forms are sums over bin gaps of autocorrelations, by FFT), never
     n x n, in blocks of :data:`FEATURE_BLOCK` features (memory bounded for any d).
-    The medians come from a fixed sample of pairs of rows
-    (:data:`~ikdr.solver.sparse_marginal.PAIR_SAMPLES`, the same pairs as for
-    sparse X).
+    The medians come from one sample of pairs of rows, at most
+    :data:`~ikdr.kernels.bandwidth.PAIR_SAMPLES`
+    (:func:`ikdr.kernels.bandwidth.feature_median_distances`, the pairs drawn by
+    ``random_state``: dense and sparse X take the same pairs; the default 0
+    takes the same ones on every call).
 
     ``with_noise``: returns ``(dependence, null_sd, null_mean)``, with the
     statistic's standard deviation under independence (module docstring) and
@@ -165,7 +139,7 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     :math:`\sum_r s_r g_r g_r^T` whose column r belongs to part ``parts[r]``
     (0 .. P-1) is taken as the P Gammas :math:`\Gamma_p = \sum_{r \in p} s_r g_r
     g_r^T` (one per group, or per set of rows: a column that is zero outside some
-    rows; :mod:`ikdr.reduction.groups`), and every output has a column per part
+    rows; :mod:`ikdr.reduction.importances`), and every output has a column per part
     (d x P), from the same bins and medians (sparse X: one call per part).
     """
     n, d = X.shape
@@ -181,28 +155,28 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     if parts is not None:
         parts = np.asarray(parts)
         parts = (parts[:, None] == np.arange(parts.max() + 1)[None, :]).astype(np.float64)
+    pairs = sample_pairs(n, PAIR_SAMPLES, random_state)
     if sp.issparse(X):
-        if parts is not None:
-            calls = [marginal_dependence(X, Gamma(factor[:, member > 0], scale[member > 0]),
-                                         bins, True) for member in parts.T]
-            out = tuple(np.stack(values, axis=1) for values in zip(*calls))
-            return out if with_noise else out[0]
-        trace = float(np.einsum("ir,r,ir->", factor, scale, factor))
-        dependence, norms, null_mean = sparse_marginal_dependence(X, factor, scale, trace, bins)
-        if not with_noise:
-            return dependence
-        return dependence, _null_sd(factor, scale, norms, n), null_mean
-    pairs = np.random.default_rng(0).integers(0, n, size=(2, min(4 * n, PAIR_SAMPLES)))
-    pairs = pairs[:, pairs[0] != pairs[1]]
+        members = [slice(None)] if parts is None else [member > 0 for member in parts.T]
+        calls = []
+        for member in members:        # one Gamma, or each part's
+            part_factor, part_scale = factor[:, member], scale[member]
+            trace = float(np.einsum("ir,r,ir->", part_factor, part_scale, part_factor))
+            dependence, norms, null_mean = sparse_marginal_dependence(
+                X, part_factor, part_scale, trace, bins, pairs)
+            calls.append((dependence, _null_sd(part_factor, part_scale, norms, n), null_mean))
+        out = calls[0] if parts is None else \
+            tuple(np.stack(values, axis=1) for values in zip(*calls))
+        return out if with_noise else out[0]
     varies, ones_K_ones = np.zeros(d, dtype=bool), np.zeros(d)
     total = np.zeros(d if parts is None else (d, parts.shape[1]))
-    centred = np.zeros(d)
+    centered = np.zeros(d)
     for start in range(0, d, FEATURE_BLOCK):
         block = slice(start, min(d, start + FEATURE_BLOCK))
         varies[block], total[block], ones_K_ones[block], norms = _binned_statistics(
             X[:, block], pairs, factor, scale, bins, with_noise, parts)
         if with_noise:
-            centred[block] = norms
+            centered[block] = norms
     mean_offdiagonal = (ones_K_ones - n) / (n * (n - 1))
     # tr(Gamma), or each part's
     trace = np.einsum("ir,r,ir->r", factor, scale, factor)
@@ -212,7 +186,7 @@ def marginal_dependence(X: np.ndarray, gamma: Gamma, bins: int = BINS,
     dependence = np.where(varies_, total - null_mean, 0.0)
     if not with_noise:
         return dependence
-    return dependence, np.where(varies_, _null_sd(factor, scale, centred, n, parts),
+    return dependence, np.where(varies_, _null_sd(factor, scale, centered, n, parts),
                                 0.0), null_mean
 
 
@@ -229,7 +203,7 @@ def marginal_threshold(null_sd, null_mean, level=MARGINAL_LEVEL):
     (Satterthwaite), :math:`g\chi^2_\nu` with :math:`\nu = 2\mu^2/s^2` and
     :math:`g = s^2 / 2\mu`, gives the quantile, less the mean. Infinite where a
     feature has no spread. Statistics of several Gammas at once (d x P, one
-    column per group, :mod:`ikdr.reduction.groups`) are tested at ``level / (d
+    column per group, :mod:`ikdr.reduction.importances`) are tested at ``level / (d
     P)``: the chance that any of them counts under independence stays ``level``."""
     tests = null_sd.size
     valid = (null_sd > 0) & (null_mean > 0)

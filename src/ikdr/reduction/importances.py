@@ -1,6 +1,11 @@
-r"""Which features carry the dependence on each group: per-class importances of a
-supervised fit, per-cluster importances of a clustering, and the feature
-importances built from them so that a small group counts as much as a large one.
+r"""Which features carry the dependence: every feature importance ikdr reports is
+defined here. Per-class importances of a supervised fit, per-cluster importances
+of a clustering, the feature importances built from them so that a small group
+counts as much as a large one, and the eigenvalue-weighted loadings of a fitted
+W (:func:`feature_importances`, the projection part at a maximum on the rows
+fitted). The supervised fit measures the parts on held-out rows
+(:mod:`ikdr.reduction.support`); the marginal dependence they use is
+:mod:`ikdr.reduction.marginal`.
 
 **A group against the others.** For labels with g >= 2 groups (classes, or the
 clusters found), group c's contrast is
@@ -13,7 +18,7 @@ clusters found), group c's contrast is
 (:math:`\mu_c` the mean embedding of group c): how far the group lies from the
 other groups, each of them weighted alike whatever its size. The contrasts sum
 to a class-balanced supervised Gamma, :math:`\sum_c \Gamma_c = (g/(g-1))^2\,
-P J P^T` (P the indicators scaled by :math:`1/n_c`, J the g x g centring
+P J P^T` (P the indicators scaled by :math:`1/n_c`, J the g x g centering
 matrix): the dependence on the labels as if every group had as many rows. For
 two groups :math:`h_1 = -h_0`: what tells one from the other is the same for
 both. Against the size-weighted rest (:math:`H y_c`) a gene that marks the
@@ -33,7 +38,7 @@ its genes would take the top of every small type's list.
 * the marginal part :math:`m_{jc} = \mathrm{Tr}(\Gamma_c K_j)` less its mean
   under independence, for a one-dimensional Gaussian :math:`K_j` on feature j,
   counted above the level independent data exceed with probability 5% / (d g)
-  (:func:`ikdr.solver.marginal.marginal_threshold`; all the groups from the
+  (:func:`ikdr.reduction.marginal.marginal_threshold`; all the groups from the
   same bins, tested together).
 
 **Combined**: group c's row is the mean of the two parts' shares,
@@ -67,10 +72,11 @@ from .._utils.labels import one_hot
 from .._utils.sampling import rows_at, sample_index
 from ..gamma import Gamma
 from ..passes import resolve
-from ..solver.marginal import marginal_dependence, marginal_threshold
+from .marginal import marginal_dependence, marginal_threshold
 
 __all__ = ["group_contrasts", "projection_losses", "marginal_parts", "on_rows",
-           "combined_importances", "group_importances", "cluster_importances", "IMPORTANCE_ROWS"]
+           "combined_importances", "group_importances", "cluster_importances",
+           "feature_importances", "IMPORTANCE_ROWS"]
 
 #: rows the clusterers' importances read at most (seeded)
 IMPORTANCE_ROWS = 4000
@@ -119,14 +125,38 @@ def projection_losses(X, W, kernel, target):
     return _both_of_two(np.array(rows), target)
 
 
-def marginal_parts(X, *targets):
+def feature_importances(W, weights=None):
+    r"""Importance of each input feature in the subspace of W (d x q, orthonormal).
+
+    :math:`\mathrm{imp}_j = \sum_k |\lambda_k| W_{jk}^2 / \sum_k |\lambda_k|`:
+    the squared loadings of feature j on the learned directions, weighted by
+    the absolute eigenvalues :math:`\lambda_k` of :math:`\Phi` belonging to the
+    directions (``weights``; equal weights when None or all zero). At a
+    maximum on the rows fitted, :math:`\Phi W = W \Lambda`, this is the
+    projection part :math:`\ell_j = 2\sum_k \lambda_k W_{jk}^2` of
+    :func:`projection_losses`, normalised. The columns of W have unit norm, so
+    the importances are non-negative and sum to 1. They measure how much of the
+    projection a feature carries on the (standardised) input scale, not a
+    causal effect.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    q = W.shape[1]
+    w = np.ones(q) if weights is None else np.abs(np.asarray(weights, dtype=np.float64).ravel())
+    if w.shape[0] != q or not np.all(np.isfinite(w)) or w.sum() <= 0:
+        w = np.ones(q)
+    imp = (W * W) @ w / w.sum()
+    return imp / imp.sum()
+
+
+def marginal_parts(X, *targets, random_state=0):
     """The marginal part :math:`m_{jc}` of every group on the rows X, 0 where it is
     within the noise of independence: one (groups x d) array per target (as in
     :func:`projection_losses`), each target's statistics tested together
-    (:func:`~ikdr.solver.marginal.marginal_threshold`). The targets share one pass
+    (:func:`~ikdr.reduction.marginal.marginal_threshold`). The targets share one pass
     over X's bins and medians; a target of some of the rows (a held-out half) is
     zero on the others (:func:`on_rows`) and measured with the kernels, bins and
-    noise level of all the rows."""
+    noise level of all the rows; ``random_state`` draws the pairs of rows of the
+    medians (:func:`~ikdr.reduction.marginal.marginal_dependence`)."""
     gammas = [_gammas(target) for target in targets]
     members = [gamma for group in gammas for gamma in group]
     parts = np.concatenate([np.full(g.factor.shape[1], i) for i, g in enumerate(members)])
@@ -134,7 +164,7 @@ def marginal_parts(X, *targets):
                     np.concatenate([np.ones(g.rank) if g.scale is None else g.scale
                                     for g in members]))
     dependence, null_sd, null_mean = marginal_dependence(X, stacked, with_noise=True,
-                                                         parts=parts)
+                                                         parts=parts, random_state=random_state)
     out, start = [], 0
     for target, group in zip(targets, gammas):
         part = slice(start, start + len(group))
@@ -180,14 +210,14 @@ def combined_importances(losses, marginal):
     return rows, (top / norm if norm > 0 else top)
 
 
-def group_importances(X, W, kernel, labels, groups=None):
+def group_importances(X, W, kernel, labels, groups=None, random_state=0):
     """``cluster_importances_`` and the importances built from them, for a fit that
     has no held-out rows (the clusterers): both parts on the rows X with the groups
     ``labels`` (in the order of ``groups`` when given); W None (no projection: a
     network's embedding) leaves the marginal part alone. Returns (rows, feature
     importances, groups)."""
     contrasts, groups = group_contrasts(labels, groups)
-    marginal, = marginal_parts(X, contrasts)
+    marginal, = marginal_parts(X, contrasts, random_state=random_state)
     losses = np.zeros_like(marginal) if W is None else projection_losses(X, W, kernel, contrasts)
     rows, features = combined_importances(losses, marginal)
     return rows, features, groups
@@ -196,7 +226,7 @@ def group_importances(X, W, kernel, labels, groups=None):
 def cluster_importances(X, W, kernel, labels, n_clusters, random_state=None):
     """``cluster_importances_`` of every clusterer (n_clusters x n_features, rows in
     the order of the cluster labels 0 .. n_clusters - 1, each summing to 1): the
-    per-group importances of :mod:`ikdr.reduction.groups` on the clusters found,
+    per-group importances of :mod:`ikdr.reduction.importances` on the clusters found,
     measured on at most :data:`IMPORTANCE_ROWS` seeded rows, the projection part at
     W with the fitted W-step ``kernel`` (W None: the marginal part alone). A
     cluster without rows, or a partition with fewer than 2 clusters, has a zero
@@ -207,4 +237,4 @@ def cluster_importances(X, W, kernel, labels, n_clusters, random_state=None):
     clusters = np.arange(n_clusters)
     if np.unique(labels).shape[0] < 2:
         return np.zeros((n_clusters, X.shape[1]))
-    return group_importances(rows, W, kernel, labels, clusters)[0]
+    return group_importances(rows, W, kernel, labels, clusters, random_state)[0]
