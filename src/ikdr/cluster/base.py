@@ -32,7 +32,6 @@ from ..gamma import clustering_gamma, supervised_gamma
 from ..kernels import MEDIAN_SUBSAMPLE, Gaussian, Kernel, KernelLike, make_kernel
 from ..passes import BLOCKS, fit_data, project_data, resolve_clustering
 from ..passes.dask_data import is_distributed
-from ..passes.landmark_clustering import ClusteringLandmarks
 from ..passes.sparse_rows import is_sparse
 from ..reduction.importances import IMPORTANCE_ROWS, cluster_importances, feature_importances
 from ..reduction.marginal import marginal_dependence
@@ -146,12 +145,8 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
                               y_required=False, order="C", **kwargs)
         self._validate_params()
         self._dtype = check_dtype(getattr(self, "dtype", np.float64))
-        landmarks = None
-        if rows == BLOCKS:
-            dtype = np.float32 if X.dtype == np.float32 or self._dtype == np.float32 else None
-            landmarks = ClusteringLandmarks(self.n_landmarks, dtype=dtype,
-                                            random_state=self.random_state)
-        return X, y, resolve_clustering(X, landmarks, dtype=self._dtype,
+        return X, y, resolve_clustering(X, n_landmarks=self.n_landmarks if rows == BLOCKS
+                                        else None, dtype=self._dtype,
                                         random_state=self.random_state)
 
     @staticmethod

@@ -23,11 +23,10 @@ The criterion is
 
 .. math:: c(P) = \log \max(\mathrm{cut}(P), \epsilon) - \log \mathrm{CH}(P)
 
-(lower is better; :math:`\epsilon` = :data:`CUT_FLOOR`: below it the compactness
-alone decides), with two preferences before it (:func:`choose`): partitions
-whose smallest cluster holds at least :data:`MIN_CLUSTER_SHARE` of an even
+(lower is better; :math:`\epsilon` = :data:`CUT_FLOOR`), with two preferences
+before it (:func:`choose`): partitions whose smallest cluster holds at least :data:`MIN_CLUSTER_SHARE` of an even
 split's rows (*admissible*) over those that do not, and among them a
-*separated* partition, one whose graph cuts are all below :data:`SEPARATED_CUT`
+*separated* partition, one whose graph cuts are all below :data:`CUT_FLOOR`
 (no neighborhood edge leaves its clusters) and whose smallest cluster holds at
 least :data:`BALANCE` of an even split's rows, over one that is not: a clean
 cut of the neighborhood graphs is what non-convex clusters (moons, rings)
@@ -60,22 +59,18 @@ from .._utils.labels import one_hot
 from ..spectral import auto_kernel
 from .neighbors import nearest_neighbors, neighbor_graph
 
-__all__ = ["Assessment", "BALANCE", "CUT_FLOOR", "MIN_CLUSTER_SHARE", "SEPARATED_CUT", "JUDGE_NEIGHBORS", "PartitionCriterion", "SCORE_ROWS",
+__all__ = ["Assessment", "BALANCE", "CUT_FLOOR", "MIN_CLUSTER_SHARE", "JUDGE_NEIGHBORS",
+           "PartitionCriterion", "SCORE_ROWS",
            "choose", "normalised_cut"]
 
 #: the neighborhood sizes of the criterion's graph judges (10 is scikit-learn's
 #: SpectralClustering default; two sizes so that no one graph's artefacts decide)
 JUDGE_NEIGHBORS = (10, 20)
-#: cuts below this count as equal in the criterion, where the compactness alone
-#: decides: a few neighborhood edges leaving a cluster say little about which of two
-#: partitions is truer (on public data the published classes cut more edges than
-#: k-means' or spectral clustering's partitions: ``benchmarks/bench_clustering_real.py
-#: --criteria``), and a partition that isolates a small clump of near-copies cuts
-#: almost none
-CUT_FLOOR = 0.01
-#: graph cuts below this are "no edge leaves the clusters": such a partition, if
-#: *balanced*, is *separated* and preferred (two moons, two rings)
-SEPARATED_CUT = 1e-3
+#: cuts below this are "no edge leaves the clusters": they count as equal in the
+#: criterion (the log would otherwise reward differences among cuts that are all
+#: essentially zero), and a balanced partition whose graph cuts are all below it is
+#: *separated*
+CUT_FLOOR = 1e-3
 #: a partition is *balanced* when its smallest cluster holds at least this share of the
 #: n / k rows of an even split, and *admissible* when it holds at least
 #: :data:`MIN_CLUSTER_SHARE` of them (k-means of data with outliers can give an outlier
@@ -139,7 +134,7 @@ def calinski_harabasz(Z, labels):
 @dataclass(frozen=True)
 class Assessment:
     """One partition's judgement: ``criterion`` (lower is better, see the module),
-    ``separated`` (balanced, every graph cut below :data:`SEPARATED_CUT`), ``cut`` (the
+    ``separated`` (balanced, every graph cut below :data:`CUT_FLOOR`), ``cut`` (the
     judges' mean cut), ``compactness`` (its Calinski-Harabasz ratio) and
     ``admissible`` (no cluster below :data:`MIN_CLUSTER_SHARE` of an even split)."""
 
@@ -250,7 +245,7 @@ class PartitionCriterion:
             smallest = np.bincount(np.unique(labels, return_inverse=True)[1].reshape(-1),
                                    minlength=self.n_clusters).min() * self.n_clusters / len(labels)
             separated = bool(smallest >= BALANCE and
-                             np.all(cuts[:len(self.graphs), j] < SEPARATED_CUT))
+                             np.all(cuts[:len(self.graphs), j] < CUT_FLOOR))
             criterion = (np.inf if compactness <= 0 else
                          float(np.log(max(cut, CUT_FLOOR)) - np.log(compactness)))
             out.append(Assessment(criterion, separated, cut, compactness,
