@@ -133,13 +133,7 @@ def num_threads(n: int) -> Iterator[None]:
     previous = _num_threads
     set_num_threads(n)
     try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        limiter = contextlib.nullcontext()
-    else:
-        limiter = threadpool_limits(limits=int(n), user_api="blas")
-    try:
-        with limiter:
+        with blas_threads(n):
             yield
     finally:
         _num_threads = previous
@@ -184,78 +178,163 @@ def _find_version() -> str:
     return match.group(1) if match else "0+unknown"
 
 
-_blas_libraries: Any = None
+# -- the one thread limiter --------------------------------------------------------
+_controller: Any = None
 
 
-class _OneBlasThread:
-    """Sets every loaded BLAS to one thread and restores each one's own count.
+def _threadpool_controller() -> Any:
+    """The process's one ``threadpoolctl.ThreadpoolController``, made at the first
+    use (a new one scans every loaded library: milliseconds a time), or None
+    without threadpoolctl. Made after SciPy's BLAS is loaded, so it sees it."""
+    global _controller
+    if _controller is None:
+        try:
+            from threadpoolctl import ThreadpoolController
 
-    Direct calls to the libraries' set/get functions (a few microseconds),
-    where ``threadpoolctl.threadpool_limits`` re-inspects every loaded library
-    on each use (about 50 microseconds, measured: 2-3% of a 1,000-sample ISM
-    fit, which makes about 40 such calls). Holds nest and may overlap between
-    Python threads: the first sets the libraries to one thread, the last to
-    end restores them, and the holds in between (every pass of a fit, inside
-    the fit's own) cost a counter."""
+            import scipy.linalg  # noqa: F401  (loads SciPy's BLAS)
+        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+            _controller = False
+        else:
+            _controller = ThreadpoolController()
+    return _controller or None
 
-    __slots__ = ("libraries",)
+
+def _blas_libraries() -> tuple:
+    controller = _threadpool_controller()
+    return () if controller is None else tuple(controller.select(user_api="blas").lib_controllers)
+
+
+def _set_process_threads(lib: Any, n: int) -> None:
+    """Set a process-wide BLAS pool to ``n`` threads from whichever Python thread
+    asks. threadpoolctl (3.8 on) lets only one "controlling" Python thread set
+    OpenBLAS's pthreads pool and silently ignores the others: a hold taken in
+    a worker thread (a fit in a thread pool) would leave the BLAS threaded
+    under the core's own threads, and its results would differ from the same
+    fit's in the main thread. The holds are serialised by their own lock, so
+    clearing the controlling thread around each change is safe."""
+    clear = getattr(type(lib), "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
+    lib.set_num_threads(n)
+    if clear is not None:
+        clear(force=True)
+
+
+def _per_thread(lib: Any) -> bool:
+    """Whether the library's limit is per calling thread (a BLAS on OpenMP threads)."""
+    return getattr(lib, "threading_layer", None) == "openmp"
+
+
+class _BlasHold:
+    """Holds every loaded BLAS at ``n`` threads for a block of code, from any Python thread.
+
+    A pthreads BLAS (SciPy's and NumPy's OpenBLAS) has one thread pool for the
+    whole process, so holds taken by several Python threads at once overlap:
+    the BLAS runs on the fewest threads any active hold asks for, and the last
+    hold to end restores each library's own count (read when the first began).
+    Holds nest. A hold that changes nothing costs a counter; a change is a
+    direct call of the library's setter (microseconds, where
+    ``threadpoolctl.threadpool_limits`` re-inspects every loaded library on
+    each use). A BLAS whose limit is per thread (OpenBLAS on OpenMP) is set and
+    restored by each hold in its own thread."""
+
+    __slots__ = ("n", "libraries", "own")
     _lock = threading.Lock()
-    _holds = 0
-    _saved: tuple = ()
+    _active: list[int] = []          # the thread counts of the holds now active
+    _saved: tuple = ()               # each process-wide library's count before the first hold
+    _current: int | None = None      # the count the process-wide libraries are held at
 
-    def __init__(self, libraries):
+    def __init__(self, n: int, libraries: tuple) -> None:
+        self.n = n
         self.libraries = libraries
+        self.own: tuple = ()
 
-    def __enter__(self):
-        cls = _OneBlasThread
+    def __enter__(self) -> "_BlasHold":
+        cls = _BlasHold
+        shared = [lib for lib in self.libraries if not _per_thread(lib)]
         with cls._lock:
-            if cls._holds == 0:
-                cls._saved = tuple(lib.num_threads for lib in self.libraries)
-                for lib, threads in zip(self.libraries, cls._saved):
-                    if threads != 1:
-                        lib.set_num_threads(1)
-            cls._holds += 1
+            if not cls._active:
+                cls._saved = tuple(lib.num_threads for lib in shared)
+            cls._active.append(self.n)
+            cls._apply(shared, min(cls._active))
+        local = [lib for lib in self.libraries if _per_thread(lib)]
+        self.own = tuple((lib, lib.num_threads) for lib in local)
+        for lib in local:
+            lib.set_num_threads(self.n)
         return self
 
-    def __exit__(self, *exc):
-        cls = _OneBlasThread
+    def __exit__(self, *exc: object) -> bool:
+        cls = _BlasHold
+        for lib, threads in reversed(self.own):
+            lib.set_num_threads(threads)
+        shared = [lib for lib in self.libraries if not _per_thread(lib)]
         with cls._lock:
-            cls._holds -= 1
-            if cls._holds == 0:
-                for lib, threads in zip(self.libraries, cls._saved):
-                    if threads != 1:
-                        lib.set_num_threads(threads)
+            cls._active.remove(self.n)
+            if cls._active:
+                cls._apply(shared, min(cls._active))
+            else:
+                for lib, threads in zip(shared, cls._saved):
+                    if lib.num_threads != threads:
+                        _set_process_threads(lib, threads)
+                cls._current = None
         return False
+
+    @classmethod
+    def _apply(cls, shared: list, n: int) -> None:
+        if cls._current != n:
+            for lib in shared:
+                if lib.num_threads != n:
+                    _set_process_threads(lib, n)
+            cls._current = n
 
 
 def _new_hold_lock_in_child() -> None:
     # a child forked while another thread held the lock would wait on it forever
-    _OneBlasThread._lock = threading.Lock()
+    _BlasHold._lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_hold_lock_in_child)
 
 
+def blas_threads(n: int) -> contextlib.AbstractContextManager[Any]:
+    """Context manager: every loaded BLAS at ``n`` threads for a block of code.
+
+    ikdr's one thread limiter for the BLAS (:func:`num_threads`,
+    :func:`single_threaded_blas`, :func:`small_problem_blas`, :func:`one_thread`
+    and the landmark passes use it). It works from any Python thread;
+    overlapping holds run the BLAS on the fewest threads any of them asks for
+    (see ``_BlasHold``). Without threadpoolctl it does nothing.
+    """
+    libraries = _blas_libraries()
+    if not libraries:
+        return contextlib.nullcontext()
+    return _BlasHold(max(1, int(n)), libraries)
+
+
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     """Hold the BLAS at one thread while a C++ core call runs.
 
     The core splits its GEMMs over threads of its own; a multi-threaded
-    BLAS underneath would spin-wait against them on the same cores (measured:
-    2x slower on 2 cores). Costs a few microseconds per call.
+    BLAS underneath would spin-wait against them on the same cores (2x
+    slower on 2 cores), and its sums would depend on the BLAS's threads.
     """
-    global _blas_libraries
-    if _blas_libraries is None:
-        try:
-            from threadpoolctl import ThreadpoolController
+    return blas_threads(1)
 
-            import scipy.linalg  # noqa: F401  (loads SciPy's BLAS)
-            _blas_libraries = tuple(ThreadpoolController().select(user_api="blas").lib_controllers)
-        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-            _blas_libraries = ()
-    if not _blas_libraries:
-        return contextlib.nullcontext()
-    return _OneBlasThread(_blas_libraries)
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Every thread pool at one thread, for light work such as k-means on an n x k
+    embedding: the BLAS (:func:`blas_threads`) and the calling thread's OpenMP
+    runtimes (their limit is per thread: ``omp_set_num_threads``), through the
+    process's one controller."""
+    controller = _threadpool_controller()
+    with blas_threads(1):
+        if controller is None:
+            yield
+            return
+        with controller.limit(limits=1, user_api="openmp"):
+            yield
 
 
 #: BLAS operands up to this many entries count as small (see small_problem_blas)
@@ -267,8 +346,8 @@ def small_problem_blas(entries: int) -> contextlib.AbstractContextManager[Any]:
     :data:`SMALL_BLAS_ENTRIES`), the BLAS's own threads otherwise.
 
     Small factorisations gain nothing from threads and lose much when the cores
-    are busy (measured: a 160 x 160 gesdd 2.3 s threaded; the 958 x 64 SVD of a
-    learned compatibility map's step 0.44 s threaded, a few ms on one thread).
+    are busy (a 160 x 160 gesdd took seconds threaded on busy cores, a few ms on
+    one thread).
     """
     return single_threaded_blas() if entries <= SMALL_BLAS_ENTRIES else contextlib.nullcontext()
 
