@@ -263,7 +263,7 @@ class _BlasHold:
             lib.set_num_threads(self.n)
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> None:
         cls = _BlasHold
         for lib, threads in reversed(self.own):
             lib.set_num_threads(threads)
@@ -277,7 +277,6 @@ class _BlasHold:
                     if lib.num_threads != threads:
                         _set_process_threads(lib, threads)
                 cls._current = None
-        return False
 
     @classmethod
     def _apply(cls, shared: list, n: int) -> None:
