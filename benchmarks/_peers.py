@@ -1,9 +1,10 @@
-"""Helpers shared by the benchmark scripts.
+"""Helpers shared by the benchmark scripts and the studies (``studies/``).
 
-Peers measured in the same run as ikdr: plain dense numpy implementations of
-the same formulas (form Psi, form Phi = X^T L(Psi) X, eigh) and pymanopt's
-manifold solvers on ikdr's objective; the Table 4 data sets; peak-RSS and
-machine reporting."""
+The one timer (:func:`timed`, :func:`best_time`, :func:`best_times`) and the one GEMM
+rate (:func:`gemm_rate`) every script measures with; peers measured in the same run as
+ikdr: plain dense numpy implementations of the same formulas (form Psi, form
+Phi = X^T L(Psi) X, eigh) and pymanopt's manifold solvers on ikdr's objective; the
+Table 4 data sets; peak-RSS and machine reporting; the results writer."""
 from __future__ import annotations
 
 import os
@@ -146,9 +147,25 @@ def machine_summary():
             f"numpy {np.__version__}, BLAS {blas}; OPENBLAS overrides {overrides or 'none'}")
 
 
+def timed(fn, *args, repeat=1, clock=time.perf_counter, quiet=False, **kwargs):
+    """``(fn(*args, **kwargs), seconds)``: the result of the last call and the least time of
+    ``repeat`` calls on ``clock`` (wall time; ``time.process_time`` for the CPU seconds of
+    this process). ``quiet``: warnings silenced, so a fit that warns is timed as one that
+    does not (the message would otherwise print inside the timing)."""
+    best = np.inf
+    for _ in range(repeat):
+        with warnings.catch_warnings():
+            if quiet:
+                warnings.simplefilter("ignore")
+            t0 = clock()
+            out = fn(*args, **kwargs)
+            best = min(best, clock() - t0)
+    return out, best
+
+
 def best_time(fn, repeat):
     """Best wall time in seconds of ``repeat`` calls of ``fn``."""
-    return best_times([fn], repeat)[0]
+    return timed(fn, repeat=repeat)[1]
 
 
 def best_times(fns, repeat):
@@ -160,21 +177,38 @@ def best_times(fns, repeat):
     best = [np.inf] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
+            best[i] = min(best[i], timed(fn)[1])
     return best
 
 
-def gemm_rate(size=2048, dtype=np.float64, repeat=3):
-    """Flop/s of one ``size`` x ``size`` x ``size`` GEMM with numpy's BLAS on its default
-    threads, the best of ``repeat`` after one untimed call: the machine's dense rate
-    measured in the same run as the timings it stands beside."""
+def gemm_rate(size=2048, inner=None, cols=None, dtype=np.float64, repeat=3, threads=None,
+              calls=1, transposed=False):
+    """Flop/s of numpy's BLAS on one ``size`` x ``inner`` by ``inner`` x ``cols`` GEMM (both
+    default to ``size``), the best of ``repeat`` after one untimed call: the machine's dense
+    rate measured in the same run as the timings it stands beside.
+
+    ``threads``: the BLAS's threads for the measurement (None: its default). ``calls``:
+    GEMMs per timed call, for a product small enough to stay in cache (the FMA peak of
+    one core), whose single call is too short to time. ``transposed``: the product is
+    ``A.T @ B`` with A stored ``inner`` x ``size``, the shape of a pass's ``X^T C``."""
+    from threadpoolctl import threadpool_limits
+
+    inner = size if inner is None else inner
+    cols = size if cols is None else cols
     rng = np.random.default_rng(0)
-    A, B = (rng.standard_normal((size, size)).astype(dtype) for _ in range(2))
-    C = np.empty((size, size), dtype=dtype)
-    np.matmul(A, B, out=C)
-    return 2.0 * size ** 3 / best_time(lambda: np.matmul(A, B, out=C), repeat)
+    A = rng.standard_normal((inner, size) if transposed else (size, inner)).astype(dtype)
+    A = A.T if transposed else A
+    B = rng.standard_normal((inner, cols)).astype(dtype)
+    C = np.empty((size, cols), dtype=dtype)
+
+    def run():
+        for _ in range(calls):
+            np.matmul(A, B, out=C)
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        run()
+        seconds = best_time(run, repeat)
+    return 2.0 * size * inner * cols * calls / seconds
 
 
 def emit(text, out=None):
@@ -353,7 +387,9 @@ def run_conditions(script, argv):
     except OSError:  # pragma: no cover - not on every platform
         load = None
     argv = list(sys.argv[1:] if argv is None else argv)
-    return {"command": " ".join(["python", f"benchmarks/{script}", *argv]),
+    # a bare name is a script of this folder; a study passes its path from the root
+    path = script if "/" in script else f"benchmarks/{script}"
+    return {"command": " ".join(["python", path, *argv]),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine_summary(), "load_average": load}
 
@@ -372,7 +408,8 @@ def head_lines(title, conditions, details=()):
 
 
 def results_head(title, script, argv=None, details=()):
-    """:func:`head_lines` for a run of ``benchmarks/<script>`` with ``argv`` (default: this
+    """:func:`head_lines` for a run of ``benchmarks/<script>`` (or of ``script``, a path from
+    the repository root, such as ``studies/markers.py``) with ``argv`` (default: this
     process's arguments), measured now."""
     return head_lines(title, run_conditions(script, argv), details)
 
@@ -385,21 +422,58 @@ def floors_missed(missed):
     return "Below its floor: " + "; ".join(missed) + ". Every other floor in this table is met."
 
 
+def _plain(value, digits):
+    """``value`` with numpy scalars and arrays as Python numbers and lists, and every float
+    rounded to ``digits`` significant digits (a benchmark's timings and scores mean nothing
+    beyond the fourth)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v, digits) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return float(f"{value:.{digits}g}") if np.isfinite(value) else value
+    return value
+
+
+def compact_json(obj, digits=4):
+    """JSON text of ``obj`` for a results file: floats to ``digits`` significant digits, a
+    dict or list of scalars (a record) on one line, nested ones indented one level per
+    depth. A run of hundreds of records reads as one line per record, not one per value."""
+    import json
+
+    def dump(value, indent):
+        flat = json.dumps(value, ensure_ascii=False)
+        if not isinstance(value, (dict, list)) or not value or all(
+                not isinstance(v, (dict, list)) for v in
+                (value.values() if isinstance(value, dict) else value)):
+            return flat
+        pad = " " * (indent + 1)
+        if isinstance(value, dict):
+            items = [f"{pad}{json.dumps(k)}: {dump(v, indent + 1)}" for k, v in value.items()]
+            return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+        return "[\n" + ",\n".join(pad + dump(v, indent + 1) for v in value) + "\n" + \
+            " " * indent + "]"
+
+    return dump(_plain(obj, digits), 0) + "\n"
+
+
 def write_results(stem, title, conditions, body, records=None, out_dir=None, details=()):
     """Write ``results/<stem>.md`` (:func:`head_lines` with ``details``, then ``body``
     lines) and, with ``records``, ``results/<stem>.json`` (the conditions and the records),
-    the file other scripts read. Returns the markdown path."""
-    import json
-
+    the file other scripts read, written by :func:`compact_json`. Returns the markdown path."""
     out_dir = Path(out_dir or RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
     head = head_lines(title, conditions, details)
     md = out_dir / f"{stem}.md"
     md.write_text("\n".join(head + list(body)) + "\n", encoding="utf-8")
     if records is not None:
-        with open(out_dir / f"{stem}.json", "w", encoding="utf-8") as fh:
-            json.dump({**conditions, "title": title, "records": records}, fh, indent=2,
-                      default=float)
+        (out_dir / f"{stem}.json").write_text(
+            compact_json({**conditions, "title": title, "records": records}), encoding="utf-8")
     return md
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -34,6 +33,7 @@ import numpy as np
 import scipy.linalg
 
 import ikdr
+from _peers import timed  # noqa: E402
 from ikdr.metrics import nmi
 
 SHARED = Path(os.environ.get("IKDR_SHARED_DATA",
@@ -116,12 +116,6 @@ def numpy_alternation(X, sigma, k, q, Y=None, lam=0.0, max_iter=20, tol=1e-3, in
 
 # -- cases ----------------------------------------------------------------------
 
-def time_it(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
-
-
 def run_case(name, X, k, sigma, q, y_existing=None, lam=1.0, truth=None, peer=True):
     """Fit ikdr (after an untimed warm-up fit) and, with ``peer``, the dense numpy
     alternation; print one line and return the measurements as a dict."""
@@ -137,7 +131,7 @@ def run_case(name, X, k, sigma, q, y_existing=None, lam=1.0, truth=None, peer=Tr
         warnings.simplefilter("ignore")
         fit(make())  # warm-up: first-call costs (imports, thread pools) are not ikdr's fit
         model = make()
-        t, _ = time_it(lambda: fit(model))
+        _, t = timed(lambda: fit(model))
     rec = {"case": name, "n": int(X.shape[0]), "d": int(X.shape[1]),
            "q": int(model.components_.shape[1]), "ikdr_s": t, "outer": int(model.n_iter_),
            "nmi": None if truth is None else float(nmi(truth, model.labels_)),
@@ -145,7 +139,7 @@ def run_case(name, X, k, sigma, q, y_existing=None, lam=1.0, truth=None, peer=Tr
            "numpy_s": None, "numpy_outer": None, "sin_angle": None}
     if peer:
         Y = None if y_existing is None else ikdr.gamma.one_hot(y_existing)[0]
-        tp, (W, _, outer) = time_it(lambda: numpy_alternation(
+        (W, _, outer), tp = timed(lambda: numpy_alternation(
             X, model.sigma_, k, rec["q"], Y=Y, lam=lam))
         rec.update(numpy_s=tp, numpy_outer=int(outer),
                    sin_angle=float(np.sin(ikdr.principal_angle(W, model.components_))))

@@ -64,7 +64,6 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -79,7 +78,7 @@ from ikdr.graph import (directed_sbm, node_embeddings, node_features, paper_gamm
 from ikdr.metrics import svd_accuracy
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _peers import results_head  # noqa: E402
+from _peers import results_head, timed  # noqa: E402
 
 R = 20
 EPS = (1e-1, 1e-2)
@@ -99,12 +98,6 @@ LINES = []
 def say(line=""):
     print(line, flush=True)
     LINES.append(line)
-
-
-def timed(fn, *args, **kw):
-    t = time.perf_counter()
-    out = fn(*args, **kw)
-    return time.perf_counter() - t, out
 
 
 def numpy_sne(A, gamma):
@@ -168,7 +161,7 @@ def sweep(run, knobs, ref, limit=None):
     run(knobs[0])
     found, trials = {}, []
     for k in knobs:
-        t, (U, s, V) = run(k)
+        (U, s, V), t = run(k)
         acc = svd_accuracy(*ref, U, s, V)
         trials.append((k, t, acc))
         for eps in EPS:
@@ -214,7 +207,7 @@ def table4(name, nodes=None):
     exact_fit = lambda: KernelSVD(R, kernel="sne", gamma=gamma, solver="arpack",  # noqa: E731
                                   random_state=0).fit(A)
     exact_fit()  # warm-up
-    t_ref, exact = timed(exact_fit)
+    exact, t_ref = timed(exact_fit)
     ref = (exact.left_vectors_, exact.singular_values_, exact.right_vectors_)
     s = exact.singular_values_
     say(f"\nexact singular values: {s[0]:.4f}, {s[1]:.4f}, {s[2]:.4f}, ..., {s[-1]:.4f} "
@@ -225,14 +218,14 @@ def table4(name, nodes=None):
         del out
         return timed(fn)
 
-    t_np, G = (twice if N <= WARMUP_MAX_N else timed)(lambda: numpy_sne(A, gamma))
+    G, t_np = (twice if N <= WARMUP_MAX_N else timed)(lambda: numpy_sne(A, gamma))
     say(f"dense SNE build with numpy: {t_np:.2f} s")
     land = landmark_knobs(N)
     over = [10, 20, 40, 80, 160, 320, 640]
     results = {}
     if N <= WARMUP_MAX_N:
         svds(G, k=R, tol=0, random_state=0)  # warm-up
-    t_tsvd, (U, sv, Vt) = timed(svds, G, k=R, tol=0, random_state=0)
+    (U, sv, Vt), t_tsvd = timed(svds, G, k=R, tol=0, random_state=0)
     acc = svd_accuracy(*ref, U[:, ::-1], sv[::-1], Vt[::-1].T)
     results["TSVD (svds)"] = {e: ("-", t_tsvd, acc) for e in EPS if acc.meets(e)}
     limit = 2 * t_tsvd
@@ -255,9 +248,9 @@ def table4(name, nodes=None):
     gc.collect()
 
     def ikdr_fit(n):
-        t, m = timed(lambda: KernelSVD(R, kernel="sne", gamma=gamma, solver="nystrom",
+        m, t = timed(lambda: KernelSVD(R, kernel="sne", gamma=gamma, solver="nystrom",
                                        n_landmarks=n, random_state=0).fit(A))
-        return t, (m.left_vectors_, m.singular_values_, m.right_vectors_)
+        return (m.left_vectors_, m.singular_values_, m.right_vectors_), t
 
     e2e["ikdr KernelSVD nystrom (sparse A)"], _ = sweep(ikdr_fit, land, ref,
                                                         2 * (t_np + t_tsvd))
@@ -269,7 +262,7 @@ def table4(name, nodes=None):
                                     tol=eps, random_state=0).fit(A)
             if N <= WARMUP_MAX_N:
                 fit()
-            t, m = timed(fit)
+            m, t = timed(fit)
         acc = svd_accuracy(*ref, m.left_vectors_, m.singular_values_, m.right_vectors_)
         if acc.meets(eps):
             auto[eps] = (m.landmark_history_[-1][0][0], t, acc)
@@ -318,9 +311,9 @@ def nystrom_graph_kernel(name, nodes=None):
         f"(sigma_2 / sigma_1 = {s[1] / s[0]:.3f}, sigma_2 / sigma_20 = {s[1] / s[-1]:.2f})")
 
     def fit(n):
-        t, m = timed(lambda: KernelSVD(R, kernel="sne", solver="nystrom", n_landmarks=n,
+        m, t = timed(lambda: KernelSVD(R, kernel="sne", solver="nystrom", n_landmarks=n,
                                        random_state=0).fit(X, Z))
-        return t, (m.left_vectors_, m.singular_values_, m.right_vectors_)
+        return (m.left_vectors_, m.singular_values_, m.right_vectors_), t
 
     found, trials = sweep(fit, landmark_knobs(N), ref)
     say("\nikdr KernelSVD nystrom trials (landmarks: s, max value error, max sine): "

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +49,7 @@ from ikdr.kernels import Gaussian  # noqa: E402
 # its factors (_factors) for the NumPy ones, and states the pass's flops as the passes count them
 from ikdr.passes.landmark_sweeps import pass_flops  # noqa: E402
 from ikdr.passes import Approximation, resolve  # noqa: E402
-from _peers import floors_missed, results_head  # noqa: E402
+from _peers import best_time, floors_missed, gemm_rate, results_head, timed  # noqa: E402
 
 
 #: floors of the core's passes: the dense Phi pass against the GEMM roofline, the
@@ -59,31 +58,12 @@ DENSE_FLOOR = 0.8
 THIN_FLOOR = 0.7
 
 
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
-def gemm_rate(X, m, threads, repeat):
-    """float32 GFLOP/s of X^T C (d x n x m) with numpy's BLAS on ``threads`` threads."""
-    rng = np.random.default_rng(1)
-    C = rng.standard_normal((X.shape[0], m)).astype(np.float32)
-    Xa = np.asarray(X)
-    with threadpool_limits(threads, user_api="blas"):
-        t = best(lambda: Xa.T @ C, repeat)
-    return 2.0 * X.shape[0] * X.shape[1] * m / t / 1e9
-
-
 def skinny_rate(X, cols, threads, repeat):
     """float32 GFLOP/s of X [W V] (n x d x cols): the projections' roofline."""
     B = np.random.default_rng(2).standard_normal((X.shape[1], cols)).astype(np.float32)
     Xa = np.asarray(X)
     with threadpool_limits(threads, user_api="blas"):
-        t = best(lambda: Xa @ B, repeat)
+        t = best_time(lambda: Xa @ B, repeat)
     return 2.0 * X.shape[0] * X.shape[1] * cols / t / 1e9
 
 
@@ -112,7 +92,9 @@ def run(args):
     sigma = float(np.sqrt(2.0 * q))
     rows = []
     for threads in args.threads:
-        rate = gemm_rate(X, m, threads, args.repeat)
+        # GFLOP/s of the pass's main product, X^T C (d x n times n x m), in float32
+        rate = gemm_rate(X.shape[1], X.shape[0], m, dtype=np.float32, repeat=args.repeat,
+                         threads=threads, transposed=True) / 1e9
         thin = skinny_rate(X, 2 * q, threads, args.repeat)
         for impl in args.impl:
             p = problem(X, y, m, threads, sigma)
@@ -133,7 +115,7 @@ def run(args):
                                                                   groups=classes)),
                         ("Phi V (k = q)", dict(V=V), pass_flops(n, d, q, m, k=q,
                                                                 groups=classes))):
-                    t = best(lambda: p._pass(W, **kw), args.repeat)
+                    t = best_time(lambda: p._pass(W, **kw), args.repeat)
                     roof = flops / (rate * 1e9)
                     rows.append((threads, impl, name, t, flops, roof, roof / t,
                                  flops / (thin * 1e9) if "V" in name or name == "objective" else None))
@@ -147,12 +129,6 @@ def mixture(n, d, classes, rng, spread=0.3):
     y = rng.integers(0, classes, n)
     X = (spread * rng.standard_normal((classes, d))[y] + rng.standard_normal((n, d)))
     return X.astype(np.float32), y
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 def fit_tables(args):

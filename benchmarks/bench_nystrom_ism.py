@@ -38,12 +38,12 @@ roofline of the memmap rows counts every landmark pass through an internal hook
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +56,7 @@ from sklearn.svm import SVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ikdr  # noqa: E402
+import _peers  # noqa: E402
 from _peers import floors_missed, results_head  # noqa: E402
 
 DATA = Path(os.environ.get("IKDR_SHARED_DATA",
@@ -122,12 +123,9 @@ def svc_accuracy(Z, y):
     return float(np.mean(cross_val_score(SVC(), Z, y, cv=cv)))
 
 
-def timed(fn):
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = fn()
-    return out, time.perf_counter() - t0
+#: every fit here is timed with its warnings silenced, so their messages do not print
+#: between the rows of the tables
+timed = functools.partial(_peers.timed, quiet=True)
 
 
 #: the Nystrom fit's objective (exact kernel, at its W) over the exact fit's, on the
@@ -382,17 +380,10 @@ def write_mixture_memmap(path, n, d, n_classes=10, seed=0, chunk=50_000):
     return np.memmap(path, dtype=np.float32, mode="r", shape=(n, d)), y
 
 
-def gemm_rate(d=784, m=512, rows=4096, repeat=5, dtype=np.float32):
-    """GEMM rate (flop/s) of the pass's main product shape (X^T C) in ``dtype``,
-    measured now."""
-    rng = np.random.default_rng(0)
-    A = rng.standard_normal((rows, d)).astype(dtype)
-    B = rng.standard_normal((rows, m)).astype(dtype)
-    A.T @ B
-    t0 = time.perf_counter()
-    for _ in range(repeat):
-        A.T @ B
-    return 2.0 * rows * d * m * repeat / (time.perf_counter() - t0)
+def pass_gemm_rate(dtype=np.float32):
+    """GEMM rate (flop/s) of the pass's main product shape, X^T C (784 x 4096 times
+    4096 x 512), in ``dtype``, measured now."""
+    return _peers.gemm_rate(784, 4096, 512, dtype=dtype, repeat=5, transposed=True)
 
 
 #: the columns the nonlinear task's labels depend on (of 784)
@@ -559,7 +550,7 @@ NONLINEAR_SECONDS = 6.0
 def section_memmap(quick, out, n_big):
     """The two memmap rows: supervised fits on n_big x 784 float32 memmaps."""
     out.append("## A million rows from a memmap\n")
-    rates = {np.dtype(np.float32): gemm_rate(), np.dtype(np.float64): gemm_rate(dtype=np.float64)}
+    rates = {np.dtype(np.float32): pass_gemm_rate(), np.dtype(np.float64): pass_gemm_rate(np.float64)}
     out.append("Roofline: every landmark pass the fit makes (the \"auto\" rule's fits, the "
                "float64 passes that check the gradient), each at the GEMM rate of its precision "
                f"measured in this run (float32 {rates[np.dtype(np.float32)] / 1e9:.0f} GFLOP/s, "
@@ -619,7 +610,7 @@ def section_scale(quick, out, n_mid, n_clu, n_clu_exact):
     out.append("| row | n x d | result | time s | target | peak memory beyond X | passes | "
                "roofline s |")
     out.append("|---|---|---|---|---|---|---|---|")
-    rates = {np.dtype(np.float32): gemm_rate(), np.dtype(np.float64): gemm_rate(dtype=np.float64)}
+    rates = {np.dtype(np.float32): pass_gemm_rate(), np.dtype(np.float64): pass_gemm_rate(np.float64)}
     d, q = 784, 10
     missed = []
 

@@ -68,7 +68,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import ikdr
-from _peers import floors_missed, machine_summary, peak_rss_mb, run_conditions, write_results
+from _peers import (floors_missed, machine_summary, peak_rss_mb, run_conditions, timed,
+                    write_results)
 
 DOC_FLOOR_SECONDS, CELL_FLOOR_SECONDS, SCALE_FLOOR_SECONDS = 30.0, 60.0, 120.0
 GROUP_SIZE = 5
@@ -179,12 +180,6 @@ def measured(fit):
     finally:
         tracemalloc.stop()
     return result, seconds, peak / 2**20, max(0.0, peak_rss_mb() - rss)
-
-
-def timed(fit):
-    t0 = time.perf_counter()
-    out = fit()
-    return out, time.perf_counter() - t0
 
 
 def frequent_columns(X, count):

@@ -149,14 +149,14 @@ def test_every_attribute_is_described():
     assert not bare, "attributes without a description:\n" + "\n".join(bare)
 
 
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = [ROOT / folder / "results" for folder in ("benchmarks", "studies")]
 FLOOR_SENTENCE = re.compile(r"Every (?:other )?floor in this table is met|Below (?:its|the) floor")
 
 
-@pytest.mark.skipif(not RESULTS.is_dir(), reason="reads benchmarks/results/ of a source "
+@pytest.mark.skipif(not RESULTS[0].is_dir(), reason="reads benchmarks/results/ of a source "
                     "checkout: run the tests from the checkout")
-@pytest.mark.parametrize("path", sorted(RESULTS.glob("*.md")) if RESULTS.is_dir() else [],
-                         ids=lambda path: path.name)
+@pytest.mark.parametrize("path", sorted(p for folder in RESULTS for p in folder.glob("*.md")),
+                         ids=lambda path: f"{path.parents[1].name}/{path.name}")
 def test_results_file_says_machine_date_and_command(path):
     """Each results page opens with its title, then the machine, the date and the command
     on lines of their own; a table with a target column says in a sentence whether the
@@ -225,7 +225,7 @@ def test_docs_build_without_warnings():
     assert ">ikdr.Gamma<" in api and 'href="generated/ikdr.gamma.Gamma.html' in api
     index = (out / "index.html").read_text(encoding="utf-8")
     for page in ("guide/kernels", "guide/convergence", "guide/cli", "auto_examples/index",
-                 "api/index", "benchmarks/index", "validation"):
+                 "api/index", "benchmarks/index", "studies/index", "validation"):
         assert f'href="{page}.html"' in index, page
 
 

@@ -323,7 +323,7 @@ def test_no_branch_or_commit_talk(site, bs4):
 
 
 #: a page of this site named by its source file instead of linked
-SOURCE_OF_A_PAGE = re.compile(r"(?<![\w/.-])(?:docs|benchmarks/results)/[\w/]+\.md\b")
+SOURCE_OF_A_PAGE = re.compile(r"(?<![\w/.-])(?:docs|benchmarks/results|studies/results)/[\w/]+\.md\b")
 
 
 def test_pages_are_linked_not_named_by_their_files(site, bs4):

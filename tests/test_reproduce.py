@@ -1,4 +1,4 @@
-"""benchmarks/reproduce.py (the papers' reproduction harness, run from a checkout): the quick
+"""studies/reproduce.py (the papers' reproduction harness, run from a checkout): the quick
 ISM and KDAC reports end to end, --list, errors, no matplotlib."""
 import importlib.util
 import json
@@ -17,16 +17,16 @@ from ikdr.datasets import read_png
 from .conftest import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "reproduce.py"
+SCRIPT = ROOT / "studies" / "reproduce.py"
 HAVE_SHARED = (SHARED_DATA / "face_624x20.csv").exists()
 if not SCRIPT.exists():  # pragma: no cover - tests run from a checkout
-    pytest.skip("runs benchmarks/reproduce.py, which a source checkout has and an "
+    pytest.skip("runs studies/reproduce.py, which a source checkout has and an "
                 "installed package does not: run the tests from the checkout",
                 allow_module_level=True)
 
 
 def _load_script():
-    spec = importlib.util.spec_from_file_location("ikdr_benchmarks_reproduce", SCRIPT)
+    spec = importlib.util.spec_from_file_location("ikdr_studies_reproduce", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)

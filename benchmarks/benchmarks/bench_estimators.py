@@ -130,3 +130,23 @@ class KNetStep:
 
     def peakmem_fit_one_round(self, n):
         self._fit()
+
+
+class GraphKernelSVD:
+    """KernelSVD of a directed graph: the SNE kernel between adjacency rows (out-links) of
+    a directed block model (n nodes, 4 n edges, 5 blocks), r = 16, the bandwidth of the
+    KSVD paper (``ikdr.graph.paper_gamma``, passed as sigma = gamma / sqrt 2): the matrix-free exact SVD and the Nystrom
+    solver, as ``benchmarks/bench_ksvd.py``'s Table 4 runs them at the papers' sizes."""
+
+    params = [[2000], ["arpack", "nystrom"]]
+    param_names = ["n", "solver"]
+    timeout = 600
+
+    def setup(self, n, solver):
+        self.A, _ = ikdr.graph.directed_sbm(n, 4 * n, 5, random_state=0)
+        self.sigma = ikdr.graph.paper_gamma(self.A) / np.sqrt(2.0)
+
+    def time_fit(self, n, solver):
+        kw = {"n_landmarks": 320} if solver == "nystrom" else {}
+        ikdr.KernelSVD(16, kernel="sne", sigma=self.sigma, solver=solver, random_state=0,
+                       **kw).fit(self.A)

@@ -118,3 +118,30 @@ class CPM:
 
     def time_lapack(self, d):
         scipy.linalg.eigh(self.phi, subset_by_index=[d - 10, d - 1])
+
+
+class SmallPasses:
+    """The passes of a small fit (n = 1,000, d = 32, q = 20) on 1 thread and on 2: the
+    objective, the thin Phi V and the dense Phi, where the threads' fork and join is a
+    visible share of the call (``benchmarks/bench_call_overhead.py``)."""
+
+    params = [[1, 2]]
+    param_names = ["threads"]
+
+    def setup(self, threads):
+        X, y = mixture(1000, 32)
+        self.X = np.ascontiguousarray(X)
+        self.gamma, _ = ikdr.supervised_gamma(y)
+        self.kernel = Gaussian(sigma=ikdr.median_sigma(self.X, random_state=0))
+        self.W = np.linalg.qr(np.random.default_rng(0).standard_normal((32, 20)))[0]
+        self.V = np.linalg.qr(np.random.default_rng(1).standard_normal((32, 20)))[0]
+        self.Z = np.ascontiguousarray(self.X @ self.W)
+
+    def time_objective(self, threads):
+        self.kernel.product(self.Z, None, self.gamma, n_threads=threads)
+
+    def time_thin_phi(self, threads):
+        self.kernel.phi_product(self.X, self.W, self.gamma, self.V, n_threads=threads)
+
+    def time_dense_phi(self, threads):
+        self.kernel.phi_product(self.X, self.W, self.gamma, n_threads=threads)

@@ -184,7 +184,7 @@ _controller: Any = None
 
 def _threadpool_controller() -> Any:
     """The process's one ``threadpoolctl.ThreadpoolController``, made at the first
-    use (a new one scans every loaded library: milliseconds a time), or None
+    use (a new one scans every loaded library, more than a small pass costs), or None
     without threadpoolctl. Made after SciPy's BLAS is loaded, so it sees it."""
     global _controller
     if _controller is None:
@@ -233,9 +233,10 @@ class _BlasHold:
     the BLAS runs on the fewest threads any active hold asks for, and the last
     hold to end restores each library's own count (read when the first began).
     Holds nest. A hold that changes nothing costs a counter; a change is a
-    direct call of the library's setter (microseconds, where
-    ``threadpoolctl.threadpool_limits`` re-inspects every loaded library on
-    each use). A BLAS whose limit is per thread (OpenBLAS on OpenMP) is set and
+    direct call of the library's setter, where ``threadpoolctl.threadpool_limits``
+    re-inspects every loaded library on each use: a small fit makes about 40
+    holds (``benchmarks/bench_call_overhead.py`` times the fits and passes at
+    n = 1,000). A BLAS whose limit is per thread (OpenBLAS on OpenMP) is set and
     restored by each hold in its own thread."""
 
     __slots__ = ("n", "libraries", "own")
@@ -315,8 +316,10 @@ def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     """Hold the BLAS at one thread while a C++ core call runs.
 
     The core splits its GEMMs over threads of its own; a multi-threaded
-    BLAS underneath would spin-wait against them on the same cores (2x
-    slower on 2 cores), and its sums would depend on the BLAS's threads.
+    BLAS underneath would spin-wait against them on the same cores, and a
+    pass would wait for a core at every barrier (``benchmarks/bench_call_overhead.py``
+    times the passes on 1 and on 2 threads); its sums would also depend on the
+    BLAS's threads. The hold itself is two calls into each BLAS, cheap beside any pass.
     """
     return blas_threads(1)
 
@@ -345,8 +348,10 @@ def small_problem_blas(entries: int) -> contextlib.AbstractContextManager[Any]:
     :data:`SMALL_BLAS_ENTRIES`), the BLAS's own threads otherwise.
 
     Small factorisations gain nothing from threads and lose much when the cores
-    are busy (a 160 x 160 gesdd took seconds threaded on busy cores, a few ms on
-    one thread).
+    are busy: the BLAS's threads then wait for cores the other work holds, and a
+    small SVD (a 160 x 160 gesdd, the 958 x 64 SVD of a learned compatibility
+    map's step) takes many times its single-threaded time. The threads' per-call
+    cost at small sizes: ``benchmarks/bench_call_overhead.py``.
     """
     return single_threaded_blas() if entries <= SMALL_BLAS_ENTRIES else contextlib.nullcontext()
 

@@ -31,8 +31,8 @@ from ._config import get_num_threads, single_threaded_blas
 #: libgomp's own default (300,000, about a millisecond) keeps a worker spinning
 #: through the NumPy work between two passes; on a machine whose other core is
 #: busy, the spinning worker and the calling thread then share a core and every
-#: pass waits a scheduler slice at its barrier (measured: a 1,000 x 32 fit 10x
-#: slower with 2 threads than with 1, ``benchmarks/bench_call_overhead.py``).
+#: pass waits a scheduler slice at its barrier, so a small fit runs slower on 2
+#: threads than on 1 (``benchmarks/bench_call_overhead.py``).
 #: libgomp reads the setting once, when it loads, so it is set around the
 #: import of the core only (and restored: other libraries and children keep
 #: theirs).
@@ -183,8 +183,9 @@ def gamma_table(factor, scale=None, dtype=np.float64):
     row's class and the table of the distinct rows times the factor
     (``GammaTable`` in ``cpp/include/ikdr/ism_products.hpp``). Passing it to
     :func:`fused_product` or :func:`phi_product` (``GammaArrays.table``) saves
-    that O(n r) serial preparation before every pass: about 70 us of a
-    1.3 ms pass at n = 1,000. Valid only with the same factor, scale and dtype.
+    that O(n r) serial preparation before every pass, a share that matters
+    where the passes are short (n about 1,000: ``benchmarks/bench_call_overhead.py``).
+    Valid only with the same factor, scale and dtype.
     """
     dtype = core_dtype(dtype)
     return getattr(_core, "gamma_table_" + _suffix(dtype))(_as(factor, dtype), _as(scale, dtype))
@@ -305,8 +306,9 @@ def matmul(A, B, *, transpose_a=False, n_threads=None) -> np.ndarray:
     Rows of the result in chunks fixed by the shapes, one single-threaded BLAS
     call each, so the result does not depend on the thread count. The small
     GEMMs around a pass (XW, :math:`X^\top (GR)`) go through here rather than
-    a threaded BLAS: its idle workers spin-wait after each call and took a core
-    from the next pass (measured 1.4x slower on 2 cores).
+    a threaded BLAS: its idle workers spin-wait after each call and take a core
+    from the next pass (``benchmarks/bench_call_overhead.py`` times the passes on
+    1 and 2 threads).
     """
     dtype = core_dtype(A.dtype)
     fn = getattr(_core, "matmul_" + _suffix(dtype))

@@ -201,8 +201,8 @@ def spectral_embedding(Z, kernel, n_clusters, *, method="auto", random_state=Non
         (against tens of single-vector Lanczos passes). Falls back to Lanczos
         when LOBPCG does not reach its tolerance. The dense path runs LOBPCG
         on the formed matrix from U0 from :data:`DENSE_WARM_MIN_N` samples on
-        (falling back to LAPACK): digits (n = 1,797), ISMClustering's 20
-        U-steps took 16 of its 35 s in LAPACK's full tridiagonalisation.
+        (falling back to LAPACK): on digits (n = 1,797) LAPACK's O(n^3) full
+        tridiagonalisation at every U-step took most of an ISMClustering fit.
     dense_solver : {"lapack", "lanczos", "auto"}, default="lapack"
         How the dense path finds the eigenpairs without ``U0``: LAPACK, or
         Lanczos above :data:`DENSE_LANCZOS_MIN_N` rows (to ``tol``), or
@@ -270,8 +270,8 @@ def affinity_embedding(K, n_clusters, *, normalize=True, U0=None, random_state=N
     by LOBPCG from ``U0`` from :data:`DENSE_WARM_MIN_N` rows on, else by
     LAPACK; with ``lanczos`` by Lanczos (ARPACK, seeded by ``random_state``)
     above :data:`DENSE_LANCZOS_MIN_N` rows, where LAPACK's O(n^3) reduction
-    costs 4-5 times more for a few eigenpairs (n = 1,797, k = 10: 0.40 s
-    against 0.11 s on one core, the same eigenvalues to 1e-15). Where the
+    costs several times more than Lanczos's O(n^2) products for a few eigenpairs
+    (the same eigenvalues to 1e-15; ``benchmarks/bench_clustering_quality.py``). Where the
     leading eigenvalues are (nearly) tied the two span the same subspace but
     may return different bases of it.
 
@@ -292,8 +292,8 @@ def affinity_embedding(K, n_clusters, *, normalize=True, U0=None, random_state=N
     else:
         deg = np.ones(n)
     # One BLAS thread: OpenBLAS's threaded dsyevr collapses when the cores are
-    # busy (here 0.7 s instead of 14 ms at n = 400, 3.3 s instead of 0.55 s at
-    # n = 2,000 on 2 shared cores), and its gain on an idle machine is small.
+    # busy (its threads wait for cores, many times its single-threaded time on 2
+    # shared cores), and its gain on an idle machine is small.
     with single_threaded_blas():
         if lanczos and n > DENSE_LANCZOS_MIN_N and k < n // 10:
             # (the shifted inverse needs the normalised affinity's eigenvalues <= 1)
@@ -332,8 +332,8 @@ class _OverBudget(Exception):
 
 def _kept_csr(M, kept):
     """The entries of the dense M where ``kept`` as a CSR matrix, built from their flat
-    positions (SciPy's conversion of a dense array scans it in Python-level steps:
-    17 ms against 0.9 ms at n = 900 with 12 % kept)."""
+    positions (SciPy's conversion of a dense array scans it in Python-level steps,
+    an order of magnitude slower than one ``flatnonzero``)."""
     n_rows, n_cols = M.shape
     flat = np.flatnonzero(kept)
     indptr = np.searchsorted(flat, np.arange(n_rows + 1) * n_cols)
@@ -359,12 +359,12 @@ def _auto_top(M, k, tol, random_state, *, budget):
     its spectrum crowds below 1 (many smooth modes), and a Gaussian that
     isolates points adds eigenvalues at 1. Lanczos needed 200-300 products
     there on 2-D data at n = 900-1,200, and 1,800-5,400 where points were
-    isolated (0.3-1.2 s against LAPACK's 36 ms); the shifted inverse
+    isolated, far slower than LAPACK's dense solve; the shifted inverse
     separates exactly that top of the spectrum (:func:`_shift_invert_top`,
-    2-6 iterations on every such data set of the clustering benchmark: 20 ms
-    against LAPACK's 35 ms at n = 900, 40 against 75 ms at n = 1,200). A
-    dense M (wide data) has a decaying spectrum: Lanczos needed 44 products on
-    digits (55 ms against LAPACK's 285 ms), here at most ``budget`` of them.
+    2-6 iterations on every such data set of the clustering benchmark, faster
+    than LAPACK there). A dense M (wide data) has a decaying spectrum: Lanczos
+    needed 44 products on digits, a fraction of LAPACK's time, here at most
+    ``budget`` of them (``benchmarks/bench_clustering_quality.py`` times the fits).
     """
     kept = _sparse_kept(M)
     if kept is None:
@@ -580,7 +580,7 @@ def njw_labels(U, n_clusters, *, random_state=None, n_init=10):
     """Ng-Jordan-Weiss assignment: k-means on the row-normalised embedding U."""
     km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state)
     # k-means on an n x k embedding is light; its OpenMP threads only add
-    # contention on busy cores (47 ms instead of ~1 ms per run at n = 400).
+    # contention on busy cores, many times the work itself at a few hundred rows.
     with one_thread():
         return km.fit_predict(row_normalised(U))
 

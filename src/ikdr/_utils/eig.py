@@ -52,8 +52,9 @@ def lapack_top(A, q):
     """The q largest eigenpairs of symmetric A by LAPACK, eigenvalues descending.
 
     Up to :data:`SMALL_DIM` all pairs by divide and conquer (NumPy's
-    ``dsyevd``: at d = 32, 70 us against 190 us for SciPy's index range, whose
-    wrapper costs more than the solve); above, ``dsyevr`` on the top q only.
+    ``dsyevd``): at such d SciPy's wrapper for an index range costs more than
+    the solve itself; above, ``dsyevr`` on the top q only, which computes q
+    eigenvectors instead of d (``benchmarks/bench_cpm.py`` times the eigensolvers).
     """
     d = A.shape[0]
     _require_finite(A)
@@ -72,9 +73,10 @@ def lapack_top(A, q):
 
 def full_eigh(A):
     """Every eigenpair of symmetric A, eigenvalues ascending, by divide and conquer
-    (``dsyevd``). SciPy's default ``dsyevr`` slows down about 5x on a clustered
-    spectrum (a Gaussian landmark kernel matrix near the identity, m = 512:
-    148 ms against 29 ms on one thread)."""
+    (``dsyevd``). SciPy's default ``dsyevr`` slows down several times on a
+    clustered spectrum, such as a Gaussian landmark kernel matrix near the
+    identity, where divide and conquer does not (the landmark fits of
+    ``benchmarks/bench_nystrom_ism.py`` meet such matrices)."""
     return scipy.linalg.eigh(A, driver="evd")
 
 
@@ -390,7 +392,8 @@ def gap_spectrum(A, minimum=1):
     The window keeps the default q a reduction on wide data: over the whole
     spectrum of a wide Phi_0 the largest gap can lie at its far end (wide
     sparse counts, 2,048 features and 4 clusters: q = 2,047, and each
-    trust-region step of the W-step took 12 s), and the same rule must hold
+    trust-region step of the W-step then works on a d x d basis instead of a
+    thin one), and the same rule must hold
     whether Phi_0 is formed or an operator."""
     window = int(minimum) + SPECTRUM_WINDOW
     if isinstance(A, SymmetricOperator):

@@ -19,8 +19,8 @@ def target_type(y: ArrayLike) -> str:
     """scikit-learn's ``type_of_target``, answered directly for a 1-D array of
     integers or booleans: ``"binary"`` (at most two distinct values) or
     ``"multiclass"``, as ``type_of_target`` says for them. Its own checks
-    (about 0.4 ms on 1,000 labels, a few percent of a small fit) run for
-    every other target."""
+    (several passes over the labels, with copies: a few percent of a small
+    fit, ``benchmarks/bench_call_overhead.py``) run for every other target."""
     y = np.asarray(y)
     if y.ndim == 1 and y.size and y.dtype.kind in "biu":
         return "binary" if np.unique(y).size <= 2 else "multiclass"

@@ -20,8 +20,9 @@ __all__ = ["canonical_csr", "check_sparse", "column_counts", "column_moments", "
 
 #: columns W may use in a clustering of sparse X (:func:`stored_columns`): the
 #: W-steps form the d x d Phi up to this width and precondition their trust
-#: region (the benchmark's cells, 1,200 x 2,000: 71 s on all 2,000 columns,
-#: 8 s on 512, the same markers and clusters)
+#: region, whose cost grows as d^3; on the cell counts of ``benchmarks/bench_sparse.py``
+#: 512 columns find the same markers and clusters as all of them, at a fraction
+#: of the time
 CLUSTERING_MAX_FEATURES = 512
 #: columns of the start basis (:func:`start_basis`): the first U-step of the clustering
 #: estimators clusters X projected on this many leading right singular vectors

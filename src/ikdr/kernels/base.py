@@ -79,8 +79,8 @@ def projected_points(X, W, *, n_threads=None):
 
     The core's GEMM in row chunks, one single-threaded BLAS call each, rather
     than numpy's ``X @ W``: a threaded BLAS leaves its workers spinning after
-    the call, and the pass that reads XW next lost a core to them (an
-    objective pass at 2,000 x 32 took 6 ms instead of 3). A W that does not
+    the call, and the pass that reads XW next loses a core to them, up to
+    doubling a small pass (``benchmarks/bench_call_overhead.py``). A W that does not
     fit X's columns, or that is not finite, raises a ValueError.
     """
     W = np.asarray(W)

@@ -70,8 +70,8 @@ class DenseBlocks:
                        f"a dense {Xr.shape[0]} x {Zc.shape[0]} block of G")
         if self.callable_kernel is not None:
             return _call_kernel(self.callable_kernel, Xr, Zc)
-        # small blocks: thread start-up costs more than the work (measured: a 178 x 13
-        # Gaussian block 3.7 ms on one thread, 51 ms threaded on a loaded machine)
+        # small blocks: thread start-up costs more than the work, many times the work
+        # on a loaded machine (the threads' per-call cost: benchmarks/bench_call_overhead.py)
         if self.kernel == "sne":
             shift, sums = self.normalisers(rows)
             G = _kernels.sne_matrix(Xr, Zc, self.sigma, shift, sums)

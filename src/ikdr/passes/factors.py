@@ -184,8 +184,8 @@ def _pinv_symmetric(K, rcond):
         lower, info = scipy.linalg.lapack.dpotrf(K, lower=1, clean=1)
         if info == 0 and float(np.min(np.diag(lower))) ** 2 > _CHOLESKY_MIN_PIVOT * scale:
             # L^{-1} by one triangular inversion, then K^{-1} = L^{-T} L^{-1} by one
-            # GEMM (two triangular solves against the identity cost 2x; m = 256:
-            # 2.2 ms against 4.0 ms, once per landmark factor)
+            # GEMM (two triangular solves against the identity cost twice the flops,
+            # once per landmark factor)
             inverse, info = scipy.linalg.lapack.dtrtri(lower, lower=1)
             if info == 0:
                 upper = inverse.T
@@ -226,8 +226,8 @@ def _rff_factor(omega, offset, uses):
 
 
 #: kernel blocks with fewer entries than this run on one thread of the core:
-#: a thread team costs more than it saves there (178 x 50: 4 ms on one thread,
-#: 50 ms on two busy cores)
+#: a thread team costs more than it saves there, and on busy cores many times the
+#: block's own work (the threads' per-call cost: benchmarks/bench_call_overhead.py)
 _SMALL_BLOCK = 1 << 20
 
 

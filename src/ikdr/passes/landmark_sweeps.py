@@ -48,9 +48,9 @@ __all__ = ["GammaStructure", "numpy_first_sweep", "numpy_second_sweep", "native_
            "NATIVE_BLOCK_BYTES"]
 
 #: the core's row blocks: about this many bytes of a block's rows and kernel rows, so that
-#: a block stays in cache from one step of the sweep to the next (20,000 x 256, m = 256,
-#: float32: a dense pass 68 ms in blocks of 2,048 rows, 126 ms in blocks of 16,384;
-#: 20,000 x 784: 241 against 278 ms in blocks of 5,350)
+#: a block stays in cache from one step of the sweep to the next; larger blocks leave the
+#: cache between the steps and a pass slows down (benchmarks/bench_landmark_pass.py
+#: times the sweeps against the GEMM roofline)
 NATIVE_BLOCK_BYTES = 1 << 23
 
 
@@ -81,7 +81,8 @@ class GammaStructure:
             codes = np.argmax(Y, axis=1)
             top = Y[np.arange(Y.shape[0]), codes]
             # Y one-hot (to 1e-12) with p its column means; without an n x classes
-            # one-hot copy (1,000,000 x 10: 0.8 s with np.allclose)
+            # one-hot copy, which np.allclose would make (a full read and write of Y
+            # at a million rows)
             onehot = np.abs(top - 1.0).max() <= 1e-12 and \
                 (np.abs(Y).sum(axis=1) - np.abs(top)).max() <= 1e-12 * Y.shape[1]
             if onehot and np.allclose(p, np.bincount(codes, minlength=Y.shape[1]) / Y.shape[0],
@@ -334,7 +335,7 @@ def native_rhs(st, factors, sums, lap_weight, k, dtype):
             H[:, :, 0] = lap * (SP[:, :K] + SP[:, K, None] * dev - SP[:, K + 1, None]).T
             if Q is not None:
                 # S Q_c for every class at once: one m x m by m x (K k) GEMM (an
-                # einsum here ran the m^2 K k products unblocked: 4 ms at m = 256)
+                # einsum here runs the m^2 K k products unblocked, far from the GEMM rate)
                 Qc = Q[0]
                 SQ = (S @ Qc.transpose(1, 0, 2).reshape(S.shape[1], -1)).reshape(
                     S.shape[0], K, k).transpose(1, 0, 2)

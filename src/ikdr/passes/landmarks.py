@@ -134,8 +134,8 @@ class LandmarkProblem(BaseProblem):
         self.approx = approximation = provider.approximation
         #: the precision of the landmark passes (the approximation's, else X's)
         self.pass_dtype = approximation.compute_dtype(X)
-        # one n-row scan per Gamma (0.25 s at n = 10^6), shared by the "auto"
-        # rule's fits and a clustering's W-steps
+        # one n-row scan per Gamma (a read of every label, not free at a million
+        # rows), shared by the "auto" rule's fits and a clustering's W-steps
         self.structure = gamma.derived("landmark structure", lambda: GammaStructure(gamma))
         self.rows = row_source(X, approximation.block_rows)
         # sparse rows with many features: products only, never the d x d Phi
@@ -179,8 +179,9 @@ class LandmarkProblem(BaseProblem):
         server, 20,000 x 256). The NumPy sweeps' BLAS runs with ikdr's thread
         count when a block's main product is large (about 1e8 flops) and with
         one thread otherwise: small products gain nothing from threads, and a
-        threaded BLAS on busy cores was measured 10x slower (digits, m = 200:
-        2.3 s against 0.25 s a pass)."""
+        threaded BLAS on busy cores waits for cores at every call, many times
+        slower than one thread (``benchmarks/bench_landmark_pass.py`` runs both
+        sweeps on 1 and 2 threads)."""
         n, d = self.X.shape
         m = self.approx.n_landmarks if isinstance(self.approx.n_landmarks, int) else 1
         big = min(n, rows_per_block(d, self.approx.block_rows, m)) * d * m > THREADED_BLOCK_FLOPS
@@ -362,8 +363,8 @@ def landmark_step_costs(n, d, q, m, k, *, groups, classes=True):
     (:func:`ikdr.passes.landmark_sweeps.pass_flops`), each with the m x m
     pseudo-inverse of its landmark factor. A dense step also pays the
     eigendecomposition of the d x d Phi, counted as 4 d^3 (LAPACK's eigh on one
-    thread measured 0.26 s at d = 2,048, about 4 d^3 at the float32 GEMM rate):
-    no panel amortises it here. The solver's choice of Phi solver and the
+    thread runs at about the GEMM rate on that many flops; ``benchmarks/bench_cpm.py``
+    times it against d): no panel amortises it here. The solver's choice of Phi solver and the
     "auto" landmark budget (:mod:`ikdr.reduction.cost`) both read it."""
     shape = dict(groups=groups, classes=classes)
     factor = EIGH_FLOPS * float(m) ** 3

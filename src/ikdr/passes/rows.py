@@ -47,8 +47,9 @@ _VALIDATED: contextvars.ContextVar[tuple] = contextvars.ContextVar("ikdr_validat
 def validated_rows(X):
     """Within the context, :func:`check_rows` returns this very X (the same
     object) without reading it again: an estimator that validated X once makes
-    several fits on it (the "auto" landmark rule: each a full read of a
-    1,000,000 x 784 memmap, 0.2-0.3 s). Outside the context, X is read again,
+    several fits on it (the "auto" landmark rule), and each validation is a
+    full read of X, from disk for a memmap (``benchmarks/bench_nystrom_ism.py
+    --sections memmap``). Outside the context, X is read again,
     so data changed between fits is validated again."""
     token = _VALIDATED.set(_VALIDATED.get() + (X,))
     try:
@@ -118,8 +119,9 @@ class LazyProjection:
     """Z = XW of a row source (``take`` and ``project``, as :class:`MemoryRows`),
     projected only where read: ``Z[index]`` projects those rows, ``np.asarray(Z)``
     all of them. k-means++ landmarks on a large n read a uniform pool of rows
-    only (1,000,000 x 784 float32 memmap: a full float64 projection took 1.2 s
-    a landmark fit)."""
+    only: a full float64 projection of a million-row memmap would be a read of
+    every row for each landmark fit (``benchmarks/bench_nystrom_ism.py
+    --sections memmap``)."""
 
     def __init__(self, rows, W):
         self.rows, self.W = rows, np.asarray(W, dtype=np.float64)

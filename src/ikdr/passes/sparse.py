@@ -41,8 +41,8 @@ __all__ = ["SparsePasses", "SparseProblem", "SparseClustering", "SparseClusterin
 #: n x b with at most this many bytes (a few hundred columns at n = 20,000)
 PHI_BLOCK_BYTES = 1 << 25
 #: flops charged per stored value and dense column of a sparse product (XW, X^T R):
-#: SciPy's products run on one thread, about 8 times slower per multiply-add than
-#: the core's GEMM-backed passes on two
+#: SciPy's products run on one thread, with an index read per multiply-add, well
+#: below the rate of the core's GEMM-backed passes (``benchmarks/bench_sparse.py``)
 SPARSE_PRODUCT_COST = 16
 
 

@@ -133,8 +133,8 @@ def approximate_ism(X, gamma, kernel, options: ISMOptions,
                              W0=start), np.arange(n)
         provider = resolve(X, replace(settings, n_landmarks=m))
         # The solver's d x d algebra (eigh, trust region) on one BLAS thread: OpenBLAS's
-        # threaded dsyevr collapses on busy cores (784 x 784: 7.9 s against about
-        # 0.3 s); the passes raise it again for their large block products.
+        # threaded dsyevr collapses on busy cores, its threads waiting for cores the
+        # passes hold; the passes raise it again for their large block products.
         with single_threaded_blas():
             result = solve_ism(provider, X, gamma, kernel, approximate, W0=start)
         return result, provider.index

@@ -46,7 +46,8 @@ COLD_PASSES = 12
 WARM_PASSES = 6
 #: a landmark pass's rate per flop, as a fraction of an exact fused pass's
 LANDMARK_RATE = 0.7
-#: fixed cost of a landmark pass, in flops at the exact passes' rate (about 1 ms)
+#: fixed cost of a landmark pass (its Python and thread set-up), in flops at the exact
+#: passes' rate, fitted with ``benchmarks/bench_nystrom_ism.py --sections crossover``
 LANDMARK_PASS_OVERHEAD = 5e7
 #: landmarks from the start only if the model finds them this many times cheaper
 START_MARGIN = 2.0

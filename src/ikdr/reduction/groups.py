@@ -49,7 +49,7 @@ marginal part alone. The shares let each rank what it sees: on pbmc68k's
 sorted immune cells the projection part alone ranks the progenitor markers
 PRSS57 and SPINK2 and the B-cell CD79A among the first 20 genes (genes that
 vary together), the marginal part alone past the 25th; on the simulated
-expression set of :doc:`/benchmarks/markers` the marginal part finds the
+expression set of :doc:`/studies/markers` the marginal part finds the
 small types' markers, which the projection's few directions do not hold.
 
 **Feature importances**: the largest share a feature takes in any group,

@@ -109,7 +109,7 @@ class ISM(NewParametersOnLoad, ClassAttributesMixin, TargetRequiredMixin, Sparse
         X, :func:`ikdr.median_sigma`) is then about :math:`\sqrt{d/q}` times too
         wide, nearly flat on XW, and sees little beyond class means (a ring or
         an XOR among noise features is lost: recall 0.00-0.50 against 1.00 with
-        "auto" in :doc:`/benchmarks/feature_discovery`; on wine, breast
+        "auto" in :doc:`/studies/feature_discovery`; on wine, breast
         cancer and digits 5-fold accuracy within 0.01 of "median"). "separation"
         maximises the mean within-class minus the mean between-class kernel
         value (dissertation Appendix D.11, the authors' library's default;

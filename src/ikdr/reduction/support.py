@@ -125,8 +125,8 @@ FOLD_GTOL = 3e-3
 #: FOLD_GTOL) ...
 FOLD_FLOAT32_ERROR = 1e-5
 #: ... and it has at least this many rows: below, a float32 pass saves less than
-#: the estimate and the result's float64 gradient pass cost (measured, 500 x 32:
-#: 2.3 ms against 2.2 ms in float64; 1,837 x 784: 113 ms against 143 ms)
+#: the estimate and the result's float64 gradient pass cost, which do not shrink
+#: with the rows (``benchmarks/bench_core_rate.py`` times the passes in both dtypes)
 FOLD_FLOAT32_MIN_ROWS = 1000
 
 

@@ -182,7 +182,7 @@ def solve_ism(provider: Provider, X: ArrayLike, gamma: Gamma, kernel: KernelLike
     problem = provider.problem(X, gamma, fitted, options.n_threads)
     # The d x d algebra between passes (eigh, small products) on one BLAS thread:
     # a threaded BLAS's idle workers spin-wait after each call and take the
-    # cores from the next pass's threads (measured 1.4x slower passes on 2 cores).
+    # cores from the next pass's threads (benchmarks/bench_call_overhead.py).
     with single_threaded_blas():
         result = solve(problem, options, W0=W0, stacklevel=stacklevel + 1)
     result.kernel = fitted

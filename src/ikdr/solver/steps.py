@@ -50,8 +50,7 @@ _MF_MIN_SAMPLES = 1000
 # fits) goes hybrid from a dense pass worth _WARM_HYBRID_PASSES block
 # iterations: its first step starts with a thin pass, then each step by its
 # predicted cost, so the most it wastes is that thin pass, a quarter of a dense
-# one (measured, 1,837 x 784, q = 10, from the fit on every row: 137 ms
-# against 251 ms for two dense passes).
+# one (the thin and dense passes' costs: benchmarks/bench_core_rate.py).
 _WARM_HYBRID_PASSES = 4
 #: relative residual (to the largest Ritz value) of the matrix-free eigensolves
 MF_TOL = 1e-8
@@ -102,10 +101,10 @@ _BLOCK_RATE = 0.5
 # where the tolerance admits far more. Below _COARSE_MIN_SAMPLES a pass costs
 # little beside the fixed costs of a step: there every step is float64, and
 # (without Pulay mixing, acceleration=None) the iterates are those of the
-# papers' Algorithm 1 to the last bits (tests/test_convergence.py). Measured,
-# 10,000 x 64, 2 threads: Phi(W) 112 ms in float64, 64 ms in float32
-# (benchmarks/results/core_rate.md); the exact objective pass that a coarse
-# point would otherwise need costs 39 ms.
+# papers' Algorithm 1 to the last bits (tests/test_convergence.py). Above it the
+# float32 Phi(W) pass saves about half a dense pass, more than the exact
+# objective pass that a coarse point would otherwise need (both passes in both
+# dtypes: benchmarks/bench_core_rate.py, results in benchmarks/results/core_rate.md).
 COARSE_ANGLE = 1e-2
 _MAX_COARSE_STEPS = 4
 _COARSE_MIN_SAMPLES = 1000

@@ -94,8 +94,8 @@ def exp_map(W, Z):
 #: longest first: the first that raises f (on either side) is taken
 ESCAPE_STEPS = tuple(0.5 ** k for k in range(1, 14))
 #: the widest W (features) whose trust region is preconditioned by the surrogate
-#: Hessian: building it takes two eigendecompositions of order d, 0.05 s at
-#: d = 512 but seconds at d = 2,048 for every iteration (wide sparse X, whose
+#: Hessian: building it takes two eigendecompositions of order d, O(d^3), cheap at
+#: d = 512 but many times a pass at d = 2,048 for every iteration (wide sparse X, whose
 #: W may use 2,048 columns); wider, the truncated CG runs unpreconditioned
 SURROGATE_MAX_FEATURES = 512
 

@@ -28,7 +28,7 @@ larger in the type; the global ranking takes each type's best in turn).
 
 Usage::
 
-    python benchmarks/bench_markers.py [--seeds 0 1 2] [--data pbmc68k simulated] [--out DIR]
+    python studies/markers.py [--seeds 0 1 2] [--data pbmc68k simulated] [--out DIR]
 
 ``--out DIR`` writes ``DIR/markers.md`` and ``.json`` in the format of the other results files.
 """
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -45,8 +44,8 @@ import numpy as np
 import ikdr
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from _peers import run_conditions, write_results  # noqa: E402
+sys.path.insert(0, str(HERE.parent / "benchmarks"))  # _peers
+from _peers import run_conditions, timed, write_results  # noqa: E402
 
 #: the 10 ``bulk_labels`` types of pbmc68k_reduced and their canonical markers present among
 #: its 765 genes (24), with the reason for each type's choice
@@ -172,22 +171,17 @@ def measure(X, y, markers, seed):
         found[name] = (len(top(scores, 50) & every),
                        None if union is None else len(union & every), seconds)
 
-    start = time.perf_counter()
-    model = ikdr.ISM(random_state=seed).fit(X, y)
-    seconds = time.perf_counter() - start
+    model, seconds = timed(ikdr.ISM(random_state=seed).fit, X, y)
     rows = getattr(model, "class_importances_", None)
     if rows is not None:
         rows = rows[[list(model.classes_).index(t) for t in types]]
     record("ISM", model.feature_importances_, rows, seconds)
-    start = time.perf_counter()
-    forest = RandomForestClassifier(500, n_jobs=-1, random_state=seed).fit(X, y)
-    record("random forest, 500 trees", forest.feature_importances_, None,
-           time.perf_counter() - start)
-    start = time.perf_counter()
-    record("F-test", np.nan_to_num(f_classif(X, y)[0]), None, time.perf_counter() - start)
-    start = time.perf_counter()
-    wilcoxon = per_type_wilcoxon(X, y, types)
-    record("Wilcoxon per type", interleaved(wilcoxon), wilcoxon, time.perf_counter() - start)
+    forest, seconds = timed(RandomForestClassifier(500, n_jobs=-1, random_state=seed).fit, X, y)
+    record("random forest, 500 trees", forest.feature_importances_, None, seconds)
+    (f_scores, _), seconds = timed(f_classif, X, y)
+    record("F-test", np.nan_to_num(f_scores), None, seconds)
+    wilcoxon, seconds = timed(per_type_wilcoxon, X, y, types)
+    record("Wilcoxon per type", interleaved(wilcoxon), wilcoxon, seconds)
     return found, len(every), model
 
 
@@ -198,7 +192,7 @@ def main(argv=None):
                    default=["pbmc68k", "simulated"])
     p.add_argument("--out", help="write markers.md and .json to this directory")
     args = p.parse_args(argv)
-    conditions = run_conditions("bench_markers.py", argv)
+    conditions = run_conditions("studies/markers.py", argv)
     body, records = [], []
     for name in args.data:
         lines = [f"## {name}", "",

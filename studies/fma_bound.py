@@ -25,7 +25,7 @@ Python). The pass evaluates n (n + b) / 2 entries, b = 512 rows a block: each
 off-diagonal block of the symmetric pass once, the diagonal blocks whole.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 \\
-        python benchmarks/bench_fma_bound.py --out benchmarks/results/fma_bound.md
+        python studies/fma_bound.py --out studies/results/fma_bound.md
 
 Timings need a quiet machine (one thread, but a neighbour on the same core halves it).
 """
@@ -40,7 +40,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "benchmarks"))  # _peers
 
 #: FMA and multiply instructions per element of the exp (simd.hpp) and around it in
 #: the single-Gaussian tile (tile_ops.hpp, gaussian_tile)
@@ -54,24 +54,12 @@ def entries(n):
     return n * (n + BLOCK_ROWS) / 2.0
 
 
-def gemm_rate(dtype, repeat):
-    """Multiply-adds per second of one thread's in-cache GEMM (the FMA peak)."""
-    from threadpoolctl import threadpool_limits
+def fma_peak(dtype, repeat):
+    """Multiply-adds per second of one thread's in-cache GEMM (192 x 192, 50 products per
+    timed call): the FMA peak, half its flop rate."""
+    from _peers import gemm_rate
 
-    from _peers import best_time
-
-    size = 192
-    rng = np.random.default_rng(0)
-    A, B = (rng.standard_normal((size, size)).astype(dtype) for _ in range(2))
-    C = np.empty((size, size), dtype=dtype)
-    reps = 50
-    with threadpool_limits(limits=1, user_api="blas"):
-
-        def run():
-            for _ in range(reps):
-                np.matmul(A, B, out=C)
-        run()
-        return reps * size ** 3 / best_time(run, repeat)
+    return gemm_rate(192, dtype=dtype, repeat=repeat, threads=1, calls=50) / 2.0
 
 
 def measure(args):
@@ -98,7 +86,7 @@ def measure(args):
         e = entries(args.n)
         per_entry = np.array(times) / e
         slope, intercept = np.polyfit(qs, per_entry, 1)
-        peak = gemm_rate(dtype, args.repeat)
+        peak = fma_peak(dtype, args.repeat)
         out.append(dict(isa=isa, dtype=dtype.name, q=qs, seconds=[float(t) for t in times],
                         gram_rate=1.0 / slope, rest_ns=intercept * 1e9, peak=peak,
                         gram_fraction=(1.0 / slope) / peak,
@@ -139,7 +127,7 @@ def main():
                      f"{r['gram_rate'] / 1e9:.1f} G | {r['peak'] / 1e9:.1f} G | "
                      f"{r['gram_fraction']:.2f} | {r['rest_ns']:.3f} | {r['rest_fraction']:.2f} |")
         print(lines[-1], flush=True)
-    text = "\n".join([*results_head("The exact pass against the FMA peak", "bench_fma_bound.py",
+    text = "\n".join([*results_head("The exact pass against the FMA peak", "studies/fma_bound.py",
                                     details=[f"n = {args.n}, one thread, Gaussian kernel, "
                                              "factored supervised Gamma (10 classes), objective "
                                              "pass (no right-hand side)"]), *lines]) + "\n"

@@ -63,7 +63,7 @@ substring of their name, among those of the run. ``--quick`` runs the small task
 on a busy 2-core machine), ``--full`` the 5,000-row tasks and 20,000 x 20 (about half an hour).
 Usage::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_feature_discovery.py [--quick | --full]
+    OMP_NUM_THREADS=1 python studies/feature_discovery.py [--quick | --full]
         [--seeds 0 1 2] [--only parity Friedman] [--section recall heldout papers]
         [--ism defaults "all features"] [--skip-peers] [--json run.json] [--out DIR]
 
@@ -81,7 +81,6 @@ import io
 import json
 import os
 import sys
-import time
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -96,8 +95,8 @@ import numpy as np
 import ikdr
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from _peers import recall_at_k  # noqa: E402
+sys.path.insert(0, str(HERE.parent / "benchmarks"))  # _peers
+from _peers import compact_json, recall_at_k, timed  # noqa: E402
 
 # ---------------------------------------------------------------------------- tasks
 
@@ -246,12 +245,6 @@ TIERS = {"quick": ("quick",), "default": ("quick", "default"), "full": ("quick",
 
 # ------------------------------------------------------------------- ISM configurations
 
-def _timed(fn):
-    start = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - start
-
-
 #: name -> keyword arguments of ikdr.ISM (besides random_state). The key "sigma_q_from" names
 #: another configuration: its fitted bandwidth and q on the same rows are passed as
 #: ``sigma=`` and ``n_components=`` (a fit that differs from it only in what the other
@@ -294,7 +287,7 @@ def fit_ism(config, X, y, seed, fitted=None):
     """Fit a configuration (timed: the fit alone) and add it to ``fitted``."""
     fitted = {} if fitted is None else fitted
     estimator = ism_estimator(config, seed, fitted, (X, y))
-    model, seconds = _timed(lambda: estimator.fit(X, y))
+    model, seconds = timed(lambda: estimator.fit(X, y))
     fitted[config] = model
     return model, seconds
 
@@ -415,7 +408,7 @@ def _ism_importance(config, fitted, X, y, k, seed):
 
 def _peer_importance(peer):
     def run(X, y, k, seed):
-        importance, seconds = _timed(lambda: peer(X, y, k, seed))
+        importance, seconds = timed(lambda: peer(X, y, k, seed))
         return importance, seconds, {}
     return run
 
@@ -469,7 +462,7 @@ def papers_section(configs, seed=0):
             record = {"data": load.__name__[5:], "config": config}
             try:
                 model = make_pipeline(StandardScaler(), ism_estimator(config, seed), SVC())
-                scores, seconds = _timed(lambda: cross_val_score(model, X, y, cv=cv,
+                scores, seconds = timed(lambda: cross_val_score(model, X, y, cv=cv,
                                                                  error_score="raise"))
             except Exception as err:
                 _log(f"# papers' data: {record['data']} {config}: {type(err).__name__}: {err}")
@@ -682,7 +675,7 @@ def main(argv=None):
 def run(args):
     from _peers import run_conditions, write_results
 
-    conditions = run_conditions("bench_feature_discovery.py", args.argv)
+    conditions = run_conditions("studies/feature_discovery.py", args.argv)
     _log(conditions["machine"])
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     tasks = select_tasks(args)
@@ -710,8 +703,8 @@ def run(args):
     body = report(results, seeds, legend)
     print("\n".join(body))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({**conditions, "legend": legend, **results}, fh, indent=1, default=float)
+        Path(args.json).write_text(compact_json({**conditions, "legend": legend, **results}),
+                                   encoding="utf-8")
     if args.out:
         path = write_results("feature_discovery", "Which features matter, and does the answer "
                              "generalize: ISM against a random forest and HSIC Lasso",

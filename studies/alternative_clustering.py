@@ -21,8 +21,8 @@ absent) the face data both ways (pose <-> identity) and the moon data
 (400 x 4, moons against Gaussians) with 0 and 10 noise features. Every set is
 standardised.
 
-    PYTHONPATH=src python benchmarks/bench_alternative.py            # full table
-    PYTHONPATH=src python benchmarks/bench_alternative.py --quick    # no peers, fewer grids
+    PYTHONPATH=src python studies/alternative_clustering.py            # full table
+    PYTHONPATH=src python studies/alternative_clustering.py --quick    # no peers, fewer grids
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _peers, _clustering_data
 
 import ikdr  # noqa: E402
 from _clustering_data import SHARED, standardise  # noqa: E402
@@ -171,7 +171,7 @@ def main(argv=None):
     rows = run(sets, peers=not (args.quick or args.no_peers))
     text, held = table(rows)
     doc = ("\n".join(results_head("Alternative clustering: KDAC against NR-Kmeans and Orth",
-                                   "bench_alternative.py", argv)) + "\n"
+                                   "studies/alternative_clustering.py", argv)) + "\n"
            "Standardised data; KDAC with its defaults (n_clusters, random_state=0). "
            "alt NMI: the largest NMI to a labelling not given; novelty: NMI to the given one. "
            "Peers: ClustPy's NR-Kmeans and Orth with n_clusters = the given and the sought "

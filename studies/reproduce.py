@@ -2,9 +2,9 @@
 
 Run from a checkout, with ikdr installed (or ``PYTHONPATH=src``)::
 
-    python benchmarks/reproduce.py --list
-    python benchmarks/reproduce.py ism-supervised kdac --quick --out report/
-    python benchmarks/reproduce.py --out report/ --data-dir ../shared/data
+    python studies/reproduce.py --list
+    python studies/reproduce.py ism-supervised kdac --quick --out report/
+    python studies/reproduce.py --out report/ --data-dir ../shared/data
 
 Every experiment is a function of a :class:`Context` returning a
 :class:`Result` (tables of "paper vs ikdr" rows, figures, notes and what was
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import os
 import platform
@@ -42,6 +43,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _peers import timed  # noqa: E402  (the timer the benchmarks and studies share)
 
 __all__ = ["EXPERIMENTS", "Context", "Result", "Table", "run", "main"]
 
@@ -154,10 +158,8 @@ def _quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-def _timed(fn, *args, **kwargs):
-    t0 = time.perf_counter()
-    out = _quiet(fn, *args, **kwargs)
-    return time.perf_counter() - t0, out
+#: ``(result, seconds)`` of a call with its warnings silenced, as :func:`_quiet` runs it
+_timed = functools.partial(timed, quiet=True)
 
 
 def _seconds(t):
@@ -286,7 +288,7 @@ def ism_supervised(ctx):
             for train, test in cv.split(X, y):
                 scaler = StandardScaler().fit(X[train])
                 Xtr, Xte = scaler.transform(X[train]), scaler.transform(X[test])
-                t, model = _timed(ISM(n_components=q, kernel=_kernel(kname),
+                model, t = _timed(ISM(n_components=q, kernel=_kernel(kname),
                                       random_state=ctx.seed).fit, Xtr, y[train])
                 svm = SVC().fit(model.transform(Xtr), y[train])
                 accs.append(svm.score(model.transform(Xte), y[test]))
@@ -347,7 +349,7 @@ def ism_unsupervised(ctx):
         k, q = len(np.unique(y)), UNSUPERVISED_Q[name]
         for kname, (paper_nmi, paper_t) in PAPER_UNSUPERVISED[name].items():
             ctx.progress(f"ism-unsupervised: {name}, {kname}")
-            t, model = _timed(ISMClustering(n_clusters=k, n_components=q, kernel=kname,
+            model, t = _timed(ISMClustering(n_clusters=k, n_components=q, kernel=kname,
                                             random_state=ctx.seed).fit, Xs)
             table.rows.append([_data_label(name), f"{X.shape[0]}x{X.shape[1]}", q, k,
                                KERNEL_LABEL[kname], paper_nmi, f"{nmi(y, model.labels_):.3f}",
@@ -452,7 +454,7 @@ def kdac(ctx):
                                           random_state=ctx.seed).fit_predict, X)
         k = extra.get("n_clusters", len(np.unique(y_alt)) if y_alt is not None else 2)
         try:
-            t, model = _timed(KDAC(n_clusters=k, n_components=q, sigma=sigma, lam=lam,
+            model, t = _timed(KDAC(n_clusters=k, n_components=q, sigma=sigma, lam=lam,
                                    random_state=ctx.seed).fit, X, y_orig)
         except Exception as exc:  # noqa: BLE001 - one failed row must not lose the report
             table.rows.append([name, f"{X.shape[0]}x{X.shape[1]}", f"{sigma:g}, {lam:g}, {q}"]
@@ -558,7 +560,7 @@ def ism_runtime(ctx):
         X = _standardise(X)
         for kname in kernels:
             ctx.progress(f"ism-runtime: n = {n}, {kname}")
-            t, _ = _timed(ISM(n_components=20, kernel=kname, random_state=ctx.seed).fit, X, y)
+            _, t = _timed(ISM(n_components=20, kernel=kname, random_state=ctx.seed).fit, X, y)
             times[kname].append(t)
     table = Table("Supervised ISM fit time versus n (d = 32, q = 20, 21 classes)",
                   "ISM19 Figure 1b (a plot: log2 seconds against n for ISM, DG, SM and GM with "
@@ -680,10 +682,10 @@ def ksvd_nystrom(ctx):
             return (singular_alignment(U0, V0, s0, U, V),
                     singular_alignment(U0, V0, s0, U, V, normalize=True))
 
-        t_tsvd, _ = _timed(svds, G, k=KSVD_RANK, tol=0, random_state=ctx.seed)
+        _, t_tsvd = _timed(svds, G, k=KSVD_RANK, tol=0, random_state=ctx.seed)
         rsvd, sym, ours = [], [], []
         for p in (0, 10, 20, 40, 80, 160, 320):
-            t, (U, _, Vt) = _timed(randomized_svd, G, KSVD_RANK, n_oversamples=p,
+            (U, _, Vt), t = _timed(randomized_svd, G, KSVD_RANK, n_oversamples=p,
                                    random_state=ctx.seed)
             rsvd.append((p, t, *etas(U, Vt.T)))
             if rsvd[-1][2] < 1e-2:
@@ -691,9 +693,9 @@ def ksvd_nystrom(ctx):
         landmarks = [m for m in LANDMARKS if m <= N]
         for m in landmarks:
             if not sym or sym[-1][2] >= 1e-2:
-                t, pair = _timed(_symmetric_nystrom, G, m, KSVD_RANK, ctx.seed)
+                pair, t = _timed(_symmetric_nystrom, G, m, KSVD_RANK, ctx.seed)
                 sym.append((m, t, *(etas(*pair) if pair is not None else (np.inf, np.inf))))
-            t, (U, s, V, _) = _timed(asymmetric_nystrom, G, KSVD_RANK, m, random_state=ctx.seed)
+            (U, s, V, _), t = _timed(asymmetric_nystrom, G, KSVD_RANK, m, random_state=ctx.seed)
             ours.append((m, t, *etas(U, V)))
             acc = svd_accuracy(U0, s0, V0, U, s, V)
             curve.rows.append([name, m, f"{acc['max_value_error']:.2e}", f"{acc['max_sine']:.3f}",
@@ -797,7 +799,7 @@ def knet(ctx):
         model = KNetClustering(len(np.unique(y)), update="eig",
                                sigma=KNET_SIGMA.get(name, "median"), learning_rate=1e-3,
                                tol=1e-2, random_state=ctx.seed)
-        t, model = _timed(model.fit, X)
+        model, t = _timed(model.fit, X)
         paper_nmi, prep, rt = PAPER_KNET[name]
         table.rows.append([name, f"{X.shape[0]}x{X.shape[1]}", paper_nmi,
                            f"{100 * nmi(y, model.labels_):.1f}", f"{prep} s + {rt} s",
@@ -846,7 +848,7 @@ def kdn(ctx):
         for tr, te in StratifiedKFold(folds, shuffle=True, random_state=ctx.seed).split(X, y):
             scaler = StandardScaler().fit(X[tr])
             Xtr, Xte = scaler.transform(X[tr]), scaler.transform(X[te])
-            t, net = _timed(KernelDependenceNetwork(random_state=ctx.seed).fit, Xtr, y[tr])
+            net, t = _timed(KernelDependenceNetwork(random_state=ctx.seed).fit, Xtr, y[tr])
             train.append(net.score(Xtr, y[tr]))
             test.append(net.score(Xte, y[te]))
             times.append(t)
@@ -897,7 +899,7 @@ def _environment(ctx, argv):
             f"{platform.machine()} ({os.cpu_count()} CPUs), {get_num_threads()} ikdr thread(s), "
             f"load average {load}",
             f"- {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-            f"command: `python benchmarks/reproduce.py {' '.join(argv)}`",
+            f"command: `python studies/reproduce.py {' '.join(argv)}`",
             f"- mode: {'--quick (reduced data sets, folds and sizes)' if ctx.quick else 'full'}; "
             f"seed {ctx.seed}; shared data: {data}",
             "- figures: " + ("PNG files beside this report" if ctx.plotting else
@@ -975,7 +977,7 @@ def run(names, out, *, quick=False, data_dir=None, seed=0, progress=None, detail
 
 def build_parser():
     p = argparse.ArgumentParser(
-        prog="python benchmarks/reproduce.py",
+        prog="python studies/reproduce.py",
         description="Rerun the papers' experiments that can run here and write DIR/report.md "
                     "with paper-vs-ikdr tables and PNG figures (matplotlib: pip install "
                     "matplotlib). Run from a checkout of ikdr, with ikdr installed.")

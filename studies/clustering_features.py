@@ -32,8 +32,8 @@ The clusterers get only n_clusters and random_state (SemiSupervisedISM: the firs
 component as the scores; KDAC: a random 2-way partition as the existing clustering), as in
 ``bench_clustering_quality.py``. KNetClustering learns no W and has no importances.
 
-    python benchmarks/bench_clustering_features.py            # the table and its figure
-    python benchmarks/bench_clustering_features.py --quick    # one seed
+    python studies/clustering_features.py            # the table and its figure
+    python studies/clustering_features.py --quick    # one seed
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import lars_path
 from sklearn.neighbors import kneighbors_graph
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # _peers, _clustering_data
 
 import ikdr  # noqa: E402
 from _clustering_data import standardise  # noqa: E402
@@ -239,7 +239,7 @@ def main(argv=None):
     text, below = table(rows)
     summary = ", ".join(f"{m}: {c} of {len(rows)}" for m, c in below.items())
     doc = ("\n".join(results_head("Which features matter for a clustering",
-                                   "bench_clustering_features.py", argv)) + "\n"
+                                   "studies/clustering_features.py", argv)) + "\n"
            f"Recall@m of the m informative features, mean over seeds {seeds}. `*`: below "
            f"the best of the three peers. Tasks below the best peer: {summary}.\n\n"
            + text + "\n")

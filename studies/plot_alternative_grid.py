@@ -3,7 +3,7 @@
 Panels: the existing clustering (the grid's rows, given), KDAC's alternative
 (defaults, n_clusters=3) and the loadings of its W on the six features.
 
-    PYTHONPATH=src python benchmarks/plot_alternative_grid.py   # writes docs/alternative_grid.png
+    PYTHONPATH=src python studies/plot_alternative_grid.py   # writes docs/alternative_grid.png
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ikdr  # noqa: E402
-from bench_alternative import blob_grid  # noqa: E402
+from alternative_clustering import blob_grid  # noqa: E402
 from ikdr.metrics import nmi  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "alternative_grid.png"

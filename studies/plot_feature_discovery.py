@@ -1,11 +1,11 @@
-"""Recall at k per task, as a bar chart, from the records of bench_feature_discovery.py.
+"""Recall at k per task, as a bar chart, from the records of feature_discovery.py.
 
-Reads the JSON file that ``bench_feature_discovery.py --out DIR`` (or ``--json PATH``) writes,
+Reads the JSON file that ``feature_discovery.py --out DIR`` (or ``--json PATH``) writes,
 never its printed table. Usage::
 
-    python benchmarks/plot_feature_discovery.py [RESULTS.json] [OUT.png] [--methods defaults RF ...]
+    python studies/plot_feature_discovery.py [RESULTS.json] [OUT.png] [--methods defaults RF ...]
 
-Defaults: ``benchmarks/results/feature_discovery.json`` and ``docs/feature_discovery.png``,
+Defaults: ``studies/results/feature_discovery.json`` and ``docs/feature_discovery.png``,
 every method of the recall section.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ def mean_recall(records, methods):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("results", nargs="?", default=ROOT / "benchmarks/results/feature_discovery.json")
+    p.add_argument("results", nargs="?", default=ROOT / "studies/results/feature_discovery.json")
     p.add_argument("out", nargs="?", default=ROOT / "docs/feature_discovery.png")
     p.add_argument("--methods", nargs="+", help="default: every method of the recall section")
     args = p.parse_args(argv)

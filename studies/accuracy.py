@@ -4,9 +4,9 @@ Stratified 10-fold CV; StandardScaler, ISM and SVC() fit on the training folds
 only. Wine (scikit-learn, q = 3) and, when ../shared/data is present, the
 papers' Cancer 683 x 9 (q = 2), for every ISM kernel and Gaussian + polynomial.
 
-    python benchmarks/bench_accuracy.py
+    python studies/accuracy.py
 
-Writes ``benchmarks/results/accuracy.md`` (machine, date, command, table) and
+Writes ``studies/results/accuracy.md`` (machine, date, command, table) and
 ``accuracy.json``.
 """
 import argparse
@@ -25,7 +25,7 @@ from sklearn.svm import SVC
 import ikdr
 from ikdr.kernels import Gaussian, Polynomial
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))  # _peers
 
 KERNELS = ["linear", "polynomial", "gaussian", "squared", "multiquadric", "relative_gaussian",
            "gaussian+polynomial"]
@@ -49,12 +49,13 @@ HEADER = ("| data | kernel | q | 10-fold accuracy | std | time per fold (s) | pa
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="results directory (default benchmarks/results)")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"),
+                        help="results directory (default studies/results)")
     parser.add_argument("--name", default="accuracy", help="results file stem (default accuracy)")
     args = parser.parse_args(argv)
     from _peers import run_conditions, write_results
 
-    conditions = run_conditions("bench_accuracy.py", argv)
+    conditions = run_conditions("studies/accuracy.py", argv)
     cv = StratifiedKFold(n_splits=10, shuffle=True, random_state=0)
     print(conditions["machine"] + "\n\n" + HEADER, flush=True)
     rows, records = [], []
