@@ -199,9 +199,18 @@ def _threadpool_controller() -> Any:
     return _controller or None
 
 
+_blas: tuple | None = None
+
+
 def _blas_libraries() -> tuple:
-    controller = _threadpool_controller()
-    return () if controller is None else tuple(controller.select(user_api="blas").lib_controllers)
+    """(process-wide, per-thread) BLAS libraries of the one controller, found once."""
+    global _blas
+    if _blas is None:
+        controller = _threadpool_controller()
+        found = () if controller is None else controller.select(user_api="blas").lib_controllers
+        _blas = (tuple(lib for lib in found if not _per_thread(lib)),
+                 tuple(lib for lib in found if _per_thread(lib)))
+    return _blas
 
 
 def _set_process_threads(lib: Any, n: int) -> None:
@@ -239,53 +248,47 @@ class _BlasHold:
     n = 1,000). A BLAS whose limit is per thread (OpenBLAS on OpenMP) is set and
     restored by each hold in its own thread."""
 
-    __slots__ = ("n", "libraries", "own")
+    __slots__ = ("n", "shared", "local", "own")
     _lock = threading.Lock()
     _active: list[int] = []          # the thread counts of the holds now active
     _saved: tuple = ()               # each process-wide library's count before the first hold
-    _current: int | None = None      # the count the process-wide libraries are held at
+    _counts: list[int] = []          # each one's count while holds are active
 
-    def __init__(self, n: int, libraries: tuple) -> None:
+    def __init__(self, n: int, shared: tuple, local: tuple) -> None:
         self.n = n
-        self.libraries = libraries
+        self.shared = shared
+        self.local = local
         self.own: tuple = ()
 
     def __enter__(self) -> "_BlasHold":
         cls = _BlasHold
-        shared = [lib for lib in self.libraries if not _per_thread(lib)]
         with cls._lock:
             if not cls._active:
-                cls._saved = tuple(lib.num_threads for lib in shared)
+                cls._saved = tuple(lib.num_threads for lib in self.shared)
+                cls._counts = list(cls._saved)
             cls._active.append(self.n)
-            cls._apply(shared, min(cls._active))
-        local = [lib for lib in self.libraries if _per_thread(lib)]
-        self.own = tuple((lib, lib.num_threads) for lib in local)
-        for lib in local:
-            lib.set_num_threads(self.n)
+            cls._set(self.shared, [min(cls._active)] * len(self.shared))
+        if self.local:
+            self.own = tuple((lib, lib.num_threads) for lib in self.local)
+            for lib in self.local:
+                lib.set_num_threads(self.n)
         return self
 
     def __exit__(self, *exc: object) -> None:
         cls = _BlasHold
         for lib, threads in reversed(self.own):
             lib.set_num_threads(threads)
-        shared = [lib for lib in self.libraries if not _per_thread(lib)]
         with cls._lock:
             cls._active.remove(self.n)
-            if cls._active:
-                cls._apply(shared, min(cls._active))
-            else:
-                for lib, threads in zip(shared, cls._saved):
-                    if lib.num_threads != threads:
-                        _set_process_threads(lib, threads)
-                cls._current = None
+            cls._set(self.shared, [min(cls._active)] * len(self.shared) if cls._active
+                     else list(cls._saved))
 
     @classmethod
-    def _apply(cls, shared: list, n: int) -> None:
-        if cls._current != n:
-            for lib in shared:
-                if lib.num_threads != n:
-                    _set_process_threads(lib, n)
-            cls._current = n
+    def _set(cls, shared: tuple, counts: list) -> None:
+        for i, (lib, n) in enumerate(zip(shared, counts)):
+            if cls._counts[i] != n:
+                _set_process_threads(lib, n)
+                cls._counts[i] = n
 
 
 def _new_hold_lock_in_child() -> None:
@@ -306,10 +309,10 @@ def blas_threads(n: int) -> contextlib.AbstractContextManager[Any]:
     overlapping holds run the BLAS on the fewest threads any of them asks for
     (see ``_BlasHold``). Without threadpoolctl it does nothing.
     """
-    libraries = _blas_libraries()
-    if not libraries:
+    shared, local = _blas_libraries()
+    if not shared and not local:
         return contextlib.nullcontext()
-    return _BlasHold(max(1, int(n)), libraries)
+    return _BlasHold(max(1, int(n)), shared, local)
 
 
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
