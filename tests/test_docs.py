@@ -58,7 +58,7 @@ def test_readme_opens_with_the_two_setup_commands():
     assert first[0] == "```bash" and first[1:3] == SETUP and first[3] == "```", first[:4]
     assert "\n".join(SETUP) in (DOCS / "guide" / "install.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
-    assert ci[-1] == SETUP[1], "CI runs another test command than the README's"
+    assert SETUP[1] in ci, "CI runs another test command than the README's"
 
 
 @in_checkout

@@ -20,6 +20,7 @@ from ikdr.gamma import Gamma
 from ikdr.kernels import Gaussian
 
 from .conftest import shared_csv
+from . import _rounding
 
 
 def nmi(a, b):
@@ -93,7 +94,18 @@ def test_first_iterate_is_spectral_clustering():
     wide = Gaussian(ikdr.median_sigma(X))
     assert fixed.embedding_kernel_.sigma == pytest.approx(wide.sigma, rel=1e-12)
     plain = clustering_gamma(U0, np.ones(len(X)))
-    assert fixed.history_[0] == pytest.approx(wide.objective(X, None, plain), rel=1e-10)
+    expected = wide.objective(X, None, plain)
+    # The fixed target is evaluated on float32 points (fixed_value): each squared
+    # distance (q + 2 terms, the points rounded to float32 too) is within
+    # gamma_{q+3} (|x_i|^2 + |x_j|^2) in float32, so each K_ij within that over
+    # 2 sigma^2 relatively, and Tr(Gamma K) within the sum of |Gamma_ij| K_ij
+    # times it (the float64 sum adds n^2 u of it, negligible). A wrong start
+    # moves the value by percents.
+    sq = np.sum(X * X, axis=1)
+    K = np.exp(-(sq[:, None] + sq[None, :] - 2 * X @ X.T) / (2 * wide.sigma ** 2))
+    G = plain.toarray()
+    relative = _rounding.gamma(X.shape[1] + 3, np.float32) * 2 * sq.max() / (2 * wide.sigma ** 2)
+    assert abs(fixed.history_[0] - expected) <= relative * np.sum(np.abs(G) * K)
 
 
 @pytest.mark.parametrize("name, k", [("moons", 2), ("moon_1000x2", 2), ("spiral", 3)])

@@ -116,7 +116,9 @@ def test_estimator_polish_reaches_the_exact_maximum(scale):
     assert np.sin(principal_angle(cold.components_, polished.components_)) < 1e-6
     f_cold, f_pol = cold.convergence_.objective, polished.convergence_.objective
     assert abs(f_pol - f_cold) <= 1e-8 * abs(f_cold)
-    assert polished.convergence_.phi_evaluations < cold.convergence_.phi_evaluations
+    # (Not compared: the exact evaluations either fit takes. Where the plain steps
+    # cycle, the count to gtol = 1e-9 follows the last bits: the polish took 5 to
+    # 12 and the cold fit 8 or 11 under other OpenBLAS kernels and SIMD levels.)
 
 
 def test_coarse_approximation_warns_instead_of_answering_silently(wine):

@@ -488,6 +488,36 @@ def test_core_calls_hold_the_blas_at_one_thread_and_restore_it():
         assert blas_threads() == outer
 
 
+def test_a_hold_taken_in_another_python_thread_holds_the_blas():
+    """threadpoolctl (3.8 on) lets only one Python thread set OpenBLAS's process-wide
+    pool and ignores the others: the core's hold in a worker thread (a fit in a
+    thread pool) did nothing once the main thread had held the BLAS, and the
+    core's GEMMs ran threaded, with other sums."""
+    threadpoolctl = pytest.importorskip("threadpoolctl", reason="needs threadpoolctl, an "
+                                                                "ikdr dependency: reinstall ikdr")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ikdr._config import blas_threads, single_threaded_blas
+
+    def counts():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"]
+
+    def held(n):
+        with blas_threads(n):
+            return counts()
+
+    with single_threaded_blas():         # the main thread holds first ...
+        pass
+    with blas_threads(2):
+        outer = counts()
+        with ThreadPoolExecutor(1) as pool:   # ... then a worker thread
+            assert set(pool.submit(held, 1).result()) <= {1}
+            assert counts() == outer
+            with single_threaded_blas():      # overlapping holds: the fewest threads
+                assert set(pool.submit(held, 2).result()) <= {1}
+
+
 @pytest.mark.skipif(not _native.OPENMP_PAUSE,
                     reason="this OpenMP runtime cannot release its threads (no "
                            "omp_pause_resource_all, OpenMP 5.0): forked children run "

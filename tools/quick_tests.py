@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: fast tests that cover the compiled core, the estimators, threads/fork, the
-#: command line (batch included), pickling and the package layout
+#: command line (batch included), pickling, the SIMD levels' agreement and the
+#: package layout
 QUICK = [
     "tests/test_core.py",
     "tests/test_config.py",
@@ -31,6 +32,7 @@ QUICK = [
     "tests/test_architecture.py",
     "tests/test_ism.py",
     "tests/test_pickle.py",
+    "tests/test_simd_levels.py",
     "tests/test_cli.py",
     "tests/test_batch.py",
     "tests/test_version.py",

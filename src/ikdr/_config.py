@@ -133,13 +133,7 @@ def num_threads(n: int) -> Iterator[None]:
     previous = _num_threads
     set_num_threads(n)
     try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        limiter = contextlib.nullcontext()
-    else:
-        limiter = threadpool_limits(limits=int(n), user_api="blas")
-    try:
-        with limiter:
+        with blas_threads(n):
             yield
     finally:
         _num_threads = previous
@@ -184,58 +178,141 @@ def _find_version() -> str:
     return match.group(1) if match else "0+unknown"
 
 
-_blas_libraries: Any = None
+# -- the one thread limiter --------------------------------------------------------
+_controller: Any = None
 
 
-class _OneBlasThread:
-    """Sets every loaded BLAS to one thread and restores each one's own count.
+def _threadpool_controller() -> Any:
+    """The process's one ``threadpoolctl.ThreadpoolController``, made at the first
+    use (a new one scans every loaded library, more than a small pass costs), or None
+    without threadpoolctl. Made after SciPy's BLAS is loaded, so it sees it."""
+    global _controller
+    if _controller is None:
+        try:
+            from threadpoolctl import ThreadpoolController
 
-    Direct calls to the libraries' set/get functions, where
-    ``threadpoolctl.threadpool_limits`` re-inspects every loaded library on each
-    use: a small fit makes about 40 such calls, so the inspection would be a
-    visible share of it (``benchmarks/bench_call_overhead.py`` times the fits
-    and passes at n = 1,000). Holds nest and may overlap between
-    Python threads: the first sets the libraries to one thread, the last to
-    end restores them, and the holds in between (every pass of a fit, inside
-    the fit's own) cost a counter."""
+            import scipy.linalg  # noqa: F401  (loads SciPy's BLAS)
+        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+            _controller = False
+        else:
+            _controller = ThreadpoolController()
+    return _controller or None
 
-    __slots__ = ("libraries",)
+
+_blas: tuple | None = None
+
+
+def _blas_libraries() -> tuple:
+    """(process-wide, per-thread) BLAS libraries of the one controller, found once."""
+    global _blas
+    if _blas is None:
+        controller = _threadpool_controller()
+        found = () if controller is None else controller.select(user_api="blas").lib_controllers
+        _blas = (tuple(lib for lib in found if not _per_thread(lib)),
+                 tuple(lib for lib in found if _per_thread(lib)))
+    return _blas
+
+
+def _set_process_threads(lib: Any, n: int) -> None:
+    """Set a process-wide BLAS pool to ``n`` threads from whichever Python thread
+    asks. threadpoolctl (3.8 on) lets only one "controlling" Python thread set
+    OpenBLAS's pthreads pool and silently ignores the others: a hold taken in
+    a worker thread (a fit in a thread pool) would leave the BLAS threaded
+    under the core's own threads, and its results would differ from the same
+    fit's in the main thread. The holds are serialised by their own lock, so
+    clearing the controlling thread around each change is safe."""
+    clear = getattr(type(lib), "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
+    lib.set_num_threads(n)
+    if clear is not None:
+        clear(force=True)
+
+
+def _per_thread(lib: Any) -> bool:
+    """Whether the library's limit is per calling thread (a BLAS on OpenMP threads)."""
+    return getattr(lib, "threading_layer", None) == "openmp"
+
+
+class _BlasHold:
+    """Holds every loaded BLAS at ``n`` threads for a block of code, from any Python thread.
+
+    A pthreads BLAS (SciPy's and NumPy's OpenBLAS) has one thread pool for the
+    whole process, so holds taken by several Python threads at once overlap:
+    the BLAS runs on the fewest threads any active hold asks for, and the last
+    hold to end restores each library's own count (read when the first began).
+    Holds nest. A hold that changes nothing costs a counter; a change is a
+    direct call of the library's setter, where ``threadpoolctl.threadpool_limits``
+    re-inspects every loaded library on each use: a small fit makes about 40
+    holds (``benchmarks/bench_call_overhead.py`` times the fits and passes at
+    n = 1,000). A BLAS whose limit is per thread (OpenBLAS on OpenMP) is set and
+    restored by each hold in its own thread."""
+
+    __slots__ = ("n", "shared", "local", "own")
     _lock = threading.Lock()
-    _holds = 0
-    _saved: tuple = ()
+    _active: list[int] = []          # the thread counts of the holds now active
+    _saved: tuple = ()               # each process-wide library's count before the first hold
+    _counts: list[int] = []          # each one's count while holds are active
 
-    def __init__(self, libraries):
-        self.libraries = libraries
+    def __init__(self, n: int, shared: tuple, local: tuple) -> None:
+        self.n = n
+        self.shared = shared
+        self.local = local
+        self.own: tuple = ()
 
-    def __enter__(self):
-        cls = _OneBlasThread
+    def __enter__(self) -> "_BlasHold":
+        cls = _BlasHold
         with cls._lock:
-            if cls._holds == 0:
-                cls._saved = tuple(lib.num_threads for lib in self.libraries)
-                for lib, threads in zip(self.libraries, cls._saved):
-                    if threads != 1:
-                        lib.set_num_threads(1)
-            cls._holds += 1
+            if not cls._active:
+                cls._saved = tuple(lib.num_threads for lib in self.shared)
+                cls._counts = list(cls._saved)
+            cls._active.append(self.n)
+            cls._set(self.shared, [min(cls._active)] * len(self.shared))
+        if self.local:
+            self.own = tuple((lib, lib.num_threads) for lib in self.local)
+            for lib in self.local:
+                lib.set_num_threads(self.n)
         return self
 
-    def __exit__(self, *exc):
-        cls = _OneBlasThread
+    def __exit__(self, *exc: object) -> None:
+        cls = _BlasHold
+        for lib, threads in reversed(self.own):
+            lib.set_num_threads(threads)
         with cls._lock:
-            cls._holds -= 1
-            if cls._holds == 0:
-                for lib, threads in zip(self.libraries, cls._saved):
-                    if threads != 1:
-                        lib.set_num_threads(threads)
-        return False
+            cls._active.remove(self.n)
+            cls._set(self.shared, [min(cls._active)] * len(self.shared) if cls._active
+                     else list(cls._saved))
+
+    @classmethod
+    def _set(cls, shared: tuple, counts: list) -> None:
+        for i, (lib, n) in enumerate(zip(shared, counts)):
+            if cls._counts[i] != n:
+                _set_process_threads(lib, n)
+                cls._counts[i] = n
 
 
 def _new_hold_lock_in_child() -> None:
     # a child forked while another thread held the lock would wait on it forever
-    _OneBlasThread._lock = threading.Lock()
+    _BlasHold._lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_hold_lock_in_child)
+
+
+def blas_threads(n: int) -> contextlib.AbstractContextManager[Any]:
+    """Context manager: every loaded BLAS at ``n`` threads for a block of code.
+
+    ikdr's one thread limiter for the BLAS (:func:`num_threads`,
+    :func:`single_threaded_blas`, :func:`small_problem_blas`, :func:`one_thread`
+    and the landmark passes use it). It works from any Python thread;
+    overlapping holds run the BLAS on the fewest threads any of them asks for
+    (see ``_BlasHold``). Without threadpoolctl it does nothing.
+    """
+    shared, local = _blas_libraries()
+    if not shared and not local:
+        return contextlib.nullcontext()
+    return _BlasHold(max(1, int(n)), shared, local)
 
 
 def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
@@ -244,21 +321,25 @@ def single_threaded_blas() -> contextlib.AbstractContextManager[Any]:
     The core splits its GEMMs over threads of its own; a multi-threaded
     BLAS underneath would spin-wait against them on the same cores, and a
     pass would wait for a core at every barrier (``benchmarks/bench_call_overhead.py``
-    times the passes on 1 and on 2 threads). The hold itself is two calls into
-    each BLAS, cheap beside any pass.
+    times the passes on 1 and on 2 threads); its sums would also depend on the
+    BLAS's threads. The hold itself is two calls into each BLAS, cheap beside any pass.
     """
-    global _blas_libraries
-    if _blas_libraries is None:
-        try:
-            from threadpoolctl import ThreadpoolController
+    return blas_threads(1)
 
-            import scipy.linalg  # noqa: F401  (loads SciPy's BLAS)
-            _blas_libraries = tuple(ThreadpoolController().select(user_api="blas").lib_controllers)
-        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-            _blas_libraries = ()
-    if not _blas_libraries:
-        return contextlib.nullcontext()
-    return _OneBlasThread(_blas_libraries)
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Every thread pool at one thread, for light work such as k-means on an n x k
+    embedding: the BLAS (:func:`blas_threads`) and the calling thread's OpenMP
+    runtimes (their limit is per thread: ``omp_set_num_threads``), through the
+    process's one controller."""
+    controller = _threadpool_controller()
+    with blas_threads(1):
+        if controller is None:
+            yield
+            return
+        with controller.limit(limits=1, user_api="openmp"):
+            yield
 
 
 #: BLAS operands up to this many entries count as small (see small_problem_blas)

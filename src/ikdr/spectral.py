@@ -24,9 +24,8 @@ from sklearn.cluster import KMeans
 from sklearn.manifold import spectral_embedding as laplacian_eigenmaps
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
-from threadpoolctl import ThreadpoolController
 
-from ._config import fits_memory, require_memory, single_threaded_blas
+from ._config import fits_memory, one_thread, require_memory, single_threaded_blas
 from ._utils.eig import lapack_top
 from .kernels import Kernel, RelativeGaussian
 
@@ -584,17 +583,4 @@ def njw_labels(U, n_clusters, *, random_state=None, n_init=10):
     # contention on busy cores, many times the work itself at a few hundred rows.
     with one_thread():
         return km.fit_predict(row_normalised(U))
-
-
-_controller = None
-
-
-def one_thread():
-    """Every thread pool (BLAS, OpenMP) at one thread, for light work such as k-means
-    on an n x k embedding: threadpoolctl's limit through one controller made at the
-    first call (a new one scans the loaded libraries, more than a small k-means costs)."""
-    global _controller
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=1)
 

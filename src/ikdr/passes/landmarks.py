@@ -67,9 +67,8 @@ import numpy as np
 import scipy.linalg.blas
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from threadpoolctl import ThreadpoolController
 
-from .._config import get_num_threads
+from .._config import blas_threads as _hold_blas, get_num_threads
 from .._utils.typing import RandomStateLike
 from .._utils.subspace import principal_angle
 from ..gamma import Gamma
@@ -104,16 +103,9 @@ THREADED_BLOCK_FLOPS = 1e8
 
 
 def blas_threads(big):
-    """Context: the BLAS on ikdr's thread count (``big``) or on one thread. One
-    cached controller serves every call site: a fresh ``threadpool_limits`` scans
-    the loaded libraries each time, which costs more than a small pass."""
-    return _controller().limit(limits=get_num_threads() if big else 1, user_api="blas")
-
-
-def _controller(cache=[]):  # noqa: B006 (a per-process cache of one controller)
-    if not cache:
-        cache.append(ThreadpoolController())
-    return cache[0]
+    """Context: the BLAS on ikdr's thread count (``big``) or on one thread
+    (:func:`ikdr._config.blas_threads`, the one limiter)."""
+    return _hold_blas(get_num_threads() if big else 1)
 
 
 class LandmarkProblem(BaseProblem):

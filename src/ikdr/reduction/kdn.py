@@ -5,13 +5,13 @@ import numbers
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._config import single_threaded_blas
 from .._utils.progress import IterationReport, check_verbose
 from .function import ism
 from .._utils.validation import ComponentNamesMixin, check_scale, keep_state_on_error
@@ -174,7 +174,7 @@ class KernelDependenceNetwork(ClassifierMixin, ComponentNamesMixin, TransformerM
     def _layer(self, R, gamma, Yc, rng):
         d = R.shape[1]
         phi0 = Gaussian(1.0).phi0(R, gamma)
-        with threadpool_limits(1, user_api="blas"):  # d <= a few hundred: one thread is fastest
+        with single_threaded_blas():  # d <= a few hundred: one thread is fastest
             vals, vecs = np.linalg.eigh(phi0)
         vals, vecs = vals[::-1], vecs[:, ::-1]
         q = _width_for(vals) if isinstance(self.width, str) else min(int(self.width), d)
@@ -187,7 +187,7 @@ class KernelDependenceNetwork(ClassifierMixin, ComponentNamesMixin, TransformerM
         if isinstance(self.width, str):
             # width from the spectrum of Phi at the solution (Eq. 6.4)
             phi = result.kernel.phi(R, W, gamma)
-            with threadpool_limits(1, user_api="blas"):
+            with single_threaded_blas():
                 pvals, pvecs = np.linalg.eigh(phi)
             q_new = _width_for(pvals)
             if q_new != q:
