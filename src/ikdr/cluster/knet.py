@@ -18,7 +18,8 @@ from .._utils.progress import IterationReport
 from .._utils.validation import ComponentNamesMixin, NewParametersOnLoad, check_scale
 from .._utils.validation import keep_state_on_error, plain
 from ..kernels import Gaussian
-from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussian, njw_labels,
+from .._config import one_thread
+from ..spectral import (START_TOL, auto_kernel, median_scale_gaussian, njw_labels,
                        row_normalised, spectral_embedding)
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 

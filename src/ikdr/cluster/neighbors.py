@@ -16,7 +16,7 @@ from sklearn.manifold import spectral_embedding as laplacian_eigenmaps
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
-from ..spectral import one_thread
+from .._config import one_thread
 
 __all__ = ["GRAPH_NEIGHBORS", "nearest_neighbors", "neighbor_graph", "graph_embedding"]
 

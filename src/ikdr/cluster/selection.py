@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.utils import check_random_state
 
-from .._config import fits_memory
+from .._config import fits_memory, one_thread
 from .._utils.sparse import start_basis
 from .._utils.subspace import subspace_change
 from ..gamma import centered, clustering_gamma
@@ -52,7 +52,7 @@ from ..kernels import Kernel
 from ..passes import resolve_clustering
 from ..solver.driver import solve_ism
 from ..spectral import (DENSE_MAX_N, START_TOL, affinity_embedding, auto_kernel,
-                        dense_step_bytes, njw_labels, one_thread, spectral_embedding)
+                        dense_step_bytes, njw_labels, spectral_embedding)
 from .alternation import AlternationOptions, default_n_components
 from .criterion import Assessment, PartitionCriterion, choose
 from .neighbors import GRAPH_NEIGHBORS, graph_embedding, nearest_neighbors, neighbor_graph
