@@ -195,8 +195,9 @@ class PartitionCriterion:
         # the graphs join distinct points: copies of a row are one point (else a clump
         # of repeated rows is a clique no partition cuts, and any partition that keeps
         # the clumps whole looks separated)
-        distinct, self.first = np.unique(self.Z, axis=0, return_index=True)
-        self.first = None if distinct.shape[0] == self.Z.shape[0] else np.sort(self.first)
+        distinct, first = np.unique(self.Z, axis=0, return_index=True)
+        self.first: np.ndarray | None = \
+            None if distinct.shape[0] == self.Z.shape[0] else np.sort(first)
         points = self.Z if self.first is None else self.Z[self.first]
         m = points.shape[0]
         neighbors = nearest_neighbors(points, min(max(JUDGE_NEIGHBORS), m - 1))
