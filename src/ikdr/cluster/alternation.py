@@ -93,7 +93,7 @@ class AlternationOptions:
     """Settings of one U/W alternation (see :func:`alternate` for each), made and checked once.
 
     :func:`alternate` and the clustering estimators build one; the loop
-    (:func:`alternate_on`, the default fit's :func:`ikdr.cluster.selection.refine`)
+    (:func:`alternate_on`, the selection's :func:`ikdr.cluster.selection.refine`)
     receives it and checks nothing again. A run that needs other settings (its own
     q, its progress report, a guided paradigm) derives them with
     :func:`dataclasses.replace`, which checks the new values the same way.

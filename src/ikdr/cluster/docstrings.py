@@ -18,10 +18,9 @@ COMMON_PARAMS = r"""
         (:func:`ikdr.default_n_components`).
     kernel : str or Kernel, default="gaussian"
         Any ISM kernel or conic combination (:mod:`ikdr.kernels`). The
-        Gaussian (by any of its names) at ``sigma="auto"``, with ``affinity``
-        and ``normalize`` left at their defaults and the rows in memory, is
-        the default fit (:mod:`ikdr.cluster.selection`); any other setting
-        runs the papers' alternation with it. A kernel object keeps its own
+        Gaussian (by any of its names) at ``sigma="auto"`` with ``affinity=None``
+        is what ``strategy="select"`` uses; any other kernel runs the papers'
+        alternation with it (``strategy="auto"``). A kernel object keeps its own
         bandwidth: ``Gaussian()`` is one global Gaussian at the median pairwise
         distance of X (as ``sigma="median"`` by name), not the default's local
         scaling; :doc:`/guide/kernels` compares the two.
@@ -132,12 +131,12 @@ COMMON_ATTRS = r"""
         Clustering quality CQ = :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U)`
         (dissertation Table 3.1; at most n_clusters when normalised).
     n_iter_ : int
-        W-steps (the default fit) or outer U/W iterations run.
+        W-steps ("select") or outer U/W iterations ("alternate") run.
     objective_ : float
         The paradigm's objective at ``best_iteration_``.
     best_iteration_ : int
-        The 1-based position in ``history_`` of what is returned. Default
-        fit: the kept candidate (1: the start). Otherwise the outer iteration
+        The 1-based position in ``history_`` of what is returned.
+        "select": the kept candidate (1: the start). Otherwise the outer iteration
         with the highest objective (D is held fixed in the W-step, so the
         true objective need not rise monotonically).
     strategy_ : {"select", "alternate"}
@@ -176,12 +175,12 @@ COMMON_ATTRS = r"""
         How much each feature carries the clusters; sums to 1. The mean of
         two shares: the feature's weight in the learned subspace (squared row
         norms of W, its columns weighted by the absolute eigenvalues of
-        :math:`\Phi` belonging to them in the default fit, equally in the
-        papers' alternation; :func:`ikdr.reduction.importances.feature_importances`)
+        :math:`\Phi` belonging to them with "select", equally with
+        "alternate"; :func:`ikdr.reduction.importances.feature_importances`)
         and its own dependence on ``labels_`` (the positive part of its
         marginal HSIC with the partition,
         :func:`ikdr.reduction.marginal.marginal_dependence`), which ranks the
-        features W leaves out (:func:`ikdr.cluster.ism_clustering.clustering_importances`).
+        features W leaves out (:func:`ikdr.cluster.base.clustering_importances`).
     cluster_importances_ : ndarray (n_clusters, n_features)
         Per cluster (rows in the order of the labels), how much each feature
         tells it from the other clusters, each weighed alike; each row sums to 1
@@ -194,15 +193,16 @@ COMMON_ATTRS = r"""
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None
         Each feature's larger 2- or 3-group gap
-        (:func:`ikdr.cluster.screen.feature_gaps`) when the default fit
-        screened the features (KDAC's feature start: each feature's k-group
+        (:func:`ikdr.cluster.screen.feature_gaps`) when "select" screened
+        the features on X's own columns (KDAC's feature start: each feature's k-group
         gap in X without the existing clusters' means, see its Notes); None
         otherwise.
     support_ : ndarray of int
         The features W may use: all, unless the feature screen
-        (:func:`ikdr.cluster.screen.screen_features`) took a few (4 blobs in 3
-        of 50 features: ISMClustering 0.34 -> 0.91); ``components_`` is zero
-        elsewhere.
+        (:func:`ikdr.cluster.screen.screen_features`) took a few and its start
+        was kept (4 blobs in 3 of 50 features: ISMClustering 0.34 -> 0.91);
+        ``components_`` is zero elsewhere. Sparse or wide X clustered on its
+        leading singular vectors: all.
     start_ : int
         "select": the index in ``selection_`` of the kept start. KDAC
         against a visible existing clustering: which of its runs was kept
@@ -211,7 +211,7 @@ COMMON_ATTRS = r"""
         KDAC's runs: the spectral gap :math:`\lambda_{k-1} - \lambda_k` of
         each run's final U-step (:func:`ikdr.spectral.spectral_gap`); a run
         other than the first is kept only when its gap is larger by at least
-        0.05. None for the default fit.
+        0.05. None for "select".
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of str

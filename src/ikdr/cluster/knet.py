@@ -98,9 +98,10 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     Output. Candidate partitions are formed: k-means on :math:`\psi_\theta(X)`
     (Alg. 3), the NJW rounding of U (k-means on the row-normalised spectral
     embedding of the learned kernel 4.10) and, at ``sigma="auto"``, the
-    starts of the ISM estimators' default fit on X (spectral clustering of
-    the 10-NN graph, as scikit-learn's, and, where the start is fragmented,
-    of the local-scaling affinity; :func:`ikdr.cluster.selection.scored_starts`),
+    starts of the ISM estimators' selection on every feature of X (wide X:
+    its leading singular vectors): k-means ("X kmeans"), spectral clustering
+    of the 10-NN graph, as scikit-learn's, and, where the start is fragmented,
+    of the local-scaling affinity (:func:`ikdr.cluster.selection.scored_starts`),
     otherwise the NJW rounding of the local-scaling affinity on
     :math:`\psi_\theta(X)`. At ``sigma="auto"`` after kept rounds of
     ``"fixed"`` the learned kernel's NJW rounding is not formed (its cut was
@@ -108,8 +109,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     ``benchmarks/bench_clustering_quality.py``, and it costs an eigenproblem of
     order n), nor the local-scaling start (it serves where the Gaussian
     isolates points). ``labels_`` is
-    the one with the lowest multi-graph normalised cut on X
-    (:class:`ikdr.cluster.criterion.PartitionCriterion`, which reads no
+    the one the selection's criterion prefers on every feature of X (the
+    multi-graph normalised cut over the compactness,
+    :class:`ikdr.cluster.criterion.PartitionCriterion`, which reads no
     labels; ``partition_criterion_``, ``rounding_``). Judged by the learned
     kernel itself, whose sigma is small enough for the spiral and the moons,
     a partition that isolates the few outliers of a wide cluster scored
@@ -216,12 +218,14 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     n_rejected_ : int
         Rounds undone because their epoch lowered (4.8a) or its part over
         pairs of distinct points.
-    rounding_ : {"kmeans", "spectral", "local", "graph", "kernel"}
+    rounding_ : {"kmeans", "spectral", "local", "X kmeans", "graph", "kernel"}
         Which candidate became ``labels_``: k-means on ``embedding_``, the NJW
         rounding of ``U_``, that of the local-scaling affinity on
-        ``embedding_``, or a start of the default fit on X (see "Output").
+        ``embedding_``, or a start of the selection on X (see "Output").
     partition_criterion_ : dict
-        The criterion of each candidate (lower is better; the lowest wins).
+        The criterion of each candidate (lower is better; the winner is
+        :func:`ikdr.cluster.criterion.choose`'s, which prefers partitions
+        without a near-empty cluster and cleanly separated ones).
     support_ : ndarray of int
         The features the network reads: all, unless at ``sigma="auto"``
         :func:`ikdr.cluster.screen.screen_features` took a few (iris 0.63 -> 0.85,
@@ -426,7 +430,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         # The NJW rounding and predict need the eigenvectors of the learned embedding:
         # "eig" has them, "fixed" kept the start's U, "sma" one Cayley step from them.
         moved = self.update == "sma" or (self.update == "fixed" and out.n_accepted > 0)
-        # Beside the default fit's starts (sigma="auto") the learned kernel's NJW
+        # Beside the selection's starts (sigma="auto") the learned kernel's NJW
         # rounding after kept rounds of "fixed" is not formed: on the 25 data sets of
         # the clustering benchmark its cut was never the lowest of the candidates,
         # and it costs an eigenproblem of order n.
@@ -470,7 +474,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         if njw is not None:
             candidates["spectral"] = njw.labels_
         if starts is None and Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
-            # (with the default fit's starts it never won alone: its ties with them,
+            # (with the selection's starts it never won alone: its ties with them,
             # moons-2 and iris, go to the starts at the same cut)
             U_local, _, _ = spectral_embedding(Psi, auto_kernel(Psi, k), k, random_state=seed,
                                                dense_solver="lanczos", tol=START_TOL)

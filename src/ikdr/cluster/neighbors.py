@@ -1,7 +1,7 @@
 """The k-NN graph U-step: spectral clustering as scikit-learn's
 ``SpectralClustering(affinity="nearest_neighbors")`` does it, on X or on XW.
 
-The clustering estimators' default fit starts from it and judges every
+The clustering estimators' selection starts from it and judges every
 clustering by graphs of this kind (:mod:`ikdr.cluster.criterion`,
 :mod:`ikdr.cluster.selection`).
 """

@@ -4,7 +4,7 @@
 few groups (the spectral gap of its 1-D U-step); :func:`screen_features` takes
 the features that do when spectral clustering of them alone separates the k
 clusters more clearly than all features (ISMClustering, SemiSupervisedISM and
-KDAC's default fit, KNetClustering's network; KDAC's feature start).
+KDAC's selection, KNetClustering's network; KDAC's feature start).
 """
 from __future__ import annotations
 
