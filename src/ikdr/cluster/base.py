@@ -286,11 +286,12 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
         W = chosen.components                   # on the view's features of the points
         if best.columns is not None:            # zero on the other features
             W = _on_rows(W, best.columns, points.shape[1])
-        support = np.arange(X.shape[1])
         if basis is not None:                   # the points are X @ basis
             W = basis @ W
-        elif best.columns is not None:
-            support = best.columns
+        # the features W uses: the screened ones, else every one but those no kernel
+        # sees (constant columns, unstored sparse ones), where W is exactly zero
+        support = best.columns if best.columns is not None and basis is None else \
+            np.flatnonzero(np.any(W != 0.0, axis=1))
         position = [h["candidate"] for h in chosen.history].index(best.name)
         entry = chosen.history[position]
         return ClusteringFit(

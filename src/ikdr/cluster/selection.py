@@ -90,12 +90,13 @@ def selection_points(X, random_state=None):
     """(points, basis): the rows the selection clusters and the d x r orthonormal basis
     they are X's coordinates in (``points = X @ basis``; None when the points are X).
 
-    Dense X with at most :data:`SELECTION_MAX_FEATURES` features is its own points;
-    sparse or wider X is projected on its :data:`SELECTION_COMPONENTS` leading right
+    X with at most :data:`SELECTION_MAX_FEATURES` features is its own points (made
+    dense when sparse); wider X is projected on its :data:`SELECTION_COMPONENTS` leading right
     singular vectors (:func:`ikdr._utils.sparse.start_basis`, no centering: O(nnz r)
     per iteration for sparse X, never formed densely)."""
-    if not sp.issparse(X) and X.shape[1] <= SELECTION_MAX_FEATURES:
-        return np.ascontiguousarray(X, dtype=np.float64), None
+    if X.shape[1] <= SELECTION_MAX_FEATURES:      # (sparse X: its dense form is as small)
+        dense = X.toarray() if sp.issparse(X) else X
+        return np.ascontiguousarray(dense, dtype=np.float64), None
     basis = start_basis(X, min(SELECTION_COMPONENTS, min(X.shape) - 1),
                         random_state=random_state)
     points = X @ basis
