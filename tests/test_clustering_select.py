@@ -161,3 +161,17 @@ def test_select_honours_max_iter_tol_and_normalize():
     plain = ikdr.ISMClustering(3, normalize=False, random_state=0).fit(X)
     assert plain.strategy_ == "select" and not plain.normalize_
     np.testing.assert_array_equal(plain.degrees_, np.ones(X.shape[0]))
+
+
+def test_knet_reads_sparse_or_wide_data_on_its_leading_singular_vectors():
+    X, y = _documents()
+    sparse = ikdr.KNetClustering(3, random_state=0).fit(X)
+    dense = ikdr.KNetClustering(3, random_state=0).fit(X.toarray())
+    assert nmi(y, sparse.labels_) > 0.95 and nmi(sparse.labels_, dense.labels_) > 0.95
+    basis = sparse.projection_
+    assert basis.shape == (X.shape[1], SELECTION_COMPONENTS)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(SELECTION_COMPONENTS), atol=1e-10)
+    np.testing.assert_array_equal(sparse.predict(X), sparse.labels_)
+    np.testing.assert_allclose(sparse.transform(X), sparse.transform(X.toarray()), atol=1e-10)
+    narrow, _ = _repeated_rows()
+    assert ikdr.KNetClustering(3, random_state=0).fit(narrow).projection_ is None

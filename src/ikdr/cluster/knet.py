@@ -6,6 +6,7 @@ import warnings
 from typing import Sequence
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
@@ -15,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
+from .._utils.sparse import check_sparse
 from .._utils.validation import ComponentNamesMixin, NewParametersOnLoad, check_scale
 from .._utils.validation import keep_state_on_error, plain
 from ..kernels import Gaussian
@@ -232,6 +234,13 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         4 blobs in 3 of 50 features 0.30 -> 0.91;
         :doc:`/alternative_clustering`). ``transform`` and ``predict`` read
         the same columns of their X.
+    projection_ : ndarray (n_features, r) or None
+        Sparse X, or X of more than
+        :data:`~ikdr.cluster.selection.SELECTION_MAX_FEATURES` features: the
+        orthonormal basis of its r leading right singular vectors
+        (:func:`ikdr.cluster.selection.selection_points`), whose coordinates
+        ``X @ projection_`` the network reads (``support_`` is then every
+        feature). None otherwise.
     feature_scores_ : ndarray (n_features,) or None
         Each feature's larger 2- or 3-group gap (:func:`ikdr.cluster.screen.feature_gaps`) at
         ``sigma="auto"`` with more than 2 features; None otherwise.
@@ -286,7 +295,8 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     def _fitted_defaults(self, state):
         # fitted by ikdr 0.1, before the screen: the network reads every feature
         if "encoder_" in state:
-            return {"support_": np.arange(state["n_features_in_"]), "feature_scores_": None}
+            return {"support_": np.arange(state["n_features_in_"]), "feature_scores_": None,
+                    "projection_": None}
         return {}
 
     #: get_feature_names_out names the embedding's columns: ``knetclustering0``, ...
@@ -364,12 +374,20 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         -------
         self
         """
-        X = every_feature = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        check_scale(X)
+        X = every_feature = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                          ensure_min_samples=2)
+        if sp.issparse(X):
+            check_sparse(X)
+        else:
+            check_scale(X)
         k, lam, batch, hidden = self._check_params(*X.shape)
         auto = isinstance(self.sigma, str) and self.sigma == "auto"
+        # sparse or wide X: the network reads its leading singular vectors, as the
+        # selection's starts do (an MLP of thousands of inputs learns the noise, slowly)
+        points, projection = selection_points(X, random_state=self.random_state)
+        X = points
         columns, feature_scores = None, None
-        if auto and X.shape[1] > 2 and X.shape[0] >= 3 * k:
+        if auto and projection is None and X.shape[1] > 2 and X.shape[0] >= 3 * k:
             # a few of many features carry the clusters: the network reads those
             columns, feature_scores, _ = screen_features(X, k, random_state=self.random_state)
         support = np.arange(X.shape[1]) if columns is None else columns
@@ -404,8 +422,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
             # the selection's starts on every feature (wide X: its leading singular
             # vectors) and the criterion that judges the rounding there: candidates
             # found on the screened features and on all of them on one footing
-            points, basis = selection_points(every_feature, random_state=seed)
-            own = columns is None and basis is None      # the points are X: its kernel
+            own = columns is None          # the network reads the points: their kernel
             found = scored_starts(points, k, local if own else auto_kernel(points, k),
                                   screen=False,
                                   local_start=out.stop_reason == "fragmented start",
@@ -422,6 +439,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
                           ConvergenceWarning, stacklevel=2)
         self.encoder_, self.decoder_ = encoder, decoder
         self.support_, self.feature_scores_ = support, feature_scores
+        self.projection_ = projection
         self.kernel_ = kernel
         self.sigma_ = float(kernel.sigma)
         self.embedding_kernel_ = out.embedding_kernel
@@ -512,8 +530,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     def transform(self, X: ArrayLike) -> np.ndarray:
         """The learned embedding :math:`\\psi_\\theta(X)`."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.encoder_.forward(np.ascontiguousarray(X[:, self.support_])) * self.scale_
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        Z = X[:, self.support_] if self.projection_ is None else X @ self.projection_
+        return self.encoder_.forward(np.ascontiguousarray(np.asarray(Z))) * self.scale_
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Cluster new points (out of sample, dissertation Table 4.4).
