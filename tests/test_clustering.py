@@ -356,3 +356,20 @@ def test_rbf_is_the_gaussian_of_the_defaults():
     assert [(c["candidate"], c["criterion"]) for c in rbf.selection_] == \
         [(c["candidate"], c["criterion"]) for c in gaussian.selection_]
     np.testing.assert_array_equal(rbf.labels_, gaussian.labels_)
+
+
+def test_alternate_takes_its_settings_as_options_or_keywords(rng):
+    from ikdr.cluster.alternation import AlternationOptions
+
+    X = rng.standard_normal((40, 3))
+    kernel = Gaussian(1.0).fit(X)
+    by_keywords = ikdr.alternate(X, kernel, 2, max_iter=2, random_state=0, warn=False)
+    options = AlternationOptions(2, max_iter=2, random_state=0, warn=False)
+    by_options = ikdr.alternate(X, kernel, 2, options=options)
+    np.testing.assert_array_equal(by_keywords.components, by_options.components)
+    with pytest.raises(TypeError, match="not both"):
+        ikdr.alternate(X, kernel, 2, options=options, max_iter=3)
+    with pytest.raises(ValueError, match="n_clusters"):
+        ikdr.alternate(X, kernel, 3, options=options)
+    with pytest.raises(TypeError, match="max_iters"):
+        ikdr.alternate(X, kernel, 2, max_iters=3)

@@ -1,4 +1,4 @@
-"""The default fit's parts: the k-NN graph U-step, the multi-graph cut, the feature screen."""
+"""The selection's parts: the k-NN graph U-step, the criterion, the feature screen."""
 import warnings
 
 import numpy as np
@@ -7,7 +7,11 @@ from sklearn.cluster import SpectralClustering
 from sklearn.datasets import load_iris, load_wine, make_moons
 from sklearn.preprocessing import StandardScaler
 
-from ikdr.cluster.criterion import JUDGE_NEIGHBORS, PartitionCriterion, normalised_cut
+from sklearn.metrics import calinski_harabasz_score
+
+from ikdr.cluster.criterion import (CUT_FLOOR, JUDGE_NEIGHBORS, SCORE_ROWS, Assessment,
+                                    PartitionCriterion, calinski_harabasz, choose,
+                                    normalised_cut)
 from ikdr.cluster.neighbors import graph_embedding, nearest_neighbors, neighbor_graph
 from ikdr.cluster.screen import feature_gaps
 from ikdr.kernels.bandwidth import feature_median_distances
@@ -53,18 +57,67 @@ def test_normalised_cut_is_the_share_of_each_clusters_edges_that_leave_it(rng):
     assert normalised_cut(A, np.zeros(60, dtype=int), 3) == 0.0   # one cluster, two empty
 
 
-def test_criterion_averages_its_judges_and_reads_only_the_partition(rng):
+def test_criterion_is_the_log_of_the_cut_over_the_compactness(rng):
     X = np.vstack([rng.normal(-3, 1, (50, 2)), rng.normal(3, 1, (50, 2))])
     criterion = PartitionCriterion(X, 2)
     split, mixed = np.repeat([0, 1], 50), np.arange(100) % 2
     cuts = criterion.cuts(split)
     assert cuts.shape == (len(JUDGE_NEIGHBORS) + 1,)
-    assert criterion(split) == pytest.approx(cuts.mean())
-    assert criterion(split) < 0.01 < 0.4 < criterion(mixed)
+    judged = criterion.assess([split, mixed])
+    for labels, a in zip((split, mixed), judged):
+        cut = criterion.cuts(labels).mean()
+        assert a.cut == pytest.approx(cut)
+        assert a.compactness == pytest.approx(calinski_harabasz_score(X, labels), rel=1e-10)
+        assert a.criterion == pytest.approx(np.log(max(cut, CUT_FLOOR)) -
+                                            np.log(a.compactness))
+    assert judged[0].separated and not judged[1].separated
+    assert criterion(split) < criterion(mixed)
     # relabelling the clusters changes nothing
     assert criterion(1 - split) == pytest.approx(criterion(split), rel=1e-12)
     with pytest.raises(ValueError, match="one entry per row"):
         criterion(split[:-1])
+
+
+def test_compactness_edge_cases(rng):
+    X = rng.standard_normal((10, 2))
+    assert calinski_harabasz(X, np.zeros(10, dtype=int)) == 0.0     # one cluster
+    assert calinski_harabasz(X, np.arange(10)) == 0.0               # a cluster per row
+    twins = np.repeat([[0.0, 0.0], [1.0, 1.0]], 5, axis=0)
+    assert calinski_harabasz(twins, np.repeat([0, 1], 5)) == np.inf
+    # one cluster is the worst partition there is
+    assert PartitionCriterion(X, 2)(np.zeros(10, dtype=int)) == np.inf
+
+
+def test_choose_prefers_separated_partitions_then_the_lowest_criterion():
+    a = Assessment(-5.0, False, 0.1, 10.0)
+    b = Assessment(-3.0, True, 0.0, 2.0)
+    c = Assessment(-4.0, True, 0.0, 3.0)
+    assert choose([a, b, c]) == 2
+    assert choose([a, Assessment(-6.0, False, 0.1, 20.0)]) == 1
+    assert choose([a, a]) == 0                  # ties: the earlier
+
+
+def test_moons_prefer_the_graph_partition_to_k_means():
+    """The compactness alone prefers k-means' convex halves of two moons; the graph cut
+    of the true moons is zero, so the separated partition wins."""
+    from sklearn.cluster import KMeans
+
+    X, y = make_moons(400, noise=0.05, random_state=0)
+    criterion = PartitionCriterion(X, 2)
+    km = KMeans(2, n_init=10, random_state=0).fit_predict(X)
+    truth, kmeans = criterion.assess([y, km])
+    assert truth.compactness < kmeans.compactness
+    assert choose([kmeans, truth]) == 1
+
+
+def test_large_n_scores_a_fixed_sample_of_rows(rng):
+    n = SCORE_ROWS + 500
+    X = np.vstack([rng.normal(-3, 1, (n // 2, 2)), rng.normal(3, 1, (n - n // 2, 2))])
+    labels = (np.arange(n) >= n // 2).astype(int)
+    first = PartitionCriterion(X, 2, random_state=0)
+    assert first.Z.shape[0] == SCORE_ROWS
+    assert first(labels) == PartitionCriterion(X, 2, random_state=0)(labels)
+    assert first(labels) < first(rng.integers(0, 2, n))
 
 
 def test_criterion_without_local_scales_judges_by_the_graphs(rng):

@@ -99,7 +99,7 @@ class TestBadExisting:
 
     def test_wrong_length_before_any_work(self):
         # the bandwidth's k-NN query (sigma="auto") must not run first
-        with mock.patch("ikdr.cluster.ism_clustering.auto_kernel",
+        with mock.patch("ikdr.cluster.base.auto_kernel",
                         side_effect=AssertionError("work started")):
             with pytest.raises(ValueError, match="wrong length"):
                 ikdr.KDAC(2).fit(self.X, np.arange(29) % 2)

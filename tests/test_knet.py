@@ -239,7 +239,7 @@ def test_digits_fragmented_start_keeps_spectral_clustering_of_x():
     assert not model.converged_
     np.testing.assert_array_equal(model.transform(X), X)
     # the local-scaling start joins the rounding where the Gaussian isolates points
-    assert {"kmeans", "spectral", "graph", "kernel"} == set(model.partition_criterion_)
+    assert {"kmeans", "spectral", "X kmeans", "graph", "kernel"} == set(model.partition_criterion_)
     assert model.embedding_kernel_ is None      # no round ascended it: never made
     kmeans = nmi(y, KMeans(10, n_init=10, random_state=0).fit_predict(X))   # 0.63
     assert nmi(y, model.labels_) >= kmeans - 0.05                          # 0.69 (was 0.21)
@@ -248,14 +248,14 @@ def test_digits_fragmented_start_keeps_spectral_clustering_of_x():
 
 def test_trained_default_rounding_candidates():
     """At the defaults, after kept rounds of "fixed": k-means on the gathered groups
-    against the 10-NN graph's start; neither the learned kernel's NJW rounding nor the
+    against the selection's k-means and 10-NN graph starts on X; neither the learned kernel's NJW rounding nor the
     local-scaling start (only where the start is fragmented) is formed, and U_ stays
     the start's spectral embedding of X."""
     X, y = make_moons(400, noise=0.05, random_state=0)
     X = StandardScaler().fit_transform(X)
     model = KNetClustering(2, random_state=0).fit(X)
     assert model.n_iter_ - model.n_rejected_ > 0
-    assert set(model.partition_criterion_) == {"kmeans", "graph"}
+    assert set(model.partition_criterion_) == {"kmeans", "X kmeans", "graph"}
     assert nmi(y, model.labels_) == pytest.approx(1.0)
     np.testing.assert_array_equal(model.predict(X), model.labels_)
     U, _, _ = spectral_embedding(X, model.kernel_, 2, dense_solver="auto", tol=1e-6,
@@ -271,10 +271,12 @@ def test_scored_starts_without_the_local_start():
     kernel = auto_kernel(X, 2)
     both = scored_starts(X, 2, kernel, screen=False, random_state=0)
     graph = scored_starts(X, 2, kernel, screen=False, local_start=False, random_state=0)
-    assert [c.name for c in both.candidates] == ["graph", "kernel"]
-    assert [c.name for c in graph.candidates] == ["graph"]
-    np.testing.assert_array_equal(graph.candidates[0].labels, both.candidates[0].labels)
-    assert graph.candidates[0].criterion == both.candidates[0].criterion
+    assert [c.name for c in both.candidates] == ["kmeans", "graph", "kernel"]
+    assert [c.name for c in graph.candidates] == ["kmeans", "graph"]
+    for alone, beside in zip(graph.candidates, both.candidates):
+        np.testing.assert_array_equal(alone.labels, beside.labels)
+        # (one product for all partitions: summed in another order with more of them)
+        assert alone.criterion == pytest.approx(beside.criterion, rel=1e-12)
 
 
 def _load(name):

@@ -177,10 +177,10 @@ def test_tied_eigenvalues_give_a_valid_subspace():
 @pytest.mark.parametrize("make", [
     lambda: ikdr.ISM(n_components=2, tol=1e-14, max_iter=1, support="all",
                      criterion="eigenvalues"),
-    # normalize=True: the papers' alternation, which iterates to tol (the default fit
-    # stops where its criterion does; tests/test_clustering_defaults.py)
+    # the papers' alternation, which iterates to tol (the selection stops where its
+    # criterion does; tests/test_clustering_defaults.py)
     lambda: ikdr.ISMClustering(n_clusters=2, n_components=2, tol=1e-14, max_iter=1,
-                               normalize=True),
+                               strategy="alternate"),
 ])
 def test_fit_warns_convergence_at_max_iter(make):
     est = make()

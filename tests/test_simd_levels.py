@@ -87,11 +87,12 @@ def _sweep_problem():
 
 def sweep_case():
     """The first sweep of a landmark pass (P, A, Q of every factor), float64."""
-    from ikdr.passes.landmark_sweeps import native_first_sweep
+    from ikdr.passes.landmark_sweeps import SweepOptions, native_first_sweep
 
     X, W, V, p, _ = _sweep_problem()
     factors = p._factors(W)
-    (P, A, Q), = native_first_sweep(X, p.structure, W, V, factors, True, np.float64, 128)
+    (P, A, Q), = native_first_sweep(X, p.structure, W, V, factors, True,
+                                    SweepOptions(128, None, np.float64))
     return {"sweep_P": P, "sweep_A": A, "sweep_Q": Q[0]}
 
 

@@ -31,7 +31,7 @@ from .kernels import Kernel, RelativeGaussian
 
 __all__ = ["DENSE_MAX_N", "START_TOL", "MatrixFreePoints", "auto_kernel", "median_scale_gaussian",
            "kernel_degrees", "row_normalised", "spectral_embedding", "affinity_embedding",
-           "spectral_gap", "njw_labels", "AUTO_NEIGHBORS", "one_thread"]
+           "spectral_gap", "njw_labels", "AUTO_NEIGHBORS"]
 
 #: up to this many samples the U-step builds the dense n x n matrix
 DENSE_MAX_N = 3000

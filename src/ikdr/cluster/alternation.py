@@ -93,7 +93,7 @@ class AlternationOptions:
     """Settings of one U/W alternation (see :func:`alternate` for each), made and checked once.
 
     :func:`alternate` and the clustering estimators build one; the loop
-    (:func:`alternate_on`, the default fit's :func:`ikdr.cluster.selection.refine`)
+    (:func:`alternate_on`, the selection's :func:`ikdr.cluster.selection.refine`)
     receives it and checks nothing again. A run that needs other settings (its own
     q, its progress report, a guided paradigm) derives them with
     :func:`dataclasses.replace`, which checks the new values the same way.
@@ -220,13 +220,10 @@ class AlternationResult:
 
 def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
               build_gamma: Callable[..., Gamma] = clustering_gamma, *,
-              affinity: Kernel | None = None, n_components: int | None = None,
-              normalize: bool = True, max_iter: int = 20, tol: float = 1e-3,
-              random_state: RandomStateLike = None, measure: Callable[..., Any] | None = None,
-              n_threads: int | None = None, report: Any = None, warn: bool = True,
-              landmarks: Any = None, alternative: bool = False,
-              guided: bool = False, start: np.ndarray | None = None,
-              eigen_solver: str = "auto") -> AlternationResult:
+              affinity: Kernel | None = None, measure: Callable[..., Any] | None = None,
+              landmarks: Any = None, start: np.ndarray | None = None,
+              options: AlternationOptions | None = None,
+              **settings: Any) -> AlternationResult:
     r"""The U/W alternation shared by every clustering paradigm of ISM.
 
     1. U-step at W = I: :math:`U_0`, :math:`D_0` (spectral clustering of X).
@@ -242,6 +239,10 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
     returned (``best_iteration``), converged or not, never the last one by
     accident.
 
+    The settings are an :class:`AlternationOptions`, given as ``options`` or as
+    keywords (``n_components=2, max_iter=5``, ...), one or the other: each is
+    listed below.
+
     Parameters
     ----------
     X : ndarray (n, d) or row-chunked dask.array.Array
@@ -254,6 +255,8 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
         ``build_gamma(U, degrees) -> Gamma``: the paradigm.
     affinity : Kernel or None
         U-step kernel; None uses ``kernel``.
+    options : AlternationOptions or None
+        All the settings below at once (its ``n_clusters`` must be ``n_clusters``).
     n_components : int or None
         q; None: :func:`default_n_components` at the first W-step.
     normalize : bool, default=True
@@ -298,10 +301,15 @@ def alternate(X: ArrayLike, kernel: Kernel, n_clusters: int,
         A setting out of range, checked once before any work
         (:class:`AlternationOptions`).
     """
-    options = AlternationOptions(n_clusters, n_components=n_components, normalize=normalize,
-                                 max_iter=max_iter, tol=tol, random_state=random_state,
-                                 n_threads=n_threads, warn=warn, alternative=alternative,
-                                 guided=guided, eigen_solver=eigen_solver, report=report)
+    if options is None:
+        # an unknown keyword is a TypeError naming it, a bad value a ValueError
+        options = AlternationOptions(n_clusters, **settings)
+    elif settings:
+        raise TypeError(f"alternate: pass the settings as options or as keywords, not both "
+                        f"(got options and {sorted(settings)})")
+    elif options.n_clusters != n_clusters:
+        raise ValueError(f"alternate: n_clusters={n_clusters} but options.n_clusters="
+                         f"{options.n_clusters}")
     side = resolve_clustering(X, landmarks)
     return alternate_on(side, X, kernel, options, build_gamma, affinity=affinity,
                         measure=measure, start=start, stacklevel=3)

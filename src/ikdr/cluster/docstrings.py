@@ -18,10 +18,9 @@ COMMON_PARAMS = r"""
         (:func:`ikdr.default_n_components`).
     kernel : str or Kernel, default="gaussian"
         Any ISM kernel or conic combination (:mod:`ikdr.kernels`). The
-        Gaussian (by any of its names) at ``sigma="auto"``, with ``affinity``
-        and ``normalize`` left at their defaults and the rows in memory, is
-        the default fit (:mod:`ikdr.cluster.selection`); any other setting
-        runs the papers' alternation with it. A kernel object keeps its own
+        Gaussian (by any of its names) at ``sigma="auto"`` with ``affinity=None``
+        is what ``strategy="select"`` uses; any other kernel runs the papers'
+        alternation with it (``strategy="auto"``). A kernel object keeps its own
         bandwidth: ``Gaussian()`` is one global Gaussian at the median pairwise
         distance of X (as ``sigma="median"`` by name), not the default's local
         scaling; :doc:`/guide/kernels` compares the two.
@@ -30,16 +29,19 @@ COMMON_PARAMS = r"""
         alone, no labels): local scaling, the relative Gaussian
         :math:`\exp(-\|W^T(x_i - x_j)\|^2 / 2\sigma_i\sigma_j)` with
         :math:`\sigma_i` the distance of :math:`x_i` to its 7th nearest
-        neighbour in X, used by both the W-step kernel and the U-step affinity
+        neighbor in X, used by both the W-step kernel and the U-step affinity
         (:func:`ikdr.spectral.auto_kernel`: rule, measurements and cost, one
         k-NN query). It raises ValueError when every sample is identical or
         n_samples < 3 x n_clusters. "median": a global Gaussian at the median
         pairwise distance of X (the papers' choice). A float: that global
         bandwidth. All are fixed for the whole run.
     max_iter : int, default=20
-        Cap on the outer U/W iterations.
+        Cap on the outer iterations: W-steps, each followed by a U-step.
     tol : float, default=1e-3
-        Stop when the relative subspace changes of U and W are both below tol.
+        ``strategy="alternate"``: stop when the relative subspace changes of U
+        and W are both below tol. ``strategy="select"``: stop when a kept
+        W-step changed the embedding U by less than tol (or the criterion
+        refused the iterate).
     affinity : None, str or Kernel, default=None
         Kernel of the U-step (spectral clustering of XW). None: ``kernel``
         itself (the papers' single-kernel objective) when it is an affinity
@@ -88,6 +90,22 @@ COMMON_PARAMS = r"""
         How each W-step finds the top-q eigenvectors of a dense :math:`\Phi`
         (as :class:`ikdr.ISM`'s); "cpm" is the coordinate-wise power method
         (Lei, Zhong and Dhillon 2016; :doc:`/cpm`).
+    strategy : {"auto", "select", "alternate"}, default="auto"
+        How U and W are found. "select" (:mod:`ikdr.cluster.selection`):
+        several starts (k-means, spectral clustering on the 10-NN graph and
+        with the local-scaling affinity, the same on screened features) judged
+        on every feature by a label-free criterion
+        (:class:`ikdr.cluster.criterion.PartitionCriterion`), then W-steps from
+        the best while the criterion prefers their clusters; it uses the
+        local-scaling Gaussian (``kernel="gaussian"``, ``sigma="auto"``,
+        ``affinity=None``) and needs the rows in memory with exact passes.
+        "alternate" (:mod:`ikdr.cluster.alternation`): the papers' U/W
+        alternation from spectral clustering of X, with the given kernel,
+        affinity and ``normalize``. "auto": "select" where it can run, else
+        "alternate" (KDAC: "alternate" also when the existing clustering is
+        visible in X, ``existing_dependence_ >= 2``); the strategy run is
+        ``strategy_``. The comparison that chose the default is on
+        :doc:`/clustering_defaults`.
 """
 
 COMMON_ATTRS = r"""
@@ -102,7 +120,7 @@ COMMON_ATTRS = r"""
         the kept clusters; the identity when q equals the number of features.
     embedding_ : ndarray (n_samples, n_clusters)
         U of the kept clusters: the spectral embedding of XW (the
-        orthonormalised centred cluster indicators for the 10-NN graph's
+        orthonormalised centered cluster indicators for the 10-NN graph's
         clusters, whose spectral embedding is not of a kernel).
     eigenvalues_ : ndarray (n_clusters,)
         :math:`\mathrm{diag}(U^T H D^{-1/2} K D^{-1/2} H U)` in the W-step
@@ -113,33 +131,36 @@ COMMON_ATTRS = r"""
         Clustering quality CQ = :math:`\mathrm{Tr}(U^T H D^{-1/2} K_{XW} D^{-1/2} H U)`
         (dissertation Table 3.1; at most n_clusters when normalised).
     n_iter_ : int
-        W-steps (the default fit) or outer U/W iterations run.
+        W-steps ("select") or outer U/W iterations ("alternate") run.
     objective_ : float
         The paradigm's objective at ``best_iteration_``.
     best_iteration_ : int
-        The 1-based position in ``history_`` of what is returned. Default
-        fit: the kept candidate (1: the start). Otherwise the outer iteration
+        The 1-based position in ``history_`` of what is returned.
+        "select": the kept candidate (1: the start). Otherwise the outer iteration
         with the highest objective (D is held fixed in the W-step, so the
         true objective need not rise monotonically).
+    strategy_ : {"select", "alternate"}
+        The strategy the fit ran (``strategy`` with "auto" resolved).
     converged_ : bool
-        Default fit: the W-steps ended because the criterion refused an
-        iterate, or no W-step could move (q = d). Otherwise: the U and W
-        changes fell below ``tol``.
+        "select": the W-steps ended because the criterion refused an iterate,
+        a kept one changed U by less than ``tol``, or no W-step could move
+        (q = d), not at ``max_iter``. "alternate": the U and W changes fell
+        below ``tol``.
     history_ : list of dict
-        Default fit: the start, then one entry per W-step, with
+        "select": the start, then one entry per W-step, with
         ``candidate``, ``criterion``, ``accepted``, ``objective`` (the
         paradigm's, maximised), ``cost`` (its negative, the thesis'
         convention), ``quality`` and the paradigm's own terms; the W-steps'
         also ``u_change``, ``w_change``, ``ism_iterations``. Otherwise one
         entry per outer iteration with the same terms.
     criterion_ : float or None
-        The kept candidate's multi-graph cut
-        (:class:`ikdr.cluster.criterion.PartitionCriterion`); None outside
-        the default fit.
+        The kept candidate's criterion, the log of its multi-graph cut over its
+        compactness (:class:`ikdr.cluster.criterion.PartitionCriterion`; lower
+        is better); None for "alternate".
     selection_ : list of dict or None
-        Every candidate of the default fit (the starts, then the W-steps'
-        iterates): ``candidate``, ``criterion`` and ``labels``. None outside
-        the default fit.
+        Every candidate of "select" (the starts, then the W-steps'
+        iterates): ``candidate``, ``criterion`` and ``labels``. None for
+        "alternate".
     kernel_ : Kernel
         The W-step kernel with fitted parameters.
     affinity_ : Kernel or None
@@ -154,12 +175,12 @@ COMMON_ATTRS = r"""
         How much each feature carries the clusters; sums to 1. The mean of
         two shares: the feature's weight in the learned subspace (squared row
         norms of W, its columns weighted by the absolute eigenvalues of
-        :math:`\Phi` belonging to them in the default fit, equally in the
-        papers' alternation; :func:`ikdr.reduction.importances.feature_importances`)
+        :math:`\Phi` belonging to them with "select", equally with
+        "alternate"; :func:`ikdr.reduction.importances.feature_importances`)
         and its own dependence on ``labels_`` (the positive part of its
         marginal HSIC with the partition,
         :func:`ikdr.reduction.marginal.marginal_dependence`), which ranks the
-        features W leaves out (:func:`ikdr.cluster.ism_clustering.clustering_importances`).
+        features W leaves out (:func:`ikdr.cluster.base.clustering_importances`).
     cluster_importances_ : ndarray (n_clusters, n_features)
         Per cluster (rows in the order of the labels), how much each feature
         tells it from the other clusters, each weighed alike; each row sums to 1
@@ -172,24 +193,25 @@ COMMON_ATTRS = r"""
         Landmarks used with ``approximation="nystrom"`` (None otherwise).
     feature_scores_ : ndarray (n_features,) or None
         Each feature's larger 2- or 3-group gap
-        (:func:`ikdr.cluster.screen.feature_gaps`) when the default fit
-        screened the features (KDAC's feature start: each feature's k-group
+        (:func:`ikdr.cluster.screen.feature_gaps`) when "select" screened
+        the features on X's own columns (KDAC's feature start: each feature's k-group
         gap in X without the existing clusters' means, see its Notes); None
         otherwise.
     support_ : ndarray of int
         The features W may use: all, unless the feature screen
-        (:func:`ikdr.cluster.screen.screen_features`) took a few (4 blobs in 3
-        of 50 features: ISMClustering 0.34 -> 0.91); ``components_`` is zero
-        elsewhere.
+        (:func:`ikdr.cluster.screen.screen_features`) took a few and its start
+        was kept (4 blobs in 3 of 50 features: ISMClustering 0.34 -> 0.91);
+        ``components_`` is zero elsewhere. Sparse or wide X clustered on its
+        leading singular vectors: all.
     start_ : int
-        Default fit: the index in ``selection_`` of the kept start. KDAC
+        "select": the index in ``selection_`` of the kept start. KDAC
         against a visible existing clustering: which of its runs was kept
         (the feature start is 1, see its Notes; 0 when there was one run).
     start_gaps_ : ndarray or None
         KDAC's runs: the spectral gap :math:`\lambda_{k-1} - \lambda_k` of
         each run's final U-step (:func:`ikdr.spectral.spectral_gap`); a run
         other than the first is kept only when its gap is larger by at least
-        0.05. None for the default fit.
+        0.05. None for "select".
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of str

@@ -24,7 +24,7 @@ from ..kernels.bandwidth import feature_median_distances
 from ..metrics import nmi
 from ..passes.dask_data import check_target, is_dask_array
 from ..spectral import median_scale_gaussian
-from .ism_clustering import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
+from .base import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
 from .screen import FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps
 
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"]
@@ -95,7 +95,7 @@ def existing_dependence(X, kernel, Y, *, normalize=True, max_samples=DEPENDENCE_
               {\mathrm{E}_\pi\,\mathrm{Tr}(\bar Y^T P_\pi^T M P_\pi \bar Y)},
               \qquad M = D^{-1/2} K_X D^{-1/2},
 
-    with :math:`\bar Y` the centred one-hot matrix (n x c) of the existing
+    with :math:`\bar Y` the centered one-hot matrix (n x c) of the existing
     clustering(s), :math:`D = \mathrm{diag}(K_X 1)` (the identity when
     ``normalize`` is False) and the expectation over uniformly random
     relabellings :math:`\pi` in closed form (:math:`\bar Y` has zero column
@@ -134,7 +134,7 @@ def feature_start(X, Y, n_clusters, *, random_state=None):
     r"""KDAC's second start: the single feature that best clusters what the existing view leaves.
 
     Residual :math:`R = X - \bar Y \bar Y^+ X` (X with the existing
-    clusters' means removed, :math:`\bar Y` the centred one-hot matrix), then
+    clusters' means removed, :math:`\bar Y` the centered one-hot matrix), then
     :func:`ikdr.cluster.screen.feature_gaps` of R with k groups: a feature that
     carries k clusters besides the existing view scores near 1, a unimodal
     (noise) feature low (grids of blobs: 0.65-0.90 against at most 0.21 for
@@ -217,8 +217,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         as in :class:`ISMClustering`. From 3 on, ``sigma="auto"`` also trades
         local scaling for one global Gaussian at the median local scale
         (:func:`ikdr.spectral.median_scale_gaussian`, the median distance to
-        the 7th nearest neighbour) in the W-step kernel and the U-step
-        affinity: the per-point scales are set by the neighbours in the
+        the 7th nearest neighbor) in the W-step kernel and the U-step
+        affinity: the per-point scales are set by the neighbors in the
         existing view (face pose -> identity NMI 0.49 -> 0.57, moon 400 x 4
         0.76 -> 0.87; :doc:`/clustering_defaults`).
     novelty_ : float
@@ -267,7 +267,9 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                  max_iter: int = 20, tol: float = 1e-3, affinity: str | None = None,
                  normalize: str | bool = "auto", random_state: RandomStateLike = None,
                  verbose: int = 0, dtype: DTypeLike = np.float64, approximation: str | None = None,
-                 n_landmarks: int | str = "auto", eigen_solver: str = "auto") -> None:
+                 n_landmarks: int | str = "auto", eigen_solver: str = "auto",
+                 strategy: str = "auto") -> None:
+        self.strategy = strategy
         self.eigen_solver = eigen_solver
         self.approximation = approximation
         self.n_landmarks = n_landmarks
@@ -321,19 +323,28 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 return {"alternativeness": alt, "objective": quality - lam * alt}
             return measure
 
-        if self.existing_dependence_ < FEATURE_START_DEPENDENCE and self._selects(X, side):
+        strategy = self._strategy(X, side)
+        if self.strategy == "auto" and self.existing_dependence_ >= FEATURE_START_DEPENDENCE:
+            strategy = "alternate"      # the existing clustering is visible: leave it out
+        if strategy == "select" and self.existing_dependence_ < FEATURE_START_DEPENDENCE:
             # Nothing to leave out: the existing clustering is not visible in X, so its
             # HSIC with XW is the same for every W in expectation and its penalty, of the
             # size of the clusters (unnormalised Y), only adds noise to the W-steps (on
             # make_classification 3 of 60 it steered W to noise features: recall 0.67).
-            # KDAC is then ISMClustering's default fit; the history still reports the
+            # KDAC is then ISMClustering's selection; the history still reports the
             # alternativeness.
-            self._select(X, kernel, options, clustering_gamma, measure_with)
+            fit = self._select(X, options, clustering_gamma, measure_with)
+        elif strategy == "select":
+            # asked for by name where the existing clustering is visible: the selection
+            # with the alternative Gamma in its W-steps (guided by the novelty term)
+            fit = self._select(X, replace(options, alternative=alternative, guided=True),
+                               build, measure_with)
         else:
             # the existing clustering is a second term on W
             options = replace(options, alternative=alternative, guided=True)
-            self._alternative_runs(X, points, side, (kernel, affinity), options, Y, build,
-                                   measure_with)
+            fit = self._alternative_runs(X, points, side, (kernel, affinity), options, Y,
+                                         build, measure_with)
+        self._store(fit, X)
         self.alternativeness_ = self.history_[self.best_iteration_ - 1]["alternativeness"]
         self.novelty_ = max(nmi(y, self.labels_) for y in existing)
         return self
@@ -347,7 +358,7 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         # sparse X: W on its most dispersed stored columns
         starts = [(kernel, affinity, measure_with(affinity), None, q,
                    stored_columns(X, CLUSTERING_MAX_FEATURES))]
-        self.feature_scores_ = None
+        feature_scores = None
         # the feature start needs X's own columns (sparse X: its points are X itself)
         if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and side.rows_in_memory \
                 and all(self._local_scaling().values()) and points.shape[1] == X.shape[1]:
@@ -357,19 +368,20 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
             # objectives of the two bandwidths are not comparable, and at one
             # bandwidth noise directions score as high as the alternative:
             # docs/alternative_clustering.md)
-            start, sigma0, self.feature_scores_ = feature_start(
+            start, sigma0, feature_scores = feature_start(
                 points, Y, k, random_state=self.random_state)
-            if sigma0 > 0 and self.feature_scores_.max() >= FEATURE_START_MIN_GAP:
+            if sigma0 > 0 and feature_scores.max() >= FEATURE_START_MIN_GAP:
                 # W on the features that hold k clusters besides the existing view
                 # (otherwise the objective tilts W towards noise features that lower
                 # the penalty: the cube with two views given, 0.89 -> 1.0), and
                 # q = 1 unless given: the start is one feature (the eigengap of
                 # Phi_0 keeps q = d - 1 here, every noise feature included)
-                columns = np.flatnonzero(self.feature_scores_ >= FEATURE_START_MIN_GAP)
+                columns = np.flatnonzero(feature_scores >= FEATURE_START_MIN_GAP)
                 g = Gaussian(sigma0).fit(points[:, columns])
                 starts.append((g, g, measure_with(g), start[columns],
                                1 if q is None else min(q, columns.size), columns))
-        self._alternate(X, side, kernel, affinity, options, build, None, starts=starts)
+        fit = self._alternate(X, side, (kernel, affinity), options, build, None, starts=starts)
+        return replace(fit, feature_scores=feature_scores)
 
     def _global_scale(self, kernel, affinity):
         """sigma="auto" against an existing clustering visible in X: the local-scaling

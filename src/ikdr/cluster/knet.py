@@ -6,6 +6,7 @@ import warnings
 from typing import Sequence
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
@@ -15,19 +16,21 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
+from .._utils.sparse import check_sparse
 from .._utils.validation import ComponentNamesMixin, NewParametersOnLoad, check_scale
 from .._utils.validation import keep_state_on_error, plain
 from ..kernels import Gaussian
-from ..spectral import (START_TOL, auto_kernel, one_thread, median_scale_gaussian, njw_labels,
+from .._config import one_thread
+from ..spectral import (START_TOL, auto_kernel, median_scale_gaussian, njw_labels,
                        row_normalised, spectral_embedding)
 from .._utils.typing import ArrayLike, RandomStateLike, SigmaLike
 
 from ..reduction.importances import cluster_importances
-from .criterion import PartitionCriterion
+from .criterion import PartitionCriterion, choose
 from .knet_training import (PREDICT_CHUNK, KNetOptions, kernel_times, spread, train_knet,
                             u_gradient)
 from .screen import screen_features
-from .selection import scored_starts
+from .selection import scored_starts, selection_points
 
 __all__ = ["KNetClustering"]
 
@@ -59,7 +62,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
 
     Why "fixed" is the default (a deviation from the paper). With the
     small sigma the normalised objective is already near its maximum k at the
-    start (moons 1.998 of 2): it only sees neighbourhoods, gives no reason to
+    start (moons 1.998 of 2): it only sees neighborhoods, gives no reason to
     gather a cluster, and every round of ``"eig"`` on the moons was undone
     (below), so the network learned nothing. Ascending the wide kernel against
     the start's clusters raises the objective 1.4-1.8x on the moons, the
@@ -70,7 +73,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     Monotone rounds (deviation from the paper). For ``"eig"`` and ``"sma"``
     the epoch holds D fixed, a surrogate of (4.8a); on the Moon and the Spiral
     (sigma = 0.1 x median, Table 4.1) every such epoch *lowers* (4.8a)
-    evaluated with D recomputed (it rewards making neighbourhoods denser), and
+    evaluated with D recomputed (it rewards making neighborhoods denser), and
     repeated epochs tore the clusters apart (NMI 0.44-0.66). A round whose
     epoch lowers the objective (for ``"eig"``/``"sma"``: (4.8a) at the old U
     with D recomputed) is therefore undone and the learning rate halved; after
@@ -97,9 +100,10 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     Output. Candidate partitions are formed: k-means on :math:`\psi_\theta(X)`
     (Alg. 3), the NJW rounding of U (k-means on the row-normalised spectral
     embedding of the learned kernel 4.10) and, at ``sigma="auto"``, the
-    starts of the ISM estimators' default fit on X (spectral clustering of
-    the 10-NN graph, as scikit-learn's, and, where the start is fragmented,
-    of the local-scaling affinity; :func:`ikdr.cluster.selection.scored_starts`),
+    starts of the ISM estimators' selection on every feature of X (wide X:
+    its leading singular vectors): k-means ("X kmeans"), spectral clustering
+    of the 10-NN graph, as scikit-learn's, and, where the start is fragmented,
+    of the local-scaling affinity (:func:`ikdr.cluster.selection.scored_starts`),
     otherwise the NJW rounding of the local-scaling affinity on
     :math:`\psi_\theta(X)`. At ``sigma="auto"`` after kept rounds of
     ``"fixed"`` the learned kernel's NJW rounding is not formed (its cut was
@@ -107,8 +111,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     ``benchmarks/bench_clustering_quality.py``, and it costs an eigenproblem of
     order n), nor the local-scaling start (it serves where the Gaussian
     isolates points). ``labels_`` is
-    the one with the lowest multi-graph normalised cut on X
-    (:class:`ikdr.cluster.criterion.PartitionCriterion`, which reads no
+    the one the selection's criterion prefers on every feature of X (the
+    multi-graph normalised cut over the compactness,
+    :class:`ikdr.cluster.criterion.PartitionCriterion`, which reads no
     labels; ``partition_criterion_``, ``rounding_``). Judged by the learned
     kernel itself, whose sigma is small enough for the spiral and the moons,
     a partition that isolates the few outliers of a wide cluster scored
@@ -134,9 +139,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     Data should be standardised first, as in the paper. Training on a subset
     and clustering the rest with :meth:`predict` (out of sample, Table 4.4) is
     a supported use: ``KNetClustering(2).fit(X[subset]).predict(X)``. New
-    points go to the nearest k-means centre in the embedding, with the
+    points go to the nearest k-means center in the embedding, with the
     spectral rounding through the Nystrom extension of U with the learned
-    kernel to the nearest NJW centre, with the local rounding to the cluster
+    kernel to the nearest NJW center, with the local rounding to the cluster
     of the nearest training point in the embedding.
 
     Parameters
@@ -153,7 +158,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         Bandwidth of the Gaussian affinity: the start's spectral clustering,
         the rounding of the learned embedding and, for "eig" and "sma", the
         kernel the network ascends. "auto": the median distance of the
-        samples to their 7th nearest neighbour (:func:`ikdr.spectral.median_scale_gaussian`, chosen
+        samples to their 7th nearest neighbor (:func:`ikdr.spectral.median_scale_gaussian`, chosen
         from X alone; raises ValueError when all samples coincide or
         n_samples < 3 x n_clusters); "median": the median pairwise distance of
         the training X (dissertation Table 4.1).
@@ -188,7 +193,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     embedding_ : ndarray (n_samples, n_features)
         :math:`\psi_\theta(X)` of the training data.
     cluster_centers_ : ndarray (n_clusters, n_features)
-        k-means centres in the embedding (used by :meth:`predict`).
+        k-means centers in the embedding (used by :meth:`predict`).
     U_ : ndarray (n_samples, n_clusters)
         Final spectral embedding: of the learned kernel on ``embedding_``, or
         the start's on X where U was not updated (``"fixed"``: the target the
@@ -215,18 +220,27 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     n_rejected_ : int
         Rounds undone because their epoch lowered (4.8a) or its part over
         pairs of distinct points.
-    rounding_ : {"kmeans", "spectral", "local", "graph", "kernel"}
+    rounding_ : {"kmeans", "spectral", "local", "X kmeans", "graph", "kernel"}
         Which candidate became ``labels_``: k-means on ``embedding_``, the NJW
         rounding of ``U_``, that of the local-scaling affinity on
-        ``embedding_``, or a start of the default fit on X (see "Output").
+        ``embedding_``, or a start of the selection on X (see "Output").
     partition_criterion_ : dict
-        The criterion of each candidate (lower is better; the lowest wins).
+        The criterion of each candidate (lower is better; the winner is
+        :func:`ikdr.cluster.criterion.choose`'s, which prefers partitions
+        without a near-empty cluster and cleanly separated ones).
     support_ : ndarray of int
         The features the network reads: all, unless at ``sigma="auto"``
         :func:`ikdr.cluster.screen.screen_features` took a few (iris 0.63 -> 0.85,
         4 blobs in 3 of 50 features 0.30 -> 0.91;
         :doc:`/alternative_clustering`). ``transform`` and ``predict`` read
         the same columns of their X.
+    projection_ : ndarray (n_features, r) or None
+        Sparse X, or X of more than
+        :data:`~ikdr.cluster.selection.SELECTION_MAX_FEATURES` features: the
+        orthonormal basis of its r leading right singular vectors
+        (:func:`ikdr.cluster.selection.selection_points`), whose coordinates
+        ``X @ projection_`` the network reads (``support_`` is then every
+        feature). None otherwise.
     feature_scores_ : ndarray (n_features,) or None
         Each feature's larger 2- or 3-group gap (:func:`ikdr.cluster.screen.feature_gaps`) at
         ``sigma="auto"`` with more than 2 features; None otherwise.
@@ -281,7 +295,8 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     def _fitted_defaults(self, state):
         # fitted by ikdr 0.1, before the screen: the network reads every feature
         if "encoder_" in state:
-            return {"support_": np.arange(state["n_features_in_"]), "feature_scores_": None}
+            return {"support_": np.arange(state["n_features_in_"]), "feature_scores_": None,
+                    "projection_": None}
         return {}
 
     #: get_feature_names_out names the embedding's columns: ``knetclustering0``, ...
@@ -359,12 +374,20 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         -------
         self
         """
-        X = every_feature = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        check_scale(X)
+        X = every_feature = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                          ensure_min_samples=2)
+        if sp.issparse(X):
+            check_sparse(X)
+        else:
+            check_scale(X)
         k, lam, batch, hidden = self._check_params(*X.shape)
         auto = isinstance(self.sigma, str) and self.sigma == "auto"
+        # sparse or wide X: the network reads its leading singular vectors, as the
+        # selection's starts do (an MLP of thousands of inputs learns the noise, slowly)
+        points, projection = selection_points(X, random_state=self.random_state)
+        X = points
         columns, feature_scores = None, None
-        if auto and X.shape[1] > 2 and X.shape[0] >= 3 * k:
+        if auto and projection is None and X.shape[1] > 2 and X.shape[0] >= 3 * k:
             # a few of many features carry the clusters: the network reads those
             columns, feature_scores, _ = screen_features(X, k, random_state=self.random_state)
         support = np.arange(X.shape[1]) if columns is None else columns
@@ -396,10 +419,14 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         finally:
             report.close()
         if auto:
-            # the default fit's starts on X and the criterion that judges the rounding
-            found = scored_starts(X, k, local, screen=False,
+            # the selection's starts on every feature (wide X: its leading singular
+            # vectors) and the criterion that judges the rounding there: candidates
+            # found on the screened features and on all of them on one footing
+            own = columns is None          # the network reads the points: their kernel
+            found = scored_starts(points, k, local if own else auto_kernel(points, k),
+                                  screen=False,
                                   local_start=out.stop_reason == "fragmented start",
-                                  spectra=False, random_state=seed)
+                                  random_state=seed)
         if out.stop_reason == "fragmented start":
             warnings.warn(f"KNetClustering did not train: at sigma={kernel.sigma:.4g} the kernel "
                           "isolates points of X (more of the objective comes from the points' "
@@ -412,6 +439,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
                           ConvergenceWarning, stacklevel=2)
         self.encoder_, self.decoder_ = encoder, decoder
         self.support_, self.feature_scores_ = support, feature_scores
+        self.projection_ = projection
         self.kernel_ = kernel
         self.sigma_ = float(kernel.sigma)
         self.embedding_kernel_ = out.embedding_kernel
@@ -420,7 +448,7 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         # The NJW rounding and predict need the eigenvectors of the learned embedding:
         # "eig" has them, "fixed" kept the start's U, "sma" one Cayley step from them.
         moved = self.update == "sma" or (self.update == "fixed" and out.n_accepted > 0)
-        # Beside the default fit's starts (sigma="auto") the learned kernel's NJW
+        # Beside the selection's starts (sigma="auto") the learned kernel's NJW
         # rounding after kept rounds of "fixed" is not formed: on the 25 data sets of
         # the clustering benchmark its cut was never the lowest of the candidates,
         # and it costs an eigenproblem of order n.
@@ -464,19 +492,22 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         if njw is not None:
             candidates["spectral"] = njw.labels_
         if starts is None and Psi.shape[0] >= 3 * k and np.any(Psi != Psi[:1]):
-            # (with the default fit's starts it never won alone: its ties with them,
+            # (with the selection's starts it never won alone: its ties with them,
             # moons-2 and iris, go to the starts at the same cut)
             U_local, _, _ = spectral_embedding(Psi, auto_kernel(Psi, k), k, random_state=seed,
                                                dense_solver="lanczos", tol=START_TOL)
             candidates["local"] = njw_labels(U_local, k, random_state=seed)
         if starts is not None:
-            candidates.update({c.name: c.labels for c in starts.candidates})
+            # the starts on X; "X kmeans" is not the k-means on psi(X) named "kmeans"
+            candidates.update({("X kmeans" if c.name == "kmeans" else c.name): c.labels
+                               for c in starts.candidates})
             judge = starts.criterion
         else:
             judge = PartitionCriterion(X, k)
-        self.partition_criterion_ = dict(zip(candidates, judge.scores(candidates.values())))
+        assessments = judge.assess(candidates.values())
+        self.partition_criterion_ = {name: a.criterion for name, a in zip(candidates, assessments)}
         # ties keep the earlier candidate (k-means, then the learned kernel's)
-        self.rounding_ = min(candidates, key=lambda name: self.partition_criterion_[name])
+        self.rounding_ = list(candidates)[choose(assessments)]
         self.labels_ = candidates[self.rounding_]
         self.U_ = U
         self.degrees_ = degrees
@@ -499,15 +530,16 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
     def transform(self, X: ArrayLike) -> np.ndarray:
         """The learned embedding :math:`\\psi_\\theta(X)`."""
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.encoder_.forward(np.ascontiguousarray(X[:, self.support_])) * self.scale_
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        Z = X[:, self.support_] if self.projection_ is None else X @ self.projection_
+        return self.encoder_.forward(np.ascontiguousarray(np.asarray(Z))) * self.scale_
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Cluster new points (out of sample, dissertation Table 4.4).
 
-        With the k-means rounding: the nearest learned cluster centre in the
+        With the k-means rounding: the nearest learned cluster center in the
         embedding. With the spectral rounding: the Nystrom extension of U
-        through the learned kernel (4.10), then the nearest NJW centre. With the
+        through the learned kernel (4.10), then the nearest NJW center. With the
         local rounding (its bandwidths belong to the training points): the
         label of the nearest training point in the embedding. All reproduce
         ``labels_`` on the training data.

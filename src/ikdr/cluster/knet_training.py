@@ -96,10 +96,10 @@ def _self_similarity(U, degrees):
 
 def spread(Psi):
     """Root-mean-square distance of the rows to their mean (the embedding's scale)."""
-    return _centred_spread(Psi)[1]
+    return _centered_spread(Psi)[1]
 
 
-def _centred_spread(Psi):
+def _centered_spread(Psi):
     """The rows less their mean, and :func:`spread`."""
     C = centered(Psi)
     return C, float(np.sqrt(np.mean(np.einsum("ij,ij->i", C, C)))) or 1.0
@@ -200,7 +200,7 @@ def _batch_objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=F
     the identity at the start.
     """
     out = encoder.forward(X, keep=keep)
-    out_centred, s = _centred_spread(out)
+    out_centered, s = _centered_spread(out)
     Psi = out * (spread0 / s)
     value, grad_z = knet_objective_and_gradient(
         Psi, gamma, kernel, with_value=with_value,
@@ -219,7 +219,7 @@ def _batch_objective(X, gamma, kernel, encoder, decoder, lam, spread0, *, keep=F
     # chain rule through Psi = c out / s(out) (H Psi = (c / s) H out)
     m = Psi.shape[0]
     radial = np.vdot(grad_z, Psi) / (m * spread0 ** 2) * (spread0 / s)
-    grad_out = (spread0 / s) * (grad_z - radial * out_centred)
+    grad_out = (spread0 / s) * (grad_z - radial * out_centered)
     enc_grads = encoder.backward(grad_out)[0]
     return value, enc_grads + dec_grads
 
@@ -261,9 +261,10 @@ class _Rounds:
         r"""U, D and Gamma of the start (spectral clustering of psi(X) = X); returns
         (Tr(Gamma K) of the start, whether it is fragmented)."""
         self.Psi = _embed(self.encoder, self.X, self.spread0)
-        # Lanczos where the affinity is dense (wide data: digits 55 ms against LAPACK's
-        # 285 ms), the shifted inverse where it is a sparse graph of low dimension (2-D:
-        # 20 against 35 ms at n = 900; ikdr.spectral.affinity_embedding)
+        # Lanczos where the affinity is dense (wide data: a few eigenpairs of a full
+        # matrix), the shifted inverse where it is a sparse graph of low dimension
+        # (ikdr.spectral.affinity_embedding; benchmarks/bench_clustering_quality.py
+        # times both)
         self.U, _, self.degrees = spectral_embedding(self.Psi, self.kernel, self.k,
                                                      random_state=self.rng.randint(2**31 - 1),
                                                      dense_solver="auto", tol=START_TOL)
@@ -292,7 +293,7 @@ class _Rounds:
     def fixed_value(self, Psi):
         r"""``update="fixed"``: :math:`\mathrm{Tr}(\Gamma K_\psi)` of the ascended kernel,
         by float32 products summed in float64 (relative error about 1e-8, far below
-        the ``tol`` on a round's gain; 0.40 against 0.65 ms a judgement at n = 900),
+        the ``tol`` on a round's gain, and faster: benchmarks/bench_clustering_quality.py),
         or float64 ones where float32 cannot hold Psi's squares (X at 1e80)."""
         if within_scale(largest_magnitude(Psi), np.float32):
             Psi = Psi.astype(np.float32)

@@ -4,7 +4,7 @@
 few groups (the spectral gap of its 1-D U-step); :func:`screen_features` takes
 the features that do when spectral clustering of them alone separates the k
 clusters more clearly than all features (ISMClustering, SemiSupervisedISM and
-KDAC's default fit, KNetClustering's network; KDAC's feature start).
+KDAC's selection, KNetClustering's network; KDAC's feature start).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..kernels import Gaussian
 from ..kernels.bandwidth import feature_median_distances
 from ..spectral import auto_kernel, spectral_embedding, spectral_gap
 
-__all__ = ["FEATURE_GAP_SCALE", "FEATURE_GAP_MAX_SAMPLES", "FEATURE_GAP_BINS", "SCREEN_MIN_GAP",
+__all__ = ["no_structure", "FEATURE_GAP_SCALE", "FEATURE_GAP_MAX_SAMPLES", "FEATURE_GAP_BINS", "SCREEN_MIN_GAP",
            "SCREEN_GAP_MARGIN", "SCREEN_NO_STRUCTURE", "SCREEN_STRUCTURE", "SCREEN_MAX_SAMPLES",
            "feature_gaps", "screen_features", "screen_candidates",
            "screen_taken"]
@@ -42,8 +42,8 @@ def _binned_gap(z, bandwidth, n_groups, bins):
     counts = np.bincount(index, minlength=bins).astype(np.float64)
     filled = counts > 0
     counts = counts[filled]
-    centres = np.bincount(index, weights=z, minlength=bins)[filled] / counts
-    K = np.exp(-np.subtract.outer(centres, centres) ** 2 / (2.0 * bandwidth ** 2))
+    centers = np.bincount(index, weights=z, minlength=bins)[filled] / counts
+    K = np.exp(-np.subtract.outer(centers, centers) ** 2 / (2.0 * bandwidth ** 2))
     r = np.sqrt(counts / (K @ counts))
     M = r[:, None] * K * r[None, :]
     v = np.sqrt(counts / counts.sum())      # the constant vector, in the bins' weights
@@ -99,7 +99,7 @@ SCREEN_MIN_GAP = 0.25
 SCREEN_GAP_MARGIN = 0.05
 #: ... or when the U-step of all features holds no k clusters at all (its (k-1)-th
 #: eigenvalue below this: the normalised affinity mixes the rows in one step; 0.013-0.07
-#: on every feature task of benchmarks/bench_clustering_features.py, 0.14-0.83 on the
+#: on every feature task of studies/clustering_features.py, 0.14-0.83 on the
 #: real data sets) while the candidates' does (:data:`SCREEN_STRUCTURE` above it):
 #: make_classification 4 of 30-100, seed 2, 0.013-0.043 against 0.986, where the gap
 #: rule refused the two informative candidates (gaps 0.000-0.002 against 0.015) and no
@@ -166,6 +166,14 @@ def screen_candidates(X, *, random_state=None):
     if columns.size == 0 or columns.size == scores.shape[0]:
         return None, scores
     return columns, scores
+
+
+def no_structure(values):
+    """Whether a local-scaling U-step's k descending eigenvalues show no k clusters: the
+    (k-1)-th, the weakest direction that separates k clusters, below
+    :data:`SCREEN_NO_STRUCTURE`."""
+    values = np.asarray(values)
+    return bool(values[values.shape[0] - 2] < SCREEN_NO_STRUCTURE)
 
 
 def screen_taken(values_all, values_screened):

@@ -198,6 +198,26 @@ class Gaussian(MedianBandwidth, Kernel):
         return 0.0, -weight / float(self.sigma) ** 2, None
 
 
+def _distinct_rows(X):
+    """(distinct rows of X, index of each row of X among them), dense or sparse (CSR
+    rows compared by their stored entries, O(nnz))."""
+    if not sp.issparse(X):
+        distinct, inverse = np.unique(X, axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1)
+    X = sp.csr_matrix(X)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    seen: dict = {}
+    inverse = np.empty(X.shape[0], dtype=np.intp)
+    for i in range(X.shape[0]):
+        lo, hi = X.indptr[i], X.indptr[i + 1]
+        key = (X.indices[lo:hi].tobytes(), X.data[lo:hi].tobytes())
+        inverse[i] = seen.setdefault(key, len(seen))
+    first = np.zeros(len(seen), dtype=np.intp)
+    first[inverse[::-1]] = np.arange(X.shape[0])[::-1]
+    return X[first], inverse
+
+
 class RelativeGaussian(Kernel):
     r"""Gaussian kernel with local bandwidths, :math:`k = \exp(-\beta / 2\sigma_i\sigma_j)`.
 
@@ -231,22 +251,27 @@ class RelativeGaussian(Kernel):
 
     @staticmethod
     def local_scales(X, n_neighbors):
-        """Distance of each row to its ``n_neighbors``-th nearest other row."""
+        """Distance of each row to its ``n_neighbors``-th nearest other *distinct* row.
+
+        Repeated rows count once: on integer-valued data many rows repeat, and a
+        point's neighbors among its own copies are at distance zero, which is no
+        bandwidth. A row with fewer distinct other rows than ``n_neighbors`` takes
+        the farthest of them. Raises a ValueError only when every row is the same.
+        """
         from sklearn.neighbors import NearestNeighbors
 
         # sparse rows stay sparse (the neighbor search takes them as they are)
         X = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-        k = min(int(n_neighbors), X.shape[0] - 1)
-        if k < 1:
+        if X.shape[0] < 2:
             raise ValueError("RelativeGaussian needs at least 2 samples")
-        dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
-        scales = dist[:, k]
-        positive = scales[scales > 0]
-        if positive.size == 0:
-            raise ValueError("RelativeGaussian: every point has n_neighbors duplicates; "
-                             "the local bandwidths are zero")
-        # Points inside a clump of duplicates get the smallest positive scale.
-        return np.where(scales > 0, scales, positive.min())
+        distinct, inverse = _distinct_rows(X)
+        k = min(int(n_neighbors), distinct.shape[0] - 1)
+        if k < 1:
+            raise ValueError(f"RelativeGaussian: all {X.shape[0]} rows of X are identical, so "
+                             "no row has a neighbor to set its bandwidth; remove the "
+                             "repeated rows or pass a kernel with a fixed sigma")
+        dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(distinct).kneighbors(distinct)
+        return dist[:, k][inverse]
 
     def fit(self, X: ArrayLike, random_state: RandomStateLike = None) -> Kernel:
         out = copy.copy(self)

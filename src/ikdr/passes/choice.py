@@ -120,11 +120,20 @@ def resolve(X: Any, approximation: Approximation | None = None, *,
     return ExactPasses(dtype)
 
 
-def resolve_clustering(X, landmarks=None, *, dtype=None, random_state=None):
-    """The clustering alternation's provider for X: ``landmarks`` (a
-    :class:`~ikdr.passes.landmark_clustering.ClusteringLandmarks`; its sparse twin for
-    sparse X), the Dask provider for a row-chunked dask X, the sparse provider for
-    sparse X (``random_state`` seeds its start basis), else the exact one."""
+def resolve_clustering(X, landmarks=None, *, n_landmarks=None, dtype=None, random_state=None):
+    """The clustering alternation's provider for X: with ``n_landmarks`` (not None:
+    "auto" or a count), Nystrom landmarks (:class:`ClusteringLandmarks`, in float32
+    when X or ``dtype`` is float32; its sparse twin for sparse X); ``landmarks`` (a
+    provider already made: a run on a subset of X's columns keeps its kind); the Dask
+    provider for a row-chunked dask X; the sparse provider for sparse X
+    (``random_state`` seeds its start basis); else the exact one."""
+    if n_landmarks is not None:
+        if landmarks is not None:
+            raise TypeError("resolve_clustering: give landmarks or n_landmarks, not both")
+        single = X.dtype == np.float32 or (dtype is not None and
+                                           np.dtype(dtype) == np.dtype(np.float32))
+        landmarks = ClusteringLandmarks(n_landmarks, dtype=np.float32 if single else None,
+                                        random_state=random_state)
     if isinstance(landmarks, ClusteringLandmarks) and is_sparse(X) and \
             not isinstance(landmarks, SparseClusteringLandmarks):
         return SparseClusteringLandmarks.like(landmarks)

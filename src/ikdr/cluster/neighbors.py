@@ -1,7 +1,7 @@
 """The k-NN graph U-step: spectral clustering as scikit-learn's
 ``SpectralClustering(affinity="nearest_neighbors")`` does it, on X or on XW.
 
-The clustering estimators' default fit starts from it and judges every
+The clustering estimators' selection starts from it and judges every
 clustering by graphs of this kind (:mod:`ikdr.cluster.criterion`,
 :mod:`ikdr.cluster.selection`).
 """
@@ -16,16 +16,16 @@ from sklearn.manifold import spectral_embedding as laplacian_eigenmaps
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
-from ..spectral import one_thread
+from .._config import one_thread
 
-__all__ = ["GRAPH_NEIGHBORS", "nearest_neighbours", "neighbour_graph", "graph_embedding"]
+__all__ = ["GRAPH_NEIGHBORS", "nearest_neighbors", "neighbor_graph", "graph_embedding"]
 
 
-#: neighbours of the graph U-step: scikit-learn's ``SpectralClustering`` default
+#: neighbors of the graph U-step: scikit-learn's ``SpectralClustering`` default
 GRAPH_NEIGHBORS = 10
 
 
-def nearest_neighbours(Z, n_neighbors):
+def nearest_neighbors(Z, n_neighbors):
     """Distances and indices of each row's ``n_neighbors`` nearest rows of Z, the row
     itself first (one query; at most n rows)."""
     Z = np.asarray(Z)
@@ -33,11 +33,11 @@ def nearest_neighbours(Z, n_neighbors):
     return NearestNeighbors(n_neighbors=m).fit(Z).kneighbors(Z)
 
 
-def neighbour_graph(indices, n_neighbors=GRAPH_NEIGHBORS):
+def neighbor_graph(indices, n_neighbors=GRAPH_NEIGHBORS):
     r"""The symmetric k-NN connectivity graph :math:`(A + A^T)/2` (sparse, n x n).
 
     ``indices``: each row's nearest rows, itself first (the second output of
-    :func:`nearest_neighbours`), at least ``n_neighbors`` columns.
+    :func:`nearest_neighbors`), at least ``n_neighbors`` columns.
     :math:`A_{ij} = 1` when j is among the ``n_neighbors`` nearest rows of i,
     i itself included: the graph of scikit-learn's
     ``kneighbors_graph(include_self=True)`` that
