@@ -67,7 +67,7 @@ SPECS = [
         "existing", clusters=True, sparse=True),
     Spec("KNetClustering", lambda **p: ikdr.KNetClustering(
         **{"n_clusters": 2, "hidden_layer_sizes": (6,), "max_iter": 2, "random_state": 0, **p}),
-        clusters=True, n_components=False),
+        clusters=True, n_components=False, sparse=True),
     Spec("KernelDependenceNetwork", lambda **p: ikdr.KernelDependenceNetwork(
         **{"max_layers": 2, "n_fourier": 30, "random_state": 0, **p}), "labels",
         n_components=False),

@@ -264,7 +264,9 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
         ``measure_with(kernel)``: the paradigm's measure for a W-step kernel."""
         points, basis = selection_points(X, random_state=self.random_state)
         kernel = auto_kernel(points, options.n_clusters)
-        found = scored_starts(points, options.n_clusters, kernel, random_state=self.random_state)
+        # the feature screen reads X's own columns, not singular vectors
+        found = scored_starts(points, options.n_clusters, kernel, screen=basis is None,
+                              random_state=self.random_state)
         candidates = found.candidates
         first = choose([c.assessment for c in candidates])
         start = candidates[first]

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._utils.mlp import MLP, pretrain_identity
 from .._utils.progress import IterationReport
 from .._utils.sparse import check_sparse
-from .._utils.validation import ComponentNamesMixin, NewParametersOnLoad, check_scale
+from .._utils.validation import ComponentNamesMixin, NewParametersOnLoad, SparseInputMixin, check_scale
 from .._utils.validation import keep_state_on_error, plain
 from ..kernels import Gaussian
 from .._config import one_thread
@@ -35,8 +35,8 @@ from .selection import scored_starts, selection_points
 __all__ = ["KNetClustering"]
 
 
-class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, TransformerMixin,
-                     BaseEstimator):
+class KNetClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin, ComponentNamesMixin,
+                     TransformerMixin, BaseEstimator):
     r"""KNet deep kernel clustering (dissertation chapter 4, Algorithm 3).
 
     Learns an embedding :math:`\psi_\theta` (a ReLU MLP) that maximises the
@@ -532,7 +532,9 @@ class KNetClustering(NewParametersOnLoad, ClusterMixin, ComponentNamesMixin, Tra
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         Z = X[:, self.support_] if self.projection_ is None else X @ self.projection_
-        return self.encoder_.forward(np.ascontiguousarray(np.asarray(Z))) * self.scale_
+        if sp.issparse(Z):          # narrow sparse X, read densely as in fit
+            Z = Z.toarray()
+        return self.encoder_.forward(np.ascontiguousarray(Z)) * self.scale_
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Cluster new points (out of sample, dissertation Table 4.4).

@@ -9,7 +9,7 @@ label-free criterion.
    the local-scaling affinity (:func:`ikdr.spectral.auto_kernel`; up to
    :data:`LOCAL_START_MAX_N` rows), and the graph and local starts on the
    features :func:`ikdr.cluster.screen.screen_features` takes, when it takes a
-   few.
+   few of X's own columns (the screen does not read a projection).
 2. **Criterion.** Every start is judged on the same footing, every feature of
    the points (or, when every feature's local affinity holds no k clusters at
    all and the screen was taken, every screened feature), by :class:`ikdr.cluster.criterion.PartitionCriterion` (the
