@@ -12,7 +12,7 @@ from __future__ import annotations
 import numbers
 import warnings
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -47,7 +47,8 @@ from .docstrings import COMMON_ATTRS, COMMON_PARAMS
 #: few-informative sets win by 0.10-0.86; docs/alternative_clustering.md)
 START_GAP_MARGIN = 0.05
 
-__all__ = ["AlternatingClustering", "ClusteringFit", "clustering_importances", "COMMON_PARAMS",
+__all__ = ["AlternatingClustering", "AlternationRun", "ClusteringFit", "clustering_importances",
+           "COMMON_PARAMS",
            "COMMON_ATTRS"]
 
 
@@ -83,6 +84,21 @@ class ClusteringFit:
     selection: Optional[list] = None
     start_gaps: Optional[np.ndarray] = None
     feature_scores: Optional[np.ndarray] = None
+
+
+@dataclass(frozen=True)
+class AlternationRun:
+    """One run of the papers' alternation (:meth:`AlternatingClustering._alternate`): its
+    W-step ``kernel``, U-step ``affinity``, the paradigm's ``measure``, the first U-step's
+    projection ``start`` (None: X itself), its q ``n_components`` and the ``columns`` its
+    W may use (None: every feature)."""
+
+    kernel: Kernel
+    affinity: Kernel
+    measure: Optional[Any] = None
+    start: Optional[np.ndarray] = None
+    n_components: Optional[int] = None
+    columns: Optional[np.ndarray] = None
 
 
 def _on_rows(W, rows, n_rows):
@@ -316,18 +332,18 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
 
         ``kernels``: (kernel, affinity); ``options``: the alternation's settings (an
         :class:`ikdr.cluster.alternation.AlternationOptions`). ``starts``: several
-        runs, each ``(kernel, affinity, measure, start, q, columns)`` (``start``:
-        the first U-step's projection, ``columns``: the features the run's W may
-        use, None for all). The first is the default; another is kept only when the
+        runs, each an :class:`AlternationRun`. The first is the default; another is
+        kept only when the
         spectral gap of its final U-step (:func:`ikdr.spectral.spectral_gap`)
         exceeds the default's by at least :data:`START_GAP_MARGIN` (the largest such)."""
         kernel, affinity = kernels
         work = side.working_data(X, self._dtype)
         if starts is None:      # sparse X: its most dispersed stored columns
-            starts = [(kernel, affinity, measure, None, options.n_components,
-                       stored_columns(X, CLUSTERING_MAX_FEATURES))]
+            starts = [AlternationRun(kernel, affinity, measure, None, options.n_components,
+                                     stored_columns(X, CLUSTERING_MAX_FEATURES))]
         outs = []
-        for kern, aff, meas, start, n_components, columns in starts:
+        for spec in starts:
+            start, columns = spec.start, spec.columns
             run_side, run_work = side, work
             if columns is not None:
                 run_work = work[:, columns] if is_sparse(work) else \
@@ -339,9 +355,9 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
                 start = run_side.basis_for(run_work)
             with IterationReport(type(self).__name__, self.verbose,
                                  total=options.max_iter) as report:
-                run = replace(options, n_components=n_components, report=report)
-                out = alternate_on(run_side, run_work, kern, run, build_gamma, affinity=aff,
-                                   measure=meas, start=start)
+                run = replace(options, n_components=spec.n_components, report=report)
+                out = alternate_on(run_side, run_work, spec.kernel, run, build_gamma,
+                                   affinity=spec.affinity, measure=spec.measure, start=start)
             if columns is not None:         # W is zero on the other features
                 out.components = _on_rows(out.components, columns, X.shape[1])
             outs.append(out)
@@ -358,7 +374,7 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
                           f"{out.history[-1]['w_change']:.3g}, tol={options.tol}); the iterate "
                           f"with the highest objective (iteration {out.best_iteration}) is "
                           "kept", ConvergenceWarning, stacklevel=3)
-        columns = starts[best][5]
+        columns = starts[best].columns
         return ClusteringFit(
             strategy="alternate", components=out.components, embedding=out.embedding,
             eigenvalues=out.eigenvalues, degrees=out.degrees,

@@ -24,7 +24,7 @@ from ..kernels.bandwidth import feature_median_distances
 from ..metrics import nmi
 from ..passes.dask_data import check_target, is_dask_array
 from ..spectral import median_scale_gaussian
-from .base import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering
+from .base import COMMON_ATTRS, COMMON_PARAMS, AlternatingClustering, AlternationRun
 from .screen import FEATURE_GAP_MAX_SAMPLES, FEATURE_GAP_SCALE, feature_gaps
 
 __all__ = ["KDAC", "select_sigma_lambda", "existing_dependence", "feature_start"]
@@ -356,8 +356,8 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
         kernel, affinity = kernels
         k, q = options.n_clusters, options.n_components
         # sparse X: W on its most dispersed stored columns
-        starts = [(kernel, affinity, measure_with(affinity), None, q,
-                   stored_columns(X, CLUSTERING_MAX_FEATURES))]
+        starts = [AlternationRun(kernel, affinity, measure_with(affinity), None, q,
+                                 stored_columns(X, CLUSTERING_MAX_FEATURES))]
         feature_scores = None
         # the feature start needs X's own columns (sparse X: its points are X itself)
         if self.existing_dependence_ >= FEATURE_START_DEPENDENCE and side.rows_in_memory \
@@ -378,8 +378,9 @@ class KDAC(TargetRequiredMixin, AlternatingClustering):
                 # Phi_0 keeps q = d - 1 here, every noise feature included)
                 columns = np.flatnonzero(feature_scores >= FEATURE_START_MIN_GAP)
                 g = Gaussian(sigma0).fit(points[:, columns])
-                starts.append((g, g, measure_with(g), start[columns],
-                               1 if q is None else min(q, columns.size), columns))
+                starts.append(AlternationRun(g, g, measure_with(g), start[columns],
+                                             1 if q is None else min(q, columns.size),
+                                             columns))
         fit = self._alternate(X, side, (kernel, affinity), options, build, None, starts=starts)
         return replace(fit, feature_scores=feature_scores)
 
