@@ -67,8 +67,10 @@ def test_ism_estimator_sparse_equals_dense(options):
     # stop at their own looser tolerance
     tol = 1e-3 if "approximation" in options else 1e-5
     _same_subspace(sparse.components_, dense.components_, tol)
+    # the importances move with the subspace: a change of W by tol moves the held-out
+    # losses' loadings by about twice that (OPENBLAS_CORETYPE=Haswell: 1.1e-6 with Nystrom)
     np.testing.assert_allclose(sparse.feature_importances_, dense.feature_importances_,
-                               atol=1e-6)
+                               atol=2 * tol if "approximation" in options else 1e-6)
     np.testing.assert_allclose(np.abs(sparse.transform(sp.csr_matrix(X))),
                                np.abs(dense.transform(X)), atol=10 * tol)
 
