@@ -208,17 +208,22 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
         bandwidths of all n points, so ``sigma="auto"`` uses the median rule there."""
         return self._named_kernels()[0]
 
-    def _check_common(self, X, side):
+    def _check_common(self, X, side, *, kernels=True):
         """Validate the data-dependent parameters (the others are checked by
         ``_parameter_constraints`` in :meth:`_input`); return (kernel, affinity,
         options): the fitted kernels and the alternation's settings, an
-        :class:`ikdr.cluster.alternation.AlternationOptions` made once."""
+        :class:`ikdr.cluster.alternation.AlternationOptions` made once.
+        ``kernels=False``: the kernels are not fitted (None; ``strategy="select"``
+        fits its own on its points, and its local-scaling affinity normalises)."""
         n, d = X.shape
         k = int(self.n_clusters)
         if n <= k:
             raise ValueError(f"n_samples={n} must be larger than n_clusters={k} "
                              "(fewer samples than clusters)")
         q = None if self.n_components is None else check_n_components(self.n_components, d)
+        if not kernels:
+            normalize = True if isinstance(self.normalize, str) else bool(self.normalize)
+            return None, None, self._options(k, q, normalize)
         named, named_affinity = self._named_kernels()
         # local scaling needs every row at hand; elsewhere (a memmap read in
         # blocks, a cluster) the bandwidths are fitted on a sample of rows
@@ -242,12 +247,15 @@ class AlternatingClustering(NewParametersOnLoad, SparseInputMixin, ClusterMixin,
             normalize = affinity.is_affinity
         else:
             normalize = bool(self.normalize)
-        # the estimator warns itself, once per fit, after choosing among its runs
-        options = AlternationOptions(k, n_components=q, normalize=normalize,
-                                     max_iter=self.max_iter, tol=self.tol,
-                                     random_state=self.random_state, warn=False,
-                                     eigen_solver=self.eigen_solver)
-        return kernel, affinity, options
+        return kernel, affinity, self._options(k, q, normalize)
+
+    def _options(self, n_clusters, n_components, normalize):
+        """The alternation's settings from the parameters (the estimator warns itself,
+        once per fit, after choosing among its runs)."""
+        return AlternationOptions(n_clusters, n_components=n_components, normalize=normalize,
+                                  max_iter=self.max_iter, tol=self.tol,
+                                  random_state=self.random_state, warn=False,
+                                  eigen_solver=self.eigen_solver)
 
     def _strategy(self, X, side):
         """The strategy this fit runs: ``strategy`` as given, "auto" resolved (see

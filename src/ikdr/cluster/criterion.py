@@ -168,6 +168,9 @@ class PartitionCriterion:
     random_state : int, RandomState or None
         Draws the scored rows above :data:`SCORE_ROWS` rows.
     n_threads : int or None
+    local_matrix : ndarray (n, n) or None
+        :func:`ikdr.spectral.auto_kernel`'s matrix on X when the caller has formed it
+        (used when every row is scored and no row repeats; it is read, not written).
 
     Cost: one k-NN query and the local affinity on at most :data:`SCORE_ROWS` rows,
     then O(m k (20 + m + d)) per partition scored (m the scored rows).
@@ -183,8 +186,8 @@ class PartitionCriterion:
     True
     """
 
-    def __init__(self, X, n_clusters: int, *, random_state=None,
-                 n_threads: int | None = None) -> None:
+    def __init__(self, X, n_clusters: int, *, random_state=None, n_threads: int | None = None,
+                 local_matrix=None) -> None:
         X = np.asarray(X, dtype=np.float64)
         self.n, self.n_clusters = X.shape[0], int(n_clusters)
         self.rows = None
@@ -205,8 +208,11 @@ class PartitionCriterion:
         self.graphs = [neighbor_graph(neighbors[1], min(size, m - 1))
                        for size in JUDGE_NEIGHBORS] if m > 1 else []
         self.K = None
+        if local_matrix is not None and self.rows is None and self.first is None:
+            # the caller formed X's local affinity already (the selection's kernel start)
+            self.K = local_matrix
         # fewer than 3 points per cluster: no local scales
-        if m >= 3 * self.n_clusters and fits_memory(8 * m * m):
+        elif m >= 3 * self.n_clusters and fits_memory(8 * m * m):
             self.K = auto_kernel(points, self.n_clusters).matrix(points, n_threads=n_threads)
 
     def _scored(self, labels):

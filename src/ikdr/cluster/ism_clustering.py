@@ -102,8 +102,10 @@ class ISMClustering(AlternatingClustering):
         """Learn W, U and the labels from X (n x d; dense, or ``scipy.sparse`` and
         never made dense: :doc:`/guide/sparse`); y is ignored."""
         X, _, side = self._input(X)
-        kernel, affinity, options = self._check_common(X, side)
-        if self._strategy(X, side) == "select":
+        strategy = self._strategy(X, side)
+        kernel, affinity, options = self._check_common(X, side,
+                                                       kernels=strategy == "alternate")
+        if strategy == "select":
             fit = self._select(X, options)
         else:
             fit = self._alternate(X, side, (kernel, affinity), options)

@@ -278,8 +278,9 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, rando
     kernels = {None: kernel}
     columns, scores = (None, None)
     local = n <= LOCAL_START_MAX_N and (local_start or screen)
+    K = _local_matrix(X, kernel, n_threads) if local else None   # the start's and a judge's
     if local:
-        candidates.append(kernel_start(X, k, kernel, K=_local_matrix(X, kernel, n_threads),
+        candidates.append(kernel_start(X, k, kernel, K=None if K is None else K.copy(),
                                        n_threads=n_threads, **options))
         if screen and X.shape[1] > 2:
             columns, scores = screen_candidates(X, random_state=random_state)
@@ -301,7 +302,8 @@ def scored_starts(X, n_clusters, kernel, *, screen=True, local_start=True, rando
     judged_on = X
     if columns is not None and no_structure(candidates[2].eigenvalues):
         judged_on = np.ascontiguousarray(X[:, columns])
-    criterion = PartitionCriterion(judged_on, k, random_state=random_state, n_threads=n_threads)
+    criterion = PartitionCriterion(judged_on, k, random_state=random_state, n_threads=n_threads,
+                                   local_matrix=K if judged_on is X else None)
     for c, judged in zip(candidates, criterion.assess([c.labels for c in candidates])):
         c.assessment = judged
     return Starts(candidates, criterion, kernels, columns, scores)
