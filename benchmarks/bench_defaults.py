@@ -4,7 +4,7 @@ Four rows, one run (indicative unless the machine is quiet):
 
 * **expression, 700 x 765, 10 classes**: the default fit (``ikdr.ISM(random_state=0)``,
   best of ``--repeat``) against a 100-tree random forest (``n_jobs=-1``) on the same
-  rows, in the same run (issue #61: at most 1 s on 2 quiet cores, no slower than the
+  rows, in the same run (target: at most 1 s on 2 quiet cores, no slower than the
   forest). The data: scanpy's bundled ``pbmc68k_reduced`` (700 cells x 765 genes,
   ``bulk_labels``) where scanpy is installed, else a simulated expression set of that
   shape (``studies/markers.py``'s ``simulated_expression``: 10 sorted types of 8 to 240
